@@ -1,0 +1,433 @@
+package prog
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The text format, version 1:
+//
+//	# comments start with '#', anywhere on a line
+//	forkfuzz v1
+//	region r0 anon-private pages=512 thp=on
+//	region r1 memfd-shared pages=4 thp=default
+//	store r0 off=0x1000 count=4 stride=0x8
+//	fork f0
+//	f0: store r0 off=0x0 count=1 stride=0x8
+//	f0: fork f1
+//	f1: check
+//	f0: wait f1
+//	munmap r0 off=0x0 len=0x2000
+//	mprotect r0 off=0x0 len=0x1000 prot=r
+//	madvise r0 off=0x0 len=0x1000 advice=dontfork
+//	mremap r0 off=0x0 len=0x1000 newlen=0x2000 flags=maymove|fixed to=r1 tooff=0x0
+//	kill f0
+//	wait f0
+//
+// The header line comes first; region lines come before operations and are
+// numbered in order. An operation line may start with "fN:" to run it in
+// the child of fork fN. Arguments are key=value pairs in any order; numbers
+// are decimal or 0x-hex. Format prints the canonical form, which Parse reads
+// back to an identical Program.
+
+// SyntaxError is a parse error at a line and column (both 1-based).
+type SyntaxError struct {
+	Line, Col int
+	Msg       string
+}
+
+func (e *SyntaxError) Error() string { return fmt.Sprintf("%d:%d: %s", e.Line, e.Col, e.Msg) }
+
+// Format returns the canonical text of p.
+func (p *Program) Format() []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "forkfuzz v%d\n", Version)
+	for i, r := range p.Regions {
+		fmt.Fprintf(&b, "region r%d %v pages=%d thp=%v\n", i, r.Kind, r.Pages, r.THP)
+	}
+	for i := range p.Ops {
+		b.WriteString(p.Ops[i].String())
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// String returns the canonical text of one operation.
+func (op Op) String() string {
+	var b strings.Builder
+	if op.Proc > 0 {
+		fmt.Fprintf(&b, "f%d: ", op.Proc-1)
+	}
+	b.WriteString(op.Kind.String())
+	switch op.Kind {
+	case OpStore, OpPwrite:
+		fmt.Fprintf(&b, " r%d off=%#x count=%d stride=%#x", op.Region, op.Off, op.Count, op.Stride)
+	case OpMmap, OpMunmap, OpMlock, OpMunlock:
+		fmt.Fprintf(&b, " r%d off=%#x len=%#x", op.Region, op.Off, op.Len)
+	case OpMprotect:
+		fmt.Fprintf(&b, " r%d off=%#x len=%#x prot=%v", op.Region, op.Off, op.Len, op.Prot)
+	case OpMadvise:
+		fmt.Fprintf(&b, " r%d off=%#x len=%#x advice=%v", op.Region, op.Off, op.Len, op.Advice)
+	case OpMremap:
+		fmt.Fprintf(&b, " r%d off=%#x len=%#x newlen=%#x flags=%s", op.Region, op.Off, op.Len, op.NewLen, op.Flags)
+		if op.Flags&MremapFixed != 0 {
+			fmt.Fprintf(&b, " to=r%d tooff=%#x", op.To, op.ToOff)
+		}
+	case OpFork, OpWait, OpKill:
+		fmt.Fprintf(&b, " f%d", op.Fork)
+	}
+	return b.String()
+}
+
+var mremapFlagNames = []struct {
+	f    MremapFlags
+	name string
+}{{MremapMaymove, "maymove"}, {MremapFixed, "fixed"}, {MremapDontunmap, "dontunmap"}}
+
+func (f MremapFlags) String() string {
+	if f == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, n := range mremapFlagNames {
+		if f&n.f != 0 {
+			parts = append(parts, n.name)
+		}
+	}
+	if rest := f &^ mremapAll; rest != 0 {
+		parts = append(parts, fmt.Sprintf("%#x", uint8(rest)))
+	}
+	return strings.Join(parts, "|")
+}
+
+// token is a word of a line with its 1-based column.
+type token struct {
+	s   string
+	col int
+}
+
+func tokenize(line string) []token {
+	if i := strings.IndexByte(line, '#'); i >= 0 {
+		line = line[:i]
+	}
+	var toks []token
+	for i := 0; i < len(line); {
+		if line[i] == ' ' || line[i] == '\t' || line[i] == '\r' {
+			i++
+			continue
+		}
+		j := i
+		for j < len(line) && line[j] != ' ' && line[j] != '\t' && line[j] != '\r' {
+			j++
+		}
+		toks = append(toks, token{line[i:j], i + 1})
+		i = j
+	}
+	return toks
+}
+
+type parser struct {
+	line int
+	prog *Program
+}
+
+func (ps *parser) errf(col int, format string, args ...any) error {
+	return &SyntaxError{Line: ps.line, Col: col, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Parse reads a program in the text format and validates it. Errors name
+// the line and column (a *SyntaxError) or the operation (a *ValidationError
+// wrapped with the line it came from).
+func Parse(text []byte) (*Program, error) {
+	ps := &parser{prog: &Program{}}
+	header := false
+	var opLines []int
+	for n, line := range strings.Split(string(text), "\n") {
+		ps.line = n + 1
+		toks := tokenize(line)
+		if len(toks) == 0 {
+			continue
+		}
+		if !header {
+			if toks[0].s != "forkfuzz" || len(toks) != 2 {
+				return nil, ps.errf(toks[0].col, "expected header %q", fmt.Sprintf("forkfuzz v%d", Version))
+			}
+			if toks[1].s != fmt.Sprintf("v%d", Version) {
+				return nil, ps.errf(toks[1].col, "unsupported format version %q (this forkfuzz reads v%d)", toks[1].s, Version)
+			}
+			header = true
+			continue
+		}
+		if toks[0].s == "region" {
+			if len(ps.prog.Ops) > 0 {
+				return nil, ps.errf(toks[0].col, "region after the first operation")
+			}
+			if err := ps.parseRegion(toks); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := ps.parseOp(toks); err != nil {
+			return nil, err
+		}
+		opLines = append(opLines, ps.line)
+	}
+	if !header {
+		return nil, &SyntaxError{Line: 1, Col: 1, Msg: "empty program: missing header \"forkfuzz v1\""}
+	}
+	if err := ps.prog.Validate(); err != nil {
+		if ve, ok := err.(*ValidationError); ok && ve.Op >= 0 && ve.Op < len(opLines) {
+			return nil, fmt.Errorf("line %d: %w", opLines[ve.Op], err)
+		}
+		return nil, err
+	}
+	return ps.prog, nil
+}
+
+func (ps *parser) parseRegion(toks []token) error {
+	if len(toks) < 3 {
+		return ps.errf(toks[0].col, "region needs a name and a kind")
+	}
+	idx, err := ps.ref(toks[1], 'r')
+	if err != nil {
+		return err
+	}
+	if idx != len(ps.prog.Regions) {
+		return ps.errf(toks[1].col, "regions must be numbered in order: expected r%d", len(ps.prog.Regions))
+	}
+	var r Region
+	kind := -1
+	for i, n := range regionKindNames {
+		if n == toks[2].s {
+			kind = i
+		}
+	}
+	if kind < 0 {
+		return ps.errf(toks[2].col, "unknown region kind %q (want one of %s)", toks[2].s, strings.Join(regionKindNames[:], ", "))
+	}
+	r.Kind = RegionKind(kind)
+	kv, err := ps.args(toks[3:], map[string]bool{"pages": true, "thp": false})
+	if err != nil {
+		return err
+	}
+	pages, err := ps.num(kv["pages"])
+	if err != nil {
+		return err
+	}
+	if pages < 1 || pages > MaxRegionPages {
+		return ps.errf(kv["pages"].col, "pages %d out of range 1..%d", pages, MaxRegionPages)
+	}
+	r.Pages = int(pages)
+	if t, ok := kv["thp"]; ok {
+		v, err := ps.enum(t, thpNames[:])
+		if err != nil {
+			return err
+		}
+		r.THP = THP(v)
+	}
+	ps.prog.Regions = append(ps.prog.Regions, r)
+	return nil
+}
+
+// ref parses "r3" or "f2".
+func (ps *parser) ref(t token, prefix byte) (int, error) {
+	if len(t.s) < 2 || t.s[0] != prefix {
+		return 0, ps.errf(t.col, "expected %c<number>, got %q", prefix, t.s)
+	}
+	v, err := strconv.ParseUint(t.s[1:], 10, 16)
+	if err != nil {
+		return 0, ps.errf(t.col, "bad number in %q", t.s)
+	}
+	return int(v), nil
+}
+
+// kvTok is the value part of key=value, with its column.
+type kvTok = token
+
+// args parses key=value tokens; want maps allowed keys to whether they are required.
+func (ps *parser) args(toks []token, want map[string]bool) (map[string]kvTok, error) {
+	kv := make(map[string]kvTok)
+	for _, t := range toks {
+		eq := strings.IndexByte(t.s, '=')
+		if eq <= 0 {
+			return nil, ps.errf(t.col, "expected key=value, got %q", t.s)
+		}
+		k := t.s[:eq]
+		if _, ok := want[k]; !ok {
+			return nil, ps.errf(t.col, "unknown argument %q", k)
+		}
+		if _, dup := kv[k]; dup {
+			return nil, ps.errf(t.col, "duplicate argument %q", k)
+		}
+		kv[k] = kvTok{t.s[eq+1:], t.col + eq + 1}
+	}
+	for k, req := range want {
+		if _, ok := kv[k]; req && !ok {
+			col := 1
+			if len(toks) > 0 {
+				col = toks[len(toks)-1].col
+			}
+			return nil, ps.errf(col, "missing argument %s=", k)
+		}
+	}
+	return kv, nil
+}
+
+func (ps *parser) num(t kvTok) (uint64, error) {
+	v, err := strconv.ParseUint(t.s, 0, 64)
+	if err != nil {
+		return 0, ps.errf(t.col, "bad number %q", t.s)
+	}
+	return v, nil
+}
+
+func (ps *parser) enum(t kvTok, names []string) (int, error) {
+	for i, n := range names {
+		if n == t.s {
+			return i, nil
+		}
+	}
+	return 0, ps.errf(t.col, "unknown value %q (want one of %s)", t.s, strings.Join(names, ", "))
+}
+
+func (ps *parser) parseOp(toks []token) error {
+	var op Op
+	if strings.HasSuffix(toks[0].s, ":") {
+		f, err := ps.ref(token{strings.TrimSuffix(toks[0].s, ":"), toks[0].col}, 'f')
+		if err != nil {
+			return err
+		}
+		op.Proc = f + 1
+		toks = toks[1:]
+		if len(toks) == 0 {
+			return ps.errf(1, "missing operation after process prefix")
+		}
+	}
+	kind := -1
+	for i, n := range opNames {
+		if n == toks[0].s {
+			kind = i
+		}
+	}
+	if kind < 0 {
+		return ps.errf(toks[0].col, "unknown operation %q", toks[0].s)
+	}
+	op.Kind = OpKind(kind)
+	name := toks[0]
+	rest := toks[1:]
+	switch op.Kind {
+	case OpCheck:
+		if len(rest) != 0 {
+			return ps.errf(rest[0].col, "check takes no arguments")
+		}
+	case OpFork, OpWait, OpKill:
+		if len(rest) != 1 {
+			return ps.errf(name.col, "%s takes one fork name (fN)", name.s)
+		}
+		f, err := ps.ref(rest[0], 'f')
+		if err != nil {
+			return err
+		}
+		op.Fork = f
+	default:
+		if len(rest) == 0 {
+			return ps.errf(name.col, "%s needs a region", name.s)
+		}
+		r, err := ps.ref(rest[0], 'r')
+		if err != nil {
+			return err
+		}
+		op.Region = r
+		if err := ps.opArgs(&op, rest[1:]); err != nil {
+			return err
+		}
+	}
+	ps.prog.Ops = append(ps.prog.Ops, op)
+	return nil
+}
+
+func (ps *parser) opArgs(op *Op, toks []token) error {
+	var want map[string]bool
+	switch op.Kind {
+	case OpStore, OpPwrite:
+		want = map[string]bool{"off": true, "count": false, "stride": false}
+	case OpMmap, OpMunmap, OpMlock, OpMunlock:
+		want = map[string]bool{"off": true, "len": true}
+	case OpMprotect:
+		want = map[string]bool{"off": true, "len": true, "prot": true}
+	case OpMadvise:
+		want = map[string]bool{"off": true, "len": true, "advice": true}
+	case OpMremap:
+		want = map[string]bool{"off": true, "len": true, "newlen": true, "flags": false, "to": false, "tooff": false}
+	}
+	kv, err := ps.args(toks, want)
+	if err != nil {
+		return err
+	}
+	nums := map[string]*uint64{"off": &op.Off, "len": &op.Len, "newlen": &op.NewLen, "stride": &op.Stride, "tooff": &op.ToOff}
+	for k, dst := range nums {
+		if t, ok := kv[k]; ok {
+			v, err := ps.num(t)
+			if err != nil {
+				return err
+			}
+			*dst = v
+		}
+	}
+	if op.Kind == OpStore || op.Kind == OpPwrite {
+		op.Count = 1
+		if t, ok := kv["count"]; ok {
+			v, err := ps.num(t)
+			if err != nil {
+				return err
+			}
+			if v < 1 || v > MaxCount {
+				return ps.errf(t.col, "count %d out of range 1..%d", v, MaxCount)
+			}
+			op.Count = int(v)
+		}
+		if _, ok := kv["stride"]; !ok {
+			op.Stride = SlotSize
+		}
+	}
+	if t, ok := kv["prot"]; ok {
+		v, err := ps.enum(t, protNames[:])
+		if err != nil {
+			return err
+		}
+		op.Prot = Prot(v)
+	}
+	if t, ok := kv["advice"]; ok {
+		v, err := ps.enum(t, adviceNames[:])
+		if err != nil {
+			return err
+		}
+		op.Advice = Advice(v)
+	}
+	if t, ok := kv["flags"]; ok && t.s != "none" {
+		col := t.col
+		for _, part := range strings.Split(t.s, "|") {
+			found := false
+			for _, n := range mremapFlagNames {
+				if n.name == part {
+					op.Flags |= n.f
+					found = true
+				}
+			}
+			if !found {
+				return ps.errf(col, "unknown mremap flag %q (want maymove, fixed, dontunmap or none)", part)
+			}
+			col += len(part) + 1
+		}
+	}
+	if t, ok := kv["to"]; ok {
+		r, err := ps.ref(t, 'r')
+		if err != nil {
+			return err
+		}
+		op.To = r
+	}
+	return nil
+}

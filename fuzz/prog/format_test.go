@@ -1,0 +1,136 @@
+package prog
+
+import (
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseExampleRoundTrip(t *testing.T) {
+	text, err := os.ReadFile("testdata/example.ffz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Regions) != 4 || len(p.Ops) != 17 {
+		t.Fatalf("got %d regions, %d ops", len(p.Regions), len(p.Ops))
+	}
+	if op := p.Ops[7]; op.Kind != OpMremap || op.Flags != MremapMaymove|MremapFixed || op.To != 1 || op.ToOff != 0x8000 {
+		t.Fatalf("mremap parsed wrong: %+v", op)
+	}
+	if op := p.Ops[8]; op.Proc != 1 || op.Kind != OpStore {
+		t.Fatalf("child store parsed wrong: %+v", op)
+	}
+	q, err := Parse(p.Format())
+	if err != nil {
+		t.Fatalf("reparse: %v\n%s", err, p.Format())
+	}
+	if !reflect.DeepEqual(p, q) {
+		t.Fatalf("round trip differs:\n%s\n%s", p.Format(), q.Format())
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		line, col  int
+		msg        string
+	}{
+		{"no header", "region r0 anon-private pages=1\n", 1, 1, "expected header"},
+		{"bad version", "forkfuzz v9\n", 1, 10, "unsupported format version"},
+		{"bad kind", "forkfuzz v1\nregion r0 anon-weird pages=1\n", 2, 11, "unknown region kind"},
+		{"region order", "forkfuzz v1\nregion r1 anon-private pages=1\n", 2, 8, "numbered in order"},
+		{"bad number", "forkfuzz v1\nregion r0 anon-private pages=12x\n", 2, 30, "bad number"},
+		{"missing arg", "forkfuzz v1\nregion r0 anon-private pages=1\nmunmap r0 off=0\n", 3, 11, "missing argument len="},
+		{"unknown op", "forkfuzz v1\nregion r0 anon-private pages=1\n  frob r0\n", 3, 3, "unknown operation"},
+		{"unknown key", "forkfuzz v1\nregion r0 anon-private pages=1\nstore r0 off=0 colour=red\n", 3, 16, "unknown argument"},
+		{"bad advice", "forkfuzz v1\nregion r0 anon-private pages=1\nmadvise r0 off=0 len=1 advice=nap\n", 3, 31, "unknown value"},
+		{"bad flag", "forkfuzz v1\nregion r0 anon-private pages=1\nmremap r0 off=0 len=1 newlen=1 flags=maymove|zoom\n", 3, 46, "unknown mremap flag"},
+		{"bad prefix", "forkfuzz v1\nregion r0 anon-private pages=1\nx3: check\n", 3, 1, "expected f<number>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.text))
+			var se *SyntaxError
+			if !errors.As(err, &se) {
+				t.Fatalf("want SyntaxError, got %v", err)
+			}
+			if se.Line != tc.line || se.Col != tc.col || !strings.Contains(se.Msg, tc.msg) {
+				t.Fatalf("got %v, want %d:%d: ...%s", err, tc.line, tc.col, tc.msg)
+			}
+		})
+	}
+}
+
+func TestValidateErrors(t *testing.T) {
+	hdr := "forkfuzz v1\nregion r0 anon-private pages=4\nregion r1 anon-shared pages=1\n"
+	for _, tc := range []struct{ name, ops, msg string }{
+		{"unwaited fork", "fork f0\n", "never waited"},
+		{"fork order", "fork f1\nwait f1\n", "numbered in order"},
+		{"child before fork", "f0: check\nfork f0\nwait f0\n", "not forked yet"},
+		{"child after wait", "fork f0\nwait f0\nf0: check\n", "already waited"},
+		{"wait from wrong proc", "fork f0\nfork f1\nf0: wait f1\nwait f0\nwait f1\n", "must run in the process that forked it"},
+		{"grandchild not reaped", "fork f0\nf0: fork f1\nwait f0\n", "never waited for"},
+		{"pwrite on anon", "pwrite r0 off=0\n", "needs a memfd region"},
+		{"store past span", "store r0 off=0x7fffff8 count=2\n", "past the region span"},
+		{"unaligned store", "store r0 off=0x3\n", "multiples of 8"},
+		{"no region", "munmap r7 off=0 len=1\n", "no region r7"},
+		{"to without fixed", "mremap r0 off=0 len=0x1000 newlen=0x1000 to=r1\n", "need the fixed flag"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(hdr + tc.ops))
+			if err == nil || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("got %v, want error containing %q", err, tc.msg)
+			}
+			if !strings.Contains(err.Error(), "line ") && !strings.Contains(err.Error(), "never waited") {
+				t.Fatalf("error does not name the line: %v", err)
+			}
+		})
+	}
+}
+
+func TestSlotValue(t *testing.T) {
+	for _, c := range [][2]int{{0, 0}, {5, 77}, {4095, 65535}} {
+		v := SlotValue(c[0], c[1])
+		op, k, ok := DecodeSlotValue(v)
+		if !ok || op != c[0] || k != c[1] || v == 0 {
+			t.Fatalf("SlotValue(%d,%d)=%#x decodes to %d,%d,%v", c[0], c[1], v, op, k, ok)
+		}
+	}
+	if _, _, ok := DecodeSlotValue(0); ok {
+		t.Fatal("zero decodes as a slot value")
+	}
+}
+
+// FuzzParse checks that Parse never panics, and that whatever it accepts
+// round-trips exactly.
+func FuzzParse(f *testing.F) {
+	if text, err := os.ReadFile("testdata/example.ffz"); err == nil {
+		f.Add(text)
+	}
+	f.Add([]byte("forkfuzz v1\nregion r0 anon-private pages=1\nfork f0\nf0: check\nwait f0\n"))
+	f.Add([]byte("forkfuzz v1\nregion r0 memfd-private pages=3 thp=on\npwrite r0 off=0x10 count=3 stride=0x1000\n"))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		p, err := Parse(text)
+		if err != nil {
+			var se *SyntaxError
+			var ve *ValidationError
+			if !errors.As(err, &se) && !errors.As(err, &ve) {
+				t.Fatalf("error of unexpected type %T: %v", err, err)
+			}
+			return
+		}
+		out := p.Format()
+		q, err := Parse(out)
+		if err != nil {
+			t.Fatalf("canonical text does not parse: %v\n%s", err, out)
+		}
+		if !reflect.DeepEqual(p, q) {
+			t.Fatalf("round trip differs:\n%s\n%s", out, q.Format())
+		}
+	})
+}

@@ -1,0 +1,321 @@
+// Package prog is forkfuzz's program model: memory regions and a sequence of
+// operations, as plain data, with a versioned text format (format.go) that
+// round-trips exactly.
+//
+// # Execution semantics
+//
+// A program runs in a tree of processes. Process 0 is the executor's main
+// process (the "parent"); the child created by fork fI is process I+1. Every
+// operation belongs to one process (Op.Proc) and each process runs its own
+// operations in program order.
+//
+// Processes never run user-level operations at the same time: the child of
+// fork fI stays blocked (in user space) from its creation until the process
+// that forked it executes "wait fI"; then the child runs all its operations,
+// reaps its own children, and exits, while its parent sleeps in wait. The
+// kernel's own work after fork (Async-fork's background copy, On-demand-fork's
+// lazy page-table copies) still races with everything the parent does between
+// "fork fI" and "wait fI"; that is exactly the window forkfuzz probes. The
+// sequential user-level order makes the expected result of every program
+// deterministic, so a single reference model (package checker) can judge it.
+//
+// Every process takes a view ("check") of all regions at well-defined points:
+// a child when it starts (before its first operation), any process at an
+// explicit "check" operation, and the main process after its last operation.
+//
+// # Regions
+//
+// Region rI occupies the fixed virtual range [ArenaBase+I*SpanBytes,
+// +SpanBytes); it is mapped at program start with Pages pages, leaving the
+// rest of its span free so mremap can grow in place and MAP_FIXED can land
+// anywhere in it. All offsets in operations are byte offsets from the region's
+// base. Memfd regions are backed by a memfd of SpanBytes bytes, mapped at file
+// offset equal to the region offset.
+//
+// # Values
+//
+// Every store and pwrite writes 8-byte slots with values that identify the
+// operation and slot (SlotValue), so an oracle can tell every write apart and
+// say which operation wrote a value it found.
+package prog
+
+import "fmt"
+
+// Version is the current program format version.
+const Version = 1
+
+// Layout constants shared by the executor and the reference model.
+const (
+	PageSize       = 4096
+	PMDSize        = 2 << 20
+	SlotSize       = 8
+	MaxRegions     = 16
+	MaxRegionPages = 16384 // 64 MiB
+	SpanPages      = 2 * MaxRegionPages
+	SpanBytes      = SpanPages * PageSize // 128 MiB per region, 2 MiB aligned
+	// ArenaBase is where region r0 starts. It is far from where Go's heap
+	// and the kernel's top-down mmap allocator place things.
+	ArenaBase = 0x3f0000000000
+	MaxOps    = 4096
+	MaxForks  = 64
+	MaxCount  = 1 << 16 // slots per store/pwrite
+)
+
+// RegionKind is how a region is backed.
+type RegionKind uint8
+
+const (
+	AnonPrivate RegionKind = iota
+	AnonShared
+	MemfdPrivate
+	MemfdShared
+	numRegionKinds
+)
+
+var regionKindNames = [...]string{"anon-private", "anon-shared", "memfd-private", "memfd-shared"}
+
+func (k RegionKind) String() string {
+	if int(k) < len(regionKindNames) {
+		return regionKindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", k)
+}
+
+// Shared reports whether writes through the mapping reach the backing object.
+func (k RegionKind) Shared() bool { return k == AnonShared || k == MemfdShared }
+
+// Memfd reports whether the region is backed by a memfd.
+func (k RegionKind) Memfd() bool { return k == MemfdPrivate || k == MemfdShared }
+
+// THP is the transparent-huge-page advice applied when a region is created.
+type THP uint8
+
+const (
+	THPDefault THP = iota
+	THPOn          // MADV_HUGEPAGE
+	THPOff         // MADV_NOHUGEPAGE
+)
+
+var thpNames = [...]string{"default", "on", "off"}
+
+func (t THP) String() string {
+	if int(t) < len(thpNames) {
+		return thpNames[t]
+	}
+	return fmt.Sprintf("thp(%d)", t)
+}
+
+// Region is one named memory region; region I is called "rI".
+type Region struct {
+	Kind  RegionKind
+	Pages int
+	THP   THP
+}
+
+// Base returns the virtual address of region i.
+func Base(i int) uint64 { return ArenaBase + uint64(i)*SpanBytes }
+
+// OpKind is the kind of an operation.
+type OpKind uint8
+
+const (
+	OpStore OpKind = iota
+	OpPwrite
+	OpMmap
+	OpMunmap
+	OpMprotect
+	OpMadvise
+	OpMremap
+	OpMlock
+	OpMunlock
+	OpFork
+	OpWait
+	OpKill
+	OpCheck
+	numOpKinds
+)
+
+var opNames = [...]string{"store", "pwrite", "mmap", "munmap", "mprotect", "madvise", "mremap",
+	"mlock", "munlock", "fork", "wait", "kill", "check"}
+
+func (k OpKind) String() string {
+	if int(k) < len(opNames) {
+		return opNames[k]
+	}
+	return fmt.Sprintf("op(%d)", k)
+}
+
+// OpKinds lists every operation kind.
+func OpKinds() []OpKind {
+	ks := make([]OpKind, numOpKinds)
+	for i := range ks {
+		ks[i] = OpKind(i)
+	}
+	return ks
+}
+
+// HasRange reports whether operations of this kind take a region, off and len.
+func (k OpKind) HasRange() bool {
+	switch k {
+	case OpMmap, OpMunmap, OpMprotect, OpMadvise, OpMremap, OpMlock, OpMunlock:
+		return true
+	}
+	return false
+}
+
+// ChangesVMA reports whether the operation changes mappings (VMA-level
+// changes force a whole-VMA synchronization in Async-fork).
+func (k OpKind) ChangesVMA() bool { return k.HasRange() }
+
+// Prot is a protection for mprotect.
+type Prot uint8
+
+const (
+	ProtNone Prot = iota
+	ProtRead
+	ProtRW
+	numProts
+)
+
+var protNames = [...]string{"none", "r", "rw"}
+
+func (p Prot) String() string {
+	if int(p) < len(protNames) {
+		return protNames[p]
+	}
+	return fmt.Sprintf("prot(%d)", p)
+}
+
+// Advice is a madvise advice.
+type Advice uint8
+
+const (
+	AdvDontneed Advice = iota
+	AdvFree
+	AdvDontfork
+	AdvDofork
+	AdvWipeonfork
+	AdvKeeponfork
+	AdvHugepage
+	AdvNohugepage
+	AdvCollapse
+	AdvPageout
+	AdvCold
+	numAdvices
+)
+
+var adviceNames = [...]string{"dontneed", "free", "dontfork", "dofork", "wipeonfork",
+	"keeponfork", "hugepage", "nohugepage", "collapse", "pageout", "cold"}
+
+func (a Advice) String() string {
+	if int(a) < len(adviceNames) {
+		return adviceNames[a]
+	}
+	return fmt.Sprintf("advice(%d)", a)
+}
+
+// Advices lists every advice.
+func Advices() []Advice {
+	as := make([]Advice, numAdvices)
+	for i := range as {
+		as[i] = Advice(i)
+	}
+	return as
+}
+
+// MremapFlags are the flags of an mremap.
+type MremapFlags uint8
+
+const (
+	MremapMaymove MremapFlags = 1 << iota
+	MremapFixed
+	MremapDontunmap
+	mremapAll = MremapMaymove | MremapFixed | MremapDontunmap
+)
+
+// Op is one operation. Which fields matter depends on Kind:
+//
+//	store, pwrite            Region, Off, Count, Stride
+//	mmap, munmap, mlock,
+//	munlock                  Region, Off, Len
+//	mprotect                 Region, Off, Len, Prot
+//	madvise                  Region, Off, Len, Advice
+//	mremap                   Region, Off, Len, NewLen, Flags, To, ToOff (To/ToOff with MremapFixed)
+//	fork, wait, kill         Fork
+//	check                    -
+type Op struct {
+	Proc   int // 0: main process; I+1: child of fork fI
+	Kind   OpKind
+	Region int
+	Off    uint64
+	Len    uint64
+	Count  int
+	Stride uint64
+	Prot   Prot
+	Advice Advice
+	NewLen uint64
+	Flags  MremapFlags
+	To     int
+	ToOff  uint64
+	Fork   int
+}
+
+// Program is a forkfuzz program.
+type Program struct {
+	Regions []Region
+	Ops     []Op
+}
+
+// Clone returns a deep copy of p.
+func (p *Program) Clone() *Program {
+	q := &Program{
+		Regions: append([]Region(nil), p.Regions...),
+		Ops:     append([]Op(nil), p.Ops...),
+	}
+	return q
+}
+
+// NumForks returns the number of fork operations.
+func (p *Program) NumForks() int {
+	n := 0
+	for _, op := range p.Ops {
+		if op.Kind == OpFork {
+			n++
+		}
+	}
+	return n
+}
+
+// ForkOp returns the index of the operation that creates fork f, or -1.
+func (p *Program) ForkOp(f int) int {
+	for i, op := range p.Ops {
+		if op.Kind == OpFork && op.Fork == f {
+			return i
+		}
+	}
+	return -1
+}
+
+// SlotValue is the value written by slot k of the operation at index op.
+// The top byte marks forkfuzz values; bits 24..55 hold op+1, the low 24
+// bits the slot number. It is never zero.
+func SlotValue(op, k int) uint64 {
+	return 0xA5<<56 | uint64(op+1)<<24 | uint64(k)&0xffffff
+}
+
+// DecodeSlotValue reverses SlotValue. ok is false for values that no
+// operation writes.
+func DecodeSlotValue(v uint64) (op, k int, ok bool) {
+	if v>>56 != 0xA5 || (v>>24)&0xffffffff == 0 {
+		return 0, 0, false
+	}
+	return int((v>>24)&0xffffffff) - 1, int(v & 0xffffff), true
+}
+
+// SlotOffsets calls fn with the region offset of every slot that a store or
+// pwrite writes, in order.
+func (op *Op) SlotOffsets(fn func(k int, off uint64)) {
+	for k := 0; k < op.Count; k++ {
+		fn(k, op.Off+uint64(k)*op.Stride)
+	}
+}

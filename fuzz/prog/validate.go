@@ -1,0 +1,159 @@
+package prog
+
+import "fmt"
+
+// ValidationError names the operation (or region) that breaks a rule.
+type ValidationError struct {
+	Op     int // operation index, or -1
+	Region int // region index, or -1
+	Msg    string
+}
+
+func (e *ValidationError) Error() string {
+	switch {
+	case e.Op >= 0:
+		return fmt.Sprintf("op %d: %s", e.Op, e.Msg)
+	case e.Region >= 0:
+		return fmt.Sprintf("region r%d: %s", e.Region, e.Msg)
+	}
+	return e.Msg
+}
+
+// Validate checks that p is well formed: the executor can run every valid
+// program without touching memory outside the arena, and every fork has a
+// well-defined lifetime.
+func (p *Program) Validate() error {
+	opErr := func(i int, format string, args ...any) error {
+		return &ValidationError{Op: i, Region: -1, Msg: fmt.Sprintf(format, args...)}
+	}
+	if len(p.Regions) == 0 || len(p.Regions) > MaxRegions {
+		return &ValidationError{Op: -1, Region: -1, Msg: fmt.Sprintf("need 1..%d regions, have %d", MaxRegions, len(p.Regions))}
+	}
+	for i, r := range p.Regions {
+		if r.Kind >= numRegionKinds {
+			return &ValidationError{Op: -1, Region: i, Msg: fmt.Sprintf("bad kind %d", r.Kind)}
+		}
+		if r.Pages < 1 || r.Pages > MaxRegionPages {
+			return &ValidationError{Op: -1, Region: i, Msg: fmt.Sprintf("pages %d out of range 1..%d", r.Pages, MaxRegionPages)}
+		}
+		if r.THP > THPOff {
+			return &ValidationError{Op: -1, Region: i, Msg: fmt.Sprintf("bad thp %d", r.THP)}
+		}
+	}
+	if len(p.Ops) > MaxOps {
+		return opErr(-1, "too many operations: %d > %d", len(p.Ops), MaxOps)
+	}
+	const (
+		unborn = iota
+		alive
+		reaped
+	)
+	type forkState struct {
+		state int
+		proc  int // process that forked it
+	}
+	var forks []forkState
+	procAlive := func(proc int) bool {
+		return proc == 0 || (proc-1 < len(forks) && forks[proc-1].state == alive)
+	}
+	region := func(i int, r int) error {
+		if r < 0 || r >= len(p.Regions) {
+			return opErr(i, "no region r%d", r)
+		}
+		return nil
+	}
+	for i, op := range p.Ops {
+		if op.Kind >= numOpKinds {
+			return opErr(i, "bad kind %d", op.Kind)
+		}
+		if op.Proc < 0 || !procAlive(op.Proc) {
+			return opErr(i, "process f%d: not forked yet or already waited for", op.Proc-1)
+		}
+		switch op.Kind {
+		case OpStore, OpPwrite:
+			if err := region(i, op.Region); err != nil {
+				return err
+			}
+			if op.Kind == OpPwrite && !p.Regions[op.Region].Kind.Memfd() {
+				return opErr(i, "pwrite needs a memfd region, r%d is %v", op.Region, p.Regions[op.Region].Kind)
+			}
+			if op.Count < 1 || op.Count > MaxCount {
+				return opErr(i, "count %d out of range 1..%d", op.Count, MaxCount)
+			}
+			if op.Off%SlotSize != 0 || op.Stride%SlotSize != 0 || op.Stride == 0 {
+				return opErr(i, "off and stride must be non-zero multiples of %d (off %#x stride %#x)", SlotSize, op.Off, op.Stride)
+			}
+			if op.Stride > SpanBytes || op.Off >= SpanBytes || op.Off+uint64(op.Count-1)*op.Stride+SlotSize > SpanBytes {
+				return opErr(i, "slots run past the region span (%#x bytes)", SpanBytes)
+			}
+		case OpMmap, OpMunmap, OpMprotect, OpMadvise, OpMremap, OpMlock, OpMunlock:
+			if err := region(i, op.Region); err != nil {
+				return err
+			}
+			if op.Off > SpanBytes || op.Len > SpanBytes-op.Off {
+				return opErr(i, "range off %#x len %#x runs past the region span (%#x bytes)", op.Off, op.Len, SpanBytes)
+			}
+			if op.Kind == OpMprotect && op.Prot >= numProts {
+				return opErr(i, "bad prot %d", op.Prot)
+			}
+			if op.Kind == OpMadvise && op.Advice >= numAdvices {
+				return opErr(i, "bad advice %d", op.Advice)
+			}
+			if op.Kind == OpMremap {
+				if op.Flags&^mremapAll != 0 {
+					return opErr(i, "bad mremap flags %#x", op.Flags)
+				}
+				if op.Flags&MremapFixed != 0 {
+					if err := region(i, op.To); err != nil {
+						return err
+					}
+					if op.ToOff > SpanBytes || op.NewLen > SpanBytes-op.ToOff {
+						return opErr(i, "destination tooff %#x newlen %#x runs past the span of r%d", op.ToOff, op.NewLen, op.To)
+					}
+				} else {
+					if op.To != 0 || op.ToOff != 0 {
+						return opErr(i, "to/tooff need the fixed flag")
+					}
+					if op.NewLen > SpanBytes-op.Off {
+						return opErr(i, "newlen %#x runs past the region span", op.NewLen)
+					}
+				}
+			}
+		case OpFork:
+			if op.Fork != len(forks) {
+				return opErr(i, "forks must be numbered in order: expected f%d, got f%d", len(forks), op.Fork)
+			}
+			if len(forks) >= MaxForks {
+				return opErr(i, "too many forks (max %d)", MaxForks)
+			}
+			forks = append(forks, forkState{state: alive, proc: op.Proc})
+		case OpWait, OpKill:
+			if op.Fork < 0 || op.Fork >= len(forks) {
+				return opErr(i, "%v of unknown fork f%d", op.Kind, op.Fork)
+			}
+			f := &forks[op.Fork]
+			if f.proc != op.Proc {
+				return opErr(i, "%v f%d must run in the process that forked it", op.Kind, op.Fork)
+			}
+			if f.state != alive {
+				return opErr(i, "%v f%d after it was waited for", op.Kind, op.Fork)
+			}
+			if op.Kind == OpWait {
+				f.state = reaped
+				// Everything the child forked must be reaped by now.
+				for j := op.Fork + 1; j < len(forks); j++ {
+					if forks[j].proc == op.Fork+1 && forks[j].state == alive {
+						return opErr(i, "wait f%d: its child f%d is never waited for", op.Fork, j)
+					}
+				}
+			}
+		case OpCheck:
+		}
+	}
+	for f, st := range forks {
+		if st.state != reaped {
+			return opErr(-1, "fork f%d is never waited for", f)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,3 @@
+module github.com/forkfuzz/forkfuzz
+
+go 1.26.8
