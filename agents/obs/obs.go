@@ -1,0 +1,141 @@
+// Package obs defines an observation: what one run of a program did and what
+// every process saw, as plain JSON-serializable data. Executors produce it,
+// oracles (package checker) judge it together with the program.
+//
+// It also defines the binary record stream (wire.go) in which forked children,
+// which cannot use the Go runtime, report to the executor.
+package obs
+
+// Version is the observation format version.
+const Version = 1
+
+// Observation is the result of running one program.
+type Observation struct {
+	Version int `json:"version"`
+	// Ops has one entry per program operation, in program order.
+	Ops []OpResult `json:"ops"`
+	// Views are the dumps taken by every process, in the order they were taken.
+	Views []View `json:"views"`
+	// Truncated is set when the report buffer overflowed; views may be incomplete.
+	Truncated bool `json:"truncated,omitempty"`
+	// Maps is the main process's /proc/self/maps after the last operation.
+	Maps string `json:"maps,omitempty"`
+	// Events are harness-level events (e.g. a fault in the main process).
+	Events []string `json:"events,omitempty"`
+	// Corruption names the test-only corruption the executor applied, if any.
+	// Checkers never read it; it is there so a human reading a finding knows.
+	Corruption string `json:"corruption,omitempty"`
+}
+
+// OpResult is what one operation returned.
+type OpResult struct {
+	Ran   bool   `json:"ran"`
+	Errno int    `json:"errno,omitempty"`
+	Ret   uint64 `json:"ret,omitempty"` // mremap: new address; fork: pid; wait: raw wait status
+	Start int64  `json:"start,omitempty"`
+	End   int64  `json:"end,omitempty"`
+	// Skipped counts the slots of a store that were not written because
+	// /proc/self/maps showed the page as not writable or not mapped.
+	Skipped int `json:"skipped,omitempty"`
+}
+
+// PageState is what a mapped page allows.
+type PageState uint8
+
+const (
+	// Readable: mapped and readable; its content is in the view.
+	Readable PageState = iota + 1
+	// NoAccess: mapped without read permission.
+	NoAccess
+	// BeyondEOF: mapped past the end of its backing object (would SIGBUS).
+	BeyondEOF
+)
+
+func (s PageState) String() string {
+	switch s {
+	case Readable:
+		return "readable"
+	case NoAccess:
+		return "noaccess"
+	case BeyondEOF:
+		return "beyond-eof"
+	}
+	return "unmapped"
+}
+
+// At values of a view that was not taken at an explicit check operation.
+const (
+	AtStart = -1 // a child's view before its first operation
+	AtEnd   = -2 // the main process's view after the last operation
+)
+
+// View is one process's view of every region at one moment.
+type View struct {
+	Proc int `json:"proc"` // 0 main, I+1 child of fork fI
+	At   int `json:"at"`   // index of the check operation, or AtStart/AtEnd
+	// VMAs are the mappings inside the arena, from /proc/self/maps.
+	VMAs []VMA `json:"vmas,omitempty"`
+	// Runs cover every mapped page of every region; pages in no run are unmapped.
+	Runs []Run `json:"runs,omitempty"`
+	// Pages lists readable pages whose content is not all zero.
+	Pages []PageDigest `json:"pages,omitempty"`
+	// Words lists every non-zero 8-byte word of readable pages.
+	Words     []Word `json:"words,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// VMA is one line of /proc/self/maps.
+type VMA struct {
+	Start  uint64 `json:"start"`
+	End    uint64 `json:"end"`
+	Prot   string `json:"prot"` // e.g. "rw-p"
+	Offset uint64 `json:"offset"`
+	Inode  uint64 `json:"inode"`
+}
+
+// Run is a maximal run of consecutive pages of one region in one state.
+type Run struct {
+	Region int       `json:"region"`
+	First  int       `json:"first"`
+	N      int       `json:"n"`
+	State  PageState `json:"state"`
+}
+
+// PageDigest summarizes one page's content.
+type PageDigest struct {
+	Region  int    `json:"region"`
+	Page    int    `json:"page"`
+	Digest  uint64 `json:"digest"`
+	NonZero int    `json:"nonzero"`
+}
+
+// Word is one non-zero 8-byte word.
+type Word struct {
+	Region int    `json:"region"`
+	Off    uint64 `json:"off"`
+	Value  uint64 `json:"value"`
+}
+
+// WordDigest is one word's contribution to a page digest. A page's digest
+// is the sum (mod 2^64) over its non-zero words of WordDigest(offset in
+// page, value); an all-zero page has digest 0. The sum form lets the
+// reference model compute digests from sparse contents.
+func WordDigest(off uint64, v uint64) uint64 {
+	x := v ^ (off+1)*0x9e3779b97f4a7c15
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x | 1 // never zero, so a non-zero word always changes the digest
+}
+
+// StateAt returns the state of a page in a view (0 when unmapped).
+func (v *View) StateAt(region, page int) PageState {
+	for _, r := range v.Runs {
+		if r.Region == region && page >= r.First && page < r.First+r.N {
+			return r.State
+		}
+	}
+	return 0
+}
