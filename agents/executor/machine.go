@@ -1,0 +1,520 @@
+package executor
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// Sizes of the executor's fixed buffers.
+const (
+	mapsBufSize  = 8 << 20
+	maxVMAs      = 1 << 16
+	maxObjs      = 4096
+	ctlSize      = prog.MaxForks * 64
+	arenaEnd     = prog.ArenaBase + prog.MaxRegions*prog.SpanBytes
+	defaultWords = 1 << 18 // non-zero words per view
+)
+
+// vma is one parsed line of /proc/self/maps.
+type vma struct {
+	start, end, off, inode uint64
+	prot                   uint64 // obs.VMA* bits
+}
+
+// obj is a shared backing object (memfd or shmem) and its size.
+type obj struct{ inode, size uint64 }
+
+// machine is the interpreter state of one program. It is allocated in full
+// before the program starts; forked children use it as their own copy.
+//
+// Rules for code reachable from a forked child (everything below except
+// the methods marked "main process only"): no allocation, no writes of Go
+// pointers (a write barrier may be on in the copied runtime state), no map,
+// interface, fmt, defer or panic; only raw syscalls from sys.go; only
+// fixed-size arrays and integer fields change.
+type machine struct {
+	p    *prog.Program
+	rep  []byte // shared report buffer (MAP_SHARED): header + records
+	ctl  []byte // shared control words: release flag per fork
+	maps []byte // /proc/self/maps contents
+
+	nvma  int
+	vmas  [maxVMAs]vma
+	nobj  int
+	objs  [maxObjs]obj
+	memfd [prog.MaxRegions]int
+	pids  [prog.MaxForks]int
+
+	proc     int  // process running this copy: 0 main, I+1 child of fI
+	inChild  bool // set in forked children
+	wordCap  int
+	page     [512]uint64
+	ts       [2]int64 // timespec scratch
+	status   int32
+	sigOld   uint64
+	sigAll   uint64
+	mapsPath [32]byte
+
+	// main process only: mremap results outside the arena, to clean up.
+	moved []span
+}
+
+type span struct{ addr, length uint64 }
+
+func newMachine(p *prog.Program, rep, ctl, maps []byte, wordCap int) *machine {
+	m := &machine{p: p, rep: rep, ctl: ctl, maps: maps, wordCap: wordCap, sigAll: ^uint64(0)}
+	copy(m.mapsPath[:], "/proc/self/maps\x00")
+	for i := range m.memfd {
+		m.memfd[i] = -1
+	}
+	binary.LittleEndian.PutUint64(rep[0:], obs.Magic)
+	binary.LittleEndian.PutUint64(rep[8:], 0)
+	binary.LittleEndian.PutUint64(rep[16:], uint64(len(rep)-obs.HeaderSize)/obs.RecordSize)
+	binary.LittleEndian.PutUint64(rep[24:], 0)
+	for i := range ctl {
+		ctl[i] = 0
+	}
+	return m
+}
+
+func (m *machine) now() int64 {
+	rawSyscall6(unix.SYS_CLOCK_GETTIME, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(&m.ts[0])), 0, 0, 0, 0)
+	return m.ts[0]*1e9 + m.ts[1]
+}
+
+// rec appends one record to the shared report buffer.
+func (m *machine) rec(typ, a, b, c, d, e, f uint64) {
+	n := atomic.AddUint64((*uint64)(unsafe.Pointer(&m.rep[8])), 1) - 1
+	capacity := uint64(len(m.rep)-obs.HeaderSize) / obs.RecordSize
+	if n >= capacity {
+		atomic.StoreUint64((*uint64)(unsafe.Pointer(&m.rep[24])), 1)
+		return
+	}
+	r := m.rep[obs.HeaderSize+n*obs.RecordSize : obs.HeaderSize+(n+1)*obs.RecordSize]
+	le := binary.LittleEndian
+	le.PutUint64(r[0:], typ)
+	le.PutUint64(r[8:], a)
+	le.PutUint64(r[16:], b)
+	le.PutUint64(r[24:], c)
+	le.PutUint64(r[32:], d)
+	le.PutUint64(r[40:], e)
+	le.PutUint64(r[48:], f)
+}
+
+func (m *machine) recOp(i int, errno uintptr, ret uint64, start, end int64, skipped int) {
+	m.rec(obs.RecOp, uint64(i), uint64(errno), ret, uint64(start), uint64(end), uint64(skipped))
+}
+
+// readMaps parses /proc/self/maps into m.vmas (sorted by address).
+func (m *machine) readMaps() uintptr {
+	m.nvma = 0
+	fd, e := rawSyscall6(unix.SYS_OPENAT, uintptr(atFdcwd), uintptr(unsafe.Pointer(&m.mapsPath[0])), unix.O_RDONLY|unix.O_CLOEXEC, 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	n := 0
+	for n < len(m.maps) {
+		r, e := sys3(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&m.maps[n])), uintptr(len(m.maps)-n))
+		if e == uintptr(unix.EINTR) {
+			continue
+		}
+		if e != 0 {
+			sys1(unix.SYS_CLOSE, fd)
+			return e
+		}
+		if r == 0 {
+			break
+		}
+		n += int(r)
+	}
+	sys1(unix.SYS_CLOSE, fd)
+	m.parseMaps(m.maps[:n])
+	return 0
+}
+
+// parseMaps parses maps text; lines it cannot parse are skipped.
+func (m *machine) parseMaps(b []byte) {
+	m.nvma = 0
+	for len(b) > 0 && m.nvma < maxVMAs {
+		eol := 0
+		for eol < len(b) && b[eol] != '\n' {
+			eol++
+		}
+		line := b[:eol]
+		if eol < len(b) {
+			b = b[eol+1:]
+		} else {
+			b = b[eol:]
+		}
+		var v vma
+		var ok bool
+		pos := 0
+		if v.start, pos, ok = hexField(line, pos, '-'); !ok {
+			continue
+		}
+		if v.end, pos, ok = hexField(line, pos, ' '); !ok {
+			continue
+		}
+		if pos+5 > len(line) {
+			continue
+		}
+		if line[pos] == 'r' {
+			v.prot |= obs.VMARead
+		}
+		if line[pos+1] == 'w' {
+			v.prot |= obs.VMAWrite
+		}
+		if line[pos+2] == 'x' {
+			v.prot |= obs.VMAExec
+		}
+		if line[pos+3] == 's' {
+			v.prot |= obs.VMAShared
+		}
+		pos += 5
+		if v.off, pos, ok = hexField(line, pos, ' '); !ok {
+			continue
+		}
+		for pos < len(line) && line[pos] != ' ' { // device
+			pos++
+		}
+		pos++
+		for pos < len(line) && line[pos] >= '0' && line[pos] <= '9' {
+			v.inode = v.inode*10 + uint64(line[pos]-'0')
+			pos++
+		}
+		m.vmas[m.nvma] = v
+		m.nvma++
+	}
+}
+
+func hexField(b []byte, pos int, sep byte) (uint64, int, bool) {
+	var v uint64
+	start := pos
+	for pos < len(b) && b[pos] != sep {
+		c := b[pos]
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | uint64(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | uint64(c-'a'+10)
+		default:
+			return 0, pos, false
+		}
+		pos++
+	}
+	if pos == start || pos >= len(b) {
+		return 0, pos, false
+	}
+	return v, pos + 1, true
+}
+
+// findVMA returns the index of the VMA containing addr, or -1.
+func (m *machine) findVMA(addr uint64) int {
+	lo, hi := 0, m.nvma
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if m.vmas[mid].end <= addr {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo < m.nvma && m.vmas[lo].start <= addr {
+		return lo
+	}
+	return -1
+}
+
+func (m *machine) objSize(inode uint64) (uint64, bool) {
+	for i := 0; i < m.nobj; i++ {
+		if m.objs[i].inode == inode {
+			return m.objs[i].size, true
+		}
+	}
+	return 0, false
+}
+
+func (m *machine) addObj(inode, size uint64) {
+	for i := 0; i < m.nobj; i++ {
+		if m.objs[i].inode == inode {
+			m.objs[i].size = size
+			return
+		}
+	}
+	if m.nobj < maxObjs {
+		m.objs[m.nobj] = obj{inode, size}
+		m.nobj++
+	}
+}
+
+// pageState classifies the page at addr, which lies in VMA v.
+func (m *machine) pageState(v *vma, addr uint64) obs.PageState {
+	if v.prot&obs.VMARead == 0 {
+		return obs.NoAccess
+	}
+	if v.inode != 0 {
+		size, ok := m.objSize(v.inode)
+		if !ok || v.off+(addr-v.start) >= size {
+			return obs.BeyondEOF
+		}
+	}
+	return obs.Readable
+}
+
+// view records what this process sees in every region.
+func (m *machine) view(at int) {
+	m.rec(obs.RecViewBegin, uint64(m.proc), uint64(int64(at)), 0, 0, 0, 0)
+	truncated := uint64(0)
+	if e := m.readMaps(); e != 0 {
+		m.rec(obs.RecEvent, obs.EventChildFault, uint64(at), uint64(e), 0, 0, 0)
+		m.rec(obs.RecViewEnd, 1, 0, 0, 0, 0, 0)
+		return
+	}
+	for i := 0; i < m.nvma; i++ {
+		v := &m.vmas[i]
+		if v.end > prog.ArenaBase && v.start < arenaEnd {
+			m.rec(obs.RecVMA, v.start, v.end, v.prot, v.off, v.inode, 0)
+		}
+	}
+	words := 0
+	for r := range m.p.Regions {
+		base := prog.Base(r)
+		end := base + prog.SpanBytes
+		runFirst, runN, runState := 0, 0, obs.PageState(0)
+		for i := 0; i < m.nvma; i++ {
+			v := &m.vmas[i]
+			if v.end <= base || v.start >= end {
+				continue
+			}
+			lo, hi := v.start, v.end
+			if lo < base {
+				lo = base
+			}
+			if hi > end {
+				hi = end
+			}
+			for addr := lo; addr < hi; addr += prog.PageSize {
+				pg := int((addr - base) / prog.PageSize)
+				st := m.pageState(v, addr)
+				if runN > 0 && (st != runState || pg != runFirst+runN) {
+					m.rec(obs.RecRun, uint64(r), uint64(runFirst), uint64(runN), uint64(runState), 0, 0)
+					runN = 0
+				}
+				if runN == 0 {
+					runFirst, runState = pg, st
+				}
+				runN++
+				if st != obs.Readable {
+					continue
+				}
+				copyPage(&m.page, uintptr(addr))
+				var digest uint64
+				nz := 0
+				for w := range m.page {
+					val := m.page[w]
+					if val == 0 {
+						continue
+					}
+					digest += obs.WordDigest(uint64(w*8), val)
+					nz++
+					if words < m.wordCap {
+						m.rec(obs.RecWord, uint64(r), addr-base+uint64(w*8), val, 0, 0, 0)
+						words++
+					} else {
+						truncated = 1
+					}
+				}
+				if nz > 0 {
+					m.rec(obs.RecPage, uint64(r), uint64(pg), digest, uint64(nz), 0, 0)
+				}
+			}
+		}
+		if runN > 0 {
+			m.rec(obs.RecRun, uint64(r), uint64(runFirst), uint64(runN), uint64(runState), 0, 0)
+		}
+	}
+	if truncated != 0 {
+		m.rec(obs.RecEvent, obs.EventViewOverrun, uint64(m.proc), uint64(m.wordCap), 0, 0, 0)
+	}
+	m.rec(obs.RecViewEnd, truncated, 0, 0, 0, 0, 0)
+}
+
+// noteShared records the size of the shared object mapped at addr (a new
+// anonymous shared mapping) so views know where it ends.
+func (m *machine) noteShared(addr, size uint64) {
+	if m.readMaps() != 0 {
+		return
+	}
+	if i := m.findVMA(addr); i >= 0 && m.vmas[i].inode != 0 {
+		m.addObj(m.vmas[i].inode, size)
+	}
+}
+
+func mapFlags(k prog.RegionKind) uintptr {
+	f := uintptr(unix.MAP_PRIVATE)
+	if k.Shared() {
+		f = unix.MAP_SHARED
+	}
+	if !k.Memfd() {
+		f |= unix.MAP_ANONYMOUS
+	}
+	return f
+}
+
+// runProc runs every operation of process proc in order.
+func (m *machine) runProc(proc int) {
+	for i := range m.p.Ops {
+		if m.p.Ops[i].Proc == proc {
+			m.exec(i)
+		}
+	}
+}
+
+const pageMask = prog.PageSize - 1
+
+func roundUp(x uint64) uint64 { return (x + pageMask) &^ pageMask }
+
+// exec runs operation i in the current process.
+func (m *machine) exec(i int) {
+	op := &m.p.Ops[i]
+	addr := uintptr(prog.Base(op.Region) + op.Off)
+	start := m.now()
+	var errno uintptr
+	var ret uint64
+	skipped := 0
+	switch op.Kind {
+	case prog.OpStore:
+		if e := m.readMaps(); e != 0 {
+			errno = e
+			break
+		}
+		for k := 0; k < op.Count; k++ {
+			a := uint64(addr) + uint64(k)*op.Stride
+			vi := m.findVMA(a)
+			if vi < 0 || m.vmas[vi].prot&obs.VMAWrite == 0 || m.pageState(&m.vmas[vi], a&^pageMask) == obs.BeyondEOF {
+				skipped++
+				continue
+			}
+			store64(uintptr(a), prog.SlotValue(i, k))
+		}
+	case prog.OpPwrite:
+		for k := 0; k < op.Count; k++ {
+			m.page[0] = prog.SlotValue(i, k)
+			_, e := rawSyscall6(unix.SYS_PWRITE64, uintptr(m.memfd[op.Region]), uintptr(unsafe.Pointer(&m.page[0])), 8, uintptr(op.Off+uint64(k)*op.Stride), 0, 0)
+			if e != 0 {
+				errno = e
+				break
+			}
+		}
+	case prog.OpMmap:
+		kind := m.p.Regions[op.Region].Kind
+		r, e := sysMmap(addr, uintptr(op.Len), unix.PROT_READ|unix.PROT_WRITE, mapFlags(kind)|unix.MAP_FIXED, m.memfd[op.Region], uintptr(op.Off))
+		errno, ret = e, uint64(r)
+		if e == 0 && kind == prog.AnonShared {
+			m.noteShared(uint64(r), roundUp(op.Len))
+		}
+	case prog.OpMunmap:
+		errno = sysMunmap(addr, uintptr(op.Len))
+	case prog.OpMprotect:
+		_, errno = sys3(unix.SYS_MPROTECT, addr, uintptr(op.Len), protBits[op.Prot])
+	case prog.OpMadvise:
+		_, errno = sys3(unix.SYS_MADVISE, addr, uintptr(op.Len), adviceBits[op.Advice])
+	case prog.OpMlock:
+		_, errno = sys2(unix.SYS_MLOCK, addr, uintptr(op.Len))
+	case prog.OpMunlock:
+		_, errno = sys2(unix.SYS_MUNLOCK, addr, uintptr(op.Len))
+	case prog.OpMremap:
+		var flags, to uintptr
+		if op.Flags&prog.MremapMaymove != 0 {
+			flags |= unix.MREMAP_MAYMOVE
+		}
+		if op.Flags&prog.MremapFixed != 0 {
+			flags |= unix.MREMAP_FIXED
+			to = uintptr(prog.Base(op.To) + op.ToOff)
+		}
+		if op.Flags&prog.MremapDontunmap != 0 {
+			flags |= unix.MREMAP_DONTUNMAP
+		}
+		r, e := rawSyscall6(unix.SYS_MREMAP, addr, uintptr(op.Len), uintptr(op.NewLen), flags, to, 0)
+		errno, ret = e, uint64(r)
+		if e == 0 && !m.inChild && (uint64(r) < prog.ArenaBase || uint64(r) >= arenaEnd) {
+			m.noteMoved(uint64(r), op.NewLen)
+		}
+	case prog.OpFork:
+		m.fork(i, op.Fork, start)
+		return
+	case prog.OpKill:
+		if pid := m.pids[op.Fork]; pid > 0 {
+			_, errno = sys2(unix.SYS_KILL, uintptr(pid), uintptr(unix.SIGKILL))
+		} else {
+			errno = uintptr(unix.ESRCH)
+		}
+	case prog.OpWait:
+		ret, errno = m.wait(op.Fork)
+	case prog.OpCheck:
+		m.view(i)
+	}
+	m.recOp(i, errno, ret, start, m.now(), skipped)
+}
+
+// fork runs a fork operation. In the child it never returns.
+func (m *machine) fork(i, f int, start int64) {
+	sigBlockAll(&m.sigAll, &m.sigOld)
+	pid, errno := rawFork()
+	if errno == 0 && pid == 0 {
+		m.child(f)
+	}
+	sigRestore(&m.sigOld)
+	end := m.now()
+	if errno == 0 {
+		m.pids[f] = int(pid)
+	}
+	m.recOp(i, errno, uint64(pid), start, end, 0)
+}
+
+// child is the body of the child of fork f: wait to be released, look,
+// run its operations, exit.
+func (m *machine) child(f int) {
+	m.inChild = true
+	m.proc = f + 1
+	for j := range m.pids {
+		m.pids[j] = 0
+	}
+	sys2(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL))
+	w := uintptr(unsafe.Pointer(&m.ctl[f*64]))
+	for atomic.LoadUint32((*uint32)(unsafe.Pointer(&m.ctl[f*64]))) == 0 {
+		rawSyscall6(unix.SYS_FUTEX, w, futexWait, 0, 0, 0, 0)
+	}
+	m.view(obs.AtStart)
+	m.runProc(f + 1)
+	sysExit(0)
+}
+
+// wait releases the child of fork f and reaps it.
+func (m *machine) wait(f int) (uint64, uintptr) {
+	pid := m.pids[f]
+	if pid <= 0 {
+		return 0, uintptr(unix.ECHILD)
+	}
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&m.ctl[f*64])), 1)
+	sys3(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&m.ctl[f*64])), futexWake, 1)
+	for {
+		var e uintptr
+		if m.inChild {
+			_, e = rawSyscall6(unix.SYS_WAIT4, uintptr(pid), uintptr(unsafe.Pointer(&m.status)), 0, 0, 0, 0)
+		} else {
+			e = blockingWait4(pid, &m.status)
+		}
+		if e == uintptr(unix.EINTR) {
+			continue
+		}
+		m.pids[f] = 0
+		return uint64(uint32(m.status)), e
+	}
+}

@@ -1,0 +1,268 @@
+package executor
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// Options tune one run.
+type Options struct {
+	// WordCap bounds the non-zero words recorded per view (0: default).
+	WordCap int
+	// Corrupt is a test-only switch that makes the executor falsify the
+	// observation in a stated way, to prove that the oracles bite. See
+	// Corruptions.
+	Corrupt string
+}
+
+// GODEBUG setting the executor process needs: forked children run Go code
+// on the goroutine stack they inherit, which must never be shrunk (moved)
+// by the collector between the stack pre-growth and a fork.
+const NeedGODEBUG = "gcshrinkstackoff=1"
+
+// HasGODEBUG reports whether this process was started with NeedGODEBUG.
+func HasGODEBUG() bool {
+	for _, kv := range strings.Split(os.Getenv("GODEBUG"), ",") {
+		if kv == NeedGODEBUG {
+			return true
+		}
+	}
+	return false
+}
+
+// EnvWithGODEBUG returns env with NeedGODEBUG added to GODEBUG.
+func EnvWithGODEBUG(env []string) []string {
+	out := make([]string, 0, len(env)+1)
+	found := false
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+			found = true
+			if v != "" {
+				v += ","
+			}
+			kv = "GODEBUG=" + v + NeedGODEBUG
+		}
+		out = append(out, kv)
+	}
+	if !found {
+		out = append(out, "GODEBUG="+NeedGODEBUG)
+	}
+	return out
+}
+
+// Executor runs programs in this process with real system calls. Programs
+// run one at a time on a dedicated, locked OS thread whose goroutine stack
+// was grown in advance.
+type Executor struct {
+	reqs chan request
+}
+
+type request struct {
+	p    *prog.Program
+	opt  Options
+	resp chan response
+}
+
+type response struct {
+	o   *obs.Observation
+	err error
+}
+
+// Report buffer size: views of big programs need room; the mapping is
+// MAP_NORESERVE and only the used part is ever touched.
+const reportSize = 512 << 20
+
+// stackReserve is how much goroutine stack the executor's thread grows
+// before running programs; nested children recurse on it.
+const stackReserve = 4 << 20
+
+// New starts an executor. The process must have been started with
+// GODEBUG=gcshrinkstackoff=1 (see NeedGODEBUG).
+func New() (*Executor, error) {
+	if !HasGODEBUG() {
+		return nil, fmt.Errorf("executor: the process must run with GODEBUG=%s (forkfuzz sets it when it starts an executor)", NeedGODEBUG)
+	}
+	rep, err := unix.Mmap(-1, 0, reportSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return nil, fmt.Errorf("executor: map report buffer: %w", err)
+	}
+	ctl, err := unix.Mmap(-1, 0, ctlSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, fmt.Errorf("executor: map control page: %w", err)
+	}
+	x := &Executor{reqs: make(chan request)}
+	maps := make([]byte, mapsBufSize)
+	go x.loop(rep, ctl, maps)
+	return x, nil
+}
+
+// Run executes one program and returns what every process saw. An error
+// means the harness could not run the program (not a finding).
+func (x *Executor) Run(p *prog.Program, opt Options) (*obs.Observation, error) {
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("executor: invalid program: %w", err)
+	}
+	r := request{p: p, opt: opt, resp: make(chan response, 1)}
+	x.reqs <- r
+	res := <-r.resp
+	return res.o, res.err
+}
+
+func (x *Executor) loop(rep, ctl, maps []byte) {
+	runtime.LockOSThread() // never unlocked: children's PDEATHSIG is tied to this thread
+	growStack(stackReserve)
+	debug.SetPanicOnFault(true)
+	for r := range x.reqs {
+		o, err := runOne(r.p, r.opt, rep, ctl, maps)
+		r.resp <- response{o, err}
+	}
+}
+
+//go:noinline
+func growStack(n int) byte {
+	var buf [64 << 10]byte
+	buf[n%len(buf)] = byte(n)
+	if n <= len(buf) {
+		return buf[0]
+	}
+	return growStack(n-len(buf)) + buf[n%len(buf)]
+}
+
+func runOne(p *prog.Program, opt Options, rep, ctl, maps []byte) (o *obs.Observation, err error) {
+	wordCap := opt.WordCap
+	if wordCap <= 0 {
+		wordCap = defaultWords
+	}
+	m := newMachine(p, rep, ctl, maps, wordCap)
+	defer m.cleanup()
+	if err := m.setup(); err != nil {
+		return nil, err
+	}
+	var fault string
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				fault = fmt.Sprintf("main process faulted: %v", r)
+			}
+		}()
+		m.runProc(0)
+		m.view(obs.AtEnd)
+	}()
+	n := int(min(uint64(len(rep)), obs.HeaderSize+m.recCount()*obs.RecordSize))
+	o, err = obs.Decode(rep[:n], len(p.Ops), len(p.Regions))
+	if err != nil {
+		return nil, fmt.Errorf("executor: %w", err)
+	}
+	if fault != "" {
+		o.Events = append(o.Events, fault)
+	}
+	o.Maps = arenaMaps()
+	if opt.Corrupt != "" {
+		if err := corrupt(p, o, opt.Corrupt); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+func (m *machine) recCount() uint64 {
+	return binary.LittleEndian.Uint64(m.rep[8:])
+}
+
+// setup creates the regions. Main process only.
+func (m *machine) setup() error {
+	for i, r := range m.p.Regions {
+		base := prog.Base(i)
+		length := uint64(r.Pages) * prog.PageSize
+		if r.Kind.Memfd() {
+			fd, err := unix.MemfdCreate(fmt.Sprintf("forkfuzz-r%d", i), unix.MFD_CLOEXEC)
+			if err != nil {
+				return fmt.Errorf("executor: memfd for r%d: %w", i, err)
+			}
+			m.memfd[i] = fd
+			if err := unix.Ftruncate(fd, prog.SpanBytes); err != nil {
+				return fmt.Errorf("executor: size memfd of r%d: %w", i, err)
+			}
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil {
+				return fmt.Errorf("executor: stat memfd of r%d: %w", i, err)
+			}
+			m.addObj(st.Ino, prog.SpanBytes)
+		}
+		a, e := sysMmap(uintptr(base), uintptr(length), unix.PROT_READ|unix.PROT_WRITE, mapFlags(r.Kind)|unix.MAP_FIXED_NOREPLACE, m.memfd[i], 0)
+		if e != 0 || uint64(a) != base {
+			return fmt.Errorf("executor: map r%d at %#x: %w", i, base, unix.Errno(e))
+		}
+		if r.Kind == prog.AnonShared {
+			m.noteShared(base, length)
+		}
+		adv := uintptr(0)
+		switch r.THP {
+		case prog.THPOn:
+			adv = unix.MADV_HUGEPAGE
+		case prog.THPOff:
+			adv = unix.MADV_NOHUGEPAGE
+		}
+		if adv != 0 {
+			if _, e := sys3(unix.SYS_MADVISE, uintptr(base), uintptr(length), adv); e != 0 {
+				return fmt.Errorf("executor: thp advice on r%d: %w", i, unix.Errno(e))
+			}
+		}
+	}
+	return nil
+}
+
+// noteMoved remembers a mapping an mremap moved out of the arena. Main process only.
+func (m *machine) noteMoved(addr, length uint64) {
+	m.moved = append(m.moved, span{addr, length})
+}
+
+// cleanup kills leftover children and removes everything the program
+// mapped. Main process only.
+func (m *machine) cleanup() {
+	for f, pid := range m.pids {
+		if pid > 0 {
+			unix.Kill(pid, unix.SIGKILL)
+			var ws unix.WaitStatus
+			unix.Wait4(pid, &ws, 0, nil)
+			m.pids[f] = 0
+		}
+	}
+	sysMunmap(prog.ArenaBase, prog.MaxRegions*prog.SpanBytes)
+	for _, s := range m.moved {
+		sysMunmap(uintptr(s.addr), uintptr(s.length))
+	}
+	for i, fd := range m.memfd {
+		if fd >= 0 {
+			unix.Close(fd)
+			m.memfd[i] = -1
+		}
+	}
+}
+
+// arenaMaps returns the lines of /proc/self/maps inside the arena.
+func arenaMaps() string {
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return ""
+	}
+	var out bytes.Buffer
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var lo, hi uint64
+		if _, err := fmt.Sscanf(string(line), "%x-%x", &lo, &hi); err == nil && hi > prog.ArenaBase && lo < arenaEnd {
+			out.Write(line)
+			out.WriteByte('\n')
+		}
+	}
+	return out.String()
+}

@@ -1,0 +1,82 @@
+// Raw system calls and memory access for the executor. Everything here is
+// NOSPLIT and touches no Go runtime state, so forked children (which must
+// not enter the runtime) can call it. See sys.go.
+
+#include "textflag.h"
+
+// func rawSyscall6(trap, a1, a2, a3, a4, a5, a6 uintptr) (r1, errno uintptr)
+TEXT ·rawSyscall6(SB), NOSPLIT, $0-72
+	MOVQ	trap+0(FP), AX
+	MOVQ	a1+8(FP), DI
+	MOVQ	a2+16(FP), SI
+	MOVQ	a3+24(FP), DX
+	MOVQ	a4+32(FP), R10
+	MOVQ	a5+40(FP), R8
+	MOVQ	a6+48(FP), R9
+	SYSCALL
+	CMPQ	AX, $0xfffffffffffff001
+	JLS	ok
+	NEGQ	AX
+	MOVQ	$-1, r1+56(FP)
+	MOVQ	AX, errno+64(FP)
+	RET
+ok:
+	MOVQ	AX, r1+56(FP)
+	MOVQ	$0, errno+64(FP)
+	RET
+
+// func rawFork() (pid, errno uintptr)
+// clone(SIGCHLD) = fork. In the child, reset the goroutine's stack guard
+// (g.stackguard0 at offset 16, g.stack.lo at offset 0) so that a pending
+// preemption request copied from the parent cannot send the child's next
+// function prologue into the scheduler.
+TEXT ·rawFork(SB), NOSPLIT, $0-16
+	MOVQ	$56, AX          // SYS_clone
+	MOVQ	$17, DI          // SIGCHLD
+	XORQ	SI, SI
+	XORQ	DX, DX
+	XORQ	R10, R10
+	XORQ	R8, R8
+	XORQ	R9, R9
+	SYSCALL
+	CMPQ	AX, $0xfffffffffffff001
+	JLS	forked
+	NEGQ	AX
+	MOVQ	$-1, pid+0(FP)
+	MOVQ	AX, errno+8(FP)
+	RET
+forked:
+	CMPQ	AX, $0
+	JNE	parent
+	MOVQ	(TLS), CX        // g
+	MOVQ	0(CX), BX        // g.stack.lo
+	ADDQ	$4096, BX
+	MOVQ	BX, 16(CX)       // g.stackguard0
+parent:
+	MOVQ	AX, pid+0(FP)
+	MOVQ	$0, errno+8(FP)
+	RET
+
+// func load64(addr uintptr) uint64
+TEXT ·load64(SB), NOSPLIT, $0-16
+	MOVQ	addr+0(FP), AX
+	MOVQ	0(AX), AX
+	MOVQ	AX, ret+8(FP)
+	RET
+
+// func store64(addr uintptr, v uint64)
+TEXT ·store64(SB), NOSPLIT, $0-16
+	MOVQ	addr+0(FP), AX
+	MOVQ	v+8(FP), BX
+	MOVQ	BX, 0(AX)
+	RET
+
+// func copyPage(dst *[512]uint64, addr uintptr)
+// Reads one 4 KiB page with plain loads.
+TEXT ·copyPage(SB), NOSPLIT, $0-16
+	MOVQ	dst+0(FP), DI
+	MOVQ	addr+8(FP), SI
+	MOVQ	$512, CX
+	CLD
+	REP; MOVSQ
+	RET
