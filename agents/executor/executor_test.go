@@ -13,6 +13,9 @@ import (
 // TestMain re-executes the test binary with the GODEBUG setting the
 // executor needs (a running process cannot change it).
 func TestMain(m *testing.M) {
+	if os.Getenv("FORKFUZZ_TEST_SERVE_EXECUTOR") == "1" {
+		Serve()
+	}
 	if !HasGODEBUG() {
 		exe, err := os.Executable()
 		if err == nil {
@@ -103,5 +106,139 @@ wait f0
 	}
 	if st := parent.StateAt(0, 4); st != 0 {
 		t.Errorf("r0 page 4 state %v, want unmapped", st)
+	}
+}
+
+func TestNestedKillMemfdAdvice(t *testing.T) {
+	p, o := run(t, `forkfuzz v1
+region r0 anon-private pages=2
+region r1 memfd-private pages=2
+region r2 anon-private pages=1
+region r3 anon-private pages=1
+store r0 off=0x0 count=1
+madvise r2 off=0x0 len=0x1000 advice=dontfork
+store r3 off=0x0 count=1
+madvise r3 off=0x0 len=0x1000 advice=wipeonfork
+fork f0
+pwrite r1 off=0x10 count=1
+kill f0
+wait f0
+fork f1
+f1: fork f2
+f2: check
+f1: store r0 off=0x8 count=1
+f1: wait f2
+wait f1
+mremap r0 off=0x0 len=0x2000 newlen=0x4000 flags=none
+`, Options{})
+	for i, r := range o.Ops {
+		if !r.Ran && p.Ops[i].Proc != 1 {
+			t.Errorf("op %d (%v) did not run", i, p.Ops[i])
+		}
+	}
+	if st := o.Ops[7].Ret; st&0x7f != 9 {
+		t.Errorf("killed child status %#x, want SIGKILL", st)
+	}
+	var f2check, f1start *obs.View
+	for i := range o.Views {
+		v := &o.Views[i]
+		switch {
+		case v.Proc == 3 && v.At == 10:
+			f2check = v
+		case v.Proc == 2 && v.At == obs.AtStart:
+			f1start = v
+		case v.Proc == 1:
+			t.Errorf("killed child took a view")
+		}
+	}
+	if f2check == nil || f1start == nil {
+		t.Fatalf("missing views: %+v", o.Views)
+	}
+	if got := word(f1start, 1, 0x10); got != prog.SlotValue(5, 0) {
+		t.Errorf("memfd-private page does not show the pwrite: %#x", got)
+	}
+	if st := f1start.StateAt(2, 0); st != 0 {
+		t.Errorf("dontfork region is %v in the child", st)
+	}
+	if st, w := f1start.StateAt(3, 0), word(f1start, 3, 0); st != obs.Readable || w != 0 {
+		t.Errorf("wipeonfork region: state %v word %#x", st, w)
+	}
+	if got := word(f2check, 0, 0); got != prog.SlotValue(0, 0) {
+		t.Errorf("grandchild does not see the pre-fork store: %#x", got)
+	}
+	end := &o.Views[len(o.Views)-1]
+	if got := word(end, 0, 8); got != 0 {
+		t.Errorf("child's write leaked into the parent: %#x", got)
+	}
+	if o.Ops[len(o.Ops)-1].Errno != 0 || end.StateAt(0, 3) != obs.Readable {
+		t.Errorf("mremap grow: %+v, page 3 %v", o.Ops[len(o.Ops)-1], end.StateAt(0, 3))
+	}
+}
+
+// TestForkUnderGC forks many times while other goroutines allocate, so the
+// collector is often mid-cycle at fork: children must never hang or crash.
+func TestForkUnderGC(t *testing.T) {
+	n := 100
+	if testing.Short() {
+		n = 50
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	for g := 0; g < 2; g++ {
+		go func() {
+			var keep [][]byte
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				keep = append(keep, make([]byte, 64<<10))
+				if len(keep) > 256 {
+					keep = nil
+				}
+			}
+		}()
+	}
+	text := `forkfuzz v1
+region r0 anon-private pages=8 thp=off
+store r0 off=0x0 count=8 stride=0x1000
+fork f0
+store r0 off=0x0 count=8 stride=0x1000
+f0: fork f1
+f1: check
+f0: wait f1
+wait f0
+`
+	for i := 0; i < n; i++ {
+		_, o := run(t, text, Options{})
+		if o.Ops[len(o.Ops)-1].Ret != 0 || len(o.Views) != 4 {
+			t.Fatalf("iteration %d: child status %#x, %d views", i, o.Ops[len(o.Ops)-1].Ret, len(o.Views))
+		}
+	}
+}
+
+func TestCorruptions(t *testing.T) {
+	text := `forkfuzz v1
+region r0 anon-private pages=1
+store r0 off=0x0 count=2
+fork f0
+store r0 off=0x10 count=1
+wait f0
+`
+	_, clean := run(t, text, Options{})
+	for _, name := range CorruptionNames() {
+		_, o := run(t, text, Options{Corrupt: name})
+		if o.Corruption != name {
+			t.Fatalf("%s: not marked", name)
+		}
+		a, b := clean.Views[0], o.Views[0]
+		if len(a.Words) == len(b.Words) && a.Pages[0].Digest == b.Pages[0].Digest {
+			t.Errorf("%s changed nothing: %+v", name, b)
+		}
+	}
+	p, _ := prog.Parse([]byte(text))
+	if _, err := executor(t).Run(p, Options{Corrupt: "bogus"}); err == nil {
+		t.Error("unknown corruption accepted")
 	}
 }

@@ -1,0 +1,251 @@
+package executor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/rpc"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"golang.org/x/sys/unix"
+
+	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// Handshake is shared by forkfuzz and its executor processes.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  1,
+	MagicCookieKey:   "FORKFUZZ_EXECUTOR",
+	MagicCookieValue: "b6d7f1f0-forkfuzz-executor-v1",
+}
+
+const pluginName = "executor"
+
+// RunArgs is the RPC request: a program in its text format.
+type RunArgs struct {
+	Program []byte
+	Options Options
+	// SelfKill is test-only: the executor kills itself with SIGKILL after
+	// receiving the program, as the OOM killer would.
+	SelfKill bool
+}
+
+// RunReply carries the observation as JSON, or a harness error.
+type RunReply struct {
+	Observation []byte
+	Err         string
+}
+
+type rpcServer struct{ x *Executor }
+
+func (s *rpcServer) Run(args RunArgs, reply *RunReply) error {
+	if args.SelfKill {
+		unix.Kill(os.Getpid(), unix.SIGKILL)
+	}
+	p, err := prog.Parse(args.Program)
+	if err != nil {
+		reply.Err = err.Error()
+		return nil
+	}
+	o, err := s.x.Run(p, args.Options)
+	if err != nil {
+		reply.Err = err.Error()
+		return nil
+	}
+	reply.Observation, err = json.Marshal(o)
+	if err != nil {
+		reply.Err = err.Error()
+	}
+	return nil
+}
+
+type rpcClient struct{ c *rpc.Client }
+
+func (c *rpcClient) run(args RunArgs) (*RunReply, error) {
+	var reply RunReply
+	err := c.c.Call("Plugin.Run", args, &reply)
+	return &reply, err
+}
+
+// execPlugin adapts the executor to go-plugin's net/rpc protocol.
+type execPlugin struct{ x *Executor }
+
+func (p *execPlugin) Server(*plugin.MuxBroker) (interface{}, error) { return &rpcServer{p.x}, nil }
+func (p *execPlugin) Client(_ *plugin.MuxBroker, c *rpc.Client) (interface{}, error) {
+	return &rpcClient{c}, nil
+}
+
+// Serve runs this process as an executor plugin; it never returns. It
+// re-executes the process first if GODEBUG lacks what the executor needs.
+func Serve() {
+	if !HasGODEBUG() {
+		exe, err := os.Executable()
+		if err == nil {
+			err = syscall.Exec(exe, os.Args, EnvWithGODEBUG(os.Environ()))
+		}
+		fmt.Fprintf(os.Stderr, "executor: re-exec with GODEBUG=%s: %v\n", NeedGODEBUG, err)
+		os.Exit(2)
+	}
+	// Die with the host: an orphaned executor holds forked children.
+	unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
+	x, err := New()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: Handshake,
+		Plugins:         map[string]plugin.Plugin{pluginName: &execPlugin{x}},
+		Logger:          hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: os.Stderr}),
+	})
+	os.Exit(0)
+}
+
+// CrashError reports that the executor process died or hung while running a
+// program. It is an event of the run (the program may have triggered it),
+// not a harness failure; the Remote restarts the executor on the next Run.
+type CrashError struct {
+	Hang   bool   // no answer within the timeout; the executor was killed
+	Status string // how the process ended, e.g. "signal: killed"
+}
+
+func (e *CrashError) Error() string {
+	if e.Hang {
+		return "executor hung: " + e.Status
+	}
+	return "executor died: " + e.Status
+}
+
+// Remote runs programs in a separate executor process started through
+// go-plugin, so a crash, hang or OOM kill of the executor never takes the
+// caller down.
+type Remote struct {
+	// Command returns the command that starts an executor process (one
+	// that calls Serve).
+	Command func() *exec.Cmd
+	// Timeout bounds one program (default 60s).
+	Timeout time.Duration
+	// Stderr receives the executor's standard error (default discard).
+	Stderr io.Writer
+
+	mu       sync.Mutex
+	client   *plugin.Client
+	cmd      *exec.Cmd
+	rc       *rpcClient
+	Restarts int
+}
+
+func (r *Remote) start() error {
+	cmd := r.Command()
+	cmd.Env = EnvWithGODEBUG(append(cmd.Env, os.Environ()...))
+	stderr := r.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  Handshake,
+		Plugins:          map[string]plugin.Plugin{pluginName: &execPlugin{}},
+		Cmd:              cmd,
+		SkipHostEnv:      true,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolNetRPC},
+		Logger:           hclog.New(&hclog.LoggerOptions{Level: hclog.Off, Output: io.Discard}),
+		Stderr:           stderr,
+		StartTimeout:     30 * time.Second,
+	})
+	proto, err := client.Client()
+	if err != nil {
+		client.Kill()
+		return fmt.Errorf("start executor: %w", err)
+	}
+	raw, err := proto.Dispense(pluginName)
+	if err != nil {
+		client.Kill()
+		return fmt.Errorf("start executor: %w", err)
+	}
+	r.client, r.cmd, r.rc = client, cmd, raw.(*rpcClient)
+	return nil
+}
+
+// Run executes p in the executor process. A *CrashError means the executor
+// died or hung running it; other errors are harness errors.
+func (r *Remote) Run(p *prog.Program, opt Options) (*obs.Observation, error) {
+	return r.run(RunArgs{Program: p.Format(), Options: opt}, len(p.Ops))
+}
+
+func (r *Remote) run(args RunArgs, nops int) (*obs.Observation, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.client == nil || r.client.Exited() {
+		if r.client != nil {
+			r.client.Kill()
+			r.Restarts++
+		}
+		if err := r.start(); err != nil {
+			r.client = nil
+			return nil, err
+		}
+	}
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	type result struct {
+		reply *RunReply
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		reply, err := r.rc.run(args)
+		done <- result{reply, err}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(timeout):
+		r.client.Kill()
+		return nil, &CrashError{Hang: true, Status: fmt.Sprintf("no answer within %v", timeout)}
+	}
+	if res.err != nil {
+		// The connection broke: the executor died. Wait for go-plugin to
+		// reap it so its exit status is known.
+		deadline := time.Now().Add(5 * time.Second)
+		for !r.client.Exited() && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		status := res.err.Error()
+		if r.client.Exited() && r.cmd.ProcessState != nil {
+			status = r.cmd.ProcessState.String()
+		}
+		r.client.Kill()
+		return nil, &CrashError{Status: status}
+	}
+	if res.reply.Err != "" {
+		return nil, errors.New(res.reply.Err)
+	}
+	var o obs.Observation
+	if err := json.Unmarshal(res.reply.Observation, &o); err != nil {
+		return nil, fmt.Errorf("executor reply: %w", err)
+	}
+	if len(o.Ops) != nops {
+		return nil, fmt.Errorf("executor reply: %d op results for %d ops", len(o.Ops), nops)
+	}
+	return &o, nil
+}
+
+// Close stops the executor process.
+func (r *Remote) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.client != nil {
+		r.client.Kill()
+		r.client = nil
+	}
+}

@@ -1,0 +1,99 @@
+package executor
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+func testRemote(t *testing.T) *Remote {
+	r := &Remote{
+		Command: func() *exec.Cmd {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = []string{"FORKFUZZ_TEST_SERVE_EXECUTOR=1"}
+			return cmd
+		},
+		Timeout: 20 * time.Second,
+		Stderr:  os.Stderr,
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+const smallProg = `forkfuzz v1
+region r0 anon-private pages=2
+store r0 off=0x0 count=2
+fork f0
+store r0 off=0x0 count=1
+wait f0
+`
+
+func TestRemoteRunAndCrashRecovery(t *testing.T) {
+	r := testRemote(t)
+	p, err := prog.Parse([]byte(smallProg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := r.Run(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Views) != 2 || o.Ops[3].Ret != 0 {
+		t.Fatalf("unexpected observation: %+v", o)
+	}
+	// The executor is killed (as by the OOM killer) while running a program:
+	// the caller gets a CrashError and carries on.
+	_, err = r.run(RunArgs{Program: p.Format(), SelfKill: true}, len(p.Ops))
+	var ce *CrashError
+	if !errors.As(err, &ce) || ce.Hang || !strings.Contains(ce.Status, "killed") {
+		t.Fatalf("want a CrashError saying killed, got %v", err)
+	}
+	o, err = r.Run(p, Options{})
+	if err != nil {
+		t.Fatalf("after restart: %v", err)
+	}
+	if r.Restarts != 1 || len(o.Views) != 2 {
+		t.Fatalf("restarts %d, views %d", r.Restarts, len(o.Views))
+	}
+	// A bad program is a harness error, not a crash.
+	_, err = r.run(RunArgs{Program: []byte("forkfuzz v1\nfrob\n")}, 0)
+	if err == nil || errors.As(err, &ce) {
+		t.Fatalf("bad program: got %v", err)
+	}
+}
+
+func TestRemoteHang(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: waits for a timeout")
+	}
+	r := testRemote(t)
+	r.Timeout = time.Second
+	// A child that is never released would hang wait forever if the
+	// executor were broken; emulate a hang by a program whose fork tree
+	// is large enough not to finish in a second on 2 cores.
+	var b strings.Builder
+	b.WriteString("forkfuzz v1\nregion r0 anon-private pages=16384 thp=off\nstore r0 off=0x0 count=16384 stride=0x1000\n")
+	for f := 0; f < 60; f++ {
+		b.WriteString("fork f" + strconv.Itoa(f) + "\ncheck\nwait f" + strconv.Itoa(f) + "\n")
+	}
+	p, err := prog.Parse([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Run(p, Options{})
+	var ce *CrashError
+	if !errors.As(err, &ce) || !ce.Hang {
+		t.Fatalf("want a hang CrashError, got %v", err)
+	}
+	r.Timeout = 20 * time.Second
+	q, _ := prog.Parse([]byte(smallProg))
+	if _, err := r.Run(q, Options{}); err != nil {
+		t.Fatalf("after hang: %v", err)
+	}
+}
