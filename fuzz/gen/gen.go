@@ -1,0 +1,260 @@
+package gen
+
+import (
+	"math/rand/v2"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// Generate returns a new random valid program drawn from r with weights w.
+// The same r state and w give the same program.
+func Generate(r *rand.Rand, w Weights) *prog.Program {
+	p := generate(r, w)
+	if p.Validate() != nil {
+		return Repair(p) // never expected; the tests check generate alone
+	}
+	return p
+}
+
+// generator holds the state of one Generate call (or one Mutate insertion).
+type generator struct {
+	r     *rand.Rand
+	w     Weights
+	p     *prog.Program
+	forks int // forks created so far
+	// forkBase is added to fork numbers: Mutate uses identifiers that do
+	// not collide with the program's own forks, and Repair renumbers.
+	forkBase  int
+	forkLimit int // forks this generator may create
+	nops      int // operations created so far
+}
+
+func generate(r *rand.Rand, w Weights) *prog.Program {
+	w = w.normalized()
+	g := &generator{r: r, w: w, p: &prog.Program{}, forkLimit: w.MaxForks}
+	g.regions()
+	ops := g.prologue()
+	ops = append(ops, g.process(0, 0, between(r, 1, g.w.Steps), true)...)
+	g.p.Ops = ops
+	return g.p
+}
+
+// regions creates MinRegions..MaxRegions regions within MaxTotalPages.
+func (g *generator) regions() {
+	n := between(g.r, g.w.MinRegions, g.w.MaxRegions)
+	budget := g.w.MaxTotalPages
+	for i := 0; i < n; i++ {
+		pages := min(g.size(), budget-(n-i-1))
+		pages = min(max(pages, 1), prog.MaxRegionPages)
+		budget -= pages
+		r := prog.Region{
+			Kind:  prog.RegionKind(pick(g.r, g.w.RegionKinds[:])),
+			Pages: pages,
+			THP:   prog.THP(pick(g.r, g.w.THP[:])),
+		}
+		g.p.Regions = append(g.p.Regions, r)
+	}
+}
+
+// size draws a region size in pages from the size classes.
+func (g *generator) size() int {
+	switch pick(g.r, g.w.Sizes[:]) {
+	case 0:
+		return between(g.r, 1, 4)
+	case 1:
+		return between(g.r, 5, 64)
+	case 2:
+		return between(g.r, 65, 511)
+	case 3:
+		return oneOf(g.r, 512, 513, 1024, 1536, 2048, between(g.r, 512, 2048))
+	default:
+		return between(g.r, 2049, max(2049, g.w.MaxTotalPages))
+	}
+}
+
+// prologue fills memory before the first fork: stores near boundaries in
+// most regions, pwrites to memfds, and now and then fork-related advice,
+// mlock or read-only protection.
+func (g *generator) prologue() []prog.Op {
+	var ops []prog.Op
+	for i, reg := range g.p.Regions {
+		if chance(g.r, 0.8) {
+			ops = append(ops, g.slotOp(0, prog.OpStore, i))
+		}
+		if reg.Kind.Memfd() && chance(g.r, 0.5) {
+			ops = append(ops, g.slotOp(0, prog.OpPwrite, i))
+		}
+		if chance(g.r, 0.2) {
+			adv := oneOf(g.r, prog.AdvDontfork, prog.AdvWipeonfork, prog.AdvHugepage, prog.AdvCollapse, prog.AdvDontneed)
+			off, n := g.span(i)
+			ops = append(ops, g.fix(prog.Op{Kind: prog.OpMadvise, Region: i, Off: off, Len: n, Advice: adv}))
+		}
+		if chance(g.r, 0.05) {
+			ops = append(ops, g.rangeOp(0, prog.OpMlock, i)...)
+		}
+		if chance(g.r, 0.05) {
+			off, n := g.span(i)
+			ops = append(ops, g.fix(prog.Op{Kind: prog.OpMprotect, Region: i, Off: off, Len: n, Prot: prog.ProtRead}))
+		}
+	}
+	g.nops += len(ops)
+	return ops
+}
+
+// process generates up to steps steps of process proc at nesting depth
+// depth (0 for the main process). Every fork it creates is waited for
+// before it returns. first forces the first step to be a fork.
+func (g *generator) process(proc, depth, steps int, first bool) []prog.Op {
+	var out []prog.Op
+	var pending []int // forks of this process not waited for yet
+	killed := make(map[int]bool)
+	canFork := depth < g.w.MaxDepth && (depth == 0 || chance(g.r, g.w.NestProb))
+	forkNext := first
+	for i := 0; i < steps && g.nops < g.w.MaxOps; i++ {
+		if len(pending) > 0 && !forkNext && chance(g.r, 0.3) {
+			j := g.r.IntN(len(pending))
+			out = append(out, prog.Op{Proc: proc, Kind: prog.OpWait, Fork: pending[j]})
+			g.nops++
+			pending = append(pending[:j], pending[j+1:]...)
+			continue
+		}
+		kind := g.pickKind(proc, depth, canFork, len(pending) > 0)
+		if forkNext && canFork && g.forks < g.forkLimit && g.w.Fork > 0 {
+			kind = prog.OpFork
+		}
+		forkNext = false
+		switch kind {
+		case prog.OpFork:
+			ops, deferred := g.forkBlock(proc, depth)
+			out = append(out, ops...)
+			if deferred >= 0 {
+				pending = append(pending, deferred)
+				forkNext = chance(g.r, 0.5)
+			}
+		case prog.OpKill:
+			f := pending[g.r.IntN(len(pending))]
+			if !killed[f] {
+				killed[f] = true
+				out = append(out, prog.Op{Proc: proc, Kind: prog.OpKill, Fork: f})
+				g.nops++
+			}
+		default:
+			ops := g.simple(proc, kind)
+			g.nops += len(ops)
+			out = append(out, ops...)
+		}
+	}
+	g.r.Shuffle(len(pending), func(i, j int) { pending[i], pending[j] = pending[j], pending[i] })
+	for _, f := range pending {
+		out = append(out, prog.Op{Proc: proc, Kind: prog.OpWait, Fork: f})
+		g.nops++
+	}
+	return out
+}
+
+// pickKind draws the kind of a process step.
+func (g *generator) pickKind(proc, depth int, canFork, pending bool) prog.OpKind {
+	ws := g.w.opWeights()
+	ws[prog.OpWait] = 0
+	if depth > 0 {
+		ws[prog.OpStore] *= 2
+		ws[prog.OpCheck] *= 3
+	}
+	allowed := func(k prog.OpKind) bool {
+		switch k {
+		case prog.OpFork:
+			return canFork && g.forks < g.forkLimit
+		case prog.OpKill:
+			return pending
+		case prog.OpPwrite:
+			return g.memfdRegion() >= 0
+		case prog.OpWait:
+			return false
+		}
+		return true
+	}
+	for k := range ws {
+		if !allowed(prog.OpKind(k)) {
+			ws[k] = 0
+		}
+	}
+	k := prog.OpKind(pick(g.r, ws))
+	if !allowed(k) {
+		return prog.OpStore
+	}
+	return k
+}
+
+// forkBlock generates a fork in proc, an optional kill, a burst of racing
+// parent operations, the child's operations (interleaved with the burst in
+// the text; the child only runs at the wait) and the wait. With
+// DeferWaitProb the wait is left out and the fork returned as deferred.
+func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
+	f := g.forkBase + g.forks
+	g.forks++
+	ops = []prog.Op{{Proc: proc, Kind: prog.OpFork, Fork: f}}
+	g.nops++
+	killed := chance(g.r, g.w.KillProb)
+	killFirst := chance(g.r, 0.6)
+	if killed && killFirst {
+		ops = append(ops, prog.Op{Proc: proc, Kind: prog.OpKill, Fork: f})
+		g.nops++
+	}
+	var race []prog.Op
+	if chance(g.r, g.w.RaceProb) {
+		for n := between(g.r, 1, g.w.RaceOps); n > 0; n-- {
+			race = append(race, g.raceOp(proc)...)
+		}
+		g.nops += len(race)
+	}
+	var child []prog.Op
+	if !killed || chance(g.r, 0.2) {
+		child = g.process(f+1, depth+1, between(g.r, 1, g.w.ChildSteps), false)
+	}
+	ops = append(ops, interleave(g.r, race, child)...)
+	if killed && !killFirst {
+		ops = append(ops, prog.Op{Proc: proc, Kind: prog.OpKill, Fork: f})
+		g.nops++
+	}
+	if chance(g.r, g.w.DeferWaitProb) {
+		return ops, f
+	}
+	g.nops++
+	return append(ops, prog.Op{Proc: proc, Kind: prog.OpWait, Fork: f}), -1
+}
+
+// interleave merges a and b in a random order that keeps the order within
+// each.
+func interleave(r *rand.Rand, a, b []prog.Op) []prog.Op {
+	out := make([]prog.Op, 0, len(a)+len(b))
+	for len(a) > 0 || len(b) > 0 {
+		if len(b) == 0 || (len(a) > 0 && r.IntN(len(a)+len(b)) < len(a)) {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return out
+}
+
+// raceOp returns parent operations for right after a fork: stores into
+// memory the copy is still working on, and VMA changes.
+func (g *generator) raceOp(proc int) []prog.Op {
+	ws := g.w.opWeights()
+	ws[prog.OpStore] += ws[prog.OpStore] / 2
+	ws[prog.OpFork], ws[prog.OpKill], ws[prog.OpWait] = 0, 0, 0
+	ws[prog.OpCheck] = min(ws[prog.OpCheck], 1)
+	if g.memfdRegion() < 0 {
+		ws[prog.OpPwrite] = 0
+	}
+	k := prog.OpKind(pick(g.r, ws))
+	switch k {
+	case prog.OpFork, prog.OpKill, prog.OpWait:
+		k = prog.OpStore
+	case prog.OpPwrite:
+		if g.memfdRegion() < 0 {
+			k = prog.OpStore
+		}
+	}
+	return g.simple(proc, k)
+}

@@ -1,0 +1,39 @@
+package gen
+
+import "math/rand/v2"
+
+// pick returns an index into ws chosen with probability ws[i]/sum, or
+// uniformly when no weight is positive. Negative weights count as zero.
+func pick(r *rand.Rand, ws []int) int {
+	sum := 0
+	for _, w := range ws {
+		sum += max(w, 0)
+	}
+	if sum == 0 {
+		return r.IntN(len(ws))
+	}
+	n := r.IntN(sum)
+	for i, w := range ws {
+		if w <= 0 {
+			continue
+		}
+		if n < w {
+			return i
+		}
+		n -= w
+	}
+	return len(ws) - 1
+}
+
+func chance(r *rand.Rand, p float64) bool { return r.Float64() < p }
+
+// between returns a uniform integer in [lo, hi] (lo if hi < lo).
+func between(r *rand.Rand, lo, hi int) int {
+	if hi <= lo {
+		return lo
+	}
+	return lo + r.IntN(hi-lo+1)
+}
+
+// oneOf returns a uniformly chosen element of xs.
+func oneOf[T any](r *rand.Rand, xs ...T) T { return xs[r.IntN(len(xs))] }

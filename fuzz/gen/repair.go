@@ -1,0 +1,174 @@
+package gen
+
+import "github.com/forkfuzz/forkfuzz/fuzz/prog"
+
+var (
+	numOpKinds = len(prog.OpKinds())
+	numAdvices = len(prog.Advices())
+)
+
+const (
+	numRegionKinds = int(prog.MemfdShared) + 1
+	numTHP         = int(prog.THPOff) + 1
+	numProts       = int(prog.ProtRW) + 1
+	mremapAll      = prog.MremapMaymove | prog.MremapFixed | prog.MremapDontunmap
+)
+
+// Repair returns a valid program as close to p as it can: it clamps
+// regions and arguments into range, turns a pwrite to a non-memfd region
+// into a store, drops operations of processes that are not alive, waits and
+// kills of unknown forks and forks past prog.MaxForks, waits for every fork
+// still alive when its parent needs it reaped, and renumbers forks in order.
+// Fork identifiers in p may be any integers; when two fork operations carry
+// the same identifier, later references mean the most recent one. Fields
+// that an operation's kind does not use are zeroed, so the result
+// round-trips through Format and Parse exactly. p is not modified.
+func Repair(p *prog.Program) *prog.Program {
+	q := &prog.Program{}
+	for _, r := range p.Regions {
+		if len(q.Regions) == prog.MaxRegions {
+			break
+		}
+		q.Regions = append(q.Regions, fixRegion(r))
+	}
+	if len(q.Regions) == 0 {
+		q.Regions = []prog.Region{{Kind: prog.AnonPrivate, Pages: 1}}
+	}
+	ops := p.Ops
+	// Leave room for the waits Repair may have to add.
+	if max := prog.MaxOps - prog.MaxForks; len(ops) > max {
+		ops = ops[:max]
+	}
+	type fork struct {
+		parent int // new process number
+		alive  bool
+	}
+	var forks []fork     // by new number
+	ids := map[int]int{} // old identifier -> new number
+	proc := func(old int) (int, bool) {
+		if old == 0 {
+			return 0, true
+		}
+		n, ok := ids[old-1]
+		if !ok || !forks[n].alive {
+			return 0, false
+		}
+		return n + 1, true
+	}
+	descends := func(g, f int) bool {
+		for x := g; forks[x].parent != 0; {
+			x = forks[x].parent - 1
+			if x == f {
+				return true
+			}
+		}
+		return false
+	}
+	// reap waits for every live descendant of f (all live forks if f < 0),
+	// deepest first.
+	reap := func(f int) {
+		for g := len(forks) - 1; g > f; g-- {
+			if forks[g].alive && (f < 0 || descends(g, f)) {
+				q.Ops = append(q.Ops, prog.Op{Proc: forks[g].parent, Kind: prog.OpWait, Fork: g})
+				forks[g].alive = false
+			}
+		}
+	}
+	for _, op := range ops {
+		if int(op.Kind) >= numOpKinds {
+			continue
+		}
+		pr, ok := proc(op.Proc)
+		if !ok {
+			continue
+		}
+		switch op.Kind {
+		case prog.OpFork:
+			if len(forks) == prog.MaxForks {
+				delete(ids, op.Fork)
+				continue
+			}
+			ids[op.Fork] = len(forks)
+			q.Ops = append(q.Ops, prog.Op{Proc: pr, Kind: prog.OpFork, Fork: len(forks)})
+			forks = append(forks, fork{parent: pr, alive: true})
+		case prog.OpWait, prog.OpKill:
+			n, ok := ids[op.Fork]
+			if !ok || !forks[n].alive || forks[n].parent != pr {
+				continue
+			}
+			if op.Kind == prog.OpWait {
+				reap(n)
+				forks[n].alive = false
+			}
+			q.Ops = append(q.Ops, prog.Op{Proc: pr, Kind: op.Kind, Fork: n})
+		default:
+			op.Proc = pr
+			q.Ops = append(q.Ops, fixOp(op, q.Regions))
+		}
+	}
+	reap(-1)
+	return q
+}
+
+func fixRegion(r prog.Region) prog.Region {
+	r.Kind = prog.RegionKind(int(r.Kind) % numRegionKinds)
+	r.THP = prog.THP(int(r.THP) % numTHP)
+	r.Pages = min(max(r.Pages, 1), prog.MaxRegionPages)
+	return r
+}
+
+// fixRegionRef maps any region number into range.
+func fixRegionRef(r, n int) int {
+	return ((r % n) + n) % n
+}
+
+// fixOp clamps the arguments of a non-fork operation into range and zeroes
+// the fields its kind does not use.
+func fixOp(op prog.Op, regions []prog.Region) prog.Op {
+	const span = prog.SpanBytes
+	q := prog.Op{Proc: op.Proc, Kind: op.Kind}
+	if op.Kind == prog.OpCheck {
+		return q
+	}
+	q.Region = fixRegionRef(op.Region, len(regions))
+	switch op.Kind {
+	case prog.OpStore, prog.OpPwrite:
+		if q.Kind == prog.OpPwrite && !regions[q.Region].Kind.Memfd() {
+			q.Kind = prog.OpStore
+			for i, r := range regions {
+				if r.Kind.Memfd() {
+					q.Kind, q.Region = prog.OpPwrite, i
+					break
+				}
+			}
+		}
+		q.Off = op.Off % span &^ (prog.SlotSize - 1)
+		q.Stride = min(op.Stride&^(prog.SlotSize-1), span)
+		if q.Stride == 0 {
+			q.Stride = prog.SlotSize
+		}
+		q.Count = min(max(op.Count, 1), prog.MaxCount)
+		if fit := (span-q.Off-prog.SlotSize)/q.Stride + 1; uint64(q.Count) > fit {
+			q.Count = int(fit)
+		}
+		return q
+	}
+	q.Off = min(op.Off, span)
+	q.Len = min(op.Len, span-q.Off)
+	switch op.Kind {
+	case prog.OpMprotect:
+		q.Prot = prog.Prot(int(op.Prot) % numProts)
+	case prog.OpMadvise:
+		q.Advice = prog.Advice(int(op.Advice) % numAdvices)
+	case prog.OpMremap:
+		q.Flags = op.Flags & mremapAll
+		if q.Flags&prog.MremapFixed != 0 {
+			q.To = fixRegionRef(op.To, len(regions))
+			q.ToOff = min(op.ToOff, span)
+			q.NewLen = min(op.NewLen, span-q.ToOff)
+		} else {
+			q.NewLen = min(op.NewLen, span-q.Off)
+		}
+	}
+	return q
+}

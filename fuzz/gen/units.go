@@ -1,0 +1,138 @@
+package gen
+
+import (
+	"slices"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// forkParents returns, for each fork in textual order, the process that
+// created it. It assumes forks are numbered in order (as in a valid program).
+func forkParents(p *prog.Program) []int {
+	var parents []int
+	for _, op := range p.Ops {
+		if op.Kind == prog.OpFork {
+			parents = append(parents, op.Proc)
+		}
+	}
+	return parents
+}
+
+// subtree reports, for each fork, whether it is f or a descendant of f.
+func subtree(parents []int, f int) []bool {
+	in := make([]bool, len(parents))
+	for g := range parents {
+		if g == f {
+			in[g] = true
+			continue
+		}
+		if pp := parents[g]; pp > 0 && pp-1 < g && in[pp-1] {
+			in[g] = true
+		}
+	}
+	return in
+}
+
+// Unit returns the indices, in increasing order, of the operations that go
+// with the operation at index i of the valid program p: for a fork fI, the
+// fork, every operation of fI's child and its descendants, and all their
+// waits and kills; for any other operation, just i.
+func Unit(p *prog.Program, i int) []int {
+	op := p.Ops[i]
+	if op.Kind != prog.OpFork {
+		return []int{i}
+	}
+	in := subtree(forkParents(p), op.Fork)
+	inSub := func(f int) bool { return f >= 0 && f < len(in) && in[f] }
+	var idx []int
+	for j, o := range p.Ops {
+		switch {
+		case o.Proc > 0 && inSub(o.Proc-1):
+			idx = append(idx, j)
+		case (o.Kind == prog.OpFork || o.Kind == prog.OpWait || o.Kind == prog.OpKill) && inSub(o.Fork):
+			idx = append(idx, j)
+		}
+	}
+	return idx
+}
+
+// Units returns the op-units of the valid program p, in the order of their
+// first operation: one for every operation except waits (a wait cannot go
+// without its fork). A fork's unit holds everything that belongs to it
+// (see Unit), so units nest. Removing any one unit with RemoveOps leaves a
+// valid program.
+func Units(p *prog.Program) [][]int {
+	var units [][]int
+	for i, op := range p.Ops {
+		if op.Kind == prog.OpWait {
+			continue
+		}
+		units = append(units, Unit(p, i))
+	}
+	return units
+}
+
+// RemoveOps returns a copy of p without the operations whose index i has
+// drop[i] set, with the remaining forks renumbered in order (and processes
+// with them). It does not validate: the result is valid when p is and the
+// dropped set is a union of units.
+func RemoveOps(p *prog.Program, drop []bool) *prog.Program {
+	q := &prog.Program{Regions: append([]prog.Region(nil), p.Regions...)}
+	for i, op := range p.Ops {
+		if i < len(drop) && drop[i] {
+			continue
+		}
+		q.Ops = append(q.Ops, op)
+	}
+	Renumber(q)
+	return q
+}
+
+// Renumber renumbers the forks of p in the order of their fork operations,
+// rewriting Fork and Proc fields. Fork identifiers may be any distinct
+// integers; references to identifiers that no fork operation carries are
+// left unchanged (Validate or Repair deal with them).
+func Renumber(p *prog.Program) {
+	ids := make(map[int]int)
+	for _, op := range p.Ops {
+		if op.Kind == prog.OpFork {
+			if _, dup := ids[op.Fork]; !dup {
+				ids[op.Fork] = len(ids)
+			}
+		}
+	}
+	for i := range p.Ops {
+		op := &p.Ops[i]
+		if op.Proc > 0 {
+			if n, ok := ids[op.Proc-1]; ok {
+				op.Proc = n + 1
+			}
+		}
+		if op.Kind == prog.OpFork || op.Kind == prog.OpWait || op.Kind == prog.OpKill {
+			if n, ok := ids[op.Fork]; ok {
+				op.Fork = n
+			}
+		}
+	}
+}
+
+// aliveAt returns the processes alive just before operation i of the valid
+// program p, and the live forks (not yet waited) at that point with the
+// process that created each.
+func aliveAt(p *prog.Program, i int) (procs []int, live map[int]int) {
+	live = make(map[int]int)
+	for _, op := range p.Ops[:i] {
+		switch op.Kind {
+		case prog.OpFork:
+			live[op.Fork] = op.Proc
+		case prog.OpWait:
+			delete(live, op.Fork)
+		}
+	}
+	procs = []int{0}
+	for f := range live {
+		procs = append(procs, f+1)
+	}
+	slices.Sort(procs)
+	return procs, live
+}

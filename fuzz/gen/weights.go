@@ -1,0 +1,159 @@
+package gen
+
+import "github.com/forkfuzz/forkfuzz/fuzz/prog"
+
+// Weights tunes Generate and Mutate. Weights are relative: within a group,
+// an entry is picked with probability weight/sum; a group whose weights are
+// all zero is picked uniformly. Probabilities are in [0, 1]. The zero value
+// is usable (normalized to sensible bounds) but DefaultWeights is the tuned
+// starting point.
+type Weights struct {
+	// Operation kinds, one step of a process. Waits are not listed: every
+	// fork is waited for, right after its child's operations or later.
+	Store, Pwrite, Mmap, Munmap, Mprotect, Madvise, Mremap, Mlock, Munlock, Fork, Kill, Check int
+
+	// RegionKinds weighs prog.AnonPrivate, AnonShared, MemfdPrivate,
+	// MemfdShared.
+	RegionKinds [4]int
+	// THP weighs prog.THPDefault, THPOn, THPOff.
+	THP [3]int
+	// Sizes weighs region size classes: tiny (1-4 pages), small (5-64),
+	// medium (65-511), PMD (512-2048 pages, whole 2 MiB PMDs) and large
+	// (2049 pages up to MaxTotalPages).
+	Sizes [5]int
+	// Advices weighs each prog.Advice, indexed by its value.
+	Advices []int
+	// Prots weighs prog.ProtNone, ProtRead, ProtRW.
+	Prots [3]int
+	// Mremaps weighs mremap shapes: grow, shrink, move (maymove|fixed to a
+	// region), dontunmap (maymove|dontunmap, sometimes fixed), maymove
+	// alone (the kernel picks the address) and invalid flag sets.
+	Mremaps [6]int
+	// Ranges weighs the ranges of VMA operations: whole region, head,
+	// tail, middle (splits the VMA), one page, around a PMD boundary,
+	// across or beyond the region end.
+	Ranges [7]int
+	// Mutations weighs Mutate's kinds of change.
+	Mutations MutationWeights
+
+	MinRegions, MaxRegions int
+	// MaxTotalPages caps the sum of the regions' pages.
+	MaxTotalPages int
+	// MaxStorePages caps the pages one store or pwrite touches.
+	MaxStorePages int
+	// MaxOps is a soft cap on operations (a fork block may go a little
+	// past it).
+	MaxOps int
+	// MaxForks caps forks per program (at most prog.MaxForks).
+	MaxForks int
+	// MaxDepth caps nesting: 1 means only process 0 forks.
+	MaxDepth int
+	// Steps and ChildSteps are the maximum steps of process 0 after the
+	// pre-fork prologue and of a child.
+	Steps, ChildSteps int
+
+	// NestProb is the probability that a child may fork.
+	NestProb float64
+	// KillProb is the probability that a fork is killed right after it.
+	KillProb float64
+	// RaceProb is the probability that a fork is followed by a burst of
+	// up to RaceOps parent operations (stores and VMA changes) that race
+	// with the copy.
+	RaceProb float64
+	RaceOps  int
+	// DeferWaitProb is the probability that a wait is left for later, so
+	// the parent can fork again while the child is alive.
+	DeferWaitProb float64
+	// BoundaryProb is the probability that an offset is picked near a
+	// page, PMD or VMA boundary rather than anywhere.
+	BoundaryProb float64
+	// UnalignedProb is the probability that a VMA operation gets an
+	// unaligned offset or length (the kernel answers EINVAL).
+	UnalignedProb float64
+}
+
+// MutationWeights weighs the kinds of change Mutate makes.
+type MutationWeights struct {
+	Insert, Remove, Change, Region, Splice, DupFork, Swap, Race, Crossover int
+}
+
+// DefaultWeights returns the tuned default weights.
+func DefaultWeights() Weights {
+	adv := make([]int, len(prog.Advices()))
+	for i := range adv {
+		adv[i] = 2
+	}
+	adv[prog.AdvDontneed] = 4
+	adv[prog.AdvDontfork] = 3
+	adv[prog.AdvWipeonfork] = 3
+	return Weights{
+		Store: 30, Pwrite: 6, Mmap: 6, Munmap: 8, Mprotect: 8, Madvise: 10, Mremap: 8,
+		Mlock: 3, Munlock: 2, Fork: 14, Kill: 2, Check: 4,
+		RegionKinds: [4]int{4, 2, 2, 2},
+		THP:         [3]int{2, 2, 1},
+		Sizes:       [5]int{5, 4, 3, 4, 1},
+		Advices:     adv,
+		Prots:       [3]int{2, 3, 2},
+		Mremaps:     [6]int{3, 2, 4, 2, 1, 1},
+		Ranges:      [7]int{3, 2, 2, 3, 3, 4, 2},
+		Mutations: MutationWeights{
+			Insert: 10, Remove: 6, Change: 10, Region: 3, Splice: 3, DupFork: 2, Swap: 3, Race: 4, Crossover: 2,
+		},
+		MinRegions:    1,
+		MaxRegions:    6,
+		MaxTotalPages: 8192, // 32 MiB
+		MaxStorePages: 1024,
+		MaxOps:        96,
+		MaxForks:      8,
+		MaxDepth:      3,
+		Steps:         16,
+		ChildSteps:    6,
+		NestProb:      0.3,
+		KillProb:      0.1,
+		RaceProb:      0.75,
+		RaceOps:       4,
+		DeferWaitProb: 0.25,
+		BoundaryProb:  0.6,
+		UnalignedProb: 0.05,
+	}
+}
+
+// normalized returns w with bounds forced into range.
+func (w Weights) normalized() Weights {
+	w.MaxRegions = min(max(w.MaxRegions, 1), prog.MaxRegions)
+	w.MinRegions = min(max(w.MinRegions, 1), w.MaxRegions)
+	w.MaxTotalPages = max(w.MaxTotalPages, w.MaxRegions)
+	if w.MaxStorePages <= 0 {
+		w.MaxStorePages = 64
+	}
+	if w.MaxOps <= 0 {
+		w.MaxOps = 64
+	}
+	w.MaxOps = min(w.MaxOps, prog.MaxOps/2)
+	w.MaxForks = min(max(w.MaxForks, 0), prog.MaxForks)
+	w.MaxDepth = max(w.MaxDepth, 1)
+	w.Steps = max(w.Steps, 1)
+	w.ChildSteps = max(w.ChildSteps, 1)
+	w.RaceOps = max(w.RaceOps, 1)
+	adv := make([]int, numAdvices)
+	copy(adv, w.Advices)
+	w.Advices = adv
+	return w
+}
+
+func (w *Weights) opWeights() []int {
+	ws := make([]int, numOpKinds)
+	ws[prog.OpStore] = w.Store
+	ws[prog.OpPwrite] = w.Pwrite
+	ws[prog.OpMmap] = w.Mmap
+	ws[prog.OpMunmap] = w.Munmap
+	ws[prog.OpMprotect] = w.Mprotect
+	ws[prog.OpMadvise] = w.Madvise
+	ws[prog.OpMremap] = w.Mremap
+	ws[prog.OpMlock] = w.Mlock
+	ws[prog.OpMunlock] = w.Munlock
+	ws[prog.OpFork] = w.Fork
+	ws[prog.OpKill] = w.Kill
+	ws[prog.OpCheck] = w.Check
+	return ws
+}
