@@ -67,20 +67,30 @@ type machine struct {
 
 type span struct{ addr, length uint64 }
 
-func newMachine(p *prog.Program, rep, ctl, maps []byte, wordCap int) *machine {
-	m := &machine{p: p, rep: rep, ctl: ctl, maps: maps, wordCap: wordCap, sigAll: ^uint64(0)}
+// newMachine allocates a machine; reset prepares it for each program, so
+// the large fixed arrays are allocated once per executor.
+func newMachine(rep, ctl, maps []byte) *machine {
+	m := &machine{rep: rep, ctl: ctl, maps: maps, sigAll: ^uint64(0)}
 	copy(m.mapsPath[:], "/proc/self/maps\x00")
+	return m
+}
+
+func (m *machine) reset(p *prog.Program, wordCap int) {
+	m.p, m.wordCap = p, wordCap
+	m.nvma, m.nobj, m.proc, m.inChild = 0, 0, 0, false
+	m.moved = m.moved[:0]
 	for i := range m.memfd {
 		m.memfd[i] = -1
 	}
+	for i := range m.pids {
+		m.pids[i] = 0
+	}
+	rep := m.rep
 	binary.LittleEndian.PutUint64(rep[0:], obs.Magic)
 	binary.LittleEndian.PutUint64(rep[8:], 0)
 	binary.LittleEndian.PutUint64(rep[16:], uint64(len(rep)-obs.HeaderSize)/obs.RecordSize)
 	binary.LittleEndian.PutUint64(rep[24:], 0)
-	for i := range ctl {
-		ctl[i] = 0
-	}
-	return m
+	clear(m.ctl)
 }
 
 func (m *machine) now() int64 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -101,8 +102,7 @@ func New() (*Executor, error) {
 		return nil, fmt.Errorf("executor: map control page: %w", err)
 	}
 	x := &Executor{reqs: make(chan request)}
-	maps := make([]byte, mapsBufSize)
-	go x.loop(rep, ctl, maps)
+	go x.loop(newMachine(rep, ctl, make([]byte, mapsBufSize)))
 	return x, nil
 }
 
@@ -118,12 +118,12 @@ func (x *Executor) Run(p *prog.Program, opt Options) (*obs.Observation, error) {
 	return res.o, res.err
 }
 
-func (x *Executor) loop(rep, ctl, maps []byte) {
+func (x *Executor) loop(m *machine) {
 	runtime.LockOSThread() // never unlocked: children's PDEATHSIG is tied to this thread
 	growStack(stackReserve)
 	debug.SetPanicOnFault(true)
 	for r := range x.reqs {
-		o, err := runOne(r.p, r.opt, rep, ctl, maps)
+		o, err := runOne(m, r.p, r.opt)
 		r.resp <- response{o, err}
 	}
 }
@@ -138,12 +138,13 @@ func growStack(n int) byte {
 	return growStack(n-len(buf)) + buf[n%len(buf)]
 }
 
-func runOne(p *prog.Program, opt Options, rep, ctl, maps []byte) (o *obs.Observation, err error) {
+func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err error) {
 	wordCap := opt.WordCap
 	if wordCap <= 0 {
 		wordCap = defaultWords
 	}
-	m := newMachine(p, rep, ctl, maps, wordCap)
+	m.reset(p, wordCap)
+	rep := m.rep
 	defer m.cleanup()
 	if err := m.setup(); err != nil {
 		return nil, err
@@ -258,8 +259,14 @@ func arenaMaps() string {
 	}
 	var out bytes.Buffer
 	for _, line := range bytes.Split(b, []byte("\n")) {
-		var lo, hi uint64
-		if _, err := fmt.Sscanf(string(line), "%x-%x", &lo, &hi); err == nil && hi > prog.ArenaBase && lo < arenaEnd {
+		lo, rest, ok := bytes.Cut(line, []byte("-"))
+		if !ok {
+			continue
+		}
+		hi, _, _ := bytes.Cut(rest, []byte(" "))
+		l, err1 := strconv.ParseUint(string(lo), 16, 64)
+		h, err2 := strconv.ParseUint(string(hi), 16, 64)
+		if err1 == nil && err2 == nil && h > prog.ArenaBase && l < arenaEnd {
 			out.Write(line)
 			out.WriteByte('\n')
 		}

@@ -1,0 +1,361 @@
+// Command forkfuzz fuzzes and consistency-checks implementations of fork().
+//
+// Exit status: 0 clean, 1 findings, 2 errors.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+const (
+	exitClean    = 0
+	exitFindings = 1
+	exitError    = 2
+)
+
+type command struct {
+	name, args, help string
+	run              func(args []string, stdout, stderr io.Writer) int
+	hidden           bool
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{name: "run", args: "[flags]", help: "run a fuzzing campaign", run: cmdRun},
+		{name: "gen", args: "[flags]", help: "print generated programs", run: cmdGen},
+		{name: "exec", args: "[flags] PROG", help: "run one program and print the verdict", run: cmdExec},
+		{name: "check", args: "PROG OBS", help: "re-judge a recorded observation (JSON) of a program", run: cmdCheck},
+		{name: "minimize", args: "[flags] PROG", help: "shrink a failing program while its finding reproduces", run: cmdMinimize},
+		{name: "executor", help: "serve as an executor process (started by forkfuzz itself)", run: cmdExecutor, hidden: true},
+	}
+}
+
+func main() {
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return exitError
+		}
+		return exitClean
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "forkfuzz: unknown command %q\n", args[0])
+	usage(stderr)
+	return exitError
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: forkfuzz COMMAND [flags]\n\ncommands:")
+	for _, c := range commands {
+		if !c.hidden {
+			fmt.Fprintf(w, "  %-9s %-14s %s\n", c.name, c.args, c.help)
+		}
+	}
+	fmt.Fprintln(w, "\nexit status: 0 clean, 1 findings, 2 errors. 'forkfuzz COMMAND -h' for flags.")
+}
+
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("forkfuzz "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// openTarget returns the target named by --target.
+func openTarget(name string) (agents.Target, error) {
+	switch name {
+	case "native":
+		return agents.NewNative(nil), nil
+	case "qemu", "sim":
+		return nil, fmt.Errorf("target %q is not available in this build yet (only \"native\")", name)
+	}
+	return nil, fmt.Errorf("unknown target %q (want native)", name)
+}
+
+func readProgram(path string) (*prog.Program, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := prog.Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%w", path, withColon(err))
+	}
+	return p, nil
+}
+
+// withColon makes "path:" + err read as "path:LINE:COL: msg" or "path: msg".
+func withColon(err error) error {
+	var se *prog.SyntaxError
+	if errors.As(err, &se) {
+		return err
+	}
+	return fmt.Errorf(" %w", err)
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("run", stderr)
+	target := fs.String("target", "native", "where programs run: native (the host kernel)")
+	duration := fs.Duration("duration", time.Minute, "stop after this long (0: no limit)")
+	programs := fs.Int("programs", 0, "stop after this many programs (0: no limit)")
+	seed := fs.Uint64("seed", 0, "campaign seed (0: random, printed)")
+	workdir := fs.String("workdir", "workdir", "where findings are saved")
+	minRuns := fs.Int("minimize-runs", 300, "target runs to spend minimizing each new finding")
+	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
+	quiet := fs.Bool("q", false, "no progress line")
+	if fs.Parse(args) != nil {
+		return exitError
+	}
+	if *duration == 0 && *programs == 0 {
+		fmt.Fprintln(stderr, "forkfuzz run: set --duration or --programs")
+		return exitError
+	}
+	if *seed == 0 {
+		*seed = uint64(time.Now().UnixNano())
+	}
+	t, err := openTarget(*target)
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz run:", err)
+		return exitError
+	}
+	defer t.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	cfg := campaign.Config{
+		Target: t, Seed: *seed, Duration: *duration, Programs: *programs, Workdir: *workdir,
+		Weights: gen.DefaultWeights(), Log: stdout, MinimizeRuns: *minRuns, Corrupt: *corrupt,
+	}
+	if !*quiet {
+		cfg.Progress = stderr
+	}
+	st, err := campaign.Run(ctx, cfg)
+	if st != nil {
+		fmt.Fprintf(stdout, "summary: %d programs, %d forks in %v (%.1f programs/s, %.1f forks/s); %d failing runs, %d unique findings, %d harness errors; seed %d\n",
+			st.Programs, st.Forks, st.Elapsed.Round(time.Millisecond), float64(st.Programs)/st.Elapsed.Seconds(),
+			float64(st.Forks)/st.Elapsed.Seconds(), st.Events, st.Findings, st.HarnessErrors, *seed)
+		for _, d := range st.Saved {
+			fmt.Fprintf(stdout, "finding: %s\n", d)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz run:", err)
+		return exitError
+	}
+	if st.Findings > 0 {
+		return exitFindings
+	}
+	return exitClean
+}
+
+func cmdGen(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("gen", stderr)
+	seed := fs.Uint64("seed", 1, "campaign seed")
+	n := fs.Int("n", 1, "number of programs")
+	first := fs.Int64("index", 0, "index of the first program")
+	if fs.Parse(args) != nil {
+		return exitError
+	}
+	w := gen.DefaultWeights()
+	for i := *first; i < *first+int64(*n); i++ {
+		p := gen.Generate(campaign.ProgramRand(*seed, i), w)
+		fmt.Fprintf(stdout, "# campaign seed %d, program %d\n%s\n", *seed, i, p.Format())
+	}
+	return exitClean
+}
+
+func cmdExec(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("exec", stderr)
+	target := fs.String("target", "native", "where the program runs")
+	asJSON := fs.Bool("json", false, "print the observation and the issues as JSON")
+	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify the observation")
+	if fs.Parse(args) != nil {
+		return exitError
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "usage: forkfuzz exec [flags] PROG")
+		return exitError
+	}
+	p, err := readProgram(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz exec:", err)
+		return exitError
+	}
+	t, err := openTarget(*target)
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz exec:", err)
+		return exitError
+	}
+	defer t.Close()
+	o, runErr := t.Run(p, executor.Options{Corrupt: *corrupt})
+	issues, err := campaign.Judge(p, o, runErr)
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz exec:", err)
+		return exitError
+	}
+	return printVerdict(stdout, o, issues, *asJSON)
+}
+
+func printVerdict(w io.Writer, o *obs.Observation, issues []campaign.Issue, asJSON bool) int {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", " ")
+		enc.Encode(struct {
+			Observation *obs.Observation `json:"observation,omitempty"`
+			Issues      []campaign.Issue `json:"issues"`
+		}{o, issues})
+	} else if len(issues) == 0 {
+		fmt.Fprintln(w, "ok: every oracle passed")
+	} else {
+		for _, is := range issues {
+			fmt.Fprintf(w, "FAIL %s\n%s\n\n", is.Signature, is.Explanation)
+		}
+	}
+	if len(issues) > 0 {
+		return exitFindings
+	}
+	return exitClean
+}
+
+func cmdCheck(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("check", stderr)
+	asJSON := fs.Bool("json", false, "print the issues as JSON")
+	if fs.Parse(args) != nil {
+		return exitError
+	}
+	if fs.NArg() != 2 {
+		fmt.Fprintln(stderr, "usage: forkfuzz check PROG OBS")
+		return exitError
+	}
+	p, err := readProgram(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz check:", err)
+		return exitError
+	}
+	o, err := readObservation(fs.Arg(1), p)
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz check:", err)
+		return exitError
+	}
+	issues, _ := campaign.Judge(p, o, nil)
+	return printVerdict(stdout, nil, issues, *asJSON)
+}
+
+func readObservation(path string, p *prog.Program) (*obs.Observation, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var o obs.Observation
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			line, col := lineCol(b, se.Offset)
+			return nil, fmt.Errorf("%s:%d:%d: %v", path, line, col, err)
+		case errors.As(err, &te):
+			line, col := lineCol(b, te.Offset)
+			return nil, fmt.Errorf("%s:%d:%d: field %s: %v", path, line, col, te.Field, err)
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if o.Version != obs.Version {
+		return nil, fmt.Errorf("%s: observation version %d, this forkfuzz reads %d", path, o.Version, obs.Version)
+	}
+	if len(o.Ops) != len(p.Ops) {
+		return nil, fmt.Errorf("%s: field ops: %d results for a program of %d operations", path, len(o.Ops), len(p.Ops))
+	}
+	return &o, nil
+}
+
+func lineCol(b []byte, off int64) (int, int) {
+	line, col := 1, 1
+	for i := int64(0); i < off && i < int64(len(b)); i++ {
+		if b[i] == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+func cmdMinimize(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("minimize", stderr)
+	target := fs.String("target", "native", "where programs run")
+	sig := fs.String("signature", "", "signature to preserve (default: the first issue of the first run)")
+	runs := fs.Int("runs", 300, "target runs to spend")
+	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify observations")
+	if fs.Parse(args) != nil {
+		return exitError
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "usage: forkfuzz minimize [flags] PROG")
+		return exitError
+	}
+	p, err := readProgram(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz minimize:", err)
+		return exitError
+	}
+	t, err := openTarget(*target)
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz minimize:", err)
+		return exitError
+	}
+	defer t.Close()
+	opt := executor.Options{Corrupt: *corrupt}
+	o, runErr := t.Run(p, opt)
+	issues, err := campaign.Judge(p, o, runErr)
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz minimize:", err)
+		return exitError
+	}
+	if *sig == "" {
+		if len(issues) == 0 {
+			fmt.Fprintln(stderr, "forkfuzz minimize: the program passes every oracle; nothing to minimize")
+			return exitClean
+		}
+		*sig = issues[0].Signature
+	} else if !campaign.HasSignature(issues, *sig) {
+		fmt.Fprintf(stderr, "forkfuzz minimize: the program does not show %s\n", *sig)
+		return exitError
+	}
+	f := &campaign.Finding{Issue: campaign.Issue{Signature: *sig}, Program: p}
+	campaign.Reduce(t, f, *runs, *corrupt)
+	fmt.Fprintf(stderr, "minimized %s: %d -> %d ops in %d runs; reproduced %d/%d\n", *sig, len(p.Ops), len(f.Minimized.Ops), f.MinRuns, f.Reproduced, f.Replays)
+	stdout.Write(f.Minimized.Format())
+	return exitFindings
+}
+
+func cmdExecutor(args []string, stdout, stderr io.Writer) int {
+	executor.Serve()
+	return exitError
+}

@@ -1,0 +1,195 @@
+// Package campaign runs a fuzzing campaign against one target: it generates
+// and mutates programs from a logged seed, runs them, judges every
+// observation with the oracles, and saves each new finding (deduplicated by
+// signature) with a minimized reproducer.
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/corpus"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// Config describes a campaign.
+type Config struct {
+	Target   agents.Target
+	Seed     uint64
+	Duration time.Duration // 0: no time limit
+	Programs int           // 0: no program limit
+	Workdir  string        // findings go to Workdir/findings
+	Weights  gen.Weights
+	// Progress receives a status line every ProgressEvery (nil: none).
+	Progress      io.Writer
+	ProgressEvery time.Duration
+	// Log receives one line per event worth keeping (seed, findings).
+	Log io.Writer
+	// MinimizeRuns bounds target runs spent minimizing one finding.
+	MinimizeRuns int
+	// Corrupt is passed to the executor (test-only; see executor.Corruptions).
+	Corrupt string
+	// MaxHarnessErrors aborts the campaign after this many consecutive
+	// harness errors (default 5).
+	MaxHarnessErrors int
+}
+
+// Stats summarize a campaign.
+type Stats struct {
+	Programs      int64
+	Forks         int64
+	Findings      int64 // unique signatures
+	Events        int64 // failing runs, including duplicates
+	HarnessErrors int64
+	Elapsed       time.Duration
+	Saved         []string // finding directories
+}
+
+// ProgramSeed is the seed of program i of a campaign with seed s. A program
+// is generated or mutated from rand.New(rand.NewPCG(ProgramSeed(s, i), s)).
+func ProgramSeed(s uint64, i int64) uint64 {
+	x := s + uint64(i)*0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// ProgramRand returns the random source of program i.
+func ProgramRand(s uint64, i int64) *rand.Rand {
+	return rand.New(rand.NewPCG(ProgramSeed(s, i), s))
+}
+
+// NewProgram produces program i of the campaign from the pool of earlier
+// programs: mostly fresh ones, sometimes mutations and splices.
+func NewProgram(s uint64, i int64, pool []*prog.Program, w gen.Weights) *prog.Program {
+	r := ProgramRand(s, i)
+	if len(pool) > 0 && r.IntN(3) == 0 {
+		return gen.Mutate(r, pool[r.IntN(len(pool))], pool, w)
+	}
+	return gen.Generate(r, w)
+}
+
+// Run runs the campaign until ctx ends or a limit is reached.
+func Run(ctx context.Context, cfg Config) (*Stats, error) {
+	if cfg.Target == nil {
+		return nil, errors.New("campaign: no target")
+	}
+	if cfg.MaxHarnessErrors <= 0 {
+		cfg.MaxHarnessErrors = 5
+	}
+	if cfg.ProgressEvery <= 0 {
+		cfg.ProgressEvery = time.Second
+	}
+	if cfg.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
+		defer cancel()
+	}
+	st := &Stats{}
+	start := time.Now()
+	logf(cfg.Log, "campaign: target %s, seed %d (program i uses campaign.ProgramSeed(%d, i))", cfg.Target.Name(), cfg.Seed, cfg.Seed)
+	store := &FindingStore{Dir: cfg.Workdir}
+	if err := store.Open(); err != nil {
+		return nil, err
+	}
+	pool := corpus.Seeds()
+	const poolMax = 256
+
+	var programs, forks atomic.Int64
+	stopProgress := make(chan struct{})
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		if cfg.Progress == nil {
+			return
+		}
+		t := time.NewTicker(cfg.ProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopProgress:
+				return
+			case <-t.C:
+				el := time.Since(start).Seconds()
+				fmt.Fprintf(cfg.Progress, "\r%s  programs %d (%.1f/s)  forks %d (%.1f/s)  findings %d   ",
+					time.Since(start).Round(time.Second), programs.Load(), float64(programs.Load())/el,
+					forks.Load(), float64(forks.Load())/el, atomic.LoadInt64(&st.Findings))
+			}
+		}
+	}()
+	defer func() {
+		close(stopProgress)
+		<-progressDone
+		if cfg.Progress != nil {
+			fmt.Fprintln(cfg.Progress)
+		}
+	}()
+
+	harnessErrs := 0
+	for i := int64(0); ; i++ {
+		if ctx.Err() != nil || (cfg.Programs > 0 && i >= int64(cfg.Programs)) {
+			break
+		}
+		p := NewProgram(cfg.Seed, i, pool, cfg.Weights)
+		o, err := cfg.Target.Run(p, executor.Options{Corrupt: cfg.Corrupt})
+		issues, herr := Judge(p, o, err)
+		if herr != nil {
+			st.HarnessErrors++
+			harnessErrs++
+			logf(cfg.Log, "program %d (seed %d): harness error: %v", i, ProgramSeed(cfg.Seed, i), herr)
+			if harnessErrs >= cfg.MaxHarnessErrors {
+				st.Elapsed = time.Since(start)
+				return st, fmt.Errorf("campaign: %d harness errors in a row, last: %w", harnessErrs, herr)
+			}
+			continue
+		}
+		harnessErrs = 0
+		programs.Add(1)
+		forks.Add(int64(p.NumForks()))
+		if len(pool) < poolMax {
+			pool = append(pool, p)
+		} else {
+			pool[int(i)%poolMax] = p
+		}
+		if len(issues) == 0 {
+			continue
+		}
+		st.Events++
+		for _, is := range issues {
+			if store.Seen(is.Signature) {
+				continue
+			}
+			atomic.AddInt64(&st.Findings, 1)
+			logf(cfg.Log, "program %d (seed %d): new finding %s", i, ProgramSeed(cfg.Seed, i), is.Signature)
+			f := &Finding{
+				Issue: is, Program: p, Observation: o, CampaignSeed: cfg.Seed, Index: i,
+				ProgramSeed: ProgramSeed(cfg.Seed, i), Target: cfg.Target.Name(), Corrupt: cfg.Corrupt,
+			}
+			Reduce(cfg.Target, f, cfg.MinimizeRuns, cfg.Corrupt)
+			dir, err := store.Save(f)
+			if err != nil {
+				return st, err
+			}
+			st.Saved = append(st.Saved, dir)
+			logf(cfg.Log, "  saved %s (minimized to %d ops, reproduced %d/%d)", dir, len(f.Minimized.Ops), f.Reproduced, f.Replays)
+		}
+	}
+	st.Programs = programs.Load()
+	st.Forks = forks.Load()
+	st.Elapsed = time.Since(start)
+	return st, nil
+}
+
+func logf(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", args...)
+	}
+}
