@@ -69,8 +69,8 @@ func BenchmarkPlainForkWait(b *testing.B) {
 }
 
 // BenchmarkPlainFreshForkWait does per iteration what the executor's program
-// does, without the harness: map fresh memory, touch every page, fork a
-// child that reads every page and exits, wait, unmap.
+// does, without the harness and the views: map fresh memory, touch every
+// page, fork a child that exits at once, wait, unmap.
 func BenchmarkPlainFreshForkWait(b *testing.B) {
 	for _, pages := range benchSizes {
 		b.Run(fmt.Sprintf("pages=%d", pages), func(b *testing.B) {
