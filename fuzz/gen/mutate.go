@@ -1,7 +1,6 @@
 package gen
 
 import (
-	"bytes"
 	"math/rand/v2"
 	"slices"
 
@@ -26,7 +25,6 @@ func Mutate(r *rand.Rand, p *prog.Program, corpus []*prog.Program, w Weights) *p
 	if base.Validate() != nil {
 		base = Repair(base)
 	}
-	text := base.Format()
 	for try := 0; try < 32; try++ {
 		q := base.Clone()
 		for n := 1; ; n++ {
@@ -35,7 +33,7 @@ func Mutate(r *rand.Rand, p *prog.Program, corpus []*prog.Program, w Weights) *p
 				break
 			}
 		}
-		if !bytes.Equal(q.Format(), text) {
+		if !equal(q, base) {
 			return q
 		}
 	}
@@ -306,4 +304,9 @@ func capPages(q *prog.Program, max int) {
 		}
 		q.Regions[big].Pages = (q.Regions[big].Pages + 1) / 2
 	}
+}
+
+// equal reports whether p and q are the same program.
+func equal(p, q *prog.Program) bool {
+	return slices.Equal(p.Regions, q.Regions) && slices.Equal(p.Ops, q.Ops)
 }

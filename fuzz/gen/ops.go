@@ -44,7 +44,7 @@ func (g *generator) memfdRegion() int {
 	return oneOf(g.r, rs...)
 }
 
-func (g *generator) pages(ri int) int   { return g.p.Regions[ri].Pages }
+func (g *generator) pages(ri int) int    { return g.p.Regions[ri].Pages }
 func (g *generator) bytes(ri int) uint64 { return uint64(g.p.Regions[ri].Pages) * page }
 
 // slotOp returns a store or pwrite on region ri: mostly near page, PMD and
