@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"time"
 
@@ -35,17 +36,15 @@ type command struct {
 	hidden           bool
 }
 
-var commands []command
-
-func init() {
-	commands = []command{
+// commands lists the subcommands; other files of this package append theirs
+// in init functions.
+var commands = []command{
 		{name: "run", args: "[flags]", help: "run a fuzzing campaign", run: cmdRun},
 		{name: "gen", args: "[flags]", help: "print generated programs", run: cmdGen},
 		{name: "exec", args: "[flags] PROG", help: "run one program and print the verdict", run: cmdExec},
 		{name: "check", args: "PROG OBS", help: "re-judge a recorded observation (JSON) of a program", run: cmdCheck},
 		{name: "minimize", args: "[flags] PROG", help: "shrink a failing program while its finding reproduces", run: cmdMinimize},
-		{name: "executor", help: "serve as an executor process (started by forkfuzz itself)", run: cmdExecutor, hidden: true},
-	}
+	{name: "executor", help: "serve as an executor process (started by forkfuzz itself)", run: cmdExecutor, hidden: true},
 }
 
 func main() {
@@ -86,15 +85,47 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// openTarget returns the target named by --target.
-func openTarget(name string) (agents.Target, error) {
-	switch name {
-	case "native":
-		return agents.NewNative(nil), nil
-	case "qemu", "sim":
-		return nil, fmt.Errorf("target %q is not available in this build yet (only \"native\")", name)
+// targetKind is one kind of --target: the flags it takes and how to open it.
+type targetKind struct {
+	help string
+	// flags registers the kind's own flags on a command's flag set and
+	// returns the function that opens the target once flags are parsed.
+	flags func(fs *flag.FlagSet) func() (agents.Target, error)
+}
+
+// targetKinds maps --target names to kinds; other files of this package
+// add theirs in init functions.
+var targetKinds = map[string]targetKind{
+	"native": {
+		help:  "the host kernel",
+		flags: func(*flag.FlagSet) func() (agents.Target, error) { return func() (agents.Target, error) { return agents.NewNative(nil), nil } },
+	},
+}
+
+// targetFlags adds --target and every kind's flags to fs; call the result
+// after parsing to open the chosen target.
+func targetFlags(fs *flag.FlagSet, def string) func() (agents.Target, error) {
+	var names []string
+	for n := range targetKinds {
+		names = append(names, n)
 	}
-	return nil, fmt.Errorf("unknown target %q (want native)", name)
+	sort.Strings(names)
+	var help []string
+	for _, n := range names {
+		help = append(help, n+" ("+targetKinds[n].help+")")
+	}
+	name := fs.String("target", def, "where programs run: "+strings.Join(help, ", "))
+	openers := make(map[string]func() (agents.Target, error))
+	for _, n := range names {
+		openers[n] = targetKinds[n].flags(fs)
+	}
+	return func() (agents.Target, error) {
+		open, ok := openers[*name]
+		if !ok {
+			return nil, fmt.Errorf("unknown target %q (want one of %s)", *name, strings.Join(names, ", "))
+		}
+		return open()
+	}
 }
 
 func readProgram(path string) (*prog.Program, error) {
@@ -120,7 +151,7 @@ func withColon(err error) error {
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("run", stderr)
-	target := fs.String("target", "native", "where programs run: native (the host kernel)")
+	openTarget := targetFlags(fs, "native")
 	duration := fs.Duration("duration", time.Minute, "stop after this long (0: no limit)")
 	programs := fs.Int("programs", 0, "stop after this many programs (0: no limit)")
 	seed := fs.Uint64("seed", 0, "campaign seed (0: random, printed)")
@@ -138,7 +169,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if *seed == 0 {
 		*seed = uint64(time.Now().UnixNano())
 	}
-	t, err := openTarget(*target)
+	t, err := openTarget()
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz run:", err)
 		return exitError
@@ -190,7 +221,7 @@ func cmdGen(args []string, stdout, stderr io.Writer) int {
 
 func cmdExec(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("exec", stderr)
-	target := fs.String("target", "native", "where the program runs")
+	openTarget := targetFlags(fs, "native")
 	asJSON := fs.Bool("json", false, "print the observation and the issues as JSON")
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify the observation")
 	if fs.Parse(args) != nil {
@@ -205,7 +236,7 @@ func cmdExec(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "forkfuzz exec:", err)
 		return exitError
 	}
-	t, err := openTarget(*target)
+	t, err := openTarget()
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz exec:", err)
 		return exitError
@@ -309,7 +340,7 @@ func lineCol(b []byte, off int64) (int, int) {
 
 func cmdMinimize(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("minimize", stderr)
-	target := fs.String("target", "native", "where programs run")
+	openTarget := targetFlags(fs, "native")
 	sig := fs.String("signature", "", "signature to preserve (default: the first issue of the first run)")
 	runs := fs.Int("runs", 300, "target runs to spend")
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify observations")
@@ -325,7 +356,7 @@ func cmdMinimize(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "forkfuzz minimize:", err)
 		return exitError
 	}
-	t, err := openTarget(*target)
+	t, err := openTarget()
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz minimize:", err)
 		return exitError
