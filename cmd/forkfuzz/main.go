@@ -39,11 +39,11 @@ type command struct {
 // commands lists the subcommands; other files of this package append theirs
 // in init functions.
 var commands = []command{
-		{name: "run", args: "[flags]", help: "run a fuzzing campaign", run: cmdRun},
-		{name: "gen", args: "[flags]", help: "print generated programs", run: cmdGen},
-		{name: "exec", args: "[flags] PROG", help: "run one program and print the verdict", run: cmdExec},
-		{name: "check", args: "PROG OBS", help: "re-judge a recorded observation (JSON) of a program", run: cmdCheck},
-		{name: "minimize", args: "[flags] PROG", help: "shrink a failing program while its finding reproduces", run: cmdMinimize},
+	{name: "run", args: "[flags]", help: "run a fuzzing campaign", run: cmdRun},
+	{name: "gen", args: "[flags]", help: "print generated programs", run: cmdGen},
+	{name: "exec", args: "[flags] PROG", help: "run one program and print the verdict", run: cmdExec},
+	{name: "check", args: "PROG OBS", help: "re-judge a recorded observation (JSON) of a program", run: cmdCheck},
+	{name: "minimize", args: "[flags] PROG", help: "shrink a failing program while its finding reproduces", run: cmdMinimize},
 	{name: "executor", help: "serve as an executor process (started by forkfuzz itself)", run: cmdExecutor, hidden: true},
 }
 
@@ -97,8 +97,10 @@ type targetKind struct {
 // add theirs in init functions.
 var targetKinds = map[string]targetKind{
 	"native": {
-		help:  "the host kernel",
-		flags: func(*flag.FlagSet) func() (agents.Target, error) { return func() (agents.Target, error) { return agents.NewNative(nil), nil } },
+		help: "the host kernel",
+		flags: func(*flag.FlagSet) func() (agents.Target, error) {
+			return func() (agents.Target, error) { return agents.NewNative(nil), nil }
+		},
 	},
 }
 
