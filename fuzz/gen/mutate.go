@@ -90,6 +90,11 @@ func (m *mutator) once(q *prog.Program) *prog.Program {
 		res = m.crossover(q)
 	}
 	res = Repair(res)
+	for i, op := range res.Ops {
+		if op.Kind == prog.OpStore || op.Kind == prog.OpPwrite {
+			res.Ops[i] = capCount(op, m.w.MaxStorePages)
+		}
+	}
 	if res.Validate() != nil {
 		return q
 	}

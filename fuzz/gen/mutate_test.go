@@ -28,6 +28,7 @@ func TestMutateValid(t *testing.T) {
 			t.Fatalf("Mutate modified its input")
 		}
 		checkProgram(t, q, "mutate")
+		checkBounds(t, q, w)
 		if bytes.Equal(q.Format(), before) {
 			same++
 		}
@@ -105,4 +106,24 @@ func FuzzMutate(f *testing.F) {
 		q := Mutate(r, p, []*prog.Program{p, FromBytes(append([]byte{1}, data...))}, DefaultWeights())
 		checkProgram(t, q, "mutate")
 	})
+}
+
+// checkBounds fails unless q stays within w's memory bounds.
+func checkBounds(t *testing.T, q *prog.Program, w Weights) {
+	t.Helper()
+	total := 0
+	for _, r := range q.Regions {
+		total += r.Pages
+	}
+	if len(q.Regions) > w.MaxRegions {
+		t.Fatalf("%d regions > %d", len(q.Regions), w.MaxRegions)
+	}
+	if total > w.MaxTotalPages {
+		t.Fatalf("%d pages > %d\n%s", total, w.MaxTotalPages, q.Format())
+	}
+	for _, op := range q.Ops {
+		if (op.Kind == prog.OpStore || op.Kind == prog.OpPwrite) && touchedPages(op) > w.MaxStorePages+1 {
+			t.Fatalf("%v touches %d pages", op, touchedPages(op))
+		}
+	}
 }

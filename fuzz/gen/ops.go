@@ -98,12 +98,20 @@ func (g *generator) slotOp(proc int, k prog.OpKind, ri int) prog.Op {
 
 // capSlots bounds the pages a store touches and clamps it into the span.
 func (g *generator) capSlots(op prog.Op) prog.Op {
-	maxPages := g.w.MaxStorePages
+	return g.fix(capCount(op, g.w.MaxStorePages))
+}
+
+// capCount lowers the slot count of a store or pwrite so that it touches
+// at most about maxPages pages.
+func capCount(op prog.Op, maxPages int) prog.Op {
+	if op.Stride == 0 {
+		return op
+	}
 	if op.Stride < page {
 		maxPages *= int(page / op.Stride)
 	}
-	op.Count = min(op.Count, maxPages)
-	return g.fix(op)
+	op.Count = min(op.Count, max(maxPages, 1))
+	return op
 }
 
 // span returns an (offset, length) range of region ri for a VMA operation.

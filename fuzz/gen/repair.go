@@ -35,8 +35,9 @@ func Repair(p *prog.Program) *prog.Program {
 		q.Regions = []prog.Region{{Kind: prog.AnonPrivate, Pages: 1}}
 	}
 	ops := p.Ops
-	// Leave room for the waits Repair may have to add.
-	if max := prog.MaxOps - prog.MaxForks; len(ops) > max {
+	// Leave room for the waits Repair may have to add (a valid program
+	// needs none).
+	if max := prog.MaxOps - prog.MaxForks; len(ops) > max && p.Validate() != nil {
 		ops = ops[:max]
 	}
 	type fork struct {
