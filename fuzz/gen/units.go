@@ -62,14 +62,33 @@ func Unit(p *prog.Program, i int) []int {
 // (see Unit), so units nest. Removing any one unit with RemoveOps leaves a
 // valid program.
 func Units(p *prog.Program) [][]int {
+	// One pass: every operation joins the unit of each fork whose
+	// subtree runs it, and fork, wait and kill join their fork's unit.
+	parents := forkParents(p)
+	forkUnit := make([][]int, len(parents))
+	for j, op := range p.Ops {
+		if isForkRef(op.Kind) && op.Fork >= 0 && op.Fork < len(parents) {
+			forkUnit[op.Fork] = append(forkUnit[op.Fork], j)
+		}
+		for proc := op.Proc; proc > 0 && proc-1 < len(parents); proc = parents[proc-1] {
+			forkUnit[proc-1] = append(forkUnit[proc-1], j)
+		}
+	}
 	var units [][]int
 	for i, op := range p.Ops {
-		if op.Kind == prog.OpWait {
-			continue
+		switch op.Kind {
+		case prog.OpWait:
+		case prog.OpFork:
+			units = append(units, forkUnit[op.Fork])
+		default:
+			units = append(units, []int{i})
 		}
-		units = append(units, Unit(p, i))
 	}
 	return units
+}
+
+func isForkRef(k prog.OpKind) bool {
+	return k == prog.OpFork || k == prog.OpWait || k == prog.OpKill
 }
 
 // RemoveOps returns a copy of p without the operations whose index i has

@@ -81,6 +81,9 @@ func TestRemoveEveryUnit(t *testing.T) {
 			if err := q.Validate(); err != nil {
 				t.Fatalf("removing %v: %v\n%s", u, err, p.Format())
 			}
+			if want := Unit(p, u[0]); !slices.Equal(u, want) {
+				t.Fatalf("Units gives %v, Unit gives %v\n%s", u, want, p.Format())
+			}
 		}
 	}
 }
