@@ -1,0 +1,65 @@
+package vm
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseTargetFile(t *testing.T) {
+	src := `# Async-fork
+kernel = bzImage        # beside the file
+cmdline = transparent_hugepage=madvise  nokaslr
+memory = 2048
+cpus=1
+file = tools/busybox /bin/busybox
+setup = write /proc/sys/kernel/async_fork 1
+setup = run /bin/busybox sh -c "echo \"1\" > /x # not a comment"
+fork-mode = write /proc/executor/use_odf 1
+fork-mode = prctl 65 1
+`
+	tf, err := ParseTargetFile("/k/async.target", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &TargetFile{
+		Path: "/k/async.target", Kernel: "/k/bzImage", Cmdline: "transparent_hugepage=madvise nokaslr",
+		Memory: 2048, CPUs: 1, Files: []File{{"/k/tools/busybox", "/bin/busybox"}},
+		Setup: []Step{
+			{Kind: "write", Args: []string{"/proc/sys/kernel/async_fork", "1"}, Line: 7},
+			{Kind: "run", Args: []string{"/bin/busybox", "sh", "-c", `echo "1" > /x # not a comment`}, Line: 8},
+		},
+		ForkMode: []Step{
+			{Kind: "write", Args: []string{"/proc/executor/use_odf", "1"}, Line: 9},
+			{Kind: "prctl", Args: []string{"65", "1"}, Line: 10},
+		},
+	}
+	if !reflect.DeepEqual(tf, want) {
+		t.Errorf("got %+v\nwant %+v", tf, want)
+	}
+	if s := tf.Setup[1].String(); s != `run /bin/busybox sh -c "echo \"1\" > /x # not a comment"` {
+		t.Errorf("String: %s", s)
+	}
+}
+
+func TestTargetFileErrors(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{"setup = wrte /x 1", `t.target:1: field setup: unknown step "wrte"`},
+		{"\n\nmemory = lots", `t.target:3: field memory: want a positive integer, got "lots"`},
+		{"setup = prctl 65 1", "t.target:1: field setup: prctl is a fork-mode step"},
+		{"fork-mode = prctl 65 x", `t.target:1: field fork-mode: prctl argument "x" is not a number`},
+		{"setup = write relative 1", "t.target:1: field setup: write wants an absolute PATH"},
+		{"colour = red", `t.target:1: unknown key "colour"`},
+		{"just words", `t.target:1: want "key = value"`},
+		{`cmdline = "open`, "t.target:1: unterminated quote"},
+		{"file = a b", "t.target:1: field file: want HOST-PATH /GUEST-PATH"},
+		{"kernel = a b", "t.target:1: field kernel: want one value, got 2"},
+	} {
+		_, err := ParseTargetFile("t.target", []byte(c.src))
+		var te *TargetFileError
+		if !errors.As(err, &te) || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.src, err, c.want)
+		}
+	}
+}
