@@ -3,6 +3,7 @@ module github.com/forkfuzz/forkfuzz
 go 1.26.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-plugin v1.8.0
 	golang.org/x/sys v0.50.0
