@@ -1,0 +1,217 @@
+package checker
+
+import (
+	"fmt"
+
+	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// fork creates the child of fork op.Fork as a copy of pr with Linux's
+// fork rules: MADV_DONTFORK mappings are absent, MADV_WIPEONFORK mappings
+// are empty (the flag stays), mlock is not inherited, private content is
+// copied (copy-on-write) and shared mappings keep their object.
+func (m *machine) fork(pr *proc, i int) {
+	op := &m.p.Ops[i]
+	child := m.procs[op.Fork+1]
+	r := m.result(pr, i, certain(eOK, "fork succeeds"))
+	if r.Errno != 0 {
+		child.state = forkFailed
+		return
+	}
+	m.setRet(i, uint64(10000+op.Fork))
+	child.state = blocked
+	child.forkSeq = m.opSeq[i]
+	child.anon = pageMap{}
+	child.reset = map[int]int{}
+	child.segs = make([]seg, 0, len(pr.segs))
+	for _, s := range pr.segs {
+		if s.dontfork && !s.unknown {
+			child.holes = append(child.holes, hole{s.start, s.end})
+			continue
+		}
+		c := s
+		c.lock = no
+		if s.wipe && !s.unknown {
+			c.origin, c.originWhy = i, "MADV_WIPEONFORK at fork"
+			for _, k := range pr.anon.keysIn(s.start, s.end) {
+				if !pr.anon[k].isZero() {
+					child.reset[k] = i
+				}
+			}
+		} else {
+			for _, k := range pr.anon.keysIn(s.start, s.end) {
+				pg := pr.anon[k]
+				pg.refs++
+				child.anon[k] = pg
+			}
+		}
+		child.segs = append(child.segs, c)
+	}
+}
+
+func (m *machine) kill(pr *proc, i int) {
+	op := &m.p.Ops[i]
+	child := m.procs[op.Fork+1]
+	if child.state == forkFailed {
+		m.result(pr, i, certain(eSRCH, "the fork failed, there is no child to kill"))
+		return
+	}
+	r := m.result(pr, i, certain(eOK, "the child exists and is blocked"))
+	if r.Errno == 0 {
+		child.state = killed
+	}
+}
+
+func (m *machine) wait(pr *proc, i int) {
+	op := &m.p.Ops[i]
+	child := m.procs[op.Fork+1]
+	switch child.state {
+	case forkFailed:
+		m.result(pr, i, certain(eCHILD, "the fork failed, there is no child to wait for"))
+		return
+	case killed:
+		r := m.result(pr, i, certain(eOK, "a killed child can be reaped"))
+		m.setRet(i, sigKILL)
+		if m.checking() {
+			for j := range m.p.Ops {
+				if m.p.Ops[j].Proc == child.id && m.o.Ops[j].Ran {
+					m.col.add(Finding{Oracle: "child-exit", Signature: "child-exit:killed-child-ran", Proc: child.id, View: -1, Op: j, Region: -1,
+						Explanation: fmt.Sprintf("%s was killed by %s before it was released, yet %s ran", procName(child.id), opRef(m.p, m.killOp(op.Fork)), opRef(m.p, j))})
+					break
+				}
+			}
+			if r.Errno == 0 && r.Ret&0x7f != sigKILL {
+				m.col.add(Finding{Oracle: "child-exit", Signature: "child-exit:killed-" + statusClass(r.Ret), Proc: child.id, View: -1, Op: i, Region: -1,
+					Explanation: fmt.Sprintf("%s was killed with SIGKILL before it ran, but %s reports wait status %#x (%s); a killed child never runs, so only SIGKILL is possible",
+						procName(child.id), opRef(m.p, i), r.Ret, statusString(r.Ret))})
+			}
+		}
+		child.state = exited
+		return
+	}
+	// Release the child: it takes its start view, runs, reaps its own
+	// children and exits while pr sleeps.
+	child.state = running
+	m.view(child, obs.AtStart)
+	m.runProc(child.id)
+	child.state = exited
+	child.release()
+	r := m.result(pr, i, certain(eOK, "the child exists"))
+	m.setRet(i, 0)
+	if m.checking() && r.Errno == 0 && r.Ret != 0 {
+		m.col.add(Finding{Oracle: "child-exit", Signature: "child-exit:" + statusClass(r.Ret), Proc: child.id, View: -1, Op: i, Region: -1,
+			Explanation: fmt.Sprintf("%s ended with wait status %#x (%s) reported by %s; a child that was not killed must exit with status 0",
+				procName(child.id), r.Ret, statusString(r.Ret), opRef(m.p, i))})
+	}
+}
+
+func (m *machine) killOp(f int) int {
+	for j, op := range m.p.Ops {
+		if op.Kind == prog.OpKill && op.Fork == f {
+			return j
+		}
+	}
+	return -1
+}
+
+func statusClass(st uint64) string {
+	if st&0x7f == 0 {
+		return "exit-code"
+	}
+	if st&0x7f == 0x7f {
+		return "stopped"
+	}
+	return fmt.Sprintf("signal-%d", st&0x7f)
+}
+
+func statusString(st uint64) string {
+	switch {
+	case st&0x7f == 0:
+		return fmt.Sprintf("exited with code %d", (st>>8)&0xff)
+	case st&0x7f == 0x7f:
+		return fmt.Sprintf("stopped by signal %d", (st>>8)&0xff)
+	}
+	s := fmt.Sprintf("killed by signal %d", st&0x7f)
+	if st&0x80 != 0 {
+		s += ", core dumped"
+	}
+	return s
+}
+
+// inherited reports whether the effects of op j (run by process W) are
+// part of process v's history: W is v, or an ancestor of v and j ran
+// before the fork that leads towards v.
+func (m *machine) inherited(j, v int) bool {
+	w := m.p.Ops[j].Proc
+	cur := v
+	for cur != w {
+		if cur == 0 {
+			return false
+		}
+		c := m.procs[cur]
+		if c.parent == w {
+			return m.opSeq[j] >= 0 && m.opSeq[j] < c.forkSeq
+		}
+		cur = c.parent
+	}
+	return true
+}
+
+// ancestors returns v and its ancestors, v first.
+func (m *machine) ancestors(v int) []int {
+	var out []int
+	for cur := v; cur >= 0; cur = m.procs[cur].parent {
+		out = append(out, cur)
+		if cur == 0 {
+			break
+		}
+	}
+	return out
+}
+
+// relation describes process w as seen from process v, and the fork that
+// separates them.
+func (m *machine) relation(w, v int) (role string, fork int) {
+	if w == v {
+		return "self", -1
+	}
+	av := m.ancestors(v)
+	aw := m.ancestors(w)
+	inV := map[int]int{}
+	for d, x := range av {
+		inV[x] = d
+	}
+	for dw, x := range aw {
+		if dv, ok := inV[x]; ok {
+			// x is the lowest common ancestor.
+			switch {
+			case dw == 0 && dv == 1:
+				return "parent", av[0] - 1
+			case dw == 0:
+				return "ancestor", av[dv-1] - 1
+			case dv == 0 && dw == 1:
+				return "child", aw[0] - 1
+			case dv == 0:
+				return "descendant", aw[dw-1] - 1
+			default:
+				return "relative", av[dv-1] - 1
+			}
+		}
+	}
+	return "other", -1
+}
+
+func procName(id int) string {
+	if id == 0 {
+		return "main process"
+	}
+	return fmt.Sprintf("child of f%d", id-1)
+}
+
+func opRef(p *prog.Program, i int) string {
+	if i < 0 || i >= len(p.Ops) {
+		return fmt.Sprintf("op %d", i)
+	}
+	return fmt.Sprintf("op %d `%s`", i, p.Ops[i].String())
+}

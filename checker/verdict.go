@@ -1,0 +1,176 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/forkfuzz/forkfuzz/agents/obs"
+)
+
+// Finding is one violated expectation.
+type Finding struct {
+	// Oracle names the rule: "snapshot", "isolation", "shared", "memory",
+	// "mapping", "errno", "skipped", "child-exit", "missing-view",
+	// "unexpected-view", "crash", "observation".
+	Oracle string `json:"oracle"`
+	// Signature identifies the kind of bug for deduplication: the oracle,
+	// the operation kinds involved and the memory kind, never addresses,
+	// offsets or operation indexes.
+	Signature string `json:"signature"`
+	// Where: the process, the view (index into Observation.Views, -1 if
+	// none) and its At, the operation involved (-1 if none), the region,
+	// page and region offset (-1/0 if none).
+	Proc   int    `json:"proc"`
+	View   int    `json:"view"`
+	At     int    `json:"at,omitempty"`
+	Op     int    `json:"op"`
+	Region int    `json:"region"`
+	Page   int    `json:"page,omitempty"`
+	Off    uint64 `json:"off,omitempty"`
+	// Expected and Actual values of a word (content findings).
+	Expected uint64 `json:"expected,omitempty"`
+	Actual   uint64 `json:"actual,omitempty"`
+	// Explanation is a readable account for a kernel developer.
+	Explanation string `json:"explanation"`
+}
+
+func (f *Finding) String() string {
+	return fmt.Sprintf("[%s] %s\n    %s", f.Oracle, f.Signature, f.Explanation)
+}
+
+// Omitted counts findings left out of a verdict to keep it small.
+type Omitted struct {
+	Oracle string `json:"oracle"`
+	Proc   int    `json:"proc"`
+	View   int    `json:"view"`
+	Count  int    `json:"count"`
+}
+
+// Verdict is the result of checking one observation.
+type Verdict struct {
+	Findings []Finding `json:"findings,omitempty"`
+	// Omitted lists how many further findings of an oracle in a view (or
+	// outside views) were dropped after the first few.
+	Omitted []Omitted `json:"omitted,omitempty"`
+	// Notes are remarks that are not findings: harness events, and where
+	// the model stopped judging memory because it lost track.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// OK reports whether no oracle failed.
+func (v *Verdict) OK() bool { return len(v.Findings) == 0 }
+
+// Signatures returns the distinct finding signatures, sorted.
+func (v *Verdict) Signatures() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range v.Findings {
+		if !seen[f.Signature] {
+			seen[f.Signature] = true
+			out = append(out, f.Signature)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// String returns a short summary.
+func (v *Verdict) String() string {
+	if v.OK() {
+		return "pass"
+	}
+	return fmt.Sprintf("FAIL: %d findings (%s)", v.total(), strings.Join(v.Signatures(), ", "))
+}
+
+func (v *Verdict) total() int {
+	n := len(v.Findings)
+	for _, o := range v.Omitted {
+		n += o.Count
+	}
+	return n
+}
+
+// Report prints every finding readably.
+func (v *Verdict) Report() string {
+	var b strings.Builder
+	if v.OK() {
+		b.WriteString("verdict: pass\n")
+	} else {
+		fmt.Fprintf(&b, "verdict: FAIL, %d findings, %d signatures\n", v.total(), len(v.Signatures()))
+		for _, s := range v.Signatures() {
+			fmt.Fprintf(&b, "  signature %s\n", s)
+		}
+		for i := range v.Findings {
+			fmt.Fprintf(&b, "%d. %s\n", i+1, v.Findings[i].String())
+		}
+		for _, o := range v.Omitted {
+			where := "outside views"
+			if o.View >= 0 {
+				where = fmt.Sprintf("in view %d (%s)", o.View, procName(o.Proc))
+			}
+			fmt.Fprintf(&b, "   ... and %d more %s findings %s\n", o.Count, o.Oracle, where)
+		}
+	}
+	for _, n := range v.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	return b.String()
+}
+
+// Limits on the size of a verdict.
+const (
+	// MaxPerGroup is how many findings of one oracle in one view (or of
+	// one oracle outside views) are kept in detail.
+	MaxPerGroup = 5
+	maxFindings = 200
+	maxNotes    = 20
+)
+
+type groupKey struct {
+	oracle string
+	view   int
+}
+
+type collector struct {
+	v      Verdict
+	groups map[groupKey]int
+	omit   map[groupKey]int // index into v.Omitted
+}
+
+func newCollector() *collector {
+	return &collector{groups: map[groupKey]int{}, omit: map[groupKey]int{}}
+}
+
+func (c *collector) add(f Finding) {
+	k := groupKey{f.Oracle, f.View}
+	c.groups[k]++
+	if c.groups[k] > MaxPerGroup || len(c.v.Findings) >= maxFindings {
+		j, ok := c.omit[k]
+		if !ok {
+			j = len(c.v.Omitted)
+			c.v.Omitted = append(c.v.Omitted, Omitted{Oracle: f.Oracle, Proc: f.Proc, View: f.View})
+			c.omit[k] = j
+		}
+		c.v.Omitted[j].Count++
+		return
+	}
+	c.v.Findings = append(c.v.Findings, f)
+}
+
+func (c *collector) note(format string, args ...any) {
+	if len(c.v.Notes) < maxNotes {
+		c.v.Notes = append(c.v.Notes, fmt.Sprintf(format, args...))
+	}
+}
+
+// viewName describes a view for explanations.
+func viewName(proc, at int) string {
+	switch at {
+	case obs.AtStart:
+		return fmt.Sprintf("start view of the %s", procName(proc))
+	case obs.AtEnd:
+		return procName(proc) + " end view"
+	}
+	return fmt.Sprintf("%s check view at op %d", procName(proc), at)
+}
