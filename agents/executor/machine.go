@@ -61,8 +61,11 @@ type machine struct {
 	sigAll   uint64
 	mapsPath [32]byte
 
-	// main process only: mremap results outside the arena, to clean up.
-	moved []span
+	// main process only: mremap results outside the arena, to clean up;
+	// the threads t1..tN; TSC bounds of the main process's forks.
+	moved   []span
+	th      *threadSet
+	forkTSC [prog.MaxForks][2]uint64
 }
 
 type span struct{ addr, length uint64 }
@@ -70,7 +73,7 @@ type span struct{ addr, length uint64 }
 // newMachine allocates a machine; reset prepares it for each program, so
 // the large fixed arrays are allocated once per executor.
 func newMachine(rep, ctl, maps []byte) *machine {
-	m := &machine{rep: rep, ctl: ctl, maps: maps, sigAll: ^uint64(0)}
+	m := &machine{rep: rep, ctl: ctl, maps: maps, sigAll: ^uint64(0), th: new(threadSet)}
 	copy(m.mapsPath[:], "/proc/self/maps\x00")
 	return m
 }
@@ -85,6 +88,7 @@ func (m *machine) reset(p *prog.Program, wordCap int) {
 	for i := range m.pids {
 		m.pids[i] = 0
 	}
+	m.forkTSC = [prog.MaxForks][2]uint64{}
 	rep := m.rep
 	binary.LittleEndian.PutUint64(rep[0:], obs.Magic)
 	binary.LittleEndian.PutUint64(rep[8:], 0)
@@ -380,9 +384,15 @@ func mapFlags(k prog.RegionKind) uintptr {
 // runProc runs every operation of process proc in order.
 func (m *machine) runProc(proc int) {
 	for i := range m.p.Ops {
-		if m.p.Ops[i].Proc == proc {
-			m.exec(i)
+		op := &m.p.Ops[i]
+		if op.Proc != proc {
+			continue
 		}
+		if op.Thread > 0 {
+			m.post(i) // main process only: children have no threads
+			continue
+		}
+		m.exec(i)
 	}
 }
 
@@ -467,6 +477,11 @@ func (m *machine) exec(i int) {
 		}
 	case prog.OpWait:
 		ret, errno = m.wait(op.Fork)
+		if !m.inChild {
+			m.th.stop[op.Fork].Store(true) // ends storeloops until=fN
+		}
+	case prog.OpJoin:
+		m.join(op.Peer)
 	case prog.OpCheck:
 		m.view(i)
 	}
@@ -476,11 +491,16 @@ func (m *machine) exec(i int) {
 // fork runs a fork operation. In the child it never returns.
 func (m *machine) fork(i, f int, start int64) {
 	sigBlockAll(&m.sigAll, &m.sigOld)
+	inv := rdtscp()
 	pid, errno := rawFork()
 	if errno == 0 && pid == 0 {
 		m.child(f)
 	}
+	resp := rdtscp()
 	sigRestore(&m.sigOld)
+	if !m.inChild {
+		m.forkTSC[f] = [2]uint64{inv, resp}
+	}
 	end := m.now()
 	if errno == 0 {
 		m.pids[f] = int(pid)

@@ -150,6 +150,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 		return nil, err
 	}
 	var fault string
+	var threads []obs.ThreadLog
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -157,8 +158,18 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 			}
 		}()
 		m.runProc(0)
+		for f := range m.th.stop {
+			m.th.stop[f].Store(true)
+		}
+		threads = m.finishThreads()
 		m.view(obs.AtEnd)
 	}()
+	if fault != "" {
+		for f := range m.th.stop {
+			m.th.stop[f].Store(true)
+		}
+		threads = m.finishThreads()
+	}
 	n := int(min(uint64(len(rep)), obs.HeaderSize+m.recCount()*obs.RecordSize))
 	o, err = obs.Decode(rep[:n], len(p.Ops), len(p.Regions))
 	if err != nil {
@@ -166,6 +177,12 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	}
 	if fault != "" {
 		o.Events = append(o.Events, fault)
+	}
+	o.Threads = threads
+	for i, op := range p.Ops {
+		if op.Kind == prog.OpFork && op.Proc == 0 {
+			o.Ops[i].TSCStart, o.Ops[i].TSCEnd = m.forkTSC[op.Fork][0], m.forkTSC[op.Fork][1]
+		}
 	}
 	o.Maps = arenaMaps()
 	if opt.Corrupt != "" {

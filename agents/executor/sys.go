@@ -74,3 +74,7 @@ const (
 	futexWait = 0
 	futexWake = 1
 )
+
+// Implemented in sys_linux_amd64.s: fenced TSC timestamps.
+func rdtscp() uint64
+func storeTimed(addr uintptr, v uint64) (inv, resp uint64)

@@ -80,3 +80,36 @@ TEXT ·copyPage(SB), NOSPLIT, $0-16
 	CLD
 	REP; MOVSQ
 	RET
+
+// func rdtscp() uint64
+// A timestamp ordered after every earlier instruction of this thread
+// (RDTSCP waits for them) and before every later one (LFENCE).
+TEXT ·rdtscp(SB), NOSPLIT, $0-8
+	RDTSCP
+	LFENCE
+	SHLQ	$32, DX
+	ORQ	DX, AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+// func storeTimed(addr uintptr, v uint64) (inv, resp uint64)
+// A plain store bracketed by fenced timestamps: inv is taken before the
+// store issues, resp after it is globally visible (MFENCE), so a thread's
+// own stores never share or swap times.
+TEXT ·storeTimed(SB), NOSPLIT, $0-32
+	RDTSCP
+	LFENCE
+	SHLQ	$32, DX
+	ORQ	DX, AX
+	MOVQ	AX, R8
+	MOVQ	addr+0(FP), BX
+	MOVQ	v+8(FP), CX
+	MOVQ	CX, 0(BX)
+	MFENCE
+	RDTSCP
+	LFENCE
+	SHLQ	$32, DX
+	ORQ	DX, AX
+	MOVQ	R8, inv+16(FP)
+	MOVQ	AX, resp+24(FP)
+	RET

@@ -22,6 +22,8 @@ type Observation struct {
 	Maps string `json:"maps,omitempty"`
 	// Events are harness-level events (e.g. a fault in the main process).
 	Events []string `json:"events,omitempty"`
+	// Threads are the timed stores of the main process's extra threads.
+	Threads []ThreadLog `json:"threads,omitempty"`
 	// Corruption names the test-only corruption the executor applied, if any.
 	// Checkers never read it; it is there so a human reading a finding knows.
 	Corruption string `json:"corruption,omitempty"`
@@ -37,6 +39,28 @@ type OpResult struct {
 	// Skipped counts the slots of a store that were not written because
 	// /proc/self/maps showed the page as not writable or not mapped.
 	Skipped int `json:"skipped,omitempty"`
+	// TSCStart and TSCEnd bound a fork call of the main process in TSC
+	// ticks, the clock of ThreadLog stores.
+	TSCStart uint64 `json:"tsc_start,omitempty"`
+	TSCEnd   uint64 `json:"tsc_end,omitempty"`
+}
+
+// ThreadLog is every store one thread made, in order.
+type ThreadLog struct {
+	Thread int          `json:"thread"`
+	Stores []TimedStore `json:"stores"`
+	// Dropped counts stores beyond the log's capacity (not recorded).
+	Dropped int `json:"dropped,omitempty"`
+}
+
+// TimedStore is one store with its invocation and response times (fenced
+// TSC reads taken immediately around the store instruction).
+type TimedStore struct {
+	Op    int    `json:"op"`
+	Slot  int    `json:"slot"` // k of prog.SlotValue(Op, k)
+	Value uint64 `json:"value"`
+	Inv   uint64 `json:"inv"`
+	Resp  uint64 `json:"resp"`
 }
 
 // PageState is what a mapped page allows.

@@ -43,6 +43,7 @@ const (
 const (
 	EventChildFault  = 1 // a: op index; a child could not run an operation
 	EventViewOverrun = 2 // a: proc; a view hit its word cap
+	EventThreadFault = 3 // a: op index, b: thread; a thread's store faulted
 )
 
 // ProtString renders VMA protection bits like /proc/self/maps.
@@ -198,6 +199,8 @@ func eventString(code, a, b uint64) string {
 	switch code {
 	case EventChildFault:
 		return fmt.Sprintf("child could not run op %d (errno %d)", a, b)
+	case EventThreadFault:
+		return fmt.Sprintf("thread t%d faulted running op %d (memory changed under it)", b, a)
 	case EventViewOverrun:
 		return fmt.Sprintf("view of proc %d has more than %d non-zero words; extra words dropped", a, b)
 	}

@@ -100,7 +100,10 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	if err := store.Open(); err != nil {
 		return nil, err
 	}
-	pool := corpus.Seeds()
+	var pool []*prog.Program
+	for _, e := range corpus.Seeds() {
+		pool = append(pool, e.Prog)
+	}
 	const poolMax = 256
 
 	var programs, forks atomic.Int64

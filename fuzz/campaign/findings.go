@@ -95,7 +95,7 @@ func Reduce(target agents.Target, f *Finding, maxRuns int, corrupt string) {
 		issues, herr := Judge(q, o, err)
 		return herr == nil && HasSignature(issues, sig)
 	}
-	min, _ := minimize.Minimize(f.Program, reproduces)
+	min, _ := minimize.Minimize(f.Program, reproduces, minimize.MaxAttempts(maxRuns))
 	f.Minimized, f.MinRuns = min, runs
 	f.Replays = 5
 	for k := 0; k < f.Replays; k++ {

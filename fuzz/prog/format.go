@@ -25,6 +25,10 @@ import (
 //	mremap r0 off=0x0 len=0x1000 newlen=0x2000 flags=maymove|fixed to=r1 tooff=0x0
 //	kill f0
 //	wait f0
+//	t1: storeloop r0 off=0x0 count=64 stride=0x8 until=f1   # a thread of the main process
+//	fork f1
+//	wait f1
+//	join t1
 //
 // The header line comes first; region lines come before operations and are
 // numbered in order. An operation line may start with "fN:" to run it in
@@ -60,6 +64,9 @@ func (op Op) String() string {
 	if op.Proc > 0 {
 		fmt.Fprintf(&b, "f%d: ", op.Proc-1)
 	}
+	if op.Thread > 0 {
+		fmt.Fprintf(&b, "t%d: ", op.Thread)
+	}
 	b.WriteString(op.Kind.String())
 	switch op.Kind {
 	case OpStore, OpPwrite:
@@ -77,6 +84,10 @@ func (op Op) String() string {
 		}
 	case OpFork, OpWait, OpKill:
 		fmt.Fprintf(&b, " f%d", op.Fork)
+	case OpStoreLoop:
+		fmt.Fprintf(&b, " r%d off=%#x count=%d stride=%#x until=f%d", op.Region, op.Off, op.Count, op.Stride, op.Fork)
+	case OpJoin:
+		fmt.Fprintf(&b, " t%d", op.Peer)
 	}
 	return b.String()
 }
@@ -295,11 +306,23 @@ func (ps *parser) enum(t kvTok, names []string) (int, error) {
 func (ps *parser) parseOp(toks []token) error {
 	var op Op
 	if strings.HasSuffix(toks[0].s, ":") {
-		f, err := ps.ref(token{strings.TrimSuffix(toks[0].s, ":"), toks[0].col}, 'f')
-		if err != nil {
-			return err
+		name := token{strings.TrimSuffix(toks[0].s, ":"), toks[0].col}
+		if strings.HasPrefix(name.s, "t") {
+			th, err := ps.ref(name, 't')
+			if err != nil {
+				return err
+			}
+			if th < 1 {
+				return ps.errf(name.col, "threads are numbered from t1")
+			}
+			op.Thread = th
+		} else {
+			f, err := ps.ref(name, 'f')
+			if err != nil {
+				return err
+			}
+			op.Proc = f + 1
 		}
-		op.Proc = f + 1
 		toks = toks[1:]
 		if len(toks) == 0 {
 			return ps.errf(1, "missing operation after process prefix")
@@ -322,6 +345,15 @@ func (ps *parser) parseOp(toks []token) error {
 		if len(rest) != 0 {
 			return ps.errf(rest[0].col, "check takes no arguments")
 		}
+	case OpJoin:
+		if len(rest) != 1 {
+			return ps.errf(name.col, "join takes one thread name (tN)")
+		}
+		th, err := ps.ref(rest[0], 't')
+		if err != nil {
+			return err
+		}
+		op.Peer = th
 	case OpFork, OpWait, OpKill:
 		if len(rest) != 1 {
 			return ps.errf(name.col, "%s takes one fork name (fN)", name.s)
@@ -353,6 +385,8 @@ func (ps *parser) opArgs(op *Op, toks []token) error {
 	switch op.Kind {
 	case OpStore, OpPwrite:
 		want = map[string]bool{"off": true, "count": false, "stride": false}
+	case OpStoreLoop:
+		want = map[string]bool{"off": true, "count": false, "stride": false, "until": true}
 	case OpMmap, OpMunmap, OpMlock, OpMunlock:
 		want = map[string]bool{"off": true, "len": true}
 	case OpMprotect:
@@ -376,7 +410,14 @@ func (ps *parser) opArgs(op *Op, toks []token) error {
 			*dst = v
 		}
 	}
-	if op.Kind == OpStore || op.Kind == OpPwrite {
+	if t, ok := kv["until"]; ok {
+		f, err := ps.ref(t, 'f')
+		if err != nil {
+			return err
+		}
+		op.Fork = f
+	}
+	if op.Kind == OpStore || op.Kind == OpPwrite || op.Kind == OpStoreLoop {
 		op.Count = 1
 		if t, ok := kv["count"]; ok {
 			v, err := ps.num(t)

@@ -32,6 +32,19 @@
 // base. Memfd regions are backed by a memfd of SpanBytes bytes, mapped at file
 // offset equal to the region offset.
 //
+// # Threads
+//
+// The main process may run extra threads t1..tN ("tN:" prefix). The main
+// thread hands each thread operation to its thread when it reaches it in
+// program order and goes on without waiting; each thread runs its operations
+// in order; "join tN" waits until tN has finished everything handed to it
+// so far, and the main process joins all threads before its end view. A
+// "storeloop" writes its slots in order, over and over, until the main
+// thread has executed the wait of the named fork: so it runs concurrently
+// with that fork and with the child's copy. Every store of a thread records
+// its invocation and response times (fenced TSC reads), so the child's
+// snapshot can be checked for being a consistent cut (checker/cut).
+//
 // # Values
 //
 // Every store and pwrite writes 8-byte slots with values that identify the
@@ -59,6 +72,12 @@ const (
 	MaxOps    = 4096
 	MaxForks  = 64
 	MaxCount  = 1 << 16 // slots per store/pwrite
+	// MaxThreads is the number of extra threads (t1..tN) the main process
+	// may run besides its main thread.
+	MaxThreads = 8
+	// MaxLoopWrites bounds the writes of one storeloop (values encode the
+	// write number in 24 bits).
+	MaxLoopWrites = 1 << 24
 )
 
 // RegionKind is how a region is backed.
@@ -132,11 +151,13 @@ const (
 	OpWait
 	OpKill
 	OpCheck
+	OpStoreLoop
+	OpJoin
 	numOpKinds
 )
 
 var opNames = [...]string{"store", "pwrite", "mmap", "munmap", "mprotect", "madvise", "mremap",
-	"mlock", "munlock", "fork", "wait", "kill", "check"}
+	"mlock", "munlock", "fork", "wait", "kill", "check", "storeloop", "join"}
 
 func (k OpKind) String() string {
 	if int(k) < len(opNames) {
@@ -236,6 +257,8 @@ const (
 // Op is one operation. Which fields matter depends on Kind:
 //
 //	store, pwrite            Region, Off, Count, Stride
+//	storeloop                Region, Off, Count, Stride, Fork (until: the wait of that fork)
+//	join                     Peer (the thread to wait for)
 //	mmap, munmap, mlock,
 //	munlock                  Region, Off, Len
 //	mprotect                 Region, Off, Len, Prot
@@ -245,6 +268,7 @@ const (
 //	check                    -
 type Op struct {
 	Proc   int // 0: main process; I+1: child of fork fI
+	Thread int // 0: the process's main thread; N: thread tN of the main process
 	Kind   OpKind
 	Region int
 	Off    uint64
@@ -258,6 +282,7 @@ type Op struct {
 	To     int
 	ToOff  uint64
 	Fork   int
+	Peer   int
 }
 
 // Program is a forkfuzz program.

@@ -53,6 +53,7 @@ func (p *Program) Validate() error {
 		proc  int // process that forked it
 	}
 	var forks []forkState
+	var loops []int
 	procAlive := func(proc int) bool {
 		return proc == 0 || (proc-1 < len(forks) && forks[proc-1].state == alive)
 	}
@@ -69,7 +70,29 @@ func (p *Program) Validate() error {
 		if op.Proc < 0 || !procAlive(op.Proc) {
 			return opErr(i, "process f%d: not forked yet or already waited for", op.Proc-1)
 		}
+		if op.Thread < 0 || op.Thread > MaxThreads {
+			return opErr(i, "thread t%d out of range 1..%d", op.Thread, MaxThreads)
+		}
+		if op.Thread > 0 {
+			if op.Proc != 0 {
+				return opErr(i, "threads run only in the main process")
+			}
+			switch op.Kind {
+			case OpFork, OpWait, OpKill, OpCheck, OpJoin:
+				return opErr(i, "%v must run on the main thread", op.Kind)
+			case OpMmap:
+				if p.Regions[min(max(op.Region, 0), len(p.Regions)-1)].Kind == AnonShared {
+					return opErr(i, "mmap of an anon-shared region must run on the main thread")
+				}
+			}
+		}
 		switch op.Kind {
+		case OpStoreLoop:
+			if op.Thread == 0 {
+				return opErr(i, "storeloop must run on a thread (tN:)")
+			}
+			loops = append(loops, i)
+			fallthrough
 		case OpStore, OpPwrite:
 			if err := region(i, op.Region); err != nil {
 				return err
@@ -147,7 +170,26 @@ func (p *Program) Validate() error {
 					}
 				}
 			}
+		case OpJoin:
+			if op.Proc != 0 || op.Thread != 0 {
+				return opErr(i, "join must run on the main thread of the main process")
+			}
+			if op.Peer < 1 || op.Peer > MaxThreads {
+				return opErr(i, "join of thread t%d out of range 1..%d", op.Peer, MaxThreads)
+			}
 		case OpCheck:
+		}
+	}
+	for _, i := range loops {
+		f := p.Ops[i].Fork
+		w := -1
+		for j := i + 1; j < len(p.Ops); j++ {
+			if p.Ops[j].Kind == OpWait && p.Ops[j].Fork == f && p.Ops[j].Proc == 0 {
+				w = j
+			}
+		}
+		if f < 0 || f >= len(forks) || forks[f].proc != 0 || w < 0 {
+			return opErr(i, "storeloop until=f%d: that fork must be waited for by the main process after this operation", f)
 		}
 	}
 	for f, st := range forks {

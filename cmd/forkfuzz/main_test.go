@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/forkfuzz/forkfuzz/agents/executor"
+)
+
+// TestMain lets the test binary serve as its own executor process: the
+// native target starts os.Executable() with the "executor" argument.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "executor" {
+		executor.Serve()
+	}
+	os.Exit(m.Run())
+}
+
+func forkfuzz(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := dispatch(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestExecClean(t *testing.T) {
+	code, out, errs := forkfuzz(t, "exec", "testdata/clean.ffz")
+	if code != exitClean || !strings.Contains(out, "ok") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+}
+
+func TestExecCorruptionIsCaught(t *testing.T) {
+	code, out, errs := forkfuzz(t, "exec", "--corrupt", "child-sees-parent-write", "testdata/clean.ffz")
+	if code != exitFindings || !strings.Contains(out, "isolation") || !strings.Contains(out, "f0") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+}
+
+func TestBadProgramNamesLineAndColumn(t *testing.T) {
+	code, _, errs := forkfuzz(t, "exec", "testdata/bad.ffz")
+	if code != exitError || !strings.Contains(errs, "testdata/bad.ffz:3:16: unknown argument \"colour\"") {
+		t.Fatalf("exit %d, stderr: %s", code, errs)
+	}
+}
+
+func TestCheckRejudgesAndNamesBadFields(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := forkfuzz(t, "exec", "--json", "testdata/clean.ffz")
+	if code != exitClean {
+		t.Fatalf("exec --json: exit %d: %s", code, errs)
+	}
+	// Keep only the observation member.
+	i := strings.Index(out, `"observation": `)
+	j := strings.LastIndex(out, `,
+ "issues"`)
+	if i < 0 || j < 0 {
+		t.Fatalf("unexpected exec --json output: %s", out)
+	}
+	obsPath := filepath.Join(dir, "obs.json")
+	os.WriteFile(obsPath, []byte(out[i+len(`"observation": `):j]), 0o644)
+	if code, out, errs := forkfuzz(t, "check", "testdata/clean.ffz", obsPath); code != exitClean {
+		t.Fatalf("check: exit %d: %s %s", code, out, errs)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte("{\"version\": 1,\n \"ops\": \"nope\"}"), 0o644)
+	code, _, errs = forkfuzz(t, "check", "testdata/clean.ffz", bad)
+	if code != exitError || !strings.Contains(errs, "bad.json:2:") || !strings.Contains(errs, "field ops") {
+		t.Fatalf("bad observation: exit %d: %s", code, errs)
+	}
+}
+
+func TestRunShortCampaignIsClean(t *testing.T) {
+	n := "40"
+	if testing.Short() {
+		n = "8"
+	}
+	dir := t.TempDir()
+	code, out, errs := forkfuzz(t, "run", "-q", "--programs", n, "--seed", "7", "--workdir", dir)
+	if code != exitClean || !strings.Contains(out, "summary: "+n+" programs") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+}
+
+// TestRunWithCorruptionSavesMinimizedFinding is the self-test: the executor
+// falsifies one child's view; the campaign must flag it, explain it, and
+// minimize the program to a handful of operations.
+func TestRunWithCorruptionSavesMinimizedFinding(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := forkfuzz(t, "run", "-q", "--programs", "30", "--seed", "3", "--workdir", dir,
+		"--corrupt", "child-sees-parent-write", "--minimize-runs", "150")
+	if code != exitFindings {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(dir, "findings", "*"))
+	if len(dirs) == 0 {
+		t.Fatalf("no finding saved:\n%s", out)
+	}
+	found := false
+	for _, d := range dirs {
+		sig, _ := os.ReadFile(filepath.Join(d, "signature"))
+		if !strings.HasPrefix(string(sig), "isolation") {
+			continue
+		}
+		found = true
+		min, err := os.ReadFile(filepath.Join(d, "minimized.ffz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops := 0
+		for _, l := range strings.Split(string(min), "\n") {
+			if l != "" && !strings.HasPrefix(l, "forkfuzz") && !strings.HasPrefix(l, "region") {
+				ops++
+			}
+		}
+		if ops > 5 {
+			t.Errorf("minimized program has %d ops:\n%s", ops, min)
+		}
+		rep, _ := os.ReadFile(filepath.Join(d, "report.txt"))
+		for _, want := range []string{"f0", "expected", "actual", "after fork f0", "reproduced 5/5"} {
+			if !strings.Contains(string(rep), want) {
+				t.Errorf("report lacks %q:\n%s", want, rep)
+			}
+		}
+		if testing.Verbose() {
+			t.Logf("%s", rep)
+		}
+	}
+	if !found {
+		t.Fatalf("no isolation finding among %v", dirs)
+	}
+}
+
+func TestUsageAndUnknown(t *testing.T) {
+	if code, _, _ := forkfuzz(t, "bogus"); code != exitError {
+		t.Fatal("unknown command accepted")
+	}
+	if code, _, errs := forkfuzz(t, "run", "--target", "mars", "--programs", "1"); code != exitError || !strings.Contains(errs, "unknown target \"mars\"") {
+		t.Fatalf("unknown target: %d %s", code, errs)
+	}
+	if code, out, _ := forkfuzz(t, "help"); code != exitClean || !strings.Contains(out, "minimize") {
+		t.Fatal("help")
+	}
+}
