@@ -1,0 +1,78 @@
+package vm
+
+import (
+	"os"
+	"sync"
+)
+
+// console captures a VM's serial console: every byte goes to a log file,
+// and the most recent maxConsole bytes stay in memory, addressed by their
+// offset since the console was created so callers can ask for "everything
+// since offset X".
+type console struct {
+	mu   sync.Mutex
+	buf  []byte
+	base int64 // offset of buf[0]
+	file *os.File
+}
+
+const maxConsole = 4 << 20
+
+func newConsole(path string) *console {
+	c := &console{}
+	if path != "" {
+		c.file, _ = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	}
+	return c
+}
+
+func (c *console) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.file != nil {
+		c.file.Write(b)
+	}
+	c.buf = append(c.buf, b...)
+	if over := len(c.buf) - maxConsole; over > 0 {
+		c.buf = append(c.buf[:0:0], c.buf[over:]...)
+		c.base += int64(over)
+	}
+	return len(b), nil
+}
+
+// Len is the offset just past the last byte written.
+func (c *console) Len() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.base + int64(len(c.buf))
+}
+
+// Since returns what was written from offset off on (as much as is still
+// in memory) and the offset where it ends.
+func (c *console) Since(off int64) ([]byte, int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if off < c.base {
+		off = c.base
+	}
+	end := c.base + int64(len(c.buf))
+	if off > end {
+		off = end
+	}
+	return append([]byte(nil), c.buf[off-c.base:]...), end
+}
+
+// Tail returns the last n bytes.
+func (c *console) Tail(n int) []byte {
+	b, _ := c.Since(c.Len() - int64(n))
+	return b
+}
+
+func (c *console) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.file != nil {
+		c.file.Close()
+		c.file = nil
+	}
+}

@@ -1,0 +1,431 @@
+package vm
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/kernel/report"
+)
+
+const portName = "forkfuzz.0"
+
+// instance is one VM: a QEMU process, its console and its agent
+// connection. It is used by one goroutine at a time (the pool hands it
+// out).
+type instance struct {
+	idx int
+	t   *Target
+
+	cmd     *exec.Cmd
+	sockDir string
+	conn    net.Conn
+	msgs    chan *Msg
+	readErr chan error
+	exited  chan struct{} // closed when QEMU has exited
+	exitErr error         // QEMU's exit, valid once exited is closed
+	stderr  *limitedBuffer
+	con     *console
+	mark    int64 // console offset up to which reports were attributed
+	nextID  uint64
+	uname   string
+	steps   []string
+	boots   int
+	started time.Time
+	ran     bool
+}
+
+// BootError is a harness error: a VM did not reach the agent's hello.
+// Console is the console's tail; Report the kernel report in it, if any.
+type BootError struct {
+	VM      int
+	Reason  string
+	Console string
+	Report  string
+	Command string
+}
+
+func (e *BootError) Error() string {
+	s := fmt.Sprintf("vm %d: boot failed: %s", e.VM, e.Reason)
+	if e.Report != "" {
+		s += " (console shows: " + e.Report + ")"
+	}
+	if e.Console != "" {
+		s += "\n--- console tail ---\n" + lastBytes([]byte(e.Console), 2000)
+	}
+	return s
+}
+
+func (in *instance) running() bool {
+	if in.cmd == nil {
+		return false
+	}
+	select {
+	case <-in.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (in *instance) args(sock string) []string {
+	c := in.t.cfg
+	accel := "tcg,thread=multi"
+	if in.t.accel == "kvm" {
+		accel = "kvm"
+	}
+	cmdline := "console=ttyS0 panic=-1 nokaslr printk.time=1 rdinit=" + AgentBinary
+	if c.Cmdline != "" {
+		cmdline += " " + c.Cmdline
+	}
+	cmdline += " -- vm-agent"
+	return []string{
+		"-accel", accel,
+		"-m", strconv.Itoa(c.Memory), "-smp", strconv.Itoa(c.CPUs),
+		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+		"-serial", "stdio", "-monitor", "none",
+		"-kernel", c.Kernel, "-initrd", in.t.initrd, "-append", cmdline,
+		"-chardev", "socket,id=ff0,path=" + sock + ",server=on,wait=off",
+		"-device", "virtio-serial-pci", "-device", "virtserialport,chardev=ff0,name=" + portName,
+	}
+}
+
+// CommandLine is the QEMU command line VM idx would run, for reproducing
+// a boot by hand.
+func (t *Target) CommandLine() string {
+	in := &instance{t: t}
+	return t.cfg.QEMU + " " + strings.Join(in.args("SOCKET"), " ")
+}
+
+// boot starts QEMU and waits for the agent's hello.
+func (in *instance) boot() error {
+	in.stop()
+	c := in.t.cfg
+	in.boots++
+	dir := filepath.Join(c.Workdir, fmt.Sprintf("vm-%d", in.idx))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("vm %d: %w", in.idx, err)
+	}
+	// Unix socket paths are short: keep the socket in a short temp dir.
+	sockDir, err := os.MkdirTemp("", "ffvm")
+	if err != nil {
+		return fmt.Errorf("vm %d: %w", in.idx, err)
+	}
+	in.sockDir = sockDir
+	sock := filepath.Join(sockDir, "s")
+	in.con = newConsole(filepath.Join(dir, "console.log"))
+	fmt.Fprintf(in.con, "\n=== forkfuzz: boot %d of vm %d at %s ===\n", in.boots, in.idx, time.Now().UTC().Format(time.RFC3339))
+	in.mark = in.con.Len()
+	args := in.args(sock)
+	cmd := c.Command(c.QEMU, args...)
+	cmd.Stdout = in.con
+	in.stderr = &limitedBuffer{max: 64 << 10}
+	cmd.Stderr = in.stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	in.started = time.Now()
+	in.ran = false
+	bootErr := func(reason string) error {
+		tail := string(in.con.Tail(16 << 10))
+		e := &BootError{VM: in.idx, Reason: reason, Console: tail, Command: c.QEMU + " " + strings.Join(args, " ")}
+		if r := scanReports([]byte(tail)); r != nil {
+			e.Report = r.Title
+		}
+		in.stop()
+		return e
+	}
+	if err := cmd.Start(); err != nil {
+		in.stop()
+		return fmt.Errorf("vm %d: start QEMU (%s): %w", in.idx, c.QEMU, err)
+	}
+	in.cmd = cmd
+	in.exited = make(chan struct{})
+	go func(ch chan struct{}) {
+		in.exitErr = cmd.Wait()
+		close(ch)
+	}(in.exited)
+	deadline := time.Now().Add(c.BootTimeout)
+	for {
+		conn, err := net.Dial("unix", sock)
+		if err == nil {
+			in.conn = conn
+			break
+		}
+		select {
+		case <-in.exited:
+			return bootErr(fmt.Sprintf("QEMU exited (%v) before its socket was ready: %s", in.exitErr, strings.TrimSpace(in.stderr.String())))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) || time.Since(in.started) > 30*time.Second {
+			return bootErr("QEMU did not create its virtio-serial socket within 30s")
+		}
+	}
+	in.msgs = make(chan *Msg, 16)
+	in.readErr = make(chan error, 1)
+	go func(conn net.Conn, msgs chan *Msg, errs chan error) {
+		r := bufio.NewReaderSize(conn, 1<<16)
+		for {
+			m, err := ReadMsg(r)
+			if err != nil {
+				errs <- err
+				return
+			}
+			msgs <- m
+		}
+	}(in.conn, in.msgs, in.readErr)
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		select {
+		case m := <-in.msgs:
+			if m.Type == MsgHello {
+				in.uname, in.steps = m.Uname, m.Steps
+				d := time.Since(in.started)
+				in.t.mu.Lock()
+				in.t.Boots = append(in.t.Boots, d)
+				in.t.mu.Unlock()
+				fmt.Fprintf(c.Log, "vm %d: booted %s under %s in %v\n", in.idx, strings.Fields(in.uname + " ?")[0], in.t.accel, d.Round(time.Millisecond))
+				for _, s := range in.steps {
+					fmt.Fprintf(c.Log, "vm %d: %s\n", in.idx, s)
+				}
+				return nil
+			}
+		case err := <-in.readErr:
+			<-waitOr(in.exited, 5*time.Second)
+			return bootErr(fmt.Sprintf("agent connection broke during boot: %v (QEMU: %v)", err, in.exitStatus()))
+		case <-in.exited:
+			return bootErr(fmt.Sprintf("QEMU exited during boot (%v) %s", in.exitErr, strings.TrimSpace(in.stderr.String())))
+		case <-timer.C:
+			return bootErr(fmt.Sprintf("no hello from the agent within %v", c.BootTimeout))
+		}
+	}
+}
+
+func waitOr(ch chan struct{}, d time.Duration) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		select {
+		case <-ch:
+		case <-time.After(d):
+		}
+		close(out)
+	}()
+	return out
+}
+
+func (in *instance) exitStatus() string {
+	select {
+	case <-in.exited:
+		if in.exitErr == nil {
+			return "exited with status 0"
+		}
+		return in.exitErr.Error()
+	default:
+		return "still running"
+	}
+}
+
+// killedFromOutside: QEMU died of a signal it did not ask for (the guest
+// cannot make QEMU die of a signal; a guest reboot or power-off with
+// -no-reboot is a normal exit).
+func (in *instance) killedFromOutside() bool {
+	select {
+	case <-in.exited:
+	default:
+		return false
+	}
+	var ee *exec.ExitError
+	if errors.As(in.exitErr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return true
+		}
+	}
+	return false
+}
+
+// stop kills QEMU and forgets the connection.
+func (in *instance) stop() {
+	if in.conn != nil {
+		in.conn.Close()
+		in.conn = nil
+	}
+	if in.cmd != nil && in.cmd.Process != nil {
+		in.cmd.Process.Kill()
+		<-waitOr(in.exited, 10*time.Second)
+	}
+	in.cmd = nil
+	if in.sockDir != "" {
+		os.RemoveAll(in.sockDir)
+		in.sockDir = ""
+	}
+	if in.con != nil {
+		in.con.Close()
+	}
+}
+
+// run sends one program and waits for its result, watching the console,
+// the heartbeat and QEMU.
+func (in *instance) run(p *prog.Program, opt executor.Options, holdMs int) (*obs.Observation, error) {
+	c := in.t.cfg
+	in.nextID++
+	id := in.nextID
+	text := string(p.Format())
+	start := in.mark
+	kerr := func(kind, title, rep string, restart bool) *KernelReportError {
+		cons, end := in.con.Since(start)
+		in.mark = end
+		e := &KernelReportError{Title: title, Kind: kind, Report: rep, Console: lastBytes(cons, 256<<10),
+			VM: in.idx, Kernel: c.Kernel + " (" + in.uname + ")", Program: text, Restarted: restart}
+		e.Steps = append(append(e.Steps, in.steps...), in.t.forkMod...)
+		return e
+	}
+	fromReport := func(r *report.Report, restart bool) *KernelReportError {
+		return kerr(string(r.Kind), r.Title, r.Text, restart)
+	}
+	// vmDown handles QEMU's exit or a broken connection mid-program.
+	vmDown := func(why string) error {
+		<-waitOr(in.exited, 10*time.Second)
+		cons, _ := in.con.Since(start)
+		r := scanReports(cons)
+		outside := in.killedFromOutside()
+		status := in.exitStatus()
+		var err error
+		switch {
+		case r != nil:
+			err = fromReport(r, true)
+		case outside:
+			in.mark = in.con.Len()
+			err = fmt.Errorf("vm %d: QEMU was killed from outside (%s) while running a program; the VM will be restarted (harness event, not a finding)", in.idx, status)
+		default:
+			err = kerr("lost-connection", "lost connection to VM", "", true)
+			err.(*KernelReportError).Report = fmt.Sprintf("%s; QEMU %s; no kernel report on the console", why, status)
+		}
+		in.stop()
+		return err
+	}
+	in.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	if err := WriteMsg(in.conn, &Msg{Type: MsgRun, ID: id, Program: text, Options: &opt, HoldMs: holdMs}); err != nil {
+		return nil, vmDown(fmt.Sprintf("sending the program failed: %v", err))
+	}
+	hang := time.NewTimer(c.HangTimeout)
+	defer hang.Stop()
+	overall := time.NewTimer(c.ProgramTimeout + c.HangTimeout + time.Duration(holdMs)*time.Millisecond)
+	defer overall.Stop()
+	for {
+		select {
+		case m := <-in.msgs:
+			if !hang.Stop() {
+				select {
+				case <-hang.C:
+				default:
+				}
+			}
+			hang.Reset(c.HangTimeout)
+			if m.Type != MsgResult || m.ID != id {
+				continue
+			}
+			if !in.ran {
+				in.ran = true
+				if in.idx == 0 && in.boots == 1 {
+					in.t.mu.Lock()
+					in.t.FirstProg = time.Since(in.started)
+					in.t.mu.Unlock()
+				}
+			}
+			return in.result(m, start, fromReport)
+		case err := <-in.readErr:
+			return nil, vmDown(fmt.Sprintf("agent connection broke: %v", err))
+		case <-in.exited:
+			return nil, vmDown("QEMU exited")
+		case <-hang.C:
+			return nil, in.hung(start, fmt.Sprintf("no progress for %v", c.HangTimeout), kerr, fromReport)
+		case <-overall.C:
+			return nil, in.hung(start, fmt.Sprintf("no result within %v", c.ProgramTimeout+c.HangTimeout), kerr, fromReport)
+		}
+	}
+}
+
+func (in *instance) hung(start int64, why string, kerr func(kind, title, rep string, restart bool) *KernelReportError, fromReport func(*report.Report, bool) *KernelReportError) error {
+	cons, _ := in.con.Since(start)
+	var e *KernelReportError
+	if r := scanReports(cons); r != nil {
+		e = fromReport(r, true)
+	} else {
+		e = kerr("hang", "VM hang: "+why, "", true)
+	}
+	in.stop()
+	return e
+}
+
+// result turns the agent's reply into what Run returns, with any kernel
+// report the console shows since the program started.
+func (in *instance) result(m *Msg, start int64, fromReport func(*report.Report, bool) *KernelReportError) (*obs.Observation, error) {
+	cons, _ := in.con.Since(start)
+	var kr *KernelReportError
+	if r := scanReports(cons); r != nil {
+		restart := r.Fatal || (r.Kind != report.Warning && r.Kind != report.RSS)
+		kr = fromReport(r, restart)
+		if restart {
+			in.stop()
+		}
+	} else {
+		_, in.mark = in.con.Since(start)
+	}
+	switch {
+	case m.Crash != nil:
+		if kr != nil {
+			return nil, kr
+		}
+		return nil, &executor.CrashError{Hang: m.Crash.Hang, Status: "in vm: " + m.Crash.Status}
+	case m.Err != "":
+		if kr != nil {
+			return nil, kr
+		}
+		return nil, fmt.Errorf("vm %d: %s", in.idx, m.Err)
+	}
+	var o obs.Observation
+	if err := json.Unmarshal(m.Observation, &o); err != nil {
+		return nil, fmt.Errorf("vm %d: observation: %w", in.idx, err)
+	}
+	for _, s := range in.t.forkMod {
+		o.Events = append(o.Events, "vm: "+s)
+	}
+	if kr != nil {
+		return &o, kr
+	}
+	return &o, nil
+}
+
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	b   []byte
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if room := l.max - len(l.b); room > 0 {
+		l.b = append(l.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (l *limitedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
+}

@@ -1,0 +1,414 @@
+package vm
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/kernel"
+	"github.com/forkfuzz/forkfuzz/kernel/report"
+)
+
+// Config configures a pool of QEMU VMs.
+type Config struct {
+	// Kernel is the bzImage/vmlinuz to boot.
+	Kernel string
+	// Modules are host .ko files the guest loads at boot, dependencies
+	// first (a distro kernel's virtio_console and its dependencies).
+	Modules []string
+	// Agent is a statically linked forkfuzz binary for the guest (default:
+	// this executable; a dynamically linked one is shipped with its
+	// libraries, found with ldd).
+	Agent string
+	// VMs is the pool size (default 1).
+	VMs int
+	// Memory (MiB, default 1024) and CPUs (default 2) per VM.
+	Memory, CPUs int
+	// Accel: "auto" (default: KVM if a probe boot under KVM works, else
+	// TCG), "kvm" or "tcg".
+	Accel string
+	// Cmdline is appended to the kernel command line.
+	Cmdline string
+	// Workdir holds each VM's console log (vm-N/console.log) and the
+	// initramfs (default: a temporary directory, removed on Close).
+	Workdir string
+	// TargetFile holds guest set-up and fork-mode steps (optional).
+	TargetFile *TargetFile
+	// BootTimeout bounds a boot up to the agent's hello (default 5m);
+	// ProgramTimeout bounds one program in the guest (default 60s);
+	// HangTimeout is how long the guest may send nothing, not even a
+	// heartbeat, before the VM counts as hung (default 60s).
+	BootTimeout, ProgramTimeout, HangTimeout time.Duration
+	// QEMU is the emulator binary (default qemu-system-x86_64).
+	QEMU string
+	// Log receives boot and restart messages (default discard).
+	Log io.Writer
+	// Command creates processes (default exec.Command); tests substitute
+	// a fake QEMU.
+	Command func(name string, args ...string) *exec.Cmd
+}
+
+// KernelReportError is a kernel finding: the kernel under test printed a
+// report (BUG, WARNING, Oops, KASAN, panic, Bad rss-counter, page table
+// check, hung task, RCU stall, soft lockup) on the console while a program
+// ran, or the VM hung (no progress within the hang timeout), or the guest
+// went down without a word. It is an event of the run, judged as a
+// finding, like *executor.CrashError; any other error from Target.Run is a
+// harness fault.
+//
+// Target.Run may return an observation together with a
+// *KernelReportError when the program completed but the kernel complained
+// (a WARNING, for example).
+type KernelReportError struct {
+	// Title is the deduplication key: "WARNING in copy_pte_range",
+	// "kernel panic: sysrq triggered crash", "VM hang: no progress for 1m0s",
+	// "lost connection to VM".
+	Title string `json:"title"`
+	// Kind: a report.Kind ("bug", "warning", "panic", ...), "hang" or
+	// "lost-connection".
+	Kind string `json:"kind"`
+	// Report is the report's text from the console (may be empty for
+	// hangs and lost connections); Console is the console output since the
+	// program started (last 256 KiB).
+	Report  string `json:"report,omitempty"`
+	Console string `json:"console"`
+	// VM is the pool index of the VM; Kernel the image and its uname.
+	VM     int    `json:"vm"`
+	Kernel string `json:"kernel"`
+	// Program is the text of the program that was running.
+	Program string `json:"program"`
+	// Steps are the target file's guest set-up steps (with outcome) and
+	// fork-mode steps in effect.
+	Steps []string `json:"steps,omitempty"`
+	// Restarted: the VM was restarted after the event.
+	Restarted bool `json:"restarted"`
+}
+
+func (e *KernelReportError) Error() string { return "kernel: " + e.Title }
+
+// Target runs programs in a pool of QEMU VMs booted with the kernel under
+// test. It implements agents.Target; Run may be called concurrently (one
+// program per VM at a time).
+type Target struct {
+	cfg     Config
+	initrd  string
+	tmpDir  string
+	accel   string
+	idle    chan *instance
+	all     []*instance
+	forkMod []string
+
+	mu     sync.Mutex
+	closed bool
+	// Stats
+	Boots     []time.Duration // every boot's time to the agent's hello
+	FirstProg time.Duration   // boot start of VM 0 to its first program's result
+}
+
+// New builds the initramfs and boots the pool. It fails (a harness error)
+// if the first VM cannot boot.
+func New(cfg Config) (*Target, error) {
+	if cfg.VMs <= 0 {
+		cfg.VMs = 1
+	}
+	if cfg.Memory <= 0 {
+		cfg.Memory = 1024
+	}
+	if cfg.CPUs <= 0 {
+		cfg.CPUs = 2
+	}
+	if tf := cfg.TargetFile; tf != nil {
+		if tf.Memory > 0 {
+			cfg.Memory = tf.Memory
+		}
+		if tf.CPUs > 0 {
+			cfg.CPUs = tf.CPUs
+		}
+		if tf.Cmdline != "" {
+			cfg.Cmdline = strings.TrimSpace(cfg.Cmdline + " " + tf.Cmdline)
+		}
+	}
+	if cfg.BootTimeout <= 0 {
+		cfg.BootTimeout = 5 * time.Minute
+	}
+	if cfg.ProgramTimeout <= 0 {
+		cfg.ProgramTimeout = 60 * time.Second
+	}
+	if cfg.HangTimeout <= 0 {
+		cfg.HangTimeout = 60 * time.Second
+	}
+	if cfg.QEMU == "" {
+		cfg.QEMU = "qemu-system-x86_64"
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.Command == nil {
+		cfg.Command = exec.Command
+	}
+	if cfg.Kernel == "" {
+		return nil, errors.New("vm: no kernel image")
+	}
+	if _, err := os.Stat(cfg.Kernel); err != nil {
+		return nil, fmt.Errorf("vm: kernel image: %w", err)
+	}
+	t := &Target{cfg: cfg}
+	if cfg.Workdir == "" {
+		d, err := os.MkdirTemp("", "forkfuzz-vm-")
+		if err != nil {
+			return nil, fmt.Errorf("vm: %w", err)
+		}
+		t.tmpDir = d
+		t.cfg.Workdir = d
+	}
+	if err := os.MkdirAll(t.cfg.Workdir, 0o755); err != nil {
+		return nil, fmt.Errorf("vm: %w", err)
+	}
+	if cfg.TargetFile != nil {
+		for _, s := range cfg.TargetFile.ForkMode {
+			t.forkMod = append(t.forkMod, "fork-mode: "+s.String())
+		}
+	}
+	if err := t.buildInitramfs(); err != nil {
+		t.cleanup()
+		return nil, err
+	}
+	t.accel = t.chooseAccel()
+	t.idle = make(chan *instance, cfg.VMs)
+	for i := 0; i < cfg.VMs; i++ {
+		t.all = append(t.all, &instance{idx: i, t: t})
+	}
+	// Boot VM 0 first: a kernel that cannot boot fails here, once.
+	if err := t.all[0].boot(); err != nil {
+		t.cleanup()
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	for _, in := range t.all[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := in.boot(); err != nil {
+				fmt.Fprintf(cfg.Log, "vm %d: %v (will retry on first use)\n", in.idx, err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, in := range t.all {
+		t.idle <- in
+	}
+	return t, nil
+}
+
+// Accel is the accelerator in use ("kvm" or "tcg").
+func (t *Target) Accel() string { return t.accel }
+
+func (t *Target) Name() string { return "qemu" }
+
+// Run runs p on an idle VM. See KernelReportError for kernel findings; an
+// *executor.CrashError means the guest's executor died or hung; other
+// errors are harness faults (QEMU would not start or was killed from
+// outside, the host is out of disk, ...), never findings.
+func (t *Target) Run(p *prog.Program, opt executor.Options) (*obs.Observation, error) {
+	return t.run(p, opt, 0)
+}
+
+func (t *Target) run(p *prog.Program, opt executor.Options, holdMs int) (*obs.Observation, error) {
+	t.mu.Lock()
+	closed := t.closed
+	t.mu.Unlock()
+	if closed {
+		return nil, errors.New("vm: target closed")
+	}
+	in := <-t.idle
+	defer func() { t.idle <- in }()
+	if !in.running() {
+		if err := in.boot(); err != nil {
+			return nil, err
+		}
+	}
+	return in.run(p, opt, holdMs)
+}
+
+// Close stops every VM.
+func (t *Target) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	t.mu.Unlock()
+	for _, in := range t.all {
+		in.stop()
+	}
+	t.cleanup()
+	return nil
+}
+
+func (t *Target) cleanup() {
+	if t.tmpDir != "" {
+		os.RemoveAll(t.tmpDir)
+	}
+}
+
+// buildInitramfs writes the guest's initramfs: the agent binary (and its
+// libraries if it is not static), the modules, the agent's configuration
+// and the target file's files.
+func (t *Target) buildInitramfs() error {
+	agent := t.cfg.Agent
+	if agent == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("vm: find the forkfuzz binary for the guest: %w", err)
+		}
+		agent = exe
+	}
+	f := kernel.NewInitramfs()
+	for _, d := range []string{"/dev", "/proc", "/sys", "/tmp", "/root", "/lib/modules"} {
+		f.Dir(d)
+	}
+	f.HostFile(AgentBinary, 0o755, agent)
+	libs, err := sharedLibs(agent)
+	if err != nil {
+		return err
+	}
+	for _, l := range libs {
+		f.HostFile(l, 0o755, l)
+	}
+	cfg := AgentConfig{Port: portName, ProgramTimeoutMs: int(t.cfg.ProgramTimeout / time.Millisecond)}
+	for i, m := range t.cfg.Modules {
+		g := fmt.Sprintf("/lib/modules/%02d-%s", i, filepath.Base(m))
+		f.HostFile(g, 0o644, m)
+		cfg.Modules = append(cfg.Modules, g)
+	}
+	if tf := t.cfg.TargetFile; tf != nil {
+		cfg.Setup, cfg.ForkMode = tf.Setup, tf.ForkMode
+		for _, file := range tf.Files {
+			if _, err := os.Stat(file.Host); err != nil {
+				return fmt.Errorf("%s: file: %w", tf.Path, err)
+			}
+			f.HostFile(file.Guest, 0o755, file.Host)
+		}
+	}
+	b, _ := json.MarshalIndent(cfg, "", " ")
+	f.File(AgentConfigPath, 0o644, b)
+	t.initrd = filepath.Join(t.cfg.Workdir, "initramfs.cpio")
+	if err := f.WriteFile(t.initrd); err != nil {
+		return fmt.Errorf("vm: write initramfs: %w", err)
+	}
+	return nil
+}
+
+// sharedLibs returns the shared libraries (and loader) a dynamically
+// linked binary needs, or nothing for a static one.
+func sharedLibs(bin string) ([]string, error) {
+	ef, err := elf.Open(bin)
+	if err != nil {
+		return nil, fmt.Errorf("vm: guest agent %s: %w", bin, err)
+	}
+	defer ef.Close()
+	dynamic := false
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_INTERP {
+			dynamic = true
+		}
+	}
+	if !dynamic {
+		return nil, nil
+	}
+	out, err := exec.Command("ldd", bin).Output()
+	if err != nil {
+		return nil, fmt.Errorf("vm: the guest agent %s is dynamically linked and ldd failed (%v): build forkfuzz with CGO_ENABLED=0", bin, err)
+	}
+	var libs []string
+	for _, l := range strings.Split(string(out), "\n") {
+		for _, f := range strings.Fields(l) {
+			if strings.HasPrefix(f, "/") {
+				libs = append(libs, f)
+			}
+		}
+	}
+	return libs, nil
+}
+
+// chooseAccel decides between KVM and TCG. "auto" uses KVM only if
+// /dev/kvm opens and a probe boot of this kernel under KVM reaches the
+// agent (some hosts' KVM hangs ordinary kernels); the verdict is cached
+// per kernel image in kernel.CacheDir().
+func (t *Target) chooseAccel() string {
+	switch t.cfg.Accel {
+	case "kvm", "tcg":
+		return t.cfg.Accel
+	}
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if err != nil {
+		return "tcg"
+	}
+	f.Close()
+	key := probeKey(t.cfg.Kernel)
+	cache := filepath.Join(kernel.CacheDir(), "kvm-probe", key)
+	if b, err := os.ReadFile(cache); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	probe := &instance{idx: -1, t: t}
+	t.accel = "kvm"
+	verdict := "tcg"
+	saved := t.cfg.BootTimeout
+	t.cfg.BootTimeout = min(saved, 60*time.Second)
+	if err := probe.boot(); err == nil {
+		verdict = "kvm"
+	} else {
+		fmt.Fprintf(t.cfg.Log, "vm: KVM probe boot failed (%v); using TCG\n", err)
+	}
+	probe.stop()
+	t.cfg.BootTimeout = saved
+	os.MkdirAll(filepath.Dir(cache), 0o755)
+	os.WriteFile(cache, []byte(verdict+"\n"), 0o644)
+	return verdict
+}
+
+func probeKey(image string) string {
+	h := sha256.New()
+	if st, err := os.Stat(image); err == nil {
+		fmt.Fprintf(h, "%s %d %d", image, st.Size(), st.ModTime().UnixNano())
+	}
+	if q, err := exec.LookPath("qemu-system-x86_64"); err == nil {
+		if st, err := os.Stat(q); err == nil {
+			fmt.Fprintf(h, " %d", st.ModTime().UnixNano())
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// scanReports returns the first kernel report in console output b.
+func scanReports(b []byte) *report.Report {
+	if !report.Contains(b) {
+		return nil
+	}
+	return report.First(b)
+}
+
+func lastBytes(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/vm"
+	"github.com/forkfuzz/forkfuzz/kernel"
+)
+
+func init() {
+	commands = append(commands,
+		command{name: "kernel", args: "build|check ...", help: "build a kernel for forkfuzz, or check which oracles a kernel supports", run: cmdKernel},
+		command{name: "vm-agent", help: "guest agent: init of forkfuzz's VMs (started by the kernel)", run: cmdVMAgent, hidden: true},
+	)
+	targetKinds["qemu"] = targetKind{help: "QEMU VMs booting the kernel under test", flags: qemuFlags}
+}
+
+func qemuFlags(fs *flag.FlagSet) func() (agents.Target, error) {
+	image := fs.String("kernel", "", "qemu: kernel image to boot (default: the target file's, else Debian's "+kernel.DefaultImagePackage+", fetched and unpacked, not installed)")
+	vms := fs.Int("vms", 1, "qemu: number of VMs")
+	targetFile := fs.String("target-file", "", "qemu: target file with guest set-up and fork-mode steps")
+	accel := fs.String("accel", "auto", "qemu: auto (KVM if it boots the kernel, else TCG), kvm or tcg")
+	mem := fs.Int("vm-memory", 0, "qemu: MiB per VM (default 1024, or the target file's)")
+	cpus := fs.Int("vm-cpus", 0, "qemu: vCPUs per VM (default 2, or the target file's)")
+	vmdir := fs.String("vm-workdir", "", "qemu: where VM consoles are kept (default: a temporary directory)")
+	bootTimeout := fs.Duration("boot-timeout", 5*time.Minute, "qemu: how long a VM may take to boot")
+	progTimeout := fs.Duration("program-timeout", 60*time.Second, "qemu: how long one program may run in the guest")
+	return func() (agents.Target, error) {
+		cfg := vm.Config{VMs: *vms, Accel: *accel, Memory: *mem, CPUs: *cpus, Workdir: *vmdir,
+			BootTimeout: *bootTimeout, ProgramTimeout: *progTimeout, Log: os.Stderr}
+		if *targetFile != "" {
+			tf, err := vm.ReadTargetFile(*targetFile)
+			if err != nil {
+				return nil, err
+			}
+			cfg.TargetFile = tf
+			if *image == "" {
+				*image = tf.Kernel
+			}
+		}
+		if *image == "" {
+			d, err := kernel.FetchDebian(kernel.DefaultImagePackage, kernel.CacheDir(), os.Stderr)
+			if err != nil {
+				return nil, err
+			}
+			idx, err := kernel.IndexModules(d.Modules)
+			if err != nil {
+				return nil, err
+			}
+			mods, err := idx.Resolve(kernel.VirtioModules...)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Kernel, cfg.Modules = d.Image, mods
+		} else {
+			cfg.Kernel = *image
+		}
+		fmt.Fprintf(os.Stderr, "qemu: booting %d VM(s) with %s\n", cfg.VMs, cfg.Kernel)
+		return vm.New(cfg)
+	}
+}
+
+func cmdVMAgent(args []string, stdout, stderr io.Writer) int {
+	err := vm.AgentMain(args)
+	fmt.Fprintln(stderr, "forkfuzz vm-agent:", err)
+	return exitError
+}
+
+func cmdKernel(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: forkfuzz kernel build [--src DIR] [--out DIR] | forkfuzz kernel check IMAGE-or-.config")
+		return exitError
+	}
+	switch args[0] {
+	case "build":
+		return cmdKernelBuild(args[1:], stdout, stderr)
+	case "check":
+		return cmdKernelCheck(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "forkfuzz kernel: unknown subcommand %q (want build or check)\n", args[0])
+	return exitError
+}
+
+func cmdKernelBuild(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("kernel build", stderr)
+	src := fs.String("src", "", "kernel source tree (default: Debian's "+kernel.DefaultSourcePackage+", fetched and unpacked)")
+	out := fs.String("out", "", "build directory (default: DIR/forkfuzz-build inside the tree)")
+	jobs := fs.Int("j", 0, "parallel jobs (default: number of CPUs)")
+	configOnly := fs.Bool("config-only", false, "write the .config and stop")
+	if fs.Parse(args) != nil {
+		return exitError
+	}
+	res, err := kernel.Build(kernel.BuildOptions{Src: *src, Out: *out, Jobs: *jobs, ConfigOnly: *configOnly, Log: stderr})
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz kernel build:", err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "config: %s\n", res.Config)
+	if res.Image != "" {
+		fmt.Fprintf(stdout, "image:  %s (built in %v)\n", res.Image, res.Elapsed.Round(time.Second))
+	}
+	return exitClean
+}
+
+func cmdKernelCheck(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("kernel check", stderr)
+	if fs.Parse(args) != nil {
+		return exitError
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "usage: forkfuzz kernel check IMAGE-or-.config")
+		return exitError
+	}
+	rep, err := kernel.Check(fs.Arg(0))
+	if err != nil {
+		var ne *kernel.NoConfigError
+		if errors.As(err, &ne) {
+			fmt.Fprintln(stdout, err)
+			return exitError
+		}
+		fmt.Fprintln(stderr, "forkfuzz kernel check:", err)
+		return exitError
+	}
+	fmt.Fprint(stdout, rep.String())
+	if !rep.OK() {
+		return exitFindings
+	}
+	_ = strings.TrimSpace
+	return exitClean
+}

@@ -1,0 +1,168 @@
+package kernel
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Fragment is the config fragment with what forkfuzz needs, and why.
+//
+//go:embed forkfuzz.config
+var Fragment string
+
+// Trim switches off what a forkfuzz VM never needs.
+//
+//go:embed trim.config
+var Trim string
+
+// BuildOptions configure Build.
+type BuildOptions struct {
+	// Src is a kernel source tree ("": Debian's linux-source-6.1, fetched
+	// and unpacked into CacheDir()).
+	Src string
+	// Out is the build directory (make O=...; default Src/forkfuzz-build).
+	Out string
+	// Jobs for make -j (default: the number of CPUs).
+	Jobs int
+	// ConfigOnly stops after writing the .config.
+	ConfigOnly bool
+	Log        io.Writer
+}
+
+// BuildResult says where the build put things.
+type BuildResult struct {
+	Config  string
+	Image   string
+	Elapsed time.Duration // the bzImage build (make -j), not the configuration
+	Missing []string      // fragment options olddefconfig dropped (unmet dependencies)
+}
+
+// Build configures a small kernel for forkfuzz (x86_64_defconfig,
+// kvm_guest.config, trimmed of what a VM never needs, plus Fragment) and
+// builds its bzImage.
+func Build(o BuildOptions) (*BuildResult, error) {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.Jobs <= 0 {
+		o.Jobs = runtime.NumCPU()
+	}
+	if o.Src == "" {
+		src, err := FetchSource(CacheDir(), o.Log)
+		if err != nil {
+			return nil, err
+		}
+		o.Src = src
+	}
+	if _, err := os.Stat(filepath.Join(o.Src, "Makefile")); err != nil {
+		return nil, fmt.Errorf("%s is not a kernel source tree: %w", o.Src, err)
+	}
+	if o.Out == "" {
+		o.Out = filepath.Join(o.Src, "forkfuzz-build")
+	}
+	out, err := filepath.Abs(o.Out)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	mk := func(args ...string) error {
+		args = append([]string{"-C", o.Src, "O=" + out}, args...)
+		fmt.Fprintf(o.Log, "kernel build: make %s\n", strings.Join(args, " "))
+		cmd := exec.Command("make", args...)
+		cmd.Stdout, cmd.Stderr = o.Log, o.Log
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("make %s: %w", strings.Join(args, " "), err)
+		}
+		return nil
+	}
+	for _, t := range []string{"x86_64_defconfig", "kvm_guest.config"} {
+		if err := mk(t); err != nil {
+			return nil, err
+		}
+	}
+	frag := filepath.Join(out, "forkfuzz.config")
+	if err := os.WriteFile(frag, []byte(Trim+"\n"+Fragment), 0o644); err != nil {
+		return nil, err
+	}
+	merge := exec.Command(filepath.Join(o.Src, "scripts/kconfig/merge_config.sh"), "-m", "-O", out, filepath.Join(out, ".config"), frag)
+	merge.Dir = o.Src
+	merge.Stdout, merge.Stderr = o.Log, o.Log
+	if err := merge.Run(); err != nil {
+		return nil, fmt.Errorf("merge_config.sh: %w", err)
+	}
+	if err := mk("olddefconfig"); err != nil {
+		return nil, err
+	}
+	res := &BuildResult{Config: filepath.Join(out, ".config")}
+	cfg, err := ReadConfig(res.Config)
+	if err != nil {
+		return nil, err
+	}
+	want, _ := ParseConfig([]byte(Fragment))
+	for k, v := range want {
+		if cfg[k] != v {
+			res.Missing = append(res.Missing, k)
+		}
+	}
+	if len(res.Missing) > 0 {
+		fmt.Fprintf(o.Log, "kernel build: this tree cannot enable %s (unmet dependencies or unknown options)\n", strings.Join(res.Missing, ", "))
+	}
+	if o.ConfigOnly {
+		return res, nil
+	}
+	start := time.Now()
+	if err := mk(fmt.Sprintf("-j%d", o.Jobs), "bzImage"); err != nil {
+		return nil, err
+	}
+	res.Elapsed = time.Since(start)
+	res.Image = filepath.Join(out, "arch/x86/boot/bzImage")
+	fmt.Fprintf(o.Log, "kernel build: %s in %v\n", res.Image, res.Elapsed.Round(time.Second))
+	return res, nil
+}
+
+// FetchSource downloads Debian's kernel source package with apt-get
+// download, unpacks it (not installed) and its tarball into cache, once,
+// and returns the tree.
+func FetchSource(cache string, log io.Writer) (string, error) {
+	pkgDir := filepath.Join(cache, "debian", DefaultSourcePackage)
+	tree := filepath.Join(cache, "src", DefaultSourcePackage)
+	if _, err := os.Stat(filepath.Join(tree, "Makefile")); err == nil {
+		return tree, nil
+	}
+	if _, err := os.Stat(pkgDir); err != nil {
+		if _, err := exec.LookPath("apt-get"); err != nil {
+			return "", errors.New("no --src given and apt-get is not here to fetch " + DefaultSourcePackage)
+		}
+		fmt.Fprintf(log, "kernel build: fetching %s with apt-get download\n", DefaultSourcePackage)
+		if err := downloadUnpack(DefaultSourcePackage, pkgDir); err != nil {
+			return "", err
+		}
+	}
+	tars, _ := filepath.Glob(filepath.Join(pkgDir, "usr/src/linux-source-*.tar.*"))
+	if len(tars) != 1 {
+		return "", fmt.Errorf("%s: want one usr/src/linux-source-*.tar.* , found %d", pkgDir, len(tars))
+	}
+	dst := filepath.Join(cache, "src")
+	os.MkdirAll(dst, 0o755)
+	fmt.Fprintf(log, "kernel build: unpacking %s\n", tars[0])
+	if out, err := exec.Command("tar", "-xf", tars[0], "-C", dst).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("tar -xf %s: %v: %s", tars[0], err, lastLines(out, 5))
+	}
+	base := strings.SplitN(filepath.Base(tars[0]), ".tar", 2)[0]
+	if base != DefaultSourcePackage {
+		if err := os.Rename(filepath.Join(dst, base), tree); err != nil {
+			return "", err
+		}
+	}
+	return tree, nil
+}
