@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/rpc"
 	"os"
 	"os/exec"
@@ -94,6 +95,9 @@ func Serve() {
 		fmt.Fprintf(os.Stderr, "executor: re-exec with GODEBUG=%s: %v\n", NeedGODEBUG, err)
 		os.Exit(2)
 	}
+	// go-plugin's net/rpc server logs through the standard logger at
+	// shutdown; nothing there is for the user.
+	log.SetOutput(io.Discard)
 	// Die with the host: an orphaned executor holds forked children.
 	unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
 	x, err := New()
