@@ -192,7 +192,21 @@ func (g *generator) pickKind(proc, depth int, canFork, pending bool) prog.OpKind
 func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 	f := g.forkBase + g.forks
 	g.forks++
-	ops = []prog.Op{{Proc: proc, Kind: prog.OpFork, Fork: f}}
+	var joins []prog.Op
+	if proc == 0 && chance(g.r, g.w.ThreadProb) && g.w.MaxWriters > 0 {
+		// Writer threads storing all through the fork and the child's copy.
+		for t := 1; t <= between(g.r, 1, min(g.w.MaxWriters, prog.MaxThreads)); t++ {
+			op := g.slotOp(0, prog.OpStore, g.r.IntN(len(g.p.Regions)))
+			op.Kind, op.Thread, op.Fork = prog.OpStoreLoop, t, f
+			op.Count = min(op.Count, 64)
+			ops = append(ops, op)
+			if chance(g.r, 0.5) {
+				joins = append(joins, prog.Op{Kind: prog.OpJoin, Peer: t})
+			}
+		}
+		g.nops += len(ops)
+	}
+	ops = append(ops, prog.Op{Proc: proc, Kind: prog.OpFork, Fork: f})
 	g.nops++
 	killed := chance(g.r, g.w.KillProb)
 	killFirst := chance(g.r, 0.6)
@@ -206,6 +220,13 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 			race = append(race, g.raceOp(proc)...)
 		}
 		g.nops += len(race)
+		for i := range race {
+			op := &race[i]
+			if proc == 0 && op.Kind != prog.OpCheck && chance(g.r, g.w.ThreadVMAProb) &&
+				!(op.Kind == prog.OpMmap && g.p.Regions[op.Region].Kind == prog.AnonShared) {
+				op.Thread = between(g.r, 1, max(1, min(g.w.MaxWriters, prog.MaxThreads)))
+			}
+		}
 	}
 	var child []prog.Op
 	if !killed || chance(g.r, 0.2) {
@@ -216,11 +237,13 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 		ops = append(ops, prog.Op{Proc: proc, Kind: prog.OpKill, Fork: f})
 		g.nops++
 	}
-	if chance(g.r, g.w.DeferWaitProb) {
+	if chance(g.r, g.w.DeferWaitProb) && len(joins) == 0 {
 		return ops, f
 	}
 	g.nops++
-	return append(ops, prog.Op{Proc: proc, Kind: prog.OpWait, Fork: f}), -1
+	ops = append(ops, prog.Op{Proc: proc, Kind: prog.OpWait, Fork: f})
+	g.nops += len(joins)
+	return append(ops, joins...), -1
 }
 
 // interleave merges a and b in a random order that keeps the order within

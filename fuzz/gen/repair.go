@@ -44,8 +44,9 @@ func Repair(p *prog.Program) *prog.Program {
 		parent int // new process number
 		alive  bool
 	}
-	var forks []fork     // by new number
-	ids := map[int]int{} // old identifier -> new number
+	var forks []fork            // by new number
+	ids := map[int]int{}        // old identifier -> new number
+	loopsFor := map[int][]int{} // old fork identifier -> storeloops (in q) waiting for it
 	proc := func(old int) (int, bool) {
 		if old == 0 {
 			return 0, true
@@ -90,6 +91,10 @@ func Repair(p *prog.Program) *prog.Program {
 				continue
 			}
 			ids[op.Fork] = len(forks)
+			for _, j := range loopsFor[op.Fork] {
+				q.Ops[j].Fork = len(forks)
+			}
+			delete(loopsFor, op.Fork)
 			q.Ops = append(q.Ops, prog.Op{Proc: pr, Kind: prog.OpFork, Fork: len(forks)})
 			forks = append(forks, fork{parent: pr, alive: true})
 		case prog.OpWait, prog.OpKill:
@@ -104,11 +109,42 @@ func Repair(p *prog.Program) *prog.Program {
 			q.Ops = append(q.Ops, prog.Op{Proc: pr, Kind: op.Kind, Fork: n})
 		default:
 			op.Proc = pr
-			q.Ops = append(q.Ops, fixOp(op, q.Regions))
+			fo := fixOp(op, q.Regions)
+			if fo.Kind == prog.OpStoreLoop {
+				// The loop's fork usually comes later: resolve it then.
+				fo.Fork = -1
+				if n, ok := ids[op.Fork]; ok && forks[n].alive {
+					fo.Fork = n
+				} else {
+					loopsFor[op.Fork] = append(loopsFor[op.Fork], len(q.Ops))
+				}
+			}
+			q.Ops = append(q.Ops, fo)
 		}
 	}
 	reap(-1)
+	fixLoops(q)
 	return q
+}
+
+// fixLoops turns every storeloop whose until-fork is not forked and then
+// waited for by the main process after the loop into a plain store.
+func fixLoops(p *prog.Program) {
+	for i := range p.Ops {
+		op := &p.Ops[i]
+		if op.Kind != prog.OpStoreLoop {
+			continue
+		}
+		ok := false
+		for j := i + 1; j < len(p.Ops) && op.Fork >= 0; j++ {
+			if w := p.Ops[j]; w.Kind == prog.OpWait && w.Proc == 0 && w.Fork == op.Fork {
+				ok = true
+			}
+		}
+		if fi := p.ForkOp(op.Fork); !ok || fi < 0 || p.Ops[fi].Proc != 0 {
+			op.Kind, op.Fork = prog.OpStore, 0
+		}
+	}
 }
 
 func fixRegion(r prog.Region) prog.Region {
@@ -128,12 +164,29 @@ func fixRegionRef(r, n int) int {
 func fixOp(op prog.Op, regions []prog.Region) prog.Op {
 	const span = prog.SpanBytes
 	q := prog.Op{Proc: op.Proc, Kind: op.Kind}
-	if op.Kind == prog.OpCheck {
+	if op.Proc == 0 && op.Thread > 0 && op.Kind != prog.OpCheck {
+		q.Thread = (op.Thread-1)%prog.MaxThreads + 1
+	}
+	switch op.Kind {
+	case prog.OpCheck:
 		return q
+	case prog.OpJoin:
+		if q.Proc != 0 {
+			return prog.Op{Proc: q.Proc, Kind: prog.OpCheck}
+		}
+		q.Thread, q.Peer = 0, (max(op.Peer, 1)-1)%prog.MaxThreads+1
+		return q
+	case prog.OpStoreLoop:
+		if q.Thread == 0 {
+			q.Kind = prog.OpStore
+		}
 	}
 	q.Region = fixRegionRef(op.Region, len(regions))
-	switch op.Kind {
-	case prog.OpStore, prog.OpPwrite:
+	if q.Kind == prog.OpMmap && regions[q.Region].Kind == prog.AnonShared {
+		q.Thread = 0
+	}
+	switch q.Kind {
+	case prog.OpStore, prog.OpPwrite, prog.OpStoreLoop:
 		if q.Kind == prog.OpPwrite && !regions[q.Region].Kind.Memfd() {
 			q.Kind = prog.OpStore
 			for i, r := range regions {

@@ -22,7 +22,7 @@ func transplant(ops []prog.Op, root, target, base int, rmap []int) []prog.Op {
 		switch op.Kind {
 		case prog.OpFork, prog.OpWait, prog.OpKill:
 			op.Fork += base
-		case prog.OpCheck:
+		case prog.OpCheck, prog.OpJoin:
 		default:
 			if rmap != nil {
 				op.Region = rmap[op.Region]
@@ -30,6 +30,12 @@ func transplant(ops []prog.Op, root, target, base int, rmap []int) []prog.Op {
 					op.To = rmap[op.To]
 				}
 			}
+		}
+		if op.Kind == prog.OpStoreLoop {
+			op.Fork += base
+		}
+		if op.Proc != 0 {
+			op.Thread = 0 // threads exist only in the main process
 		}
 		out = append(out, op)
 	}

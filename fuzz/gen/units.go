@@ -35,8 +35,9 @@ func subtree(parents []int, f int) []bool {
 
 // Unit returns the indices, in increasing order, of the operations that go
 // with the operation at index i of the valid program p: for a fork fI, the
-// fork, every operation of fI's child and its descendants, and all their
-// waits and kills; for any other operation, just i.
+// fork, every operation of fI's child and its descendants, all their
+// waits and kills, and the storeloops that run until one of them is waited
+// for; for any other operation, just i.
 func Unit(p *prog.Program, i int) []int {
 	op := p.Ops[i]
 	if op.Kind != prog.OpFork {
@@ -49,7 +50,7 @@ func Unit(p *prog.Program, i int) []int {
 		switch {
 		case o.Proc > 0 && inSub(o.Proc-1):
 			idx = append(idx, j)
-		case (o.Kind == prog.OpFork || o.Kind == prog.OpWait || o.Kind == prog.OpKill) && inSub(o.Fork):
+		case isForkRef(o.Kind) && inSub(o.Fork):
 			idx = append(idx, j)
 		}
 	}
@@ -88,7 +89,7 @@ func Units(p *prog.Program) [][]int {
 }
 
 func isForkRef(k prog.OpKind) bool {
-	return k == prog.OpFork || k == prog.OpWait || k == prog.OpKill
+	return k == prog.OpFork || k == prog.OpWait || k == prog.OpKill || k == prog.OpStoreLoop
 }
 
 // RemoveOps returns a copy of p without the operations whose index i has
@@ -127,7 +128,7 @@ func Renumber(p *prog.Program) {
 				op.Proc = n + 1
 			}
 		}
-		if op.Kind == prog.OpFork || op.Kind == prog.OpWait || op.Kind == prog.OpKill {
+		if isForkRef(op.Kind) {
 			if n, ok := ids[op.Fork]; ok {
 				op.Fork = n
 			}

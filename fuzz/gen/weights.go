@@ -70,6 +70,11 @@ type Weights struct {
 	// UnalignedProb is the probability that a VMA operation gets an
 	// unaligned offset or length (the kernel answers EINVAL).
 	UnalignedProb float64
+	// ThreadProb is the probability that a fork of the main process runs
+	// while 1..MaxWriters threads keep storing (storeloop until the fork's
+	// wait); ThreadVMAProb that a racing parent operation runs on a thread.
+	ThreadProb, ThreadVMAProb float64
+	MaxWriters                int
 }
 
 // MutationWeights weighs the kinds of change Mutate makes.
@@ -115,6 +120,9 @@ func DefaultWeights() Weights {
 		DeferWaitProb: 0.25,
 		BoundaryProb:  0.6,
 		UnalignedProb: 0.05,
+		ThreadProb:    0, // enabled once the checker judges threads
+		ThreadVMAProb: 0,
+		MaxWriters:    3,
 	}
 }
 

@@ -1,0 +1,244 @@
+package checker
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/checker/cut"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// Threads of the main process run concurrently with it, so the sequential
+// model cannot say what a view holds in memory they touch. Instead:
+//   - every slot a thread store can write is a "concurrent cell": the
+//     sequential model does not judge its word (or its page's digest);
+//   - a region that a thread changes VMAs of is not judged at all after the
+//     main thread hands it that operation;
+//   - for each fork of the main process, the child's start view restricted
+//     to the concurrent cells must be a consistent cut of the threads'
+//     timed stores (package cut), judged with the fork call's TSC bounds.
+
+// cellKey identifies a slot.
+type cellKey struct {
+	region int
+	off    uint64
+}
+
+func (c cellKey) id() uint64 { return uint64(c.region)<<40 | c.off }
+
+// concurrency summarizes what threads touch in a program.
+type concurrency struct {
+	cells map[cellKey]bool
+	// vmaFrom[r] is the index of the first thread operation that changes
+	// VMAs of region r (len(p.Ops) if none).
+	vmaFrom []int
+}
+
+func threadOpCells(op *prog.Op, fn func(cellKey)) {
+	for k := 0; k < op.Count; k++ {
+		fn(cellKey{op.Region, op.Off + uint64(k)*op.Stride})
+	}
+}
+
+func newConcurrency(p *prog.Program) *concurrency {
+	c := &concurrency{cells: make(map[cellKey]bool), vmaFrom: make([]int, len(p.Regions))}
+	for r := range c.vmaFrom {
+		c.vmaFrom[r] = len(p.Ops)
+	}
+	for i := range p.Ops {
+		op := &p.Ops[i]
+		if op.Thread == 0 {
+			continue
+		}
+		switch op.Kind {
+		case prog.OpStore, prog.OpStoreLoop:
+			threadOpCells(op, func(k cellKey) { c.cells[k] = true })
+		case prog.OpPwrite:
+			// Writes the file: every mapping of it may change.
+			c.vmaFrom[op.Region] = min(c.vmaFrom[op.Region], i)
+		default:
+			if op.Kind.ChangesVMA() {
+				c.vmaFrom[op.Region] = min(c.vmaFrom[op.Region], i)
+				if op.Kind == prog.OpMremap && op.Flags&prog.MremapFixed != 0 {
+					c.vmaFrom[op.To] = min(c.vmaFrom[op.To], i)
+				}
+			}
+		}
+	}
+	return c
+}
+
+// cutFindings judges the child start views of the main process's forks
+// against the threads' timed stores.
+func cutFindings(p *prog.Program, o *obs.Observation, c *concurrency, timeout time.Duration) []Finding {
+	if len(o.Threads) == 0 {
+		return nil
+	}
+	var writes []cut.Write
+	region := make(map[uint64]int)
+	for _, tl := range o.Threads {
+		for _, s := range tl.Stores {
+			if s.Op < 0 || s.Op >= len(p.Ops) {
+				continue
+			}
+			op := &p.Ops[s.Op]
+			k := s.Slot % max(op.Count, 1)
+			key := cellKey{op.Region, op.Off + uint64(k)*op.Stride}
+			region[key.id()] = op.Region
+			writes = append(writes, cut.Write{Thread: tl.Thread, Cell: key.id(), Value: s.Value, Inv: int64(s.Inv), Resp: int64(s.Resp)})
+		}
+	}
+	judged := judgedCells(p, c)
+	var out []Finding
+	for vi := range o.Views {
+		v := &o.Views[vi]
+		if v.At != obs.AtStart || v.Proc < 1 {
+			continue
+		}
+		f := v.Proc - 1
+		fi := p.ForkOp(f)
+		if fi < 0 || p.Ops[fi].Proc != 0 || o.Ops[fi].TSCStart == 0 {
+			continue
+		}
+		h := &cut.History{
+			Initial:  initialValues(p, fi, judged),
+			ForkInv:  int64(o.Ops[fi].TSCStart),
+			ForkResp: int64(o.Ops[fi].TSCEnd),
+			Snapshot: make(map[uint64]uint64),
+		}
+		for _, w := range writes {
+			if judged[cellKey{region[w.Cell], w.Cell & (1<<40 - 1)}] {
+				h.Writes = append(h.Writes, w)
+			}
+		}
+		words := make(map[cellKey]uint64, len(v.Words))
+		for _, w := range v.Words {
+			words[cellKey{w.Region, w.Off}] = w.Value
+		}
+		for key := range judged {
+			if v.StateAt(key.region, int(key.off/prog.PageSize)) == obs.Readable {
+				h.Snapshot[key.id()] = words[key]
+			}
+		}
+		verdict := cut.Decide(h, timeout)
+		if verdict.Result == cut.Ok {
+			continue
+		}
+		kind := "no-cut"
+		switch {
+		case verdict.Result == cut.Unknown:
+			kind = "unknown"
+		case verdict.Seen != nil && verdict.Missed != nil && verdict.Seen.Thread == verdict.Missed.Thread:
+			kind = "torn"
+		case verdict.Seen != nil && verdict.Missed == nil:
+			kind = "write-after-fork"
+		case verdict.Missed != nil && verdict.Seen == nil:
+			kind = "missing-write-before-fork"
+		}
+		reg := -1
+		if verdict.Seen != nil {
+			reg = region[verdict.Seen.Cell]
+		} else if verdict.Missed != nil {
+			reg = region[verdict.Missed.Cell]
+		}
+		rk := "memory"
+		if reg >= 0 {
+			rk = p.Regions[reg].Kind.String()
+		}
+		oracle := "linearizability"
+		if verdict.Result == cut.Unknown {
+			oracle = "linearizability-unknown"
+		}
+		out = append(out, Finding{Oracle: oracle, Signature: oracle + ":" + kind + ":" + rk, Proc: v.Proc, View: vi, At: v.At, Op: fi, Region: reg,
+			Explanation: fmt.Sprintf("start view of the child of f%d is not a consistent cut of the threads' stores during `%s` (TSC ticks; the fork call ran from %d to %d): %s",
+				f, p.Ops[fi].String(), h.ForkInv, h.ForkResp, explainCut(p, verdict, region))})
+	}
+	return out
+}
+
+// judgedCells are the concurrent cells the cut check judges: in private
+// regions whose VMAs no thread changes, never written by the main
+// process's main thread or a pwrite once a thread has written them.
+func judgedCells(p *prog.Program, c *concurrency) map[cellKey]bool {
+	judged := make(map[cellKey]bool)
+	for key := range c.cells {
+		if !p.Regions[key.region].Kind.Shared() && c.vmaFrom[key.region] == len(p.Ops) {
+			judged[key] = true
+		}
+	}
+	// The main thread's later stores race with the threads: drop those cells.
+	firstThread := make(map[cellKey]int)
+	for i := range p.Ops {
+		op := &p.Ops[i]
+		switch {
+		case op.Thread > 0 && (op.Kind == prog.OpStore || op.Kind == prog.OpStoreLoop):
+			threadOpCells(op, func(k cellKey) {
+				if _, ok := firstThread[k]; !ok {
+					firstThread[k] = i
+				}
+			})
+		case op.Thread == 0 && (op.Kind == prog.OpStore || op.Kind == prog.OpPwrite || op.Kind.ChangesVMA()):
+			if op.Kind == prog.OpStore || op.Kind == prog.OpPwrite {
+				threadOpCells(op, func(k cellKey) {
+					if _, ok := firstThread[k]; ok || op.Kind == prog.OpPwrite {
+						delete(judged, k)
+					}
+				})
+			}
+			if op.Kind.ChangesVMA() {
+				for key := range judged {
+					if key.region == op.Region || (op.Kind == prog.OpMremap && op.Flags&prog.MremapFixed != 0 && key.region == op.To) {
+						delete(judged, key)
+					}
+				}
+			}
+		}
+	}
+	return judged
+}
+
+// initialValues are the judged cells' values before any thread wrote them:
+// the last main-thread store before the fork's first thread write.
+func initialValues(p *prog.Program, forkOp int, judged map[cellKey]bool) map[uint64]uint64 {
+	init := make(map[uint64]uint64)
+	for i := 0; i < forkOp; i++ {
+		op := &p.Ops[i]
+		if op.Proc != 0 || op.Thread != 0 || op.Kind != prog.OpStore {
+			continue
+		}
+		k := 0
+		op.SlotOffsets(func(_ int, off uint64) {
+			if key := (cellKey{op.Region, off}); judged[key] {
+				init[key.id()] = prog.SlotValue(i, k)
+			}
+			k++
+		})
+	}
+	return init
+}
+
+// explainCut words a cut verdict with regions, offsets and the operations
+// that wrote the values.
+func explainCut(p *prog.Program, v cut.Verdict, region map[uint64]int) string {
+	desc := func(w *cut.Write) string {
+		where := fmt.Sprintf("r%d+%#x", region[w.Cell], w.Cell&(1<<40-1))
+		if op, k, ok := prog.DecodeSlotValue(w.Value); ok && op < len(p.Ops) {
+			return fmt.Sprintf("%#x (write %d of op %d `%s`) to %s", w.Value, k, op, p.Ops[op].String(), where)
+		}
+		return fmt.Sprintf("%#x to %s", w.Value, where)
+	}
+	switch s, m := v.Seen, v.Missed; {
+	case s != nil && m != nil && s.Thread == m.Thread:
+		return fmt.Sprintf("thread t%d wrote %s, done at %d, and then %s, started at %d; the snapshot has the later write but not the earlier one",
+			m.Thread, desc(m), m.Resp, desc(s), s.Inv)
+	case s != nil && m != nil:
+		return fmt.Sprintf("the snapshot has %s by t%d (started at %d) but not %s by t%d (done at %d, earlier): no instant separates them",
+			desc(s), s.Thread, s.Inv, desc(m), m.Thread, m.Resp)
+	case s != nil:
+		return fmt.Sprintf("the snapshot has %s by t%d, started at %d, after fork returned", desc(s), s.Thread, s.Inv)
+	case m != nil:
+		return fmt.Sprintf("the snapshot lacks %s by t%d, done at %d, before fork was called", desc(m), m.Thread, m.Resp)
+	}
+	return v.Reason
+}
