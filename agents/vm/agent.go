@@ -212,8 +212,6 @@ func serve() error {
 		switch m.Type {
 		case MsgRun:
 			a.send(a.run(m))
-		case MsgSysrq:
-			go os.WriteFile("/proc/sysrq-trigger", []byte(m.Key), 0)
 		default:
 			consolef("unexpected %s message from the host", m.Type)
 		}
@@ -253,6 +251,19 @@ func (a *agent) run(m *Msg) *Msg {
 	}
 	if m.HoldMs > 0 {
 		time.Sleep(time.Duration(m.HoldMs) * time.Millisecond)
+	}
+	if m.TestPath != "" {
+		// A crash trigger never returns: do not wait for it.
+		done := make(chan error, 1)
+		go func() { done <- os.WriteFile(m.TestPath, []byte(m.TestValue), 0) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				reply.Err = "test write: " + err.Error()
+				return reply
+			}
+		case <-time.After(10 * time.Second):
+		}
 	}
 	for _, s := range a.cfg.ForkMode {
 		if s.Kind == "prctl" {

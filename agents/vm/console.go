@@ -3,6 +3,10 @@ package vm
 import (
 	"os"
 	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // console captures a VM's serial console: every byte goes to a log file,
@@ -74,5 +78,67 @@ func (c *console) Close() {
 	if c.file != nil {
 		c.file.Close()
 		c.file = nil
+	}
+}
+
+// pipeCapture copies a pipe (QEMU's serial console on its stdout) into a
+// console, and can tell when everything written into the pipe so far has
+// reached the console (catchUp), so a report printed before the guest sent
+// a result is seen with that result.
+type pipeCapture struct {
+	r       *os.File
+	fd      int // r's descriptor, taken before reading starts (Fd makes r blocking)
+	con     *console
+	inRead  atomic.Bool
+	drained chan struct{} // closed at end of file
+}
+
+func capturePipe(r *os.File, con *console) *pipeCapture {
+	pc := &pipeCapture{r: r, fd: int(r.Fd()), con: con, drained: make(chan struct{})}
+	go func() {
+		defer close(pc.drained)
+		defer r.Close()
+		buf := make([]byte, 64<<10)
+		for {
+			pc.inRead.Store(true)
+			n, err := r.Read(buf)
+			pc.inRead.Store(false)
+			if n > 0 {
+				con.Write(buf[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return pc
+}
+
+// catchUp waits (up to max) until the pipe is empty and the copier is
+// waiting for more.
+func (pc *pipeCapture) catchUp(max time.Duration) {
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) {
+		select {
+		case <-pc.drained:
+			return
+		default:
+		}
+		n, err := unix.IoctlGetInt(pc.fd, unix.TIOCINQ)
+		if err != nil {
+			return
+		}
+		if n == 0 && pc.inRead.Load() {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// wait waits (up to max) for the end of the pipe.
+func (pc *pipeCapture) wait(max time.Duration) {
+	select {
+	case <-pc.drained:
+	case <-time.After(max):
 	}
 }

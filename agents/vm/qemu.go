@@ -39,6 +39,7 @@ type instance struct {
 	exitErr error         // QEMU's exit, valid once exited is closed
 	stderr  *limitedBuffer
 	con     *console
+	pipe    *pipeCapture
 	mark    int64 // console offset up to which reports were attributed
 	nextID  uint64
 	uname   string
@@ -83,9 +84,10 @@ func (in *instance) running() bool {
 
 func (in *instance) args(sock string) []string {
 	c := in.t.cfg
-	accel := "tcg,thread=multi"
+	// -cpu max: QEMU's default CPU model lacks instructions Go code uses.
+	accel, cpu := "tcg,thread=multi", "max"
 	if in.t.accel == "kvm" {
-		accel = "kvm"
+		accel, cpu = "kvm", "host"
 	}
 	cmdline := "console=ttyS0 panic=-1 nokaslr printk.time=1 rdinit=" + AgentBinary
 	if c.Cmdline != "" {
@@ -93,7 +95,7 @@ func (in *instance) args(sock string) []string {
 	}
 	cmdline += " -- vm-agent"
 	return []string{
-		"-accel", accel,
+		"-accel", accel, "-cpu", cpu,
 		"-m", strconv.Itoa(c.Memory), "-smp", strconv.Itoa(c.CPUs),
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 		"-serial", "stdio", "-monitor", "none",
@@ -131,13 +133,21 @@ func (in *instance) boot() error {
 	in.mark = in.con.Len()
 	args := in.args(sock)
 	cmd := c.Command(c.QEMU, args...)
-	cmd.Stdout = in.con
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("vm %d: %w", in.idx, err)
+	}
+	cmd.Stdout = pw
 	in.stderr = &limitedBuffer{max: 64 << 10}
 	cmd.Stderr = in.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	in.started = time.Now()
 	in.ran = false
+	in.pipe = nil
 	bootErr := func(reason string) error {
+		if in.pipe != nil {
+			in.pipe.catchUp(100 * time.Millisecond)
+		}
 		tail := string(in.con.Tail(16 << 10))
 		e := &BootError{VM: in.idx, Reason: reason, Console: tail, Command: c.QEMU + " " + strings.Join(args, " ")}
 		if r := scanReports([]byte(tail)); r != nil {
@@ -146,10 +156,14 @@ func (in *instance) boot() error {
 		in.stop()
 		return e
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
 		in.stop()
 		return fmt.Errorf("vm %d: start QEMU (%s): %w", in.idx, c.QEMU, err)
 	}
+	in.pipe = capturePipe(pr, in.con)
 	in.cmd = cmd
 	in.exited = make(chan struct{})
 	go func(ch chan struct{}) {
@@ -277,7 +291,8 @@ func (in *instance) stop() {
 
 // run sends one program and waits for its result, watching the console,
 // the heartbeat and QEMU.
-func (in *instance) run(p *prog.Program, opt executor.Options, holdMs int) (*obs.Observation, error) {
+func (in *instance) run(p *prog.Program, opt executor.Options, tt testHooks) (*obs.Observation, error) {
+	holdMs := tt.holdMs
 	c := in.t.cfg
 	in.nextID++
 	id := in.nextID
@@ -297,6 +312,7 @@ func (in *instance) run(p *prog.Program, opt executor.Options, holdMs int) (*obs
 	// vmDown handles QEMU's exit or a broken connection mid-program.
 	vmDown := func(why string) error {
 		<-waitOr(in.exited, 10*time.Second)
+		in.pipe.wait(2 * time.Second)
 		cons, _ := in.con.Since(start)
 		r := scanReports(cons)
 		outside := in.killedFromOutside()
@@ -316,7 +332,7 @@ func (in *instance) run(p *prog.Program, opt executor.Options, holdMs int) (*obs
 		return err
 	}
 	in.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
-	if err := WriteMsg(in.conn, &Msg{Type: MsgRun, ID: id, Program: text, Options: &opt, HoldMs: holdMs}); err != nil {
+	if err := WriteMsg(in.conn, &Msg{Type: MsgRun, ID: id, Program: text, Options: &opt, HoldMs: holdMs, TestPath: tt.path, TestValue: tt.value}); err != nil {
 		return nil, vmDown(fmt.Sprintf("sending the program failed: %v", err))
 	}
 	hang := time.NewTimer(c.HangTimeout)
@@ -358,6 +374,7 @@ func (in *instance) run(p *prog.Program, opt executor.Options, holdMs int) (*obs
 }
 
 func (in *instance) hung(start int64, why string, kerr func(kind, title, rep string, restart bool) *KernelReportError, fromReport func(*report.Report, bool) *KernelReportError) error {
+	in.pipe.catchUp(100 * time.Millisecond)
 	cons, _ := in.con.Since(start)
 	var e *KernelReportError
 	if r := scanReports(cons); r != nil {
@@ -372,6 +389,7 @@ func (in *instance) hung(start int64, why string, kerr func(kind, title, rep str
 // result turns the agent's reply into what Run returns, with any kernel
 // report the console shows since the program started.
 func (in *instance) result(m *Msg, start int64, fromReport func(*report.Report, bool) *KernelReportError) (*obs.Observation, error) {
+	in.pipe.catchUp(100 * time.Millisecond)
 	cons, _ := in.con.Since(start)
 	var kr *KernelReportError
 	if r := scanReports(cons); r != nil {

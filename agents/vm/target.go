@@ -224,10 +224,16 @@ func (t *Target) Name() string { return "qemu" }
 // errors are harness faults (QEMU would not start or was killed from
 // outside, the host is out of disk, ...), never findings.
 func (t *Target) Run(p *prog.Program, opt executor.Options) (*obs.Observation, error) {
-	return t.run(p, opt, 0)
+	return t.run(p, opt, testHooks{})
 }
 
-func (t *Target) run(p *prog.Program, opt executor.Options, holdMs int) (*obs.Observation, error) {
+// testHooks are test-only actions the agent takes before a program.
+type testHooks struct {
+	holdMs      int
+	path, value string
+}
+
+func (t *Target) run(p *prog.Program, opt executor.Options, tt testHooks) (*obs.Observation, error) {
 	t.mu.Lock()
 	closed := t.closed
 	t.mu.Unlock()
@@ -241,7 +247,7 @@ func (t *Target) run(p *prog.Program, opt executor.Options, holdMs int) (*obs.Ob
 			return nil, err
 		}
 	}
-	return in.run(p, opt, holdMs)
+	return in.run(p, opt, tt)
 }
 
 // Close stops every VM.

@@ -33,7 +33,6 @@ const (
 	MsgProgress = "progress" // guest: heartbeat, once a second
 	MsgRun      = "run"      // host: run a program
 	MsgResult   = "result"   // guest: the outcome of a run
-	MsgSysrq    = "sysrq"    // host, TEST ONLY: write Key to /proc/sysrq-trigger
 	MsgLog      = "log"      // guest: a line for the host's log
 )
 
@@ -49,6 +48,12 @@ type Msg struct {
 	// HoldMs (TEST ONLY) makes the agent wait this long before running,
 	// so tests can act on a VM in the middle of a program.
 	HoldMs int `json:"hold_ms,omitempty"`
+	// TestPath, TestValue (TEST ONLY): the agent writes TestValue to
+	// TestPath before running (after HoldMs), e.g. "c" to
+	// /proc/sysrq-trigger to crash the kernel mid-program, or "WARNING" to
+	// LKDTM's provoke-crash/DIRECT.
+	TestPath  string `json:"test_path,omitempty"`
+	TestValue string `json:"test_value,omitempty"`
 
 	// result: exactly one of Observation, Crash, Err.
 	Observation json.RawMessage `json:"observation,omitempty"`
@@ -60,9 +65,8 @@ type Msg struct {
 	Uptime float64  `json:"uptime,omitempty"` // guest seconds since boot (hello, progress)
 	Steps  []string `json:"steps,omitempty"`  // set-up steps run, and their outcome
 
-	// log, sysrq
+	// log
 	Text string `json:"text,omitempty"`
-	Key  string `json:"key,omitempty"`
 }
 
 // Crash is an executor.CrashError on the wire.
@@ -94,7 +98,7 @@ func WriteMsg(w io.Writer, m *Msg) error {
 	return err
 }
 
-var knownTypes = map[string]bool{MsgHello: true, MsgProgress: true, MsgRun: true, MsgResult: true, MsgSysrq: true, MsgLog: true}
+var knownTypes = map[string]bool{MsgHello: true, MsgProgress: true, MsgRun: true, MsgResult: true, MsgLog: true}
 
 // ReadMsg reads one frame. io.EOF means the stream ended cleanly between
 // frames; a *FrameError means the frame was malformed.
