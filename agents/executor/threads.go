@@ -26,7 +26,9 @@ type worker struct {
 	id    int
 	m     *machine
 	queue chan int
-	wg    sync.WaitGroup
+	// started is signalled once a storeloop has made its first pass.
+	started chan struct{}
+	wg      sync.WaitGroup
 	log   obs.ThreadLog
 	used  bool
 }
@@ -40,7 +42,7 @@ type threadSet struct {
 func (ts *threadSet) worker(id int, main *machine) *worker {
 	w := ts.workers[id]
 	if w == nil {
-		w = &worker{id: id, m: newMachine(main.rep, main.ctl, make([]byte, mapsBufSize)), queue: make(chan int, prog.MaxOps)}
+		w = &worker{id: id, m: newMachine(main.rep, main.ctl, make([]byte, mapsBufSize)), queue: make(chan int, prog.MaxOps), started: make(chan struct{}, 1)}
 		ts.workers[id] = w
 		go w.loop()
 	}
@@ -65,11 +67,16 @@ func (w *worker) loop() {
 	}
 }
 
-// post hands operation i to its thread. Main process, main thread only.
+// post hands operation i to its thread. For a storeloop it waits until
+// the loop's first pass is done, so the loop is running at whatever the
+// main thread does next. Main process, main thread only.
 func (m *machine) post(i int) {
 	w := m.th.worker(m.p.Ops[i].Thread, m)
 	w.wg.Add(1)
 	w.queue <- i
+	if m.p.Ops[i].Kind == prog.OpStoreLoop {
+		<-w.started
+	}
 }
 
 // join waits until thread id has run everything posted to it.
@@ -111,12 +118,28 @@ func (w *worker) run(i int) {
 	}()
 	switch op.Kind {
 	case prog.OpStore:
-		skipped := w.timedStores(i, op, 0, op.Count)
+		skipped := w.timedStores(i, op, 0, w.writable(op))
 		w.m.recOp(i, 0, 0, start, w.m.now(), skipped)
 	case prog.OpStoreLoop:
 		n := 0
-		for !w.m.th.stop[op.Fork].Load() && n+op.Count <= prog.MaxLoopWrites {
-			w.timedStores(i, op, n, op.Count)
+		signal := func() {
+			if n == 0 {
+				w.started <- struct{}{}
+			}
+		}
+		defer func() {
+			signal() // never leave the main thread waiting, even on a fault
+			if r := recover(); r != nil {
+				panic(r)
+			}
+		}()
+		// Which slots are writable is read from /proc/self/maps once: a
+		// read per pass would block on mmap_lock while fork holds it, and
+		// the loop must keep storing right through the fork.
+		ok := w.writable(op)
+		for n == 0 || (!w.m.th.stop[op.Fork].Load() && n+op.Count <= prog.MaxLoopWrites) {
+			w.timedStores(i, op, n, ok)
+			signal()
 			n += op.Count
 		}
 		w.m.recOp(i, 0, uint64(n/op.Count), start, w.m.now(), 0)
@@ -125,25 +148,35 @@ func (w *worker) run(i int) {
 	}
 }
 
-// timedStores writes slots [0, count) of op with values numbered from
-// base, logging each store's times. Slots on pages that /proc/self/maps
-// shows unwritable when the pass starts are skipped.
-func (w *worker) timedStores(i int, op *prog.Op, base, count int) int {
+// writable reports, per slot of op, whether /proc/self/maps shows its
+// page writable (and within its backing object) now.
+func (w *worker) writable(op *prog.Op) []bool {
 	m := w.m
-	skipped := 0
+	ok := make([]bool, op.Count)
 	if m.readMaps() != 0 {
-		return count
+		return ok
 	}
 	addr0 := prog.Base(op.Region) + op.Off
-	for k := 0; k < count; k++ {
+	for k := range ok {
 		a := addr0 + uint64(k)*op.Stride
 		vi := m.findVMA(a)
-		if vi < 0 || m.vmas[vi].prot&obs.VMAWrite == 0 || m.pageState(&m.vmas[vi], a&^pageMask) == obs.BeyondEOF {
+		ok[k] = vi >= 0 && m.vmas[vi].prot&obs.VMAWrite != 0 && m.pageState(&m.vmas[vi], a&^pageMask) != obs.BeyondEOF
+	}
+	return ok
+}
+
+// timedStores writes the writable slots of op with values numbered from
+// base, logging each store's times, and returns how many it skipped.
+func (w *worker) timedStores(i int, op *prog.Op, base int, writable []bool) int {
+	skipped := 0
+	addr0 := prog.Base(op.Region) + op.Off
+	for k, ok := range writable {
+		if !ok {
 			skipped++
 			continue
 		}
 		v := prog.SlotValue(i, base+k)
-		inv, resp := storeTimed(uintptr(a), v)
+		inv, resp := storeTimed(uintptr(addr0+uint64(k)*op.Stride), v)
 		if len(w.log.Stores) < maxThreadLog {
 			w.log.Stores = append(w.log.Stores, obs.TimedStore{Op: i, Slot: base + k, Value: v, Inv: inv, Resp: resp})
 		} else {
