@@ -29,8 +29,8 @@ type worker struct {
 	// started is signalled once a storeloop has made its first pass.
 	started chan struct{}
 	wg      sync.WaitGroup
-	log   obs.ThreadLog
-	used  bool
+	log     obs.ThreadLog
+	used    bool
 }
 
 // threadSet is the executor's pool of workers and the storeloop stop flags.
