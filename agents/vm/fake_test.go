@@ -1,0 +1,281 @@
+package vm
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// The fake QEMU is this test binary re-run with FORKFUZZ_FAKE_QEMU set: it
+// serves the virtio-serial socket the way the guest agent would, prints a
+// console on stdout, and misbehaves as its mode says. It lets the pool's
+// timeouts and event classification be tested without QEMU (as vmtest
+// does).
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("FORKFUZZ_FAKE_QEMU"); mode != "" {
+		fakeQEMU(mode, os.Getenv("FORKFUZZ_FAKE_SOCK"))
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+const fakeWarning = `[   42.101234] ------------[ cut here ]------------
+[   42.101301] WARNING: CPU: 1 PID: 231 at mm/memory.c:1047 copy_pte_range+0x6d2/0x1140
+[   42.101800] RIP: 0010:copy_pte_range+0x6d2/0x1140
+[   42.103100] ---[ end trace 0000000000000000 ]---
+`
+
+const fakePanic = `[   50.000001] sysrq: Trigger a crash
+[   50.000002] Kernel panic - not syncing: sysrq triggered crash
+[   50.000003] CPU: 0 PID: 1 Comm: forkfuzz Not tainted 6.1.0 #1
+[   50.000004] Kernel Offset: disabled
+`
+
+func fakeQEMU(mode, sock string) {
+	fmt.Println("[    0.000000] Linux version 6.1.0-fake")
+	if mode == "fail" {
+		fmt.Fprintln(os.Stderr, "qemu-system-x86_64: could not load kernel 'bzImage'")
+		os.Exit(1)
+	}
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	conn, err := l.Accept()
+	if err != nil {
+		os.Exit(1)
+	}
+	if mode == "silent" {
+		time.Sleep(time.Hour)
+	}
+	if mode == "bootpanic" {
+		fmt.Print(fakePanic)
+		os.Exit(0)
+	}
+	WriteMsg(conn, &Msg{Type: MsgHello, Uname: "6.1.0-fake #1", Steps: []string{"setup: write /x 1: ok"}})
+	r := bufio.NewReader(conn)
+	for {
+		m, err := ReadMsg(r)
+		if err != nil {
+			os.Exit(0)
+		}
+		if m.Type != MsgRun {
+			continue
+		}
+		p, _ := prog.Parse([]byte(m.Program))
+		reply := &Msg{Type: MsgResult, ID: m.ID}
+		switch mode {
+		case "hang":
+			time.Sleep(time.Hour)
+		case "panic":
+			fmt.Print(fakePanic)
+			os.Exit(0)
+		case "vanish":
+			os.Exit(0)
+		case "warn":
+			fmt.Print(fakeWarning)
+		case "execcrash":
+			reply.Crash = &Crash{Status: "signal: killed"}
+		}
+		if reply.Crash == nil {
+			o := map[string]any{"version": 1, "ops": make([]struct{}, len(p.Ops))}
+			reply.Observation, _ = json.Marshal(o)
+		}
+		WriteMsg(conn, reply)
+	}
+}
+
+func fakeConfig(t *testing.T, mode string) Config {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "bzImage")
+	os.WriteFile(img, []byte("not a kernel"), 0o644)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{
+		Kernel: img, Agent: self, Accel: "tcg", Workdir: filepath.Join(dir, "work"),
+		BootTimeout: 5 * time.Second, HangTimeout: 2 * time.Second, ProgramTimeout: 2 * time.Second,
+		Command: func(name string, args ...string) *exec.Cmd {
+			sock := ""
+			for _, a := range args {
+				if _, rest, ok := strings.Cut(a, ",path="); ok {
+					sock, _, _ = strings.Cut(rest, ",")
+				}
+			}
+			cmd := exec.Command(self)
+			cmd.Env = append(os.Environ(), "FORKFUZZ_FAKE_QEMU="+mode, "FORKFUZZ_FAKE_SOCK="+sock)
+			return cmd
+		},
+	}
+}
+
+const testProg = "forkfuzz v1\nregion r0 anon-private pages=4 thp=default\nstore r0 off=0x0 count=1 stride=0x8\nfork f0\nf0: check\nwait f0\n"
+
+func mustParse(t *testing.T, s string) *prog.Program {
+	p, err := prog.Parse([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestFakeOK(t *testing.T) {
+	tg, err := New(fakeConfig(t, "ok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	p := mustParse(t, testProg)
+	for i := 0; i < 3; i++ {
+		o, err := tg.Run(p, executor.Options{})
+		if err != nil || o == nil || len(o.Ops) != len(p.Ops) {
+			t.Fatalf("run %d: %v %+v", i, err, o)
+		}
+	}
+	if len(tg.Boots) != 1 || tg.FirstProg <= 0 {
+		t.Errorf("boots %v, first program %v", tg.Boots, tg.FirstProg)
+	}
+}
+
+func TestFakeWarningKeepsObservation(t *testing.T) {
+	tg, err := New(fakeConfig(t, "warn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	p := mustParse(t, testProg)
+	for i := 0; i < 2; i++ {
+		o, err := tg.Run(p, executor.Options{})
+		var ke *KernelReportError
+		if !errors.As(err, &ke) || ke.Title != "WARNING in copy_pte_range" || ke.Kind != "warning" || ke.Restarted {
+			t.Fatalf("run %d: got %v (%+v), want a WARNING report without restart", i, err, ke)
+		}
+		if o == nil || !strings.Contains(ke.Console, "cut here") || !strings.Contains(ke.Program, "fork f0") {
+			t.Errorf("observation %v; console %q; program %q", o, ke.Console, ke.Program)
+		}
+		// Each program's report is its own: the second run must not see
+		// the first run's console again (it prints its own WARNING).
+		if strings.Count(ke.Console, "WARNING:") != 1 {
+			t.Errorf("run %d: console has %d WARNINGs", i, strings.Count(ke.Console, "WARNING:"))
+		}
+	}
+	if len(tg.Boots) != 1 {
+		t.Errorf("a WARNING restarted the VM: boots %v", tg.Boots)
+	}
+}
+
+func TestFakePanicRestarts(t *testing.T) {
+	tg, err := New(fakeConfig(t, "panic"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	p := mustParse(t, testProg)
+	for i := 0; i < 2; i++ {
+		o, err := tg.Run(p, executor.Options{})
+		var ke *KernelReportError
+		if !errors.As(err, &ke) || ke.Title != "kernel panic: sysrq triggered crash" || !ke.Restarted || o != nil {
+			t.Fatalf("run %d: got %v, want the panic as a kernel report", i, err)
+		}
+	}
+	if len(tg.Boots) != 2 {
+		t.Errorf("boots %v, want 2 (restart after the first panic)", tg.Boots)
+	}
+}
+
+func TestFakeHang(t *testing.T) {
+	tg, err := New(fakeConfig(t, "hang"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	start := time.Now()
+	_, err = tg.Run(mustParse(t, testProg), executor.Options{})
+	var ke *KernelReportError
+	if !errors.As(err, &ke) || ke.Kind != "hang" || !strings.HasPrefix(ke.Title, "VM hang: no progress for 2s") {
+		t.Fatalf("got %v, want a hang", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("hang detected after %v", d)
+	}
+}
+
+func TestFakeVanishIsLostConnection(t *testing.T) {
+	tg, err := New(fakeConfig(t, "vanish"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	_, err = tg.Run(mustParse(t, testProg), executor.Options{})
+	var ke *KernelReportError
+	if !errors.As(err, &ke) || ke.Kind != "lost-connection" {
+		t.Fatalf("got %v, want lost connection", err)
+	}
+}
+
+func TestFakeExecutorCrash(t *testing.T) {
+	tg, err := New(fakeConfig(t, "execcrash"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	_, err = tg.Run(mustParse(t, testProg), executor.Options{})
+	var ce *executor.CrashError
+	if !errors.As(err, &ce) {
+		t.Fatalf("got %v, want an executor.CrashError", err)
+	}
+}
+
+// Harness faults are plain errors, never kernel reports.
+func TestFakeHarnessFaults(t *testing.T) {
+	for _, c := range []struct{ mode, want string }{
+		{"fail", "could not load kernel"},
+		{"silent", "no hello from the agent within 5s"},
+		{"bootpanic", "console shows: kernel panic: sysrq triggered crash"},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			_, err := New(fakeConfig(t, c.mode))
+			var ke *KernelReportError
+			var be *BootError
+			if err == nil || errors.As(err, &ke) || !errors.As(err, &be) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want a BootError containing %q", err, c.want)
+			}
+		})
+	}
+	cfg := fakeConfig(t, "ok")
+	cfg.Command = nil
+	cfg.QEMU = "/nonexistent/qemu-system-x86_64"
+	_, err := New(cfg)
+	var ke *KernelReportError
+	if err == nil || errors.As(err, &ke) || !strings.Contains(err.Error(), "start QEMU") {
+		t.Fatalf("missing QEMU: got %v", err)
+	}
+}
+
+func TestConsoleSince(t *testing.T) {
+	c := newConsole("")
+	c.Write([]byte("abc"))
+	off := c.Len()
+	c.Write([]byte("def"))
+	if b, end := c.Since(off); string(b) != "def" || end != 6 {
+		t.Errorf("Since: %q %d", b, end)
+	}
+	big := make([]byte, maxConsole)
+	c.Write(big)
+	if b, _ := c.Since(0); len(b) != maxConsole {
+		t.Errorf("ring keeps %d bytes", len(b))
+	}
+}
