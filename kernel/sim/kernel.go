@@ -81,6 +81,8 @@ type Kernel struct {
 	mmSeq   int
 	anonSeq int
 	inoSeq  uint64
+	// mmapBase is where the next kernel-placed mapping goes (top-down).
+	mmapBase uint64
 	events  []string
 	// copies are the Async-fork copies in flight, oldest first.
 	copies []*asyncCopy

@@ -201,8 +201,7 @@ func releaseHuge(h *[entries]*Page) {
 }
 
 // zap unmaps the pages of [s, e) (page aligned) from the page tables.
-// withTables also frees page tables whose 2 MiB no VMA touches any more.
-func (m *MM) zap(s, e uint64, withTables bool) {
+func (m *MM) zap(s, e uint64) {
 	for a := s &^ pmdMask; a < e; a += pmdSize {
 		pe, _ := m.pmdOf(a, false)
 		if pe == nil || !pe.present() {
@@ -236,11 +235,6 @@ func (m *MM) zap(s, e uint64, withTables bool) {
 		t := pe.Table
 		for x := lo; x < hi; x += pageSize {
 			dropPTE(&t.E[pteIndex(x)])
-		}
-		if withTables && len(m.overlapping(a, a+pmdSize)) == 0 && pe.rw() {
-			releaseTable(t)
-			*pe = PMDEntry{}
-			m.tables--
 		}
 	}
 }
@@ -276,7 +270,7 @@ func (m *MM) wrprotect(s, e uint64) {
 // teardown releases everything the mm holds (exit).
 func (m *MM) teardown() {
 	for _, v := range m.vmas {
-		m.zap(v.Start, v.End, false)
+		m.zap(v.Start, v.End)
 	}
 	m.vmas = nil
 	m.dead = true

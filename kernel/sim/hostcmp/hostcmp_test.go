@@ -1,0 +1,113 @@
+package hostcmp
+
+import (
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/kernel/sim"
+)
+
+// TestMain re-executes the test binary with the GODEBUG setting the
+// executor needs.
+func TestMain(m *testing.M) {
+	if !executor.HasGODEBUG() {
+		exe, err := os.Executable()
+		if err == nil {
+			err = syscall.Exec(exe, os.Args, executor.EnvWithGODEBUG(os.Environ()))
+		}
+		panic("re-exec with GODEBUG failed: " + err.Error())
+	}
+	os.Exit(m.Run())
+}
+
+// TestAgreesWithHost runs generated programs on the host kernel and on the
+// simulated eager fork and compares the observations.
+// HOSTCMP_N sets the number of programs (default 300, 60 with -short).
+func TestAgreesWithHost(t *testing.T) {
+	if os.Getenv("HOSTCMP_SKIP") != "" {
+		t.Skip("HOSTCMP_SKIP set")
+	}
+	x, err := executor.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 300
+	if testing.Short() {
+		n = 60
+	}
+	if s := os.Getenv("HOSTCMP_N"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	seed := uint64(1)
+	if s := os.Getenv("HOSTCMP_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d, %d programs (HOSTCMP_SEED, HOSTCMP_N)", seed, n)
+	bad := 0
+	for i := 0; i < n; i++ {
+		p := gen.Generate(rand.New(rand.NewPCG(seed, uint64(i))), gen.DefaultWeights())
+		host, err := x.Run(p, executor.Options{})
+		if err != nil {
+			t.Fatalf("program %d: host: %v", i, err)
+		}
+		so, _, err := sim.Run(p, sim.Config{Mode: sim.Eager}, 0)
+		if err != nil {
+			t.Fatalf("program %d: sim: %v", i, err)
+		}
+		if d := Compare(p, host, so); len(d) > 0 {
+			bad++
+			if bad <= 3 || os.Getenv("HOSTCMP_V") != "" {
+				t.Errorf("program %d (seed %d) differs (host/sim):\n%s", i, seed, p.Format())
+				for _, s := range d {
+					t.Errorf("  %s", s)
+				}
+			} else {
+				t.Errorf("program %d: %s", i, d[0])
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d programs differ", bad, n)
+	}
+}
+
+// TestScratch runs the programs of $SIM_SCRATCH (separated by "====") on
+// both and prints the differences.
+func TestScratch(t *testing.T) {
+	path := os.Getenv("SIM_SCRATCH")
+	if path == "" {
+		t.Skip("SIM_SCRATCH not set")
+	}
+	x, err := executor.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	for _, text := range strings.Split(string(b), "====\n") {
+		p, err := prog.Parse([]byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		host, err := x.Run(p, executor.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		so, _, _ := sim.Run(p, sim.Config{Mode: sim.Eager}, 0)
+		t.Log("-----")
+		for i, r := range host.Ops {
+			t.Logf("op %d %v: host errno %d ret %#x / sim errno %d ret %#x", i, p.Ops[i], r.Errno, r.Ret, so.Ops[i].Errno, so.Ops[i].Ret)
+		}
+		for _, s := range Compare(p, host, so) {
+			t.Log(s)
+		}
+		t.Log("host maps:\n" + host.Maps)
+		t.Log("sim maps:\n" + so.Maps)
+	}
+}
