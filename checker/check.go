@@ -3,10 +3,14 @@ package checker
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
+
+// cutTimeout bounds the consistent-cut search of one child start view.
+const cutTimeout = 2 * time.Second
 
 // Check judges an observation of program p. It is a pure function: the
 // verdict depends only on its arguments.
@@ -25,6 +29,11 @@ func Check(p *prog.Program, o *obs.Observation) *Verdict {
 	}
 	m := newMachine(p, o)
 	m.run()
+	if m.hasThreads() {
+		for _, f := range cutFindings(p, o, newConcurrency(p), cutTimeout) {
+			m.col.add(f)
+		}
+	}
 	for vi, used := range m.usedView {
 		if used {
 			continue
@@ -56,6 +65,7 @@ func Check(p *prog.Program, o *obs.Observation) *Verdict {
 	if o.Truncated {
 		m.col.note("the observation is truncated (report buffer full): missing records are not judged")
 	}
+	m.col.v.Stats.SharedUnjudged = m.taintShared
 	if m.taintShared {
 		m.col.note("the model lost track of a write that may have reached shared memory; shared memory was not judged after that")
 	}

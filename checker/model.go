@@ -81,6 +81,8 @@ type machine struct {
 	usedView []bool
 	col      *collector
 
+	th threadState
+
 	// expected mode: kernel-chosen mremap addresses and fake pids.
 	nextFar uint64
 	clock   int64
@@ -149,6 +151,10 @@ func (m *machine) run() {
 	m.setup()
 	m.runProc(0)
 	main := m.procs[0]
+	// The main process joins every thread before its end view.
+	for t := range m.th.handed {
+		m.join(t)
+	}
 	if !main.crashed {
 		m.view(main, obs.AtEnd)
 	}
@@ -202,6 +208,10 @@ func (m *machine) exec(pr *proc, i int) {
 		m.notRun(pr, i)
 		return
 	}
+	if op.Thread > 0 && m.checking() {
+		m.threadOp(pr, i)
+		return
+	}
 	switch op.Kind {
 	case prog.OpStore:
 		m.store(pr, i)
@@ -228,6 +238,16 @@ func (m *machine) exec(pr *proc, i int) {
 	case prog.OpCheck:
 		m.result(pr, i, certain(eOK, "check never fails"))
 		m.view(pr, i)
+	case prog.OpStoreLoop:
+		// Expected mode: one pass at the hand-over.
+		m.store(pr, i)
+	case prog.OpJoin:
+		m.result(pr, i, unpredictable("join"))
+		m.join(op.Peer)
+	}
+	switch op.Kind {
+	case prog.OpMmap, prog.OpMunmap, prog.OpMremap, prog.OpMadvise:
+		m.rewild(pr)
 	}
 }
 
@@ -258,7 +278,7 @@ func (m *machine) notRun(pr *proc, i int) {
 	}
 	// Whatever part of it ran is unknown.
 	m.taintOp(pr, i)
-	if !later && !m.o.Truncated {
+	if !later && !m.o.Truncated && op.Thread == 0 {
 		pr.crashed = true
 	}
 }
@@ -294,6 +314,7 @@ func (m *machine) taintOp(pr *proc, i int) {
 func (m *machine) forget(pr *proc, lo, hi, op int) {
 	lo = max(lo, 0)
 	hi = min(hi, arenaPages)
+	m.col.v.Stats.Lost++
 	for _, s := range pr.segsIn(lo, hi) {
 		if s.obj >= 0 {
 			m.taintShared = true
@@ -359,6 +380,7 @@ func (m *machine) store(pr *proc, i int) {
 	r := m.result(pr, i, certain(eOK, "a store never fails"))
 	if !m.checking() {
 		m.exp.Ops[i].Skipped = skipped
+		r.Skipped = skipped
 	}
 	if unsure {
 		// Slots on pages the model lost track of: their fate is unknown.
@@ -389,14 +411,19 @@ func (m *machine) store(pr *proc, i int) {
 
 // writeWord performs a store of v at word w of page g through segment s.
 func (m *machine) writeWord(pr *proc, s *seg, g int, w uint16, v uint64) {
+	var pg *page
 	switch s.kind {
 	case prog.AnonPrivate:
-		pr.anon.own(g).write(w, v)
+		pg = pr.anon.own(g)
 	case prog.MemfdPrivate:
 		m.cowFile(pr, s, g)
-		pr.anon.own(g).write(w, v)
+		pg = pr.anon.own(g)
 	default:
-		m.objs[s.obj].pages.own(s.pgoff+g-s.start).write(w, v)
+		pg = m.objs[s.obj].pages.own(s.pgoff + g - s.start)
+	}
+	pg.write(w, v)
+	if pg.wild[w] && !m.cellActive(pr, g, w) && !s.kind.Shared() {
+		delete(pg.wild, w)
 	}
 }
 

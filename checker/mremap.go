@@ -86,6 +86,18 @@ func (m *machine) mremap(pr *proc, i int) {
 		fail(eINVAL, "mremap with old_len 0 (duplicate) of a private mapping fails with EINVAL")
 		return
 	}
+	if fixed && oldN == 0 && dst == src {
+		// Not an overlap by the kernel's test, so the destination is
+		// unmapped first, taking the source with it: EFAULT.
+		r := m.result(pr, i, certain(eFAULT, "MREMAP_FIXED with old_len 0 onto the source itself unmaps the source, then finds nothing to move (EFAULT)"))
+		m.setRet(i, ^uint64(0))
+		if r.Errno == eFAULT {
+			pr.unmap(dst, dst+newN)
+		} else {
+			m.forget(pr, dst, dst+newN, i)
+		}
+		return
+	}
 	checkN := oldN
 	if newN < oldN {
 		checkN = newN

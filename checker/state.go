@@ -69,27 +69,62 @@ func sameAttrs(a, b *seg) bool {
 	return true
 }
 
-// words is the sparse content of one page: word index (0..511) -> value.
-type words map[uint16]uint64
-
-func (w words) clone() words {
-	c := make(words, len(w))
-	for k, v := range w {
-		c[k] = v
-	}
-	return c
+// wv is one non-zero word of a page: its index (0..511) and value.
+type wv struct {
+	k uint16
+	v uint64
 }
+
+// words is the sparse content of one page, sorted by word index.
+type words []wv
+
+func (w words) clone() words { return append(words(nil), w...) }
 
 func (w words) equal(o words) bool {
 	if len(w) != len(o) {
 		return false
 	}
-	for k, v := range w {
-		if o[k] != v {
+	for i := range w {
+		if w[i] != o[i] {
 			return false
 		}
 	}
 	return true
+}
+
+func (w words) search(k uint16) int {
+	lo, hi := 0, len(w)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if w[mid].k < k {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// get returns word k (0 if absent).
+func (w words) get(k uint16) uint64 {
+	if i := w.search(k); i < len(w) && w[i].k == k {
+		return w[i].v
+	}
+	return 0
+}
+
+// set stores v (non-zero) at word k.
+func (w *words) set(k uint16, v uint64) {
+	s := *w
+	i := s.search(k)
+	if i < len(s) && s[i].k == k {
+		s[i].v = v
+		return
+	}
+	s = append(s, wv{})
+	copy(s[i+1:], s[i:])
+	s[i] = wv{k, v}
+	*w = s
 }
 
 // page is the content of one page: one or more alternatives (MADV_FREE
@@ -100,24 +135,39 @@ type page struct {
 	refs    int32
 	unknown bool
 	alts    []words
+	// wild words may hold any value (a thread may write them).
+	wild map[uint16]bool
+}
+
+func (p *page) setWild(w uint16) {
+	if p.wild == nil {
+		p.wild = map[uint16]bool{}
+	}
+	p.wild[w] = true
 }
 
 const maxAlts = 4
 
-func newPage() *page { return &page{refs: 1, alts: []words{{}}} }
+func newPage() *page { return &page{refs: 1, alts: []words{nil}} }
 
 func (p *page) clone() *page {
 	c := &page{refs: 1, unknown: p.unknown, alts: make([]words, len(p.alts))}
 	for i, a := range p.alts {
 		c.alts[i] = a.clone()
 	}
+	if len(p.wild) > 0 {
+		c.wild = make(map[uint16]bool, len(p.wild))
+		for k := range p.wild {
+			c.wild[k] = true
+		}
+	}
 	return c
 }
 
 // write stores v at word w in every alternative.
 func (p *page) write(w uint16, v uint64) {
-	for _, a := range p.alts {
-		a[w] = v
+	for i := range p.alts {
+		p.alts[i].set(w, v)
 	}
 	p.dedup()
 }
@@ -153,12 +203,26 @@ func (p *page) addZeroAlt() {
 		p.unknown = true
 		return
 	}
-	p.alts = append(p.alts, words{})
+	p.alts = append(p.alts, nil)
 }
 
 // isZero reports whether the page's only possible content is all zero.
 func (p *page) isZero() bool {
-	return !p.unknown && len(p.alts) == 1 && len(p.alts[0]) == 0
+	return !p.unknown && len(p.alts) == 1 && len(p.alts[0]) == 0 && len(p.wild) == 0
+}
+
+// without returns w minus the wild words.
+func (w words) without(wild map[uint16]bool) words {
+	if len(wild) == 0 {
+		return w
+	}
+	var out words
+	for _, x := range w {
+		if !wild[x.k] {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // pageMap is a sparse map of pages, copied on write.

@@ -56,6 +56,19 @@ type Verdict struct {
 	// Notes are remarks that are not findings: harness events, and where
 	// the model stopped judging memory because it lost track.
 	Notes []string `json:"notes,omitempty"`
+	// Stats says how much was judged.
+	Stats Stats `json:"stats"`
+}
+
+// Stats counts what a check compared.
+type Stats struct {
+	Views int `json:"views"` // views compared
+	Pages int `json:"pages"` // readable pages whose content was compared
+	// Lost counts operations after which the model lost track of some
+	// pages (their state and content were not judged afterwards).
+	Lost int `json:"lost,omitempty"`
+	// SharedUnjudged: shared memory stopped being judged at some point.
+	SharedUnjudged bool `json:"shared_unjudged,omitempty"`
 }
 
 // OK reports whether no oracle failed.

@@ -37,6 +37,7 @@ func (m *machine) view(pr *proc, at int) {
 		return
 	}
 	m.usedView[vi] = true
+	m.col.v.Stats.Views++
 	m.compareView(pr, at, vi)
 }
 
@@ -134,10 +135,8 @@ func uniq(s []int) []int {
 // pageDigest computes a page's digest and non-zero count.
 func pageDigest(w words) (uint64, int) {
 	var d uint64
-	for k, v := range w {
-		if v != 0 {
-			d += obs.WordDigest(uint64(k)*prog.SlotSize, v)
-		}
+	for _, x := range w {
+		d += obs.WordDigest(uint64(x.k)*prog.SlotSize, x.v)
 	}
 	return d, len(w)
 }
@@ -180,13 +179,8 @@ func (m *machine) expectedView(pr *proc, at int) obs.View {
 				w := pg.alts[0]
 				d, nz := pageDigest(w)
 				v.Pages = append(v.Pages, obs.PageDigest{Region: r, Page: g - base, Digest: d, NonZero: nz})
-				idx := make([]int, 0, len(w))
-				for k := range w {
-					idx = append(idx, int(k))
-				}
-				sort.Ints(idx)
-				for _, k := range idx {
-					v.Words = append(v.Words, obs.Word{Region: r, Off: uint64(g-base)*prog.PageSize + uint64(k)*prog.SlotSize, Value: w[uint16(k)]})
+				for _, x := range w {
+					v.Words = append(v.Words, obs.Word{Region: r, Off: uint64(g-base)*prog.PageSize + uint64(x.k)*prog.SlotSize, Value: x.v})
 				}
 			}
 		}
@@ -210,11 +204,12 @@ func protString(s *seg) string {
 
 // actualPage is what a view shows of one page.
 type actualPage struct {
-	words    map[uint16]uint64
+	words    words
 	digest   uint64
 	nonzero  int
 	hasDig   bool
 	complete bool
+	done     bool
 }
 
 // compareView checks view vi of the observation against pr's state.
@@ -226,11 +221,11 @@ func (m *machine) compareView(pr *proc, at int, vi int) {
 	// Actual states by region.
 	actRuns := make([][]stRun, len(m.p.Regions))
 	for _, r := range v.Runs {
-		if r.Region < 0 || r.Region >= len(m.p.Regions) || r.N <= 0 {
+		if r.Region < 0 || r.Region >= len(m.p.Regions) || r.N <= 0 || r.First < 0 || r.First >= prog.SpanPages {
 			continue
 		}
 		base := r.Region * prog.SpanPages
-		actRuns[r.Region] = append(actRuns[r.Region], stRun{lo: base + r.First, hi: base + r.First + r.N, state: r.State})
+		actRuns[r.Region] = append(actRuns[r.Region], stRun{lo: base + r.First, hi: base + min(r.First+r.N, prog.SpanPages), state: r.State})
 	}
 	for r := range actRuns {
 		sort.Slice(actRuns[r], func(a, b int) bool { return actRuns[r][a].lo < actRuns[r][b].lo })
@@ -254,13 +249,13 @@ func (m *machine) compareView(pr *proc, at int, vi int) {
 		m.compareStates(pr, at, vi, r, exp, actRuns[r], cut)
 	}
 	m.compareVMAs(pr, at, vi, v)
-	// Content.
-	act := map[int]*actualPage{}
+	// Content, grouped by page.
+	act := make(map[int]*actualPage, len(v.Pages))
 	get := func(region int, pg int) *actualPage {
 		g := region*prog.SpanPages + pg
 		a := act[g]
 		if a == nil {
-			a = &actualPage{words: map[uint16]uint64{}}
+			a = &actualPage{}
 			act[g] = a
 		}
 		return a
@@ -269,7 +264,13 @@ func (m *machine) compareView(pr *proc, at int, vi int) {
 		if w.Region < 0 || w.Region >= len(m.p.Regions) || w.Off >= prog.SpanBytes || w.Value == 0 {
 			continue
 		}
-		get(w.Region, int(w.Off/prog.PageSize)).words[uint16(w.Off%prog.PageSize/prog.SlotSize)] = w.Value
+		a := get(w.Region, int(w.Off/prog.PageSize))
+		k := uint16(w.Off % prog.PageSize / prog.SlotSize)
+		if n := len(a.words); n == 0 || a.words[n-1].k < k {
+			a.words = append(a.words, wv{k, w.Value})
+		} else {
+			a.words.set(k, w.Value)
+		}
 	}
 	for _, d := range v.Pages {
 		if d.Region < 0 || d.Region >= len(m.p.Regions) || d.Page < 0 || d.Page >= prog.SpanPages {
@@ -288,8 +289,7 @@ func (m *machine) compareView(pr *proc, at int, vi int) {
 			a.complete = len(a.words) == 0 && !cut
 		}
 	}
-	empty := &actualPage{words: map[uint16]uint64{}, complete: !cut}
-	done := map[int]bool{}
+	empty := &actualPage{complete: !cut}
 	for r := range m.p.Regions {
 		base := r * prog.SpanPages
 		for _, run := range m.expRuns(pr, base, base+prog.SpanPages) {
@@ -301,18 +301,19 @@ func (m *machine) compareView(pr *proc, at int, vi int) {
 				if actState(g) != obs.Readable {
 					continue
 				}
-				done[g] = true
 				a := act[g]
 				if a == nil {
 					a = empty
+				} else {
+					a.done = true
 				}
 				m.comparePage(pr, at, vi, s, g, a)
 			}
 		}
 	}
 	gs := make([]int, 0, len(act))
-	for g := range act {
-		if !done[g] {
+	for g, a := range act {
+		if !a.done {
 			gs = append(gs, g)
 		}
 	}
@@ -465,17 +466,31 @@ func (m *machine) comparePage(pr *proc, at, vi int, s *seg, g int, a *actualPage
 	if unk {
 		return
 	}
-	alts := []words{{}}
+	m.col.v.Stats.Pages++
+	alts := []words{nil}
 	if pg != nil {
 		alts = pg.alts
+	}
+	if pg != nil && len(pg.wild) > 0 {
+		// Words a thread may write are not judged here.
+		if !a.complete {
+			return
+		}
+		aw := a.words.without(pg.wild)
+		var fa []words
+		for _, w := range alts {
+			fa = append(fa, w.without(pg.wild))
+		}
+		alts = fa
+		a = &actualPage{words: aw, complete: true}
 	}
 	best, bestDiff := 0, -1
 	for k, w := range alts {
 		if a.complete {
-			d := diffCount(w, a.words)
-			if d == 0 {
+			if w.equal(a.words) {
 				return
 			}
+			d := diffCount(w, a.words)
 			if bestDiff < 0 || d < bestDiff {
 				best, bestDiff = k, d
 			}
@@ -498,39 +513,35 @@ func (m *machine) comparePage(pr *proc, at, vi int, s *seg, g int, a *actualPage
 				viewName(pr.id, at), r, s.kind, p, a.digest, a.nonzero, d, nz)})
 		return
 	}
-	idx := map[uint16]bool{}
-	for k := range exp {
-		idx[k] = true
-	}
-	for k := range a.words {
-		idx[k] = true
-	}
-	ks := make([]int, 0, len(idx))
-	for k := range idx {
-		if exp[uint16(k)] != a.words[uint16(k)] {
-			ks = append(ks, int(k))
-		}
-	}
-	sort.Ints(ks)
-	for _, k := range ks {
-		m.wordFinding(pr, at, vi, s, g, uint16(k), exp[uint16(k)], a.words[uint16(k)], alts)
+	for _, k := range diffWords(exp, a.words) {
+		m.wordFinding(pr, at, vi, s, g, k, exp.get(k), a.words.get(k), alts)
 	}
 }
 
-func diffCount(w words, a map[uint16]uint64) int {
-	n := 0
-	for k, v := range w {
-		if a[k] != v {
-			n++
+// diffWords returns the indexes of the words that differ, in order.
+func diffWords(x, y words) []uint16 {
+	var out []uint16
+	i, j := 0, 0
+	for i < len(x) || j < len(y) {
+		switch {
+		case j >= len(y) || i < len(x) && x[i].k < y[j].k:
+			out = append(out, x[i].k)
+			i++
+		case i >= len(x) || y[j].k < x[i].k:
+			out = append(out, y[j].k)
+			j++
+		default:
+			if x[i].v != y[j].v {
+				out = append(out, x[i].k)
+			}
+			i++
+			j++
 		}
 	}
-	for k := range a {
-		if _, ok := w[k]; !ok {
-			n++
-		}
-	}
-	return n
+	return out
 }
+
+func diffCount(x, y words) int { return len(diffWords(x, y)) }
 
 // contentOracle picks the oracle for a content mismatch that is not an
 // isolation violation.
@@ -649,7 +660,13 @@ func (m *machine) decode(v uint64) (op, k int, ok bool) {
 		return 0, 0, false
 	}
 	o := &m.p.Ops[op]
-	if (o.Kind != prog.OpStore && o.Kind != prog.OpPwrite) || k >= o.Count {
+	switch o.Kind {
+	case prog.OpStore, prog.OpPwrite:
+		if k >= o.Count {
+			return 0, 0, false
+		}
+	case prog.OpStoreLoop:
+	default:
 		return 0, 0, false
 	}
 	return op, k, true

@@ -1,0 +1,128 @@
+package checker
+
+import (
+	"sort"
+	"testing"
+
+	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+func mustParse(t testing.TB, text string) *prog.Program {
+	t.Helper()
+	p, err := prog.Parse([]byte(text))
+	if err != nil {
+		t.Fatalf("parse: %v\n%s", err, text)
+	}
+	return p
+}
+
+// findView returns the view of proc taken at at.
+func findView(t testing.TB, o *obs.Observation, proc, at int) *obs.View {
+	t.Helper()
+	for i := range o.Views {
+		if o.Views[i].Proc == proc && o.Views[i].At == at {
+			return &o.Views[i]
+		}
+	}
+	t.Fatalf("no view of proc %d at %d", proc, at)
+	return nil
+}
+
+func wordAt(v *obs.View, region int, off uint64) uint64 {
+	for _, w := range v.Words {
+		if w.Region == region && w.Off == off {
+			return w.Value
+		}
+	}
+	return 0
+}
+
+// setWord changes one word of a view, keeping the page digests consistent.
+func setWord(v *obs.View, region int, off, val uint64) {
+	old := uint64(0)
+	ws := v.Words[:0]
+	for _, w := range v.Words {
+		if w.Region == region && w.Off == off {
+			old = w.Value
+			continue
+		}
+		ws = append(ws, w)
+	}
+	if val != 0 {
+		ws = append(ws, obs.Word{Region: region, Off: off, Value: val})
+	}
+	sort.Slice(ws, func(i, j int) bool {
+		if ws[i].Region != ws[j].Region {
+			return ws[i].Region < ws[j].Region
+		}
+		return ws[i].Off < ws[j].Off
+	})
+	v.Words = ws
+	page := int(off / prog.PageSize)
+	in := off % prog.PageSize
+	for i := range v.Pages {
+		d := &v.Pages[i]
+		if d.Region == region && d.Page == page {
+			if old != 0 {
+				d.Digest -= obs.WordDigest(in, old)
+				d.NonZero--
+			}
+			if val != 0 {
+				d.Digest += obs.WordDigest(in, val)
+				d.NonZero++
+			}
+			if d.NonZero == 0 {
+				v.Pages = append(v.Pages[:i], v.Pages[i+1:]...)
+			}
+			return
+		}
+	}
+	if val != 0 {
+		v.Pages = append(v.Pages, obs.PageDigest{Region: region, Page: page, Digest: obs.WordDigest(in, val), NonZero: 1})
+	}
+}
+
+// setState sets the state of one page in a view (0: unmapped), dropping
+// its content if it stops being readable.
+func setState(v *obs.View, region, page int, st obs.PageState) {
+	var runs []obs.Run
+	for _, r := range v.Runs {
+		if r.Region != region || page < r.First || page >= r.First+r.N {
+			runs = append(runs, r)
+			continue
+		}
+		if page > r.First {
+			runs = append(runs, obs.Run{Region: region, First: r.First, N: page - r.First, State: r.State})
+		}
+		if page+1 < r.First+r.N {
+			runs = append(runs, obs.Run{Region: region, First: page + 1, N: r.First + r.N - page - 1, State: r.State})
+		}
+	}
+	if st != 0 {
+		runs = append(runs, obs.Run{Region: region, First: page, N: 1, State: st})
+	}
+	sort.Slice(runs, func(i, j int) bool {
+		if runs[i].Region != runs[j].Region {
+			return runs[i].Region < runs[j].Region
+		}
+		return runs[i].First < runs[j].First
+	})
+	v.Runs = runs
+	if st != obs.Readable {
+		var ws []obs.Word
+		for _, w := range v.Words {
+			if w.Region != region || int(w.Off/prog.PageSize) != page {
+				ws = append(ws, w)
+			}
+		}
+		v.Words = ws
+		var ps []obs.PageDigest
+		for _, d := range v.Pages {
+			if d.Region != region || d.Page != page {
+				ps = append(ps, d)
+			}
+		}
+		v.Pages = ps
+	}
+}

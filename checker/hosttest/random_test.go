@@ -1,0 +1,97 @@
+package hosttest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/checker"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// TestRandomGen runs generated programs on the host kernel: the model must
+// accept every observation (zero false positives). HOSTN sets the number of
+// programs, HOSTSEED the first seed; failing programs are written to
+// $HOSTFAIL (a directory) if set.
+func TestRandomGen(t *testing.T) {
+	n := envInt("HOSTN", 60)
+	seed := envInt("HOSTSEED", 1)
+	fails := 0
+	for s := seed; s < seed+n; s++ {
+		p := gen.Generate(rand.New(rand.NewPCG(uint64(s), 7)), gen.DefaultWeights())
+		if v := runCheck(t, p); !v.OK() {
+			fails++
+			dump(t, fmt.Sprintf("gen-%d", s), p, v.Report())
+			if fails > 5 {
+				t.Fatal("too many failures")
+			}
+		}
+	}
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func dump(t testing.TB, name string, p *prog.Program, report string) {
+	t.Helper()
+	if dir := os.Getenv("HOSTFAIL"); dir != "" {
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(dir+"/"+name+".ffz", p.Format(), 0o644)
+		os.WriteFile(dir+"/"+name+".txt", []byte(report), 0o644)
+	}
+	if len(report) > 3000 {
+		report = report[:3000] + "..."
+	}
+	t.Errorf("%s:\n%s\n%s", name, p.Format(), report)
+}
+
+// TestRandomGenBites perturbs host observations of generated programs and
+// checks that the oracles notice, and reports how much the model judged.
+func TestRandomGenBites(t *testing.T) {
+	n := envInt("HOSTN", 30)
+	seed := envInt("HOSTSEED", 1)
+	var views, pages, lost, unjudged, flips, caught int
+	for s := seed; s < seed+n; s++ {
+		p := gen.Generate(rand.New(rand.NewPCG(uint64(s), 7)), gen.DefaultWeights())
+		o, err := exe(t).Run(p, executor.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := checker.Check(p, o)
+		views += v.Stats.Views
+		pages += v.Stats.Pages
+		lost += v.Stats.Lost
+		if v.Stats.SharedUnjudged {
+			unjudged++
+		}
+		if !v.OK() {
+			dump(t, fmt.Sprintf("gen-%d", s), p, v.Report())
+			continue
+		}
+		for vi := range o.Views {
+			if len(o.Views[vi].Words) == 0 {
+				continue
+			}
+			w := &o.Views[vi].Words[len(o.Views[vi].Words)/2]
+			old := w.Value
+			w.Value ^= 1 << 20
+			flips++
+			if !checker.Check(p, o).OK() {
+				caught++
+			}
+			w.Value = old
+		}
+	}
+	t.Logf("%d programs: %d views, %d pages compared, %d lost-track ops, %d with shared memory unjudged; %d/%d word flips caught", n, views, pages, lost, unjudged, caught, flips)
+	if caught < flips*9/10 {
+		t.Errorf("only %d of %d flipped words were caught", caught, flips)
+	}
+}
