@@ -58,7 +58,7 @@ var mutants = []Mutant{
 	{"odf-break-no-wrprotect", OnDemand, "copying a shared PTE table takes page references but does not write-protect private PTEs", "", MutODFBreakNoWrprotect},
 	{"odf-mremap-nobreak", OnDemand, "mremap moves PTEs out of a COW-shared PTE table without breaking it first", "", MutODFMremapNoBreak},
 	{"async-munmap-nosync", Async, "munmap does no proactive VMA synchronization: the parent zaps PTEs the child has not copied yet", "", MutAsyncMunmapNoSync},
-	{"async-mprotect-nosync", Async, "mprotect does no proactive VMA synchronization before changing PTEs the child has not copied", "", MutAsyncMprotectNoSync},
+	{"async-mprotect-nosync", Async, "mprotect does no proactive VMA synchronization and rewrites the PMD entries it touches with the new protection, dropping the not-yet-copied RW marker", "", MutAsyncMprotectNoSync},
 	{"async-madvise-nosync", Async, "madvise (DONTNEED...) does no proactive VMA synchronization", "", MutAsyncMadviseNoSync},
 	{"async-mremap-nosync", Async, "mremap does no proactive VMA synchronization: pages move away before the child copied them", "", MutAsyncMremapNoSync},
 	{"async-mmap-nosync", Async, "MAP_FIXED mmap over an existing VMA does no proactive VMA synchronization", "", MutAsyncMmapNoSync},

@@ -130,6 +130,11 @@ func (m *MM) Mprotect(a, length uint64, p prog.Prot) int {
 		if old&VMWrite != 0 && nf&VMWrite == 0 {
 			m.wrprotect(v.Start, v.End)
 		}
+		if nf&VMWrite != 0 && m.k.mut.has(MutAsyncMprotectNoSync) {
+			// The buggy path rewrites the PMD entries with the new
+			// protection, dropping Async-fork's not-yet-copied marker.
+			m.forEachPMD(v.Start, v.End, func(_ uint64, pe *PMDEntry) { pe.Flags |= PMDRW })
+		}
 		if old&(VMWrite|VMShared|VMLocked) == VMLocked && nf&VMWrite != 0 {
 			m.populate(v, v.Start, v.End)
 		}
@@ -331,7 +336,6 @@ func (m *MM) Mremap(a, oldLen, newLen uint64, flags prog.MremapFlags, to uint64)
 		// mapped piece moves to the same offset from the destination.
 		m.k.syncVMAs(m, a, a+oldLen, MutAsyncMremapNoSync)
 		m.k.syncVMAs(m, to, to+newLen, MutAsyncMremapNoSync)
-		m.unmapRange(to, to+newLen)
 		vs, _ := m.vmasIn(a, a+oldLen)
 		type piece struct{ s, e uint64 }
 		var ps []piece
@@ -339,6 +343,8 @@ func (m *MM) Mremap(a, oldLen, newLen uint64, flags prog.MremapFlags, to uint64)
 			ps = append(ps, piece{v.Start, v.End})
 		}
 		for _, pc := range ps {
+			// Holes in the source leave the destination alone.
+			m.unmapRange(to+(pc.s-a), to+(pc.e-a))
 			m.moveVMA(pc.s, pc.e-pc.s, pc.e-pc.s, to+(pc.s-a), dontunmap)
 		}
 		return to, 0

@@ -1,0 +1,150 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/checker"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/minimize"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// Issue is one finding of all oracles on a simulated run: the checker's
+// (package checker) and the simulated kernel's own page-table invariant.
+type Issue struct {
+	Signature, Text string
+}
+
+// Judge runs every oracle on an observation of p from the simulated kernel.
+func Judge(p *prog.Program, o *obs.Observation) []Issue {
+	var out []Issue
+	for _, f := range checker.Check(p, o).Findings {
+		out = append(out, Issue{f.Signature, f.String()})
+	}
+	sigs, texts := KernelFindings(o)
+	for i := range sigs {
+		out = append(out, Issue{sigs[i], texts[i]})
+	}
+	return out
+}
+
+// HuntResult is the outcome of a bounded campaign against one mutant.
+type HuntResult struct {
+	Mutant    Mutant
+	Detected  bool
+	Programs  int           // programs run up to and including the first detection
+	Elapsed   time.Duration // time to first detection (or the whole budget)
+	Signature string        // first finding's signature
+	Text      string        // its explanation
+	Found     *prog.Program
+	Minimized *prog.Program
+	MinRuns   int
+	Seed      uint64
+}
+
+// HuntConfig bounds a campaign.
+type HuntConfig struct {
+	Seed     uint64
+	Budget   time.Duration // wall-clock bound per mutant
+	Programs int           // program bound per mutant (0: none)
+	// FailRate is the probability of an injected allocation failure per
+	// fork (used only for mutants that need failures, see Mutant.Needs).
+	FailRate float64
+	// MinimizeRuns bounds the runs spent minimizing (0: 2000).
+	MinimizeRuns int
+}
+
+// Hunt runs generated programs against mutant m until an oracle fails or
+// the budget is spent, then minimizes the first failing program while the
+// same signature reproduces.
+func Hunt(m Mutant, hc HuntConfig) HuntResult {
+	cfg := Config{Mode: m.Mode, Mutant: m.Name, SchedSeed: hc.Seed}
+	if m.Needs == "fail" {
+		cfg.FailRate = hc.FailRate
+		if cfg.FailRate == 0 {
+			cfg.FailRate = 0.5
+		}
+	}
+	t, err := NewTarget(cfg)
+	res := HuntResult{Mutant: m, Seed: hc.Seed}
+	if err != nil {
+		res.Text = err.Error()
+		return res
+	}
+	w := gen.DefaultWeights()
+	start := time.Now()
+	for i := 0; hc.Programs == 0 || i < hc.Programs; i++ {
+		if time.Since(start) > hc.Budget {
+			break
+		}
+		p := gen.Generate(rand.New(rand.NewPCG(hc.Seed, uint64(i))), w)
+		o, err := t.Run(p, executor.Options{})
+		if err != nil {
+			continue
+		}
+		is := Judge(p, o)
+		if len(is) == 0 {
+			continue
+		}
+		res.Detected, res.Programs, res.Elapsed = true, i+1, time.Since(start)
+		res.Signature, res.Text, res.Found = is[0].Signature, is[0].Text, p
+		break
+	}
+	if !res.Detected {
+		res.Elapsed = time.Since(start)
+		return res
+	}
+	maxRuns := hc.MinimizeRuns
+	if maxRuns <= 0 {
+		maxRuns = 2000
+	}
+	sig := res.Signature
+	res.Minimized, _ = minimize.Minimize(res.Found, func(q *prog.Program) bool {
+		res.MinRuns++
+		o, err := t.Run(q, executor.Options{})
+		if err != nil {
+			return false
+		}
+		for _, is := range Judge(q, o) {
+			if is.Signature == sig {
+				return true
+			}
+		}
+		return false
+	}, minimize.MaxAttempts(maxRuns))
+	return res
+}
+
+// HuntAll hunts every mutant (of one mode, or all when mode < 0) and
+// writes one line per mutant to w, then a summary.
+func HuntAll(w io.Writer, mode int, hc HuntConfig) []HuntResult {
+	var out []HuntResult
+	fmt.Fprintf(w, "%-26s %-9s %-8s %9s %9s %7s  %s\n", "MUTANT", "FORK", "DETECTED", "TIME", "PROGRAMS", "MIN-OPS", "SIGNATURE")
+	for _, m := range Mutants() {
+		if mode >= 0 && int(m.Mode) != mode {
+			continue
+		}
+		r := Hunt(m, hc)
+		out = append(out, r)
+		det, minOps := "no", "-"
+		if r.Detected {
+			det = "yes"
+			minOps = fmt.Sprint(len(r.Minimized.Ops))
+		}
+		fmt.Fprintf(w, "%-26s %-9v %-8s %9s %9d %7s  %s\n", m.Name, m.Mode, det,
+			r.Elapsed.Round(time.Millisecond), r.Programs, minOps, r.Signature)
+	}
+	n := 0
+	for _, r := range out {
+		if r.Detected {
+			n++
+		}
+	}
+	fmt.Fprintf(w, "detected %d of %d mutants (seed %d, budget %v per mutant)\n", n, len(out), hc.Seed, hc.Budget)
+	return out
+}
