@@ -131,6 +131,7 @@ func (pc *pipeCapture) catchUp(max time.Duration) {
 		if n == 0 && pc.inRead.Load() {
 			return
 		}
+
 		time.Sleep(time.Millisecond)
 	}
 }

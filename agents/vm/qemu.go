@@ -389,7 +389,7 @@ func (in *instance) hung(start int64, why string, kerr func(kind, title, rep str
 // result turns the agent's reply into what Run returns, with any kernel
 // report the console shows since the program started.
 func (in *instance) result(m *Msg, start int64, fromReport func(*report.Report, bool) *KernelReportError) (*obs.Observation, error) {
-	in.pipe.catchUp(100 * time.Millisecond)
+	in.pipe.catchUp(time.Second)
 	cons, _ := in.con.Since(start)
 	var kr *KernelReportError
 	if r := scanReports(cons); r != nil {
