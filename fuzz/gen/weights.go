@@ -120,8 +120,8 @@ func DefaultWeights() Weights {
 		DeferWaitProb: 0.25,
 		BoundaryProb:  0.6,
 		UnalignedProb: 0.05,
-		ThreadProb:    0, // enabled once the checker judges threads
-		ThreadVMAProb: 0,
+		ThreadProb:    0.25,
+		ThreadVMAProb: 0.1,
 		MaxWriters:    3,
 	}
 }
