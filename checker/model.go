@@ -560,7 +560,7 @@ func (m *machine) contiguousPrefix(pr *proc, lo, hi int) (end int, gap, unsure b
 	for g < hi {
 		s := pr.segAt(g)
 		if s == nil {
-			return g, true, false
+			return g, true, unsure
 		}
 		if s.unknown {
 			unsure = true

@@ -134,18 +134,29 @@ func (m *machine) mremap(pr *proc, i int) {
 		if oldN > 0 {
 			endB = pr.boundary(src + oldN)
 		}
-		free := src+newN <= arenaPages && len(pr.segsIn(src+oldN, src+newN)) == 0
+		// Is the space after the range free? 2 yes, 1 maybe, 0 no.
+		free := 2
+		if src+newN > arenaPages {
+			free = 0
+		}
+		for _, t := range pr.segsIn(src+oldN, src+newN) {
+			if t.unknown {
+				free = min(free, 1)
+			} else {
+				free = 0
+			}
+		}
 		switch {
-		case endB == 2 && free:
+		case endB == 2 && free == 2:
 			outs = append(outs, outcome{ok: true, ret: src})
 			why = "the VMA ends at the range and the space after it is free: it grows in place"
-		case endB == 0 || !free:
+		case endB == 0 || free == 0:
 			why = "the VMA cannot grow in place"
 		default:
 			outs = append(outs, outcome{ok: true, ret: src})
-			why = "the VMA may or may not end at the range (vma merging)"
+			why = "the VMA may or may not be able to grow in place (vma merging, or pages the model lost track of)"
 		}
-		if endB != 2 || !free {
+		if endB != 2 || free != 2 {
 			if maymove {
 				outs = append(outs, outcome{ok: true, ret: -1})
 				why += "; MREMAP_MAYMOVE lets it move"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/checker"
+	"github.com/forkfuzz/forkfuzz/checker/internal/randprog"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -93,5 +94,48 @@ func TestRandomGenBites(t *testing.T) {
 	t.Logf("%d programs: %d views, %d pages compared, %d lost-track ops, %d with shared memory unjudged; %d/%d word flips caught", n, views, pages, lost, unjudged, caught, flips)
 	if caught < flips*9/10 {
 		t.Errorf("only %d of %d flipped words were caught", caught, flips)
+	}
+}
+
+// TestRandomLocal runs the checker's own corner-case programs
+// (internal/randprog) on the host kernel: zero findings allowed.
+func TestRandomLocal(t *testing.T) {
+	n := envInt("HOSTN", 100)
+	seed := envInt("HOSTSEED", 1)
+	fails := 0
+	var lost int
+	for s := seed; s < seed+n; s++ {
+		r := rand.New(rand.NewPCG(uint64(s), 11))
+		p := randprog.Build(r, 10+r.IntN(50))
+		v := runCheck(t, p)
+		lost += v.Stats.Lost
+		if !v.OK() {
+			fails++
+			dump(t, fmt.Sprintf("local-%d", s), p, v.Report())
+			if fails > 5 {
+				t.Fatal("too many failures")
+			}
+		}
+	}
+	t.Logf("%d programs, %d lost-track operations", n, lost)
+}
+
+// TestRandomThreads runs generated programs with writer threads and
+// thread VMA operations: zero findings allowed.
+func TestRandomThreads(t *testing.T) {
+	n := envInt("HOSTN", 40)
+	seed := envInt("HOSTSEED", 1)
+	w := gen.DefaultWeights()
+	w.ThreadProb, w.ThreadVMAProb = 0.5, 0.3
+	fails := 0
+	for s := seed; s < seed+n; s++ {
+		p := gen.Generate(rand.New(rand.NewPCG(uint64(s), 13)), w)
+		if v := runCheck(t, p); !v.OK() {
+			fails++
+			dump(t, fmt.Sprintf("threads-%d", s), p, v.Report())
+			if fails > 5 {
+				t.Fatal("too many failures")
+			}
+		}
 	}
 }
