@@ -213,7 +213,7 @@ func (k *Kernel) syncVMAs(m *MM, s, e uint64, mut mutantBit) {
 			k.step(c)
 		}
 	}
-	if mut != 0 && k.mut.has(mut) {
+	if mut != 0 && k.mut.has(mut) || len(m.copies) == 0 {
 		return
 	}
 	c := m.copies[len(m.copies)-1]

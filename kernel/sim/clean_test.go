@@ -58,3 +58,35 @@ func TestCleanModelsPass(t *testing.T) {
 }
 
 var _ = prog.Version
+
+// TestCleanModelsWithFailures injects allocation failures into forks: the
+// unmodified models must still satisfy every oracle (a failed fork is
+// allowed, a fork whose background copy failed kills the child).
+func TestCleanModelsWithFailures(t *testing.T) {
+	n := nPrograms(t, 300)
+	for _, mode := range []Mode{Eager, OnDemand, Async} {
+		tg, _ := NewTarget(Config{Mode: mode, SchedSeed: 3, FailRate: 0.5})
+		bad := 0
+		for i := 0; i < n; i++ {
+			p := gen.Generate(rand.New(rand.NewPCG(12, uint64(i))), gen.DefaultWeights())
+			o, err := tg.Run(p, execOpts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			is := Judge(p, o)
+			if len(is) == 0 {
+				continue
+			}
+			bad++
+			if bad <= 2 {
+				t.Errorf("%v: program %d:\n%s", mode, i, p.Format())
+				for _, x := range is {
+					t.Errorf("  %s", x.Text)
+				}
+			}
+		}
+		if bad > 0 {
+			t.Errorf("%v: %d of %d programs have findings", mode, bad, n)
+		}
+	}
+}

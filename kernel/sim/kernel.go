@@ -83,9 +83,10 @@ type Kernel struct {
 	inoSeq  uint64
 	// mmapBase is where the next kernel-placed mapping goes (top-down).
 	mmapBase uint64
-	events  []string
+	events   []string
 	// copies are the Async-fork copies in flight, oldest first.
-	copies []*asyncCopy
+	copies   []*asyncCopy
+	injected []int
 	// Allocs counts every page-table and VMA allocation.
 	Allocs int
 }
@@ -138,6 +139,15 @@ func (k *Kernel) newAllocCtx() *allocCtx {
 func (k *Kernel) event(format string, args ...any) {
 	k.events = append(k.events, "sim: "+fmt.Sprintf(format, args...))
 }
+
+// InjectPrefix starts the observation events that say where the kernel
+// injected an allocation failure; they are notes, not findings.
+const InjectPrefix = "sim-inject: "
+
+// Injected lists the forks that got an injected allocation failure: the
+// fork failed (ENOMEM) or, for Async-fork, its background copy failed and
+// the child was killed.
+func (k *Kernel) Injected() []int { return k.injected }
 
 // Events returns the events recorded so far.
 func (k *Kernel) Events() []string { return k.events }

@@ -292,6 +292,8 @@ func (x *machine) fork(parent, f int) (uint64, int) {
 	}
 	k.ctx = nil
 	if err != nil {
+		k.injected = append(k.injected, f)
+		k.events = append(k.events, fmt.Sprintf("%sfork f%d: allocation %d failed in the fork path: fork fails with ENOMEM", InjectPrefix, f, ctx.failAt))
 		x.procs[f+1] = &proc{failed: true}
 		if k.cfg.Mode == Async {
 			k.checkPMDs(pm, f)
@@ -318,8 +320,10 @@ func (x *machine) wait(f int) (uint64, int) {
 	if c.copy != nil && !c.copy.done {
 		x.k.runCopy(c.copy)
 	}
-	if c.copy != nil && c.copy.killed {
+	if c.copy != nil && c.copy.killed && !c.killed {
 		c.killed = true
+		x.k.injected = append(x.k.injected, f)
+		x.k.events = append(x.k.events, fmt.Sprintf("%sfork f%d: allocation %d failed in the background copy: the child is killed", InjectPrefix, f, c.copy.ctx.failAt))
 	}
 	status := uint64(0)
 	if c.killed {

@@ -429,6 +429,14 @@ func (k *Kernel) unmappedArea(length uint64) uint64 {
 // moveVMA moves [a, a+oldLen) to [to, to+newLen) (the destination is free).
 func (m *MM) moveVMA(a, oldLen, newLen, to uint64, dontunmap bool) uint64 {
 	var src *VMA
+	if dontunmap {
+		// The kernel clears VM_LOCKED on the whole source VMA (it is not
+		// split when nothing is unmapped).
+		if v := m.vmaAt(a); v != nil {
+			v.Flags &^= VMLocked
+			defer m.mergeAround(v.Start, v.End)
+		}
+	}
 	if oldLen > 0 {
 		vs, _ := m.vmasIn(a, a+oldLen)
 		src = vs[0]
@@ -443,9 +451,7 @@ func (m *MM) moveVMA(a, oldLen, newLen, to uint64, dontunmap bool) uint64 {
 		m.movePTEs(a, to, oldLen)
 	}
 	if oldLen > 0 {
-		if dontunmap {
-			src.Flags &^= VMLocked
-		} else {
+		if !dontunmap {
 			m.removeVMAs(a, a+oldLen)
 			m.freeTables(a, a+oldLen)
 		}
