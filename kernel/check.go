@@ -44,7 +44,8 @@ func ReadConfig(path string) (Config, error) {
 	return ParseConfig(b)
 }
 
-func (c Config) on(k string) bool { return c[k] == "y" || c[k] == "m" }
+// On reports whether option k is built in or a module.
+func (c Config) On(k string) bool { return c[k] == "y" || c[k] == "m" }
 
 // NoConfigError says that a kernel image's configuration cannot be found.
 type NoConfigError struct{ Image string }
@@ -176,7 +177,7 @@ func CheckConfig(c Config, source string) *CheckReport {
 	for _, cp := range capabilities {
 		cp.Missing = nil
 		for _, n := range cp.Needs {
-			if !c.on(n) {
+			if !c.On(n) {
 				cp.Missing = append(cp.Missing, n)
 			}
 		}

@@ -27,7 +27,11 @@ func TestMain(m *testing.M) {
 		fakeQEMU(mode, os.Getenv("FORKFUZZ_FAKE_SOCK"))
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if agentDir != "" {
+		os.RemoveAll(agentDir)
+	}
+	os.Exit(code)
 }
 
 const fakeWarning = `[   42.101234] ------------[ cut here ]------------

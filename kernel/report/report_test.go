@@ -68,6 +68,8 @@ func TestTitles(t *testing.T) {
 		"synthetic-gpf.log":                    "general protection fault in __list_del_entry_valid",
 		"synthetic-kasan.log":                  "KASAN: use-after-free in copy_pmd_range",
 		"synthetic-null-deref.log":             "BUG: kernel NULL pointer dereference in odf_copy_pte_table",
+		"sysrq-crash-debian-cloud-6.1.log":     "kernel panic: sysrq triggered crash",
+		"sysrq-crash-6.1.192-forkfuzz.log":     "kernel panic: sysrq triggered crash",
 		"panic-no-rootfs-6.1.192-forkfuzz.log": "kernel panic: VFS: Unable to mount root fs on unknown-block(0,0)",
 	} {
 		log, err := os.ReadFile(filepath.Join("testdata", file))
@@ -82,6 +84,15 @@ func TestTitles(t *testing.T) {
 }
 
 func TestNoReports(t *testing.T) {
+	for _, f := range []string{"boot-debian-cloud-6.1.log", "boot-6.1.192-forkfuzz.log"} {
+		log, err := os.ReadFile(filepath.Join("testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := Parse(log); len(r) != 0 {
+			t.Errorf("%s: a clean boot shows reports:\n%s", f, format(r))
+		}
+	}
 	for _, s := range []string{
 		"", "hello\n", "[    0.000000] Linux version 6.1.0\n[    1.0] Run /init as init process\n",
 		"[    0.5] x86/fpu: Supporting XSAVE feature 0x001: 'x87 floating point registers'\n",
