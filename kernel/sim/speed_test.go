@@ -1,0 +1,50 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+func benchPrograms(n int) []*prog.Program {
+	ps := make([]*prog.Program, n)
+	for i := range ps {
+		ps[i] = gen.Generate(rand.New(rand.NewPCG(5, uint64(i))), gen.DefaultWeights())
+	}
+	return ps
+}
+
+// BenchmarkRun measures simulated programs per second on one core (the
+// default generator's programs), per fork implementation, without oracles.
+func BenchmarkRun(b *testing.B) {
+	ps := benchPrograms(256)
+	for _, mode := range []Mode{Eager, OnDemand, Async} {
+		b.Run(mode.String(), func(b *testing.B) {
+			t, _ := NewTarget(Config{Mode: mode})
+			for i := 0; b.Loop(); i++ {
+				if _, err := t.Run(ps[i%len(ps)], execOpts); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "programs/s")
+		})
+	}
+}
+
+// BenchmarkRunJudge is BenchmarkRun plus every oracle (checker.Check and
+// the page-table invariant), i.e. what a campaign pays per program.
+func BenchmarkRunJudge(b *testing.B) {
+	ps := benchPrograms(256)
+	t, _ := NewTarget(Config{Mode: Async})
+	for i := 0; b.Loop(); i++ {
+		p := ps[i%len(ps)]
+		o, err := t.Run(p, execOpts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		Judge(p, o)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "programs/s")
+}
