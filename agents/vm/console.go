@@ -85,11 +85,15 @@ func (c *console) Close() {
 // console, and can tell when everything written into the pipe so far has
 // reached the console (catchUp), so a report printed before the guest sent
 // a result is seen with that result.
+//
+// The copier waits with poll, then marks itself busy before it reads: so
+// "the pipe is empty and the copier is not busy" means every byte written
+// before that moment is in the console.
 type pipeCapture struct {
 	r       *os.File
-	fd      int // r's descriptor, taken before reading starts (Fd makes r blocking)
+	fd      int // r's descriptor (blocking; only the copier reads it)
 	con     *console
-	inRead  atomic.Bool
+	busy    atomic.Bool
 	drained chan struct{} // closed at end of file
 }
 
@@ -100,13 +104,20 @@ func capturePipe(r *os.File, con *console) *pipeCapture {
 		defer r.Close()
 		buf := make([]byte, 64<<10)
 		for {
-			pc.inRead.Store(true)
-			n, err := r.Read(buf)
-			pc.inRead.Store(false)
+			fds := []unix.PollFd{{Fd: int32(pc.fd), Events: unix.POLLIN}}
+			if _, err := unix.Poll(fds, -1); err != nil {
+				if err == unix.EINTR {
+					continue
+				}
+				return
+			}
+			pc.busy.Store(true)
+			n, err := unix.Read(pc.fd, buf)
 			if n > 0 {
 				con.Write(buf[:n])
 			}
-			if err != nil {
+			pc.busy.Store(false)
+			if n == 0 || (err != nil && err != unix.EINTR && err != unix.EAGAIN) {
 				return
 			}
 		}
@@ -114,8 +125,7 @@ func capturePipe(r *os.File, con *console) *pipeCapture {
 	return pc
 }
 
-// catchUp waits (up to max) until the pipe is empty and the copier is
-// waiting for more.
+// catchUp waits (up to max) until the pipe is empty and the copier idle.
 func (pc *pipeCapture) catchUp(max time.Duration) {
 	deadline := time.Now().Add(max)
 	for time.Now().Before(deadline) {
@@ -128,10 +138,9 @@ func (pc *pipeCapture) catchUp(max time.Duration) {
 		if err != nil {
 			return
 		}
-		if n == 0 && pc.inRead.Load() {
+		if n == 0 && !pc.busy.Load() {
 			return
 		}
-
 		time.Sleep(time.Millisecond)
 	}
 }

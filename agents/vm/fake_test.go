@@ -167,6 +167,9 @@ func TestFakeWarningKeepsObservation(t *testing.T) {
 		if !errors.As(err, &ke) || ke.Title != "WARNING in copy_pte_range" || ke.Kind != "warning" || ke.Restarted {
 			t.Fatalf("run %d: got %v (%+v), want a WARNING report without restart", i, err, ke)
 		}
+		if ke.Signature() != "kernel-warning/WARNING-in-copy_pte_range" || !strings.Contains(ke.Explanation(), "mm/memory.c:1047") {
+			t.Errorf("signature %q, explanation:\n%s", ke.Signature(), ke.Explanation())
+		}
 		if o == nil || !strings.Contains(ke.Console, "cut here") || !strings.Contains(ke.Program, "fork f0") {
 			t.Errorf("observation %v; console %q; program %q", o, ke.Console, ke.Program)
 		}

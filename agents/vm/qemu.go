@@ -205,9 +205,9 @@ func (in *instance) boot() error {
 		select {
 		case m := <-in.msgs:
 			if m.Type == MsgHello {
-				in.uname, in.steps = m.Uname, m.Steps
 				d := time.Since(in.started)
 				in.t.mu.Lock()
+				in.uname, in.steps = m.Uname, m.Steps
 				in.t.Boots = append(in.t.Boots, d)
 				in.t.mu.Unlock()
 				fmt.Fprintf(c.Log, "vm %d: booted %s under %s in %v\n", in.idx, strings.Fields(in.uname + " ?")[0], in.t.accel, d.Round(time.Millisecond))

@@ -100,6 +100,43 @@ type KernelReportError struct {
 
 func (e *KernelReportError) Error() string { return "kernel: " + e.Title }
 
+// Oracle names the kernel health oracle that fired: "kernel-" + Kind
+// (kernel-warning, kernel-bug, kernel-panic, kernel-hang,
+// kernel-lost-connection, ...).
+func (e *KernelReportError) Oracle() string { return "kernel-" + e.Kind }
+
+// Signature is a deduplication key safe in a file name:
+// "kernel-warning/WARNING-in-copy_pte_range".
+func (e *KernelReportError) Signature() string {
+	b := []byte(e.Title)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	return e.Oracle() + "/" + strings.Trim(string(b), "-")
+}
+
+// Explanation is the human-readable body of a finding: the title, the VM
+// and kernel, the target file steps in effect, the report and the console
+// excerpt.
+func (e *KernelReportError) Explanation() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\nkernel report (%s) in VM %d, kernel %s", e.Title, e.Kind, e.VM, e.Kernel)
+	if e.Restarted {
+		b.WriteString("; the VM was restarted")
+	}
+	b.WriteString("\n")
+	for _, s := range e.Steps {
+		fmt.Fprintf(&b, "target file: %s\n", s)
+	}
+	if e.Report != "" {
+		fmt.Fprintf(&b, "\n--- report ---\n%s\n", strings.TrimRight(e.Report, "\n"))
+	}
+	fmt.Fprintf(&b, "\n--- console since the program started ---\n%s\n", strings.TrimRight(lastBytes([]byte(e.Console), 32<<10), "\n"))
+	return b.String()
+}
+
 // Target runs programs in a pool of QEMU VMs booted with the kernel under
 // test. It implements agents.Target; Run may be called concurrently (one
 // program per VM at a time).
@@ -212,6 +249,19 @@ func New(cfg Config) (*Target, error) {
 		t.idle <- in
 	}
 	return t, nil
+}
+
+// KernelRelease is the guest kernel's uname (release and version) as the
+// agent reported it at the last boot.
+func (t *Target) KernelRelease() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, in := range t.all {
+		if in.uname != "" {
+			return in.uname
+		}
+	}
+	return ""
 }
 
 // Accel is the accelerator in use ("kvm" or "tcg").
