@@ -3,6 +3,7 @@ package vm
 import (
 	"errors"
 	"flag"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 	"github.com/forkfuzz/forkfuzz/kernel"
 )
@@ -54,7 +57,7 @@ func staticAgent(t *testing.T) string {
 		}
 		agentPath = filepath.Join(agentDir, "forkfuzz")
 		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		cmd := exec.Command(gobin, "build", "-o", agentPath, "github.com/forkfuzz/forkfuzz/cmd/forkfuzz")
+		cmd := exec.Command(gobin, "build", "-o", agentPath, "github.com/forkfuzz/forkfuzz/agents/vm/internal/agentbin")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			agentErr = errors.New("build the static agent: " + err.Error() + ": " + string(out))
@@ -118,9 +121,9 @@ func referenceKernel(t *testing.T) string {
 	return m[0]
 }
 
-func bootTarget(t *testing.T, image string, mods []string, hang time.Duration) *Target {
+func bootTarget(t *testing.T, image string, mods []string, hang time.Duration, tf *TargetFile) *Target {
 	t.Helper()
-	cfg := Config{Kernel: image, Modules: mods, Agent: staticAgent(t), Accel: "auto",
+	cfg := Config{Kernel: image, Modules: mods, Agent: staticAgent(t), Accel: "auto", TargetFile: tf,
 		Workdir: t.TempDir(), HangTimeout: hang, BootTimeout: 3 * time.Minute, Log: testLog{t}}
 	tg, err := New(cfg)
 	if err != nil {
@@ -211,7 +214,28 @@ func lkdtmWarning(t *testing.T, tg *Target, image string) {
 func TestQEMUDebianKernel(t *testing.T) {
 	needQEMU(t)
 	image, mods := debianKernel(t)
-	tg := bootTarget(t, image, mods, 15*time.Second)
+	// A target file with guest set-up and fork-mode steps of every kind
+	// (harmless ones: the Debian kernel has no fork toggle).
+	tf, err := ParseTargetFile("debian.target", []byte(`
+setup = write /proc/sys/vm/overcommit_memory 0
+setup = run /forkfuzz help
+fork-mode = write /proc/executor/oom_score_adj 100
+fork-mode = prctl 41 0   # PR_SET_THP_DISABLE 0: THP stays allowed
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := bootTarget(t, image, mods, 15*time.Second, tf)
+	if steps := tg.all[0].steps; len(steps) != 2 || !strings.HasSuffix(steps[0], ": ok") || !strings.HasSuffix(steps[1], ": ok") {
+		t.Errorf("set-up steps: %q", steps)
+	}
+	o, err := tg.Run(mustParse(t, testProg), executor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(o.Events, "\n"), "fork-mode: prctl 41 0") {
+		t.Errorf("observation does not record the fork-mode steps: %q", o.Events)
+	}
 	runPrograms(t, tg)
 
 	t.Run("sysrq-crash", func(t *testing.T) { sysrqCrash(t, tg, "debian-cloud-6.1") })
@@ -265,8 +289,50 @@ func TestQEMUDebianKernel(t *testing.T) {
 func TestQEMUReferenceKernel(t *testing.T) {
 	needQEMU(t)
 	image := referenceKernel(t)
-	tg := bootTarget(t, image, nil, 30*time.Second)
+	tg := bootTarget(t, image, nil, 30*time.Second, nil)
 	runPrograms(t, tg)
 	t.Run("sysrq-crash", func(t *testing.T) { sysrqCrash(t, tg, strings.TrimPrefix(filepath.Base(image), "bzImage-")) })
 	t.Run("lkdtm-warning", func(t *testing.T) { lkdtmWarning(t, tg, image) })
+}
+
+// TestQEMUThroughput measures boot-to-first-program and programs/s of one
+// VM under TCG against the native target, on the same generated programs.
+// It is a measurement, not a check: set FORKFUZZ_MEASURE=DURATION (e.g.
+// 60s) to run it.
+func TestQEMUThroughput(t *testing.T) {
+	d, err := time.ParseDuration(os.Getenv("FORKFUZZ_MEASURE"))
+	if err != nil {
+		t.Skip("a measurement: set FORKFUZZ_MEASURE=60s to run it")
+	}
+	needQEMU(t)
+	image, mods := debianKernel(t)
+	if k := os.Getenv("FORKFUZZ_MEASURE_KERNEL"); k != "" {
+		image, mods = k, nil
+	}
+	agent := staticAgent(t)
+	measure := func(name string, tg agents.Target) {
+		n, ops := 0, 0
+		start := time.Now()
+		for time.Since(start) < d {
+			p := gen.Generate(rand.New(rand.NewPCG(1, uint64(n))), gen.DefaultWeights())
+			if _, err := tg.Run(p, executor.Options{}); err != nil {
+				t.Logf("%s: program %d: %v", name, n, err)
+			}
+			n++
+			ops += len(p.Ops)
+		}
+		el := time.Since(start)
+		t.Logf("%s: %d programs (%d ops) in %v: %.2f programs/s", name, n, ops, el.Round(time.Millisecond), float64(n)/el.Seconds())
+	}
+	nat := agents.NewNative(func() *exec.Cmd { return exec.Command(agent, "executor") })
+	measure("native", nat)
+	nat.Close()
+	bootStart := time.Now()
+	tg := bootTarget(t, image, mods, time.Minute, nil)
+	if _, err := tg.Run(mustParse(t, testProg), executor.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("qemu (%s, %s): boot %v, boot to first program's result %v (New to result %v)", tg.Accel(), filepath.Base(image),
+		tg.Boots[0].Round(time.Millisecond), tg.FirstProg.Round(time.Millisecond), time.Since(bootStart).Round(time.Millisecond))
+	measure("qemu-"+tg.Accel(), tg)
 }
