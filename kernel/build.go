@@ -35,6 +35,32 @@ type BuildOptions struct {
 	// ConfigOnly stops after writing the .config.
 	ConfigOnly bool
 	Log        io.Writer
+
+	skipToolCheck bool // tests with a fake tree
+}
+
+// BuildToolsMissing says which tools a kernel build needs that are not
+// installed, and how to install them on Debian.
+func BuildToolsMissing() error {
+	var missing, pkgs []string
+	for _, tool := range []struct{ bin, pkg string }{
+		{"make", "make"}, {"gcc", "gcc"}, {"flex", "flex"}, {"bison", "bison"}, {"bc", "bc"}, {"perl", "perl"},
+	} {
+		if _, err := exec.LookPath(tool.bin); err != nil {
+			missing, pkgs = append(missing, tool.bin), append(pkgs, tool.pkg)
+		}
+	}
+	for _, h := range []struct{ file, pkg string }{
+		{"/usr/include/gelf.h", "libelf-dev"}, {"/usr/include/openssl/opensslv.h", "libssl-dev"},
+	} {
+		if _, err := os.Stat(h.file); err != nil {
+			missing, pkgs = append(missing, h.file), append(pkgs, h.pkg)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("a kernel build needs %s: apt-get install %s", strings.Join(missing, ", "), strings.Join(pkgs, " "))
 }
 
 // BuildResult says where the build put things.
@@ -64,6 +90,9 @@ func Build(o BuildOptions) (*BuildResult, error) {
 	}
 	if _, err := os.Stat(filepath.Join(o.Src, "Makefile")); err != nil {
 		return nil, fmt.Errorf("%s is not a kernel source tree: %w", o.Src, err)
+	}
+	if err := BuildToolsMissing(); err != nil && !o.skipToolCheck {
+		return nil, err
 	}
 	if o.Out == "" {
 		o.Out = filepath.Join(o.Src, "forkfuzz-build")

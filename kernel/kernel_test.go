@@ -64,3 +64,46 @@ func TestInitramfsWithCpio(t *testing.T) {
 		t.Errorf("listing %v, want %v", got, want)
 	}
 }
+
+func TestDebianKernelModules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fetches Debian's " + DefaultImagePackage + " (about 27 MB, cached): skipped under -short")
+	}
+	if _, err := exec.LookPath("apt-get"); err != nil {
+		t.Skip("no apt-get: cannot fetch Debian packages")
+	}
+	d, err := FetchDebian(DefaultImagePackage, CacheDir(), os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := IndexModules(d.Modules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods, err := idx.Resolve(VirtioModules...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range mods {
+		names = append(names, strings.TrimSuffix(filepath.Base(m), ".ko"))
+	}
+	pos := map[string]int{}
+	for i, n := range names {
+		pos[n] = i
+	}
+	for _, pair := range [][2]string{{"virtio", "virtio_console"}, {"virtio_ring", "virtio_console"}, {"virtio", "virtio_pci"}} {
+		a, okA := pos[pair[0]]
+		b, okB := pos[pair[1]]
+		if !okA || !okB || a > b {
+			t.Errorf("load order %v: want %s before %s", names, pair[0], pair[1])
+		}
+	}
+	if _, err := idx.Resolve("no_such_module"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("missing module: %v", err)
+	}
+	r, err := Check(d.Image)
+	if err != nil || !r.OK() {
+		t.Errorf("Debian kernel check: %v\n%v", err, r)
+	}
+}
