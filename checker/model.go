@@ -155,6 +155,9 @@ func (m *machine) run() {
 	for t := range m.th.handed {
 		m.join(t)
 	}
+	for t := range m.th.pending {
+		m.join(t)
+	}
 	if !main.crashed {
 		m.view(main, obs.AtEnd)
 	}
@@ -246,7 +249,8 @@ func (m *machine) exec(pr *proc, i int) {
 		m.join(op.Peer)
 	}
 	switch op.Kind {
-	case prog.OpMmap, prog.OpMunmap, prog.OpMremap, prog.OpMadvise:
+	case prog.OpMmap, prog.OpMunmap, prog.OpMremap, prog.OpMadvise, prog.OpMprotect, prog.OpMlock, prog.OpMunlock:
+		m.forgetPending(pr)
 		m.rewild(pr)
 	}
 }
@@ -309,17 +313,15 @@ func (m *machine) taintOp(pr *proc, i int) {
 	}
 }
 
-// forget marks [lo, hi) of pr unknown; writes there might have gone to
-// shared memory, so anything shared is suspect too.
+// forget marks [lo, hi) of pr unknown (mapped or not, any content). Writes
+// through unknown pages taint shared memory (see store).
 func (m *machine) forget(pr *proc, lo, hi, op int) {
 	lo = max(lo, 0)
 	hi = min(hi, arenaPages)
-	m.col.v.Stats.Lost++
-	for _, s := range pr.segsIn(lo, hi) {
-		if s.obj >= 0 {
-			m.taintShared = true
-		}
+	if lo >= hi {
+		return
 	}
+	m.col.v.Stats.Lost++
 	pr.setUnknown(lo, hi, op)
 }
 

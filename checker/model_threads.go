@@ -28,10 +28,14 @@ func mkCell(g int, w uint16) cell { return cell(g*512 + int(w)) }
 
 // threadState is the main process's thread bookkeeping.
 type threadState struct {
-	active  map[cell]int   // wild windows open on each cell
-	handed  map[int][]cell // cells handed to each thread since its last join
-	anyLoop bool
+	active map[cell]int   // wild windows open on each cell
+	handed map[int][]cell // cells handed to each thread since its last join
+	// pending are the ranges of mapping changes handed to each thread
+	// since its last join: they may take effect at any moment until then.
+	pending map[int][]span
 }
+
+type span struct{ lo, hi, op int }
 
 func (m *machine) hasThreads() bool {
 	for i := range m.p.Ops {
@@ -69,12 +73,36 @@ func (m *machine) threadOp(pr *proc, i int) {
 		m.writes[i] |= wroteShared
 	default:
 		if op.Kind.HasRange() {
-			m.taintOp(pr, i)
+			if m.th.pending == nil {
+				m.th.pending = map[int][]span{}
+			}
+			add := func(lo, hi int) {
+				m.th.pending[op.Thread] = append(m.th.pending[op.Thread], span{lo, hi, i})
+			}
+			lo := gpage(op.Region, op.Off&^(prog.PageSize-1))
+			add(lo, lo+max(pagesUp(op.Len+op.Off%prog.PageSize), pagesUp(op.NewLen)))
+			if op.Kind == prog.OpMremap && op.Flags&prog.MremapFixed != 0 {
+				d := gpage(op.To, op.ToOff&^(prog.PageSize-1))
+				add(d, d+pagesUp(op.NewLen))
+			}
 			if op.Kind == prog.OpMremap && r.Errno == 0 {
 				if to, ok := addrPage(r.Ret); ok {
-					m.forget(pr, to, to+pagesUp(op.NewLen), i)
+					add(to, to+pagesUp(op.NewLen))
 				}
 			}
+			m.forgetPending(pr)
+		}
+	}
+}
+
+// forgetPending forgets every range a thread may still change.
+func (m *machine) forgetPending(pr *proc) {
+	if pr.id != 0 {
+		return
+	}
+	for _, sp := range m.th.pending {
+		for _, r := range sp {
+			m.forget(pr, r.lo, r.hi, r.op)
 		}
 	}
 }
@@ -112,8 +140,10 @@ func (m *machine) rewild(pr *proc) {
 	}
 }
 
-// join closes the wild windows of thread t.
+// join closes the wild windows of thread t; its mapping changes are done.
 func (m *machine) join(t int) {
+	m.forgetPending(m.procs[0])
+	delete(m.th.pending, t)
 	for _, c := range m.th.handed[t] {
 		if m.th.active[c]--; m.th.active[c] <= 0 {
 			delete(m.th.active, c)

@@ -11,7 +11,10 @@ import (
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
-func TestScratch(t *testing.T) {
+// TestDump runs the programs in the file $SCRATCH (separated by "====" lines)
+// on the host and prints their results, views and VMAs: a tool for
+// comparing the model with Linux by eye.
+func TestDump(t *testing.T) {
 	path := os.Getenv("SCRATCH")
 	if path == "" {
 		t.Skip("SCRATCH not set")

@@ -1,3 +1,7 @@
+// Package hosttest runs programs on the host kernel through the real
+// executor and checks the observations with package checker: the model
+// must accept every observation of a correct kernel (zero false
+// positives). The tests need Linux and enough privilege for mlock.
 package hosttest
 
 import (

@@ -139,3 +139,21 @@ func TestRandomThreads(t *testing.T) {
 		}
 	}
 }
+
+// TestWordCap runs programs with a tiny per-view word cap: capped views
+// are judged by page digests, with no false positives.
+func TestWordCap(t *testing.T) {
+	n := envInt("HOSTN", 40)
+	seed := envInt("HOSTSEED", 1)
+	for s := seed; s < seed+n; s++ {
+		r := rand.New(rand.NewPCG(uint64(s), 17))
+		p := randprog.Build(r, 10+r.IntN(50))
+		o, err := exe(t).Run(p, executor.Options{WordCap: 1 + r.IntN(20)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := checker.Check(p, o); !v.OK() {
+			dump(t, fmt.Sprintf("wordcap-%d", s), p, v.Report())
+		}
+	}
+}
