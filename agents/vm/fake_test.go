@@ -286,3 +286,31 @@ func TestConsoleSince(t *testing.T) {
 		t.Errorf("ring keeps %d bytes", len(b))
 	}
 }
+
+func TestFakePoolConcurrent(t *testing.T) {
+	cfg := fakeConfig(t, "ok")
+	cfg.VMs = 3
+	tg, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	p := mustParse(t, testProg)
+	errs := make(chan error, 12)
+	for g := 0; g < 4; g++ {
+		go func() {
+			for i := 0; i < 3; i++ {
+				_, err := tg.Run(p, executor.Options{})
+				errs <- err
+			}
+		}()
+	}
+	for i := 0; i < 12; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(tg.Boots) != 3 {
+		t.Errorf("boots %v, want 3 VMs", tg.Boots)
+	}
+}
