@@ -111,7 +111,7 @@ func fakeConfig(t *testing.T, mode string) Config {
 	}
 	return Config{
 		Kernel: img, Agent: self, Accel: "tcg", Workdir: filepath.Join(dir, "work"),
-		BootTimeout: 5 * time.Second, HangTimeout: 2 * time.Second, ProgramTimeout: 2 * time.Second,
+		BootTimeout: 3 * time.Second, HangTimeout: 2 * time.Second, ProgramTimeout: 2 * time.Second,
 		Command: func(name string, args ...string) *exec.Cmd {
 			sock := ""
 			for _, a := range args {
@@ -250,7 +250,7 @@ func TestFakeExecutorCrash(t *testing.T) {
 func TestFakeHarnessFaults(t *testing.T) {
 	for _, c := range []struct{ mode, want string }{
 		{"fail", "could not load kernel"},
-		{"silent", "no hello from the agent within 5s"},
+		{"silent", "no hello from the agent within 3s"},
 		{"bootpanic", "console shows: kernel panic: sysrq triggered crash"},
 	} {
 		t.Run(c.mode, func(t *testing.T) {

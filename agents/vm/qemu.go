@@ -112,8 +112,27 @@ func (t *Target) CommandLine() string {
 	return t.cfg.QEMU + " " + strings.Join(in.args("SOCKET"), " ")
 }
 
-// boot starts QEMU and waits for the agent's hello.
+// bootAttempts is how many times a VM is booted before its boot failure
+// is reported: a TCG guest on an overloaded host occasionally stalls
+// early in boot.
+const bootAttempts = 2
+
+// boot boots the VM, retrying a boot that timed out or broke.
 func (in *instance) boot() error {
+	var err error
+	for i := 0; i < bootAttempts; i++ {
+		err = in.boot1()
+		var be *BootError
+		if err == nil || !errors.As(err, &be) || be.Report != "" {
+			return err // booted, QEMU would not start, or the kernel reported why
+		}
+		fmt.Fprintf(in.t.cfg.Log, "vm %d: boot attempt %d failed: %s\n", in.idx, i+1, be.Reason)
+	}
+	return err
+}
+
+// boot1 starts QEMU and waits for the agent's hello.
+func (in *instance) boot1() error {
 	in.stop()
 	c := in.t.cfg
 	in.boots++

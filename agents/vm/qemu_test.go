@@ -124,7 +124,7 @@ func referenceKernel(t *testing.T) string {
 func bootTarget(t *testing.T, image string, mods []string, hang time.Duration, tf *TargetFile) *Target {
 	t.Helper()
 	cfg := Config{Kernel: image, Modules: mods, Agent: staticAgent(t), Accel: "auto", TargetFile: tf,
-		Workdir: t.TempDir(), HangTimeout: hang, BootTimeout: 3 * time.Minute, Log: testLog{t}}
+		Workdir: t.TempDir(), HangTimeout: hang, BootTimeout: 90 * time.Second, Log: testLog{t}}
 	tg, err := New(cfg)
 	if err != nil {
 		t.Fatalf("%v\nreproduce with: %s", err, tg0CommandLine(cfg))
@@ -242,6 +242,7 @@ fork-mode = prctl 41 0   # PR_SET_THP_DISABLE 0: THP stays allowed
 	t.Run("lkdtm-warning", func(t *testing.T) { lkdtmWarning(t, tg, image) })
 
 	t.Run("killed-mid-program", func(t *testing.T) {
+		runPrograms(t, tg) // the VM is up
 		done := make(chan error, 1)
 		go func() {
 			_, err := tg.run(mustParse(t, testProg), executor.Options{}, testHooks{holdMs: 5000})
