@@ -280,8 +280,14 @@ func (m *machine) notRun(pr *proc, i int) {
 		m.col.add(Finding{Oracle: "errno", Signature: sig, Proc: pr.id, View: -1, Op: i, Region: -1,
 			Explanation: fmt.Sprintf("%s: %s %s", procName(pr.id), opRef(m.p, i), what)})
 	}
-	// Whatever part of it ran is unknown.
+	// Whatever part of it ran is unknown; a check that did not finish may
+	// have left a partial view.
 	m.taintOp(pr, i)
+	if op.Kind == prog.OpCheck {
+		for _, j := range m.views[viewKey{pr.id, i}] {
+			m.usedView[j] = true
+		}
+	}
 	if !later && !m.o.Truncated && op.Thread == 0 {
 		pr.crashed = true
 	}
@@ -357,7 +363,7 @@ type slotWrite struct {
 	k   int
 	g   int
 	w   uint16
-	seg seg
+	seg int // index into the process's segments
 }
 
 func (m *machine) store(pr *proc, i int) {
@@ -376,7 +382,7 @@ func (m *machine) store(pr *proc, i int) {
 		case s.prot != prog.ProtRW || m.beyondEOF(s, g):
 			skipped++
 		default:
-			plan = append(plan, slotWrite{k: k, g: g, w: uint16(off % prog.PageSize / prog.SlotSize), seg: *s})
+			plan = append(plan, slotWrite{k: k, g: g, w: uint16(off % prog.PageSize / prog.SlotSize), seg: pr.find(g)})
 		}
 	})
 	r := m.result(pr, i, certain(eOK, "a store never fails"))
@@ -402,8 +408,9 @@ func (m *machine) store(pr *proc, i int) {
 		return
 	}
 	for _, sw := range plan {
-		m.writeWord(pr, &sw.seg, sw.g, sw.w, prog.SlotValue(i, sw.k))
-		if sw.seg.kind.Shared() {
+		s := &pr.segs[sw.seg]
+		m.writeWord(pr, s, sw.g, sw.w, prog.SlotValue(i, sw.k))
+		if s.kind.Shared() {
 			m.writes[i] |= wroteShared
 		} else {
 			m.writes[i] |= wrotePrivate

@@ -204,12 +204,12 @@ func protString(s *seg) string {
 
 // actualPage is what a view shows of one page.
 type actualPage struct {
+	g        int
 	words    words
 	digest   uint64
 	nonzero  int
 	hasDig   bool
 	complete bool
-	done     bool
 }
 
 // compareView checks view vi of the observation against pr's state.
@@ -249,22 +249,88 @@ func (m *machine) compareView(pr *proc, at int, vi int) {
 		m.compareStates(pr, at, vi, r, exp, actRuns[r], cut)
 	}
 	m.compareVMAs(pr, at, vi, v)
-	// Content, grouped by page.
-	act := make(map[int]*actualPage, len(v.Pages))
-	get := func(region int, pg int) *actualPage {
-		g := region*prog.SpanPages + pg
-		a := act[g]
-		if a == nil {
-			a = &actualPage{}
-			act[g] = a
+	// Content: merge the sorted expected content pages with the sorted
+	// pages the view shows content of.
+	act := actualPages(v, len(m.p.Regions), cut)
+	type expPage struct {
+		g int
+		s *seg
+	}
+	var exp []expPage
+	for r := range m.p.Regions {
+		base := r * prog.SpanPages
+		for _, run := range m.expRuns(pr, base, base+prog.SpanPages) {
+			if run.unknown || run.state != obs.Readable {
+				continue
+			}
+			s := pr.segAt(run.lo)
+			for _, g := range m.contentPages(pr, s, run.lo, run.hi) {
+				exp = append(exp, expPage{g, s})
+			}
 		}
-		return a
+	}
+	empty := &actualPage{complete: !cut}
+	i, j := 0, 0
+	for i < len(exp) || j < len(act) {
+		switch {
+		case j >= len(act) || i < len(exp) && exp[i].g < act[j].g:
+			if actState(exp[i].g) == obs.Readable {
+				m.comparePage(pr, at, vi, exp[i].s, exp[i].g, empty)
+			}
+			i++
+		case i >= len(exp) || act[j].g < exp[i].g:
+			g := act[j].g
+			s := pr.segAt(g)
+			if s != nil && !s.unknown && actState(g) == obs.Readable && s.prot != prog.ProtNone && !m.beyondEOF(s, g) {
+				m.comparePage(pr, at, vi, s, g, &act[j])
+			}
+			j++
+		default:
+			if actState(exp[i].g) == obs.Readable {
+				m.comparePage(pr, at, vi, exp[i].s, exp[i].g, &act[j])
+			}
+			i++
+			j++
+		}
+	}
+}
+
+// actualPages groups a view's words and digests by page, sorted by global
+// page.
+func actualPages(v *obs.View, nregions int, cut bool) []actualPage {
+	out := make([]actualPage, 0, len(v.Pages)+1)
+	var idx map[int]int // only when the view is not in address order
+	sorted := true
+	get := func(g int) *actualPage {
+		n := len(out)
+		if n > 0 && out[n-1].g == g {
+			return &out[n-1]
+		}
+		if n == 0 || out[n-1].g < g && idx == nil {
+			out = append(out, actualPage{g: g})
+			return &out[n]
+		}
+		if idx == nil {
+			idx = make(map[int]int, n)
+			for k := range out {
+				idx[out[k].g] = k
+			}
+		}
+		if k, ok := idx[g]; ok {
+			return &out[k]
+		}
+		if out[n-1].g > g {
+			sorted = false
+		}
+		idx[g] = n
+		out = append(out, actualPage{g: g})
+		return &out[n]
 	}
 	for _, w := range v.Words {
-		if w.Region < 0 || w.Region >= len(m.p.Regions) || w.Off >= prog.SpanBytes || w.Value == 0 {
+		if w.Region < 0 || w.Region >= nregions || w.Off >= prog.SpanBytes || w.Value == 0 {
 			continue
 		}
-		a := get(w.Region, int(w.Off/prog.PageSize))
+		a := get(w.Region*prog.SpanPages + int(w.Off/prog.PageSize))
 		k := uint16(w.Off % prog.PageSize / prog.SlotSize)
 		if n := len(a.words); n == 0 || a.words[n-1].k < k {
 			a.words = append(a.words, wv{k, w.Value})
@@ -273,13 +339,17 @@ func (m *machine) compareView(pr *proc, at int, vi int) {
 		}
 	}
 	for _, d := range v.Pages {
-		if d.Region < 0 || d.Region >= len(m.p.Regions) || d.Page < 0 || d.Page >= prog.SpanPages {
+		if d.Region < 0 || d.Region >= nregions || d.Page < 0 || d.Page >= prog.SpanPages {
 			continue
 		}
-		a := get(d.Region, d.Page)
+		a := get(d.Region*prog.SpanPages + d.Page)
 		a.digest, a.nonzero, a.hasDig = d.Digest, d.NonZero, true
 	}
-	for _, a := range act {
+	if !sorted {
+		sort.Slice(out, func(a, b int) bool { return out[a].g < out[b].g })
+	}
+	for k := range out {
+		a := &out[k]
 		switch {
 		case !v.Truncated:
 			a.complete = true
@@ -289,42 +359,7 @@ func (m *machine) compareView(pr *proc, at int, vi int) {
 			a.complete = len(a.words) == 0 && !cut
 		}
 	}
-	empty := &actualPage{complete: !cut}
-	for r := range m.p.Regions {
-		base := r * prog.SpanPages
-		for _, run := range m.expRuns(pr, base, base+prog.SpanPages) {
-			if run.unknown || run.state != obs.Readable {
-				continue
-			}
-			s := pr.segAt(run.lo)
-			for _, g := range m.contentPages(pr, s, run.lo, run.hi) {
-				if actState(g) != obs.Readable {
-					continue
-				}
-				a := act[g]
-				if a == nil {
-					a = empty
-				} else {
-					a.done = true
-				}
-				m.comparePage(pr, at, vi, s, g, a)
-			}
-		}
-	}
-	gs := make([]int, 0, len(act))
-	for g, a := range act {
-		if !a.done {
-			gs = append(gs, g)
-		}
-	}
-	sort.Ints(gs)
-	for _, g := range gs {
-		s := pr.segAt(g)
-		if s == nil || s.unknown || actState(g) != obs.Readable || s.prot == prog.ProtNone || m.beyondEOF(s, g) {
-			continue
-		}
-		m.comparePage(pr, at, vi, s, g, act[g])
-	}
+	return out
 }
 
 // compareStates compares expected and actual page states of one region.
