@@ -23,7 +23,7 @@ type Finding struct {
 	// page and region offset (-1/0 if none).
 	Proc   int    `json:"proc"`
 	View   int    `json:"view"`
-	At     int    `json:"at,omitempty"`
+	At     int    `json:"at"`
 	Op     int    `json:"op"`
 	Region int    `json:"region"`
 	Page   int    `json:"page,omitempty"`
