@@ -178,7 +178,13 @@ func (m *MM) Madvise(a, length uint64, adv prog.Advice) int {
 	setFlags := func(v *VMA, set, clear uint16) {
 		v.Flags = v.Flags&^clear | set
 	}
-	vs, _ := m.vmasIn(a, e)
+	var vs []*VMA
+	switch adv {
+	case prog.AdvDontneed, prog.AdvFree, prog.AdvCollapse, prog.AdvPageout, prog.AdvCold:
+		vs = m.overlapping(a, e) // these do not split VMAs
+	default:
+		vs, _ = m.vmasIn(a, e)
+	}
 	for _, v := range vs {
 		if v.Start > at {
 			unmapped = ENOMEM
@@ -189,7 +195,7 @@ func (m *MM) Madvise(a, length uint64, adv prog.Advice) int {
 			if v.Flags&VMLocked != 0 {
 				err = EINVAL
 			} else {
-				m.zap(v.Start, v.End)
+				m.zap(max(a, v.Start), min(e, v.End))
 			}
 		case prog.AdvFree:
 			if v.Flags&VMLocked != 0 || !v.anon() || !v.private() {
@@ -234,20 +240,30 @@ func (m *MM) Madvise(a, length uint64, adv prog.Advice) int {
 
 // collapse models MADV_COLLAPSE's answer on the part [s, e) of v, as the
 // host (THP "madvise", shmem THP "never") gives it; contents never change
-// and the model leaves the page tables as they are. Only anonymous private
-// areas not marked NOHUGEPAGE can collapse; every 2 MiB-aligned range
-// inside the part must map at least one page; a part without such a range
-// is refused.
+// and the model leaves the page tables as they are. The VMA must be
+// anonymous private, not NOHUGEPAGE, have anonymous pages (an anon_vma)
+// and be big enough to hold an aligned huge page; then every 2 MiB-aligned
+// range inside the part must map at least one page (a part without such a
+// range trivially succeeds).
 func (m *MM) collapse(v *VMA, s, e uint64) int {
-	if v.Flags&VMNoHugePage != 0 || !v.anon() || !v.private() {
+	if v.Flags&VMNoHugePage != 0 {
+		return EINVAL
+	}
+	if v.anon() && v.anonVMA == 0 || !v.anon() && len(v.File.pages) == 0 {
+		return EINVAL
+	}
+	if (v.Start-v.PgOff)&pmdMask != 0 || (v.Start+pmdMask)&^pmdMask+pmdSize > v.End {
 		return EINVAL
 	}
 	hs, he := (max(s, v.Start)+pmdMask)&^pmdMask, min(e, v.End)&^pmdMask
-	if hs >= he {
-		return EINVAL
-	}
 	for h := hs; h < he; h += pmdSize {
 		pe, _ := m.pmdOf(h, false)
+		if !v.anon() {
+			if !v.File.anyPage(v.fileOff(h), pmdSize) {
+				return EINVAL
+			}
+			continue
+		}
 		if pe == nil || !pe.present() {
 			return EINVAL
 		}

@@ -22,6 +22,16 @@ func (f *File) page(idx uint64, create bool) *Page {
 	return p
 }
 
+// anyPage reports whether the page cache holds a page in [off, off+n).
+func (f *File) anyPage(off, n uint64) bool {
+	for i := off / pageSize; i < (off+n)/pageSize; i++ {
+		if f.pages[i] != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // VMA flag bits.
 const (
 	VMRead = 1 << iota
