@@ -244,7 +244,8 @@ func (m *MM) Madvise(a, length uint64, adv prog.Advice) int {
 // anonymous private, not NOHUGEPAGE, have anonymous pages (an anon_vma)
 // and be big enough to hold an aligned huge page; then every 2 MiB-aligned
 // range inside the part must map at least one page (a part without such a
-// range trivially succeeds).
+// range trivially succeeds, unless it lies strictly inside one 2 MiB
+// range).
 func (m *MM) collapse(v *VMA, s, e uint64) int {
 	if v.Flags&VMNoHugePage != 0 {
 		return EINVAL
@@ -256,6 +257,11 @@ func (m *MM) collapse(v *VMA, s, e uint64) int {
 		return EINVAL
 	}
 	hs, he := (max(s, v.Start)+pmdMask)&^pmdMask, min(e, v.End)&^pmdMask
+	if hs > he {
+		// A part inside one 2 MiB range: the kernel's count of ranges
+		// underflows and it reports failure.
+		return EINVAL
+	}
 	for h := hs; h < he; h += pmdSize {
 		pe, _ := m.pmdOf(h, false)
 		if !v.anon() {
