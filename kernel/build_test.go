@@ -71,7 +71,7 @@ func TestCheckConfigs(t *testing.T) {
 		t.Errorf("the fragment itself is not OK:\n%s", r)
 	}
 	for _, c := range r.Caps {
-		if len(c.Missing) > 0 && !strings.Contains(c.Name, "KASAN") && !strings.Contains(c.Name, "LKDTM") {
+		if len(c.Missing) > 0 && !strings.Contains(c.Name, "KASAN") {
 			t.Errorf("the fragment lacks %v for %s", c.Missing, c.Name)
 		}
 	}
