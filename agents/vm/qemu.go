@@ -35,6 +35,7 @@ type instance struct {
 	conn    net.Conn
 	msgs    chan *Msg
 	readErr chan error
+	quit    chan struct{} // closed by stop: the connection's reader exits
 	exited  chan struct{} // closed when QEMU has exited
 	exitErr error         // QEMU's exit, valid once exited is closed
 	stderr  *limitedBuffer
@@ -207,7 +208,8 @@ func (in *instance) boot1() error {
 	}
 	in.msgs = make(chan *Msg, 16)
 	in.readErr = make(chan error, 1)
-	go func(conn net.Conn, msgs chan *Msg, errs chan error) {
+	in.quit = make(chan struct{})
+	go func(conn net.Conn, msgs chan *Msg, errs chan error, quit chan struct{}) {
 		r := bufio.NewReaderSize(conn, 1<<16)
 		for {
 			m, err := ReadMsg(r)
@@ -215,9 +217,13 @@ func (in *instance) boot1() error {
 				errs <- err
 				return
 			}
-			msgs <- m
+			select {
+			case msgs <- m:
+			case <-quit:
+				return
+			}
 		}
-	}(in.conn, in.msgs, in.readErr)
+	}(in.conn, in.msgs, in.readErr, in.quit)
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	for {
@@ -290,6 +296,10 @@ func (in *instance) killedFromOutside() bool {
 
 // stop kills QEMU and forgets the connection.
 func (in *instance) stop() {
+	if in.quit != nil {
+		close(in.quit)
+		in.quit = nil
+	}
 	if in.conn != nil {
 		in.conn.Close()
 		in.conn = nil
