@@ -314,3 +314,44 @@ func TestFakePoolConcurrent(t *testing.T) {
 		t.Errorf("boots %v, want 3 VMs", tg.Boots)
 	}
 }
+
+// The KVM probe: a kernel that boots under KVM gets KVM; one that hangs
+// (as ordinary kernels do under this machine's KVM) falls back to TCG; the
+// verdict is cached per image.
+func TestAccelProbe(t *testing.T) {
+	fakeKVM := filepath.Join(t.TempDir(), "kvm")
+	os.WriteFile(fakeKVM, nil, 0o644)
+	saved := kvmDevice
+	kvmDevice = fakeKVM
+	defer func() { kvmDevice = saved }()
+	t.Setenv("FORKFUZZ_CACHE", t.TempDir())
+	for _, c := range []struct{ mode, want string }{{"ok", "kvm"}, {"silent", "tcg"}} {
+		cfg := fakeConfig(t, c.mode)
+		cfg.Accel = "auto"
+		var argsSeen []string
+		inner := cfg.Command
+		cfg.Command = func(name string, args ...string) *exec.Cmd {
+			argsSeen = append(argsSeen, strings.Join(args, " "))
+			return inner(name, args...)
+		}
+		tg := &Target{cfg: cfg}
+		tg.cfg.Log = testLog{t}
+		tg.cfg.QEMU, tg.cfg.Memory, tg.cfg.CPUs = "qemu", 64, 1
+		tg.cfg.BootTimeout = 2 * time.Second
+		os.MkdirAll(cfg.Workdir, 0o755)
+		if err := tg.buildInitramfs(); err != nil {
+			t.Fatal(err)
+		}
+		if got := tg.chooseAccel(); got != c.want {
+			t.Errorf("%s: accel %s, want %s", c.mode, got, c.want)
+		}
+		if len(argsSeen) == 0 || !strings.Contains(argsSeen[0], "-accel kvm") {
+			t.Errorf("%s: the probe did not boot under KVM: %q", c.mode, argsSeen)
+		}
+		// Cached: no second probe.
+		argsSeen = nil
+		if got := tg.chooseAccel(); got != c.want || len(argsSeen) != 0 {
+			t.Errorf("%s: second call %s, probes %d", c.mode, got, len(argsSeen))
+		}
+	}
+}

@@ -225,7 +225,7 @@ fork-mode = prctl 41 0   # PR_SET_THP_DISABLE 0: THP stays allowed
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := bootTarget(t, image, mods, 15*time.Second, tf)
+	tg := bootTarget(t, image, mods, 20*time.Second, tf)
 	if steps := tg.all[0].steps; len(steps) != 2 || !strings.HasSuffix(steps[0], ": ok") || !strings.HasSuffix(steps[1], ": ok") {
 		t.Errorf("set-up steps: %q", steps)
 	}

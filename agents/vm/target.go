@@ -411,7 +411,7 @@ func (t *Target) chooseAccel() string {
 	case "kvm", "tcg":
 		return t.cfg.Accel
 	}
-	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	f, err := os.OpenFile(kvmDevice, os.O_RDWR, 0)
 	if err != nil {
 		return "tcg"
 	}
@@ -426,10 +426,15 @@ func (t *Target) chooseAccel() string {
 	verdict := "tcg"
 	saved := t.cfg.BootTimeout
 	t.cfg.BootTimeout = min(saved, 60*time.Second)
-	if err := probe.boot(); err == nil {
+	if err := probe.boot1(); err == nil {
 		verdict = "kvm"
 	} else {
-		fmt.Fprintf(t.cfg.Log, "vm: KVM probe boot failed (%v); using TCG\n", err)
+		why := err.Error()
+		var be *BootError
+		if errors.As(err, &be) {
+			why = be.Reason
+		}
+		fmt.Fprintf(t.cfg.Log, "vm: a probe boot under KVM failed (%s); using TCG\n", why)
 	}
 	probe.stop()
 	t.cfg.BootTimeout = saved
@@ -437,6 +442,9 @@ func (t *Target) chooseAccel() string {
 	os.WriteFile(cache, []byte(verdict+"\n"), 0o644)
 	return verdict
 }
+
+// kvmDevice is KVM's device (a variable for tests).
+var kvmDevice = "/dev/kvm"
 
 func probeKey(image string) string {
 	h := sha256.New()
