@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
@@ -132,6 +131,5 @@ func cmdKernelCheck(args []string, stdout, stderr io.Writer) int {
 	if !rep.OK() {
 		return exitFindings
 	}
-	_ = strings.TrimSpace
 	return exitClean
 }
