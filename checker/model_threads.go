@@ -111,7 +111,12 @@ func (m *machine) forgetPending(pr *proc) {
 func (m *machine) markWild(pr *proc, c cell) {
 	g, w := int(c)/512, uint16(int(c)%512)
 	s := pr.segAt(g)
-	if s == nil || s.unknown {
+	if s == nil {
+		return
+	}
+	if s.unknown {
+		// Whatever is mapped there may be shared with other processes.
+		m.taintShared = true
 		return
 	}
 	switch s.kind {
