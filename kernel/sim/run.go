@@ -175,6 +175,7 @@ func (x *machine) stores(i int, op *prog.Op, base int) int {
 func (x *machine) exec(i int) {
 	op := &x.p.Ops[i]
 	k := x.k
+	k.opGen++
 	k.preempt()
 	if op.Proc == 0 && op.Thread == 0 {
 		x.runLoops()

@@ -126,7 +126,7 @@ func (m *MM) Mprotect(a, length uint64, p prog.Prot) int {
 	}
 	r := m.walk(a, e, func(v *VMA) int {
 		old := v.Flags
-		v.Flags = v.Flags&^(VMRead|VMWrite) | nf
+		v.setFlags(v.Flags&^(VMRead|VMWrite) | nf)
 		if old&VMWrite != 0 && nf&VMWrite == 0 {
 			m.wrprotect(v.Start, v.End)
 		}
@@ -140,7 +140,7 @@ func (m *MM) Mprotect(a, length uint64, p prog.Prot) int {
 		}
 		return 0
 	})
-	m.mergeAround(a, e)
+	m.mergeDirty()
 	return r
 }
 
@@ -176,7 +176,7 @@ func (m *MM) Madvise(a, length uint64, adv prog.Advice) int {
 	at := a
 	var err int
 	setFlags := func(v *VMA, set, clear uint16) {
-		v.Flags = v.Flags&^clear | set
+		v.setFlags(v.Flags&^clear | set)
 	}
 	var vs []*VMA
 	switch adv {
@@ -231,7 +231,7 @@ func (m *MM) Madvise(a, length uint64, adv prog.Advice) int {
 	if err == 0 && at < e {
 		unmapped = ENOMEM
 	}
-	m.mergeAround(a, e)
+	m.mergeDirty()
 	if err != 0 {
 		return err
 	}
@@ -303,13 +303,13 @@ func (m *MM) Mlock(a, length uint64, lock bool) int {
 	m.k.syncVMAs(m, s, e, 0)
 	r := m.walk(s, e, func(v *VMA) int {
 		if lock {
-			v.Flags |= VMLocked
+			v.setFlags(v.Flags | VMLocked)
 		} else {
-			v.Flags &^= VMLocked
+			v.setFlags(v.Flags &^ VMLocked)
 		}
 		return 0
 	})
-	m.mergeAround(s, e)
+	m.mergeDirty()
 	if r == 0 && lock {
 		// Populate VMA by VMA; a PROT_NONE area or a page past the end of
 		// the backing object stops it with ENOMEM (the lock stays).

@@ -53,6 +53,11 @@ type VMA struct {
 	// anonVMA identifies the anon_vma (0: none yet); two anonymous VMAs
 	// merge only if at most one has one or both share it.
 	anonVMA int
+	// dirty marks a VMA whose flags an operation changed (mergeDirty).
+	dirty bool
+	// splitGen is the kernel's operation generation in which a split made
+	// this VMA (mergeDirty undoes splits that changed nothing).
+	splitGen int
 	// forked: the anon_vma came from fork (its chain is not singular), so
 	// it merges only with VMAs that share it.
 	forked bool
@@ -112,6 +117,7 @@ func (m *MM) splitAt(a uint64) {
 	w.Start = a
 	w.PgOff = v.PgOff + (a - v.Start)
 	v.End = a
+	v.splitGen, w.splitGen = m.k.opGen, m.k.opGen
 	m.vmas = append(m.vmas, nil)
 	copy(m.vmas[i+2:], m.vmas[i+1:])
 	m.vmas[i+1] = &w
@@ -189,6 +195,38 @@ func mergeable(a, b *VMA) bool {
 		return false
 	}
 	return true
+}
+
+// setFlags changes v's flags, marking it for mergeDirty if they differ.
+func (v *VMA) setFlags(f uint16) {
+	if v.Flags != f {
+		v.Flags = f
+		v.dirty = true
+	}
+}
+
+// mergeDirty merges adjacent compatible VMAs where at least one had its
+// flags changed, as vma_modify does (an operation that changes nothing
+// merges nothing), undoes splits of this operation that changed nothing
+// (Linux does not split then), and clears the marks.
+func (m *MM) mergeDirty() {
+	for i := 0; i+1 < len(m.vmas); {
+		a, b := m.vmas[i], m.vmas[i+1]
+		resplit := a.splitGen == m.k.opGen && b.splitGen == m.k.opGen && !a.dirty && !b.dirty
+		if (a.dirty || b.dirty || resplit) && mergeable(a, b) {
+			a.End = b.End
+			a.dirty = true
+			if a.anonVMA == 0 {
+				a.anonVMA, a.forked = b.anonVMA, b.forked
+			}
+			m.vmas = append(m.vmas[:i+1], m.vmas[i+2:]...)
+			continue
+		}
+		i++
+	}
+	for _, v := range m.vmas {
+		v.dirty = false
+	}
 }
 
 // mergeAround merges adjacent compatible VMAs where at least one of the two
