@@ -405,18 +405,6 @@ func (p *proc) insert(s seg) {
 	p.segs[i] = s
 }
 
-// mapped reports whether every page of [lo, hi) is in some segment.
-func (p *proc) mapped(lo, hi int) bool {
-	for g := lo; g < hi; {
-		i := p.find(g)
-		if i < 0 {
-			return false
-		}
-		g = p.segs[i].end
-	}
-	return true
-}
-
 // boundary classifies the point g between pages g-1 and g as a kernel VMA
 // boundary: 0 no boundary (inside one segment), 1 maybe, 2 certain (a gap
 // or different attributes).
@@ -433,22 +421,6 @@ func (p *proc) boundary(g int) int {
 		return 1
 	}
 	return 2
-}
-
-// vmaEnd returns the possible ends of the kernel VMA containing g (which
-// must be mapped): the first certain boundary after g, and whether a maybe
-// boundary comes before it (then the end is uncertain: any boundary in
-// between may be the end).
-func (p *proc) vmaEnd(g int) (end int, maybes []int) {
-	i := p.find(g)
-	for {
-		end = p.segs[i].end
-		if i+1 >= len(p.segs) || p.segs[i+1].start != end || !sameAttrs(&p.segs[i], &p.segs[i+1]) {
-			return end, maybes
-		}
-		maybes = append(maybes, end)
-		i++
-	}
 }
 
 // withinOneVMA reports whether [lo, hi) lies in one kernel VMA: 0 no, 1
