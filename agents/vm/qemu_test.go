@@ -206,9 +206,13 @@ func lkdtmWarning(t *testing.T, tg *Target, image string) {
 	}
 	_, err = tg.run(mustParse(t, testProg), executor.Options{}, testHooks{path: "/sys/kernel/debug/provoke-crash/DIRECT", value: "WARNING"})
 	var ke *KernelReportError
-	if !errors.As(err, &ke) || ke.Kind != "warning" {
+	if !errors.As(err, &ke) || ke.Kind != "warning" || ke.Restarted {
 		t.Fatalf("LKDTM WARNING: got %v", err)
 	}
+	t.Logf("LKDTM: %s", ke.Title)
+	capture(t, "lkdtm-warning-"+filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(image)))))+".log", ke)
+	// A WARNING leaves the VM running.
+	runPrograms(t, tg)
 }
 
 func TestQEMUDebianKernel(t *testing.T) {
