@@ -87,6 +87,7 @@ type Kernel struct {
 	// copies are the Async-fork copies in flight, oldest first.
 	copies   []*asyncCopy
 	injected []int
+	main     *MM
 	// opGen counts operations (see VMA.splitGen).
 	opGen int
 	// Allocs counts every page-table and VMA allocation.

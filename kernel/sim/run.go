@@ -58,8 +58,7 @@ func Run(p *prog.Program, cfg Config, wordCap int) (*obs.Observation, *Kernel, e
 	if wordCap <= 0 {
 		wordCap = DefaultWordCap
 	}
-	x := &machine{k: k, p: p, wordCap: wordCap,
-		o:     &obs.Observation{Version: obs.Version, Ops: make([]obs.OpResult, len(p.Ops))},
+	x := &machine{k: k, p: p, wordCap: wordCap, o: newObs(p),
 		procs: make([]*proc, p.NumForks()+1), memfds: make([]*File, len(p.Regions))}
 	main := &proc{mm: k.newMM()}
 	x.procs[0] = main
@@ -83,8 +82,18 @@ func Run(p *prog.Program, cfg Config, wordCap int) (*obs.Observation, *Kernel, e
 		k.checkPMDs(main.mm, -1)
 	}
 	x.o.Events = append(x.o.Events, k.events...)
+	k.main = main.mm
 	return x.o, k, nil
 }
+
+func newObs(p *prog.Program) *obs.Observation {
+	return &obs.Observation{Version: obs.Version, Ops: make([]obs.OpResult, len(p.Ops))}
+}
+
+// MainMM is the main process's address space of the last run.
+func (k *Kernel) MainMM() *MM { return k.main }
+
+func (k *Kernel) mmEntries() []PMDInfo { return k.main.PMDEntries() }
 
 func (x *machine) setup(m *MM) {
 	for i, r := range x.p.Regions {
