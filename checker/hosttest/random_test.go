@@ -20,7 +20,7 @@ import (
 // programs, HOSTSEED the first seed; failing programs are written to
 // $HOSTFAIL (a directory) if set.
 func TestRandomGen(t *testing.T) {
-	n := envInt("HOSTN", 60)
+	n := envInt("HOSTN", 20)
 	seed := envInt("HOSTSEED", 1)
 	fails := 0
 	for s := seed; s < seed+n; s++ {
@@ -35,9 +35,13 @@ func TestRandomGen(t *testing.T) {
 	}
 }
 
+// envInt reads a count from the environment; -short runs 2 programs.
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
 		return v
+	}
+	if testing.Short() && name == "HOSTN" {
+		return 2
 	}
 	return def
 }
@@ -58,7 +62,7 @@ func dump(t testing.TB, name string, p *prog.Program, report string) {
 // TestRandomGenBites perturbs host observations of generated programs and
 // checks that the oracles notice, and reports how much the model judged.
 func TestRandomGenBites(t *testing.T) {
-	n := envInt("HOSTN", 30)
+	n := envInt("HOSTN", 15)
 	seed := envInt("HOSTSEED", 1)
 	var views, pages, lost, unjudged, flips, caught int
 	var slowest time.Duration
@@ -110,7 +114,7 @@ func TestRandomGenBites(t *testing.T) {
 // TestRandomLocal runs the checker's own corner-case programs
 // (internal/randprog) on the host kernel: zero findings allowed.
 func TestRandomLocal(t *testing.T) {
-	n := envInt("HOSTN", 100)
+	n := envInt("HOSTN", 50)
 	seed := envInt("HOSTSEED", 1)
 	fails := 0
 	var lost int
@@ -133,7 +137,7 @@ func TestRandomLocal(t *testing.T) {
 // TestRandomThreads runs generated programs with writer threads and
 // thread VMA operations: zero findings allowed.
 func TestRandomThreads(t *testing.T) {
-	n := envInt("HOSTN", 40)
+	n := envInt("HOSTN", 10)
 	seed := envInt("HOSTSEED", 1)
 	w := gen.DefaultWeights()
 	w.ThreadProb, w.ThreadVMAProb = 0.5, 0.3
@@ -153,7 +157,7 @@ func TestRandomThreads(t *testing.T) {
 // TestWordCap runs programs with a tiny per-view word cap: capped views
 // are judged by page digests, with no false positives.
 func TestWordCap(t *testing.T) {
-	n := envInt("HOSTN", 40)
+	n := envInt("HOSTN", 20)
 	seed := envInt("HOSTSEED", 1)
 	for s := seed; s < seed+n; s++ {
 		r := rand.New(rand.NewPCG(uint64(s), 17))
