@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 )
 
 // Mode is a fork implementation.
@@ -88,6 +89,10 @@ type Kernel struct {
 	copies   []*asyncCopy
 	injected []int
 	main     *MM
+	released bool
+	// datas are the page contents this kernel allocated, returned to
+	// dataPool by Release.
+	datas []*[wordsPerPage]uint64
 	// opGen counts operations (see VMA.splitGen).
 	opGen int
 	// Allocs counts every page-table and VMA allocation.
@@ -180,4 +185,25 @@ func (k *Kernel) pmdWriteProtectFault(m *MM, a uint64, pe *PMDEntry) bool {
 	}
 	k.event("write fault at %#x in %v loops: its PMD is write-protected and no fork copy is in flight (the process would hang)", a, m)
 	return false
+}
+
+// dataPool recycles page contents between runs: allocating and collecting
+// 4 KiB arrays is most of a run's cost otherwise.
+var dataPool = sync.Pool{New: func() any { return new([wordsPerPage]uint64) }}
+
+func (k *Kernel) newData() *[wordsPerPage]uint64 {
+	d := dataPool.Get().(*[wordsPerPage]uint64)
+	k.datas = append(k.datas, d)
+	return d
+}
+
+// Release gives the kernel's page contents back for reuse by later runs.
+// The kernel (its page tables and pages) must not be used afterwards.
+func (k *Kernel) Release() {
+	for _, d := range k.datas {
+		*d = [wordsPerPage]uint64{}
+		dataPool.Put(d)
+	}
+	k.datas = nil
+	k.released = true
 }

@@ -104,7 +104,7 @@ func (m *MM) faultWrite(a uint64, v *VMA) *Page {
 			if v.File != nil {
 				src = v.File.page(v.fileOff(a)/pageSize, false)
 			}
-			*pte = PTE{Page: src.clone(), Flags: PTEPresent | PTEWrite | PTEAnon}
+			*pte = PTE{Page: m.k.clonePage(src), Flags: PTEPresent | PTEWrite | PTEAnon}
 			m.noteAnon(v)
 		} else {
 			*pte = PTE{Page: v.File.page(v.fileOff(a)/pageSize, true), Flags: PTEPresent | PTEWrite}
@@ -126,7 +126,7 @@ func (m *MM) faultWrite(a uint64, v *VMA) *Page {
 		pte.Flags |= PTEWrite
 		return pte.Page
 	}
-	np := pte.Page.clone()
+	np := m.k.clonePage(pte.Page)
 	if pte.Flags&PTEAnon != 0 {
 		pte.Page.ref--
 	}

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/forkfuzz/forkfuzz/agents/obs"
+
 // Page tables: x86-64-like, four levels of 512 entries (PGD -> PUD -> PMD ->
 // PTE), 4 KiB pages and 2 MiB huge PMDs. Upper levels (PGD, PUD) are plain
 // pointer arrays; PMD entries and PTEs carry the bits the fork
@@ -26,6 +28,27 @@ type Page struct {
 	// point at it). Page-cache pages are owned by their file and never
 	// reused for copy-on-write, so their ref is not consulted.
 	ref int32
+	// View cache: the indices of the non-zero words and the digest, valid
+	// until the next write (views of unchanged pages skip the scan).
+	nz      []uint16
+	digest  uint64
+	nzValid bool
+}
+
+// scan returns the non-zero word indices and the page digest.
+func (p *Page) scan() ([]uint16, uint64) {
+	if !p.nzValid {
+		p.nz = p.nz[:0]
+		p.digest = 0
+		for w, val := range p.data {
+			if val != 0 {
+				p.nz = append(p.nz, uint16(w))
+				p.digest += obs.WordDigest(uint64(w*8), val)
+			}
+		}
+		p.nzValid = true
+	}
+	return p.nz, p.digest
 }
 
 func (p *Page) word(i int) uint64 {
@@ -35,18 +58,22 @@ func (p *Page) word(i int) uint64 {
 	return p.data[i]
 }
 
-func (p *Page) set(i int, v uint64) {
+// setWord writes word i of p, allocating its data from the kernel's pool.
+func (k *Kernel) setWord(p *Page, i int, v uint64) {
 	if p.data == nil {
-		p.data = new([wordsPerPage]uint64)
+		p.data = k.newData()
 	}
 	p.data[i] = v
+	p.nzValid = false
 }
 
-func (p *Page) clone() *Page {
+// clonePage returns a new anonymous page (ref 1) with p's content (p may
+// be nil: a zero page).
+func (k *Kernel) clonePage(p *Page) *Page {
 	q := &Page{ref: 1}
 	if p != nil && p.data != nil {
-		d := *p.data
-		q.data = &d
+		q.data = k.newData()
+		*q.data = *p.data
 	}
 	return q
 }

@@ -32,6 +32,8 @@ type machine struct {
 	clock   int64
 	tsc     uint64
 	wordCap int
+	// viewPages is scratch for view: the pages behind v.Pages.
+	viewPages []*Page
 	// loops are the storeloops running on threads of the main process.
 	loops   []*loop
 	threads map[int]*obs.ThreadLog
@@ -171,7 +173,7 @@ func (x *machine) stores(i int, op *prog.Op, base int) int {
 		x.tsc++
 		inv := x.tsc
 		if pg := m.faultWrite(a, v); pg != nil {
-			pg.set(int(a&pageMask)/8, val)
+			x.k.setWord(pg, int(a&pageMask)/8, val)
 		}
 		x.tsc++
 		if tl != nil {
@@ -208,7 +210,7 @@ func (x *machine) exec(i int) {
 		f := x.memfds[op.Region]
 		for s := 0; s < op.Count; s++ {
 			off := op.Off + uint64(s)*op.Stride
-			f.page(off/pageSize, true).set(int(off&pageMask)/8, prog.SlotValue(i, s))
+			k.setWord(f.page(off/pageSize, true), int(off&pageMask)/8, prog.SlotValue(i, s))
 		}
 	case prog.OpMmap:
 		kind := x.p.Regions[op.Region].Kind
@@ -377,7 +379,6 @@ func (x *machine) view(pid, at int) {
 		}
 		v.VMAs = append(v.VMAs, vm)
 	}
-	words := 0
 	for r := range x.p.Regions {
 		base := prog.Base(r)
 		end := base + prog.SpanBytes
@@ -413,27 +414,36 @@ func (x *machine) view(pid, at int) {
 				if page == nil || page.data == nil {
 					continue
 				}
-				var digest uint64
-				nz := 0
-				for w, val := range page.data {
-					if val == 0 {
-						continue
-					}
-					digest += obs.WordDigest(uint64(w*8), val)
-					nz++
-					if words < x.wordCap {
-						v.Words = append(v.Words, obs.Word{Region: r, Off: pa - base + uint64(w*8), Value: val})
-						words++
-					} else {
-						v.Truncated = true
-					}
-				}
-				if nz > 0 {
-					v.Pages = append(v.Pages, obs.PageDigest{Region: r, Page: pg, Digest: digest, NonZero: nz})
+				idx, digest := page.scan()
+				if len(idx) > 0 {
+					v.Pages = append(v.Pages, obs.PageDigest{Region: r, Page: pg, Digest: digest, NonZero: len(idx)})
+					x.viewPages = append(x.viewPages, page)
 				}
 			}
 		}
 		flush()
+	}
+	// Second pass: the words, into a slice of the exact size.
+	n := 0
+	for _, pg := range x.viewPages {
+		n += len(pg.nz)
+	}
+	v.Words = make([]obs.Word, 0, min(n, x.wordCap))
+	for i, pg := range x.viewPages {
+		pd := &v.Pages[i]
+		off := uint64(pd.Page) * pageSize
+		for _, w := range pg.nz {
+			if len(v.Words) == x.wordCap {
+				v.Truncated = true
+				break
+			}
+			v.Words = append(v.Words, obs.Word{Region: pd.Region, Off: off + uint64(w)*8, Value: pg.data[w]})
+		}
+	}
+	clear(x.viewPages)
+	x.viewPages = x.viewPages[:0]
+	if len(v.Words) == 0 {
+		v.Words = nil
 	}
 	x.o.Views = append(x.o.Views, v)
 }

@@ -17,7 +17,8 @@ import (
 // injected failures) while different programs see different interleavings.
 type Target struct {
 	Config Config
-	// Last is the kernel of the last run (page tables, events).
+	// Last is the kernel of the last run (page tables, events). It stays
+	// valid until the next Run, which recycles its pages.
 	Last *Kernel
 }
 
@@ -50,6 +51,10 @@ func (t *Target) RunSeed(p *prog.Program) uint64 {
 func (t *Target) Run(p *prog.Program, opt executor.Options) (*obs.Observation, error) {
 	if opt.Corrupt != "" {
 		return nil, fmt.Errorf("sim: --corrupt is an executor switch; use --mutant on the simulated kernel")
+	}
+	if t.Last != nil {
+		t.Last.Release()
+		t.Last = nil
 	}
 	cfg := t.Config
 	cfg.SchedSeed = t.RunSeed(p)
