@@ -68,6 +68,10 @@ func fakeQEMU(mode, sock string) {
 		fmt.Print(fakePanic)
 		os.Exit(0)
 	}
+	if mode == "bootwarn" {
+		fmt.Print(fakeWarning)
+		mode = "ok"
+	}
 	WriteMsg(conn, &Msg{Type: MsgHello, Uname: "6.1.0-fake #1", Steps: []string{"setup: write /x 1: ok"}})
 	r := bufio.NewReader(conn)
 	for {
@@ -353,5 +357,23 @@ func TestAccelProbe(t *testing.T) {
 		if got := tg.chooseAccel(); got != c.want || len(argsSeen) != 0 {
 			t.Errorf("%s: second call %s, probes %d", c.mode, got, len(argsSeen))
 		}
+	}
+}
+
+// A report printed while the kernel boots belongs to no program.
+func TestFakeBootWarningIsNotAProgramsFinding(t *testing.T) {
+	cfg := fakeConfig(t, "bootwarn")
+	var log strings.Builder
+	cfg.Log = &log
+	tg, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if _, err := tg.Run(mustParse(t, testProg), executor.Options{}); err != nil {
+		t.Fatalf("the first program got the boot's report: %v", err)
+	}
+	if !strings.Contains(log.String(), "reported while booting: WARNING in copy_pte_range") {
+		t.Errorf("log: %s", log.String())
 	}
 }

@@ -236,6 +236,14 @@ func (in *instance) boot1() error {
 				in.t.Boots = append(in.t.Boots, d)
 				in.t.mu.Unlock()
 				fmt.Fprintf(c.Log, "vm %d: booted %s under %s in %v\n", in.idx, strings.Fields(in.uname + " ?")[0], in.t.accel, d.Round(time.Millisecond))
+				// Reports printed while booting belong to no program: log
+				// them, and start attributing console output from here.
+				in.pipe.catchUp(100 * time.Millisecond)
+				cons, end := in.con.Since(in.mark)
+				in.mark = end
+				for _, r := range report.Parse(cons) {
+					fmt.Fprintf(c.Log, "vm %d: the kernel reported while booting: %s (see %s)\n", in.idx, r.Title, filepath.Join(dir, "console.log"))
+				}
 				for _, s := range in.steps {
 					fmt.Fprintf(c.Log, "vm %d: %s\n", in.idx, s)
 				}
