@@ -377,3 +377,42 @@ func TestFakeBootWarningIsNotAProgramsFinding(t *testing.T) {
 		t.Errorf("log: %s", log.String())
 	}
 }
+
+// The initramfs holds the agent, its configuration, the modules and the
+// target file's files.
+func TestInitramfsContents(t *testing.T) {
+	cpio, err := exec.LookPath("cpio")
+	if err != nil {
+		t.Skip("cpio not installed: cannot list the archive")
+	}
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "virtio_console.ko")
+	os.WriteFile(mod, []byte("module"), 0o644)
+	tool := filepath.Join(dir, "busybox")
+	os.WriteFile(tool, []byte("tool"), 0o755)
+	tf, err := ParseTargetFile(filepath.Join(dir, "t.target"), []byte("file = busybox /bin/busybox\nsetup = write /proc/sys/vm/x 1\nfork-mode = prctl 65 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fakeConfig(t, "ok")
+	cfg.Modules = []string{mod}
+	cfg.TargetFile = tf
+	tg := &Target{cfg: cfg}
+	os.MkdirAll(cfg.Workdir, 0o755)
+	if err := tg.buildInitramfs(); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(tg.initrd)
+	defer f.Close()
+	list := exec.Command(cpio, "-it", "--quiet")
+	list.Stdin = f
+	out, err := list.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"forkfuzz", "etc/forkfuzz/agent.json", "lib/modules/00-virtio_console.ko", "bin/busybox", "proc", "tmp"} {
+		if !strings.Contains("\n"+string(out), "\n"+want+"\n") {
+			t.Errorf("initramfs lacks %s:\n%s", want, out)
+		}
+	}
+}
