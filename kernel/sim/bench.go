@@ -71,6 +71,9 @@ type HuntResult struct {
 	Minimized *prog.Program
 	MinRuns   int
 	Seed      uint64
+	// FalseAlarms counts failing programs skipped because the unmodified
+	// model failed them too.
+	FalseAlarms int
 }
 
 // HuntConfig bounds a campaign.
@@ -102,6 +105,9 @@ func Hunt(m Mutant, hc HuntConfig) HuntResult {
 		res.Text = err.Error()
 		return res
 	}
+	ccfg := cfg
+	ccfg.Mutant = ""
+	clean, _ := NewTarget(ccfg)
 	w := gen.DefaultWeights()
 	start := time.Now()
 	for i := 0; hc.Programs == 0 || i < hc.Programs; i++ {
@@ -115,6 +121,13 @@ func Hunt(m Mutant, hc HuntConfig) HuntResult {
 		}
 		is := Judge(p, o)
 		if len(is) == 0 {
+			continue
+		}
+		// A finding counts only if the unmodified model (same mode, same
+		// interleaving seed and failures) passes the same program: a
+		// checker false positive is not a detection.
+		if co, err := clean.Run(p, executor.Options{}); err != nil || len(Judge(p, co)) > 0 {
+			res.FalseAlarms++
 			continue
 		}
 		res.Detected, res.Programs, res.Elapsed = true, i+1, time.Since(start)
