@@ -15,9 +15,11 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/agents/vm"
 	"github.com/forkfuzz/forkfuzz/checker"
 	"github.com/forkfuzz/forkfuzz/fuzz/minimize"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/kernel/sim"
 )
 
 // Issue is one thing wrong with one run.
@@ -25,25 +27,45 @@ type Issue struct {
 	Oracle      string `json:"oracle"`
 	Signature   string `json:"signature"`
 	Explanation string `json:"explanation"`
+	// Files are extra files for the finding directory (e.g. the console
+	// of a VM whose kernel reported).
+	Files map[string]string `json:"-"`
 }
 
-// Judge turns a target's answer into issues. A harness error (the target
-// could not run the program) is returned as an error and is never an issue.
+// Judge turns a target's answer into issues: the oracles' findings on the
+// observation, a kernel report from a VM's console, the simulated kernel's
+// page-table invariants, an executor crash or hang. A harness error (the
+// target could not run the program) is returned as an error and is never
+// an issue.
 func Judge(p *prog.Program, o *obs.Observation, runErr error) ([]Issue, error) {
+	var issues []Issue
 	var ce *executor.CrashError
-	if errors.As(runErr, &ce) {
+	var kr *vm.KernelReportError
+	switch {
+	case errors.As(runErr, &ce):
 		oracle := "executor-crash"
 		if ce.Hang {
 			oracle = "executor-hang"
 		}
 		return []Issue{{Oracle: oracle, Signature: oracle, Explanation: ce.Error()}}, nil
-	}
-	if runErr != nil {
+	case errors.As(runErr, &kr):
+		files := map[string]string{"console.txt": kr.Console}
+		if kr.Report != "" {
+			files["kernel-report.txt"] = kr.Report
+		}
+		issues = append(issues, Issue{Oracle: kr.Oracle(), Signature: kr.Signature(), Explanation: kr.Explanation(), Files: files})
+		if o == nil {
+			return issues, nil
+		}
+	case runErr != nil:
 		return nil, runErr
 	}
-	var issues []Issue
 	for _, f := range checker.Check(p, o).Findings {
 		issues = append(issues, Issue{Oracle: f.Oracle, Signature: f.Signature, Explanation: f.Explanation})
+	}
+	sigs, texts := sim.KernelFindings(o)
+	for i := range sigs {
+		issues = append(issues, Issue{Oracle: "pagetable", Signature: sigs[i], Explanation: texts[i]})
 	}
 	return issues, nil
 }
@@ -201,6 +223,9 @@ func (s *FindingStore) Save(f *Finding) (string, error) {
 		}
 		files[name] = b
 	}
+	for name, text := range f.Issue.Files {
+		files[name] = []byte(text)
+	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			return "", fmt.Errorf("findings: %w", err)
@@ -214,7 +239,11 @@ func (f *Finding) Report() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "forkfuzz finding: %s\n", f.Issue.Signature)
 	fmt.Fprintf(&b, "oracle:   %s\n", f.Issue.Oracle)
-	fmt.Fprintf(&b, "target:   %s (%s)\n", f.Target, kernelRelease())
+	if f.Target == "native" {
+		fmt.Fprintf(&b, "target:   native (host kernel: %s)\n", kernelRelease())
+	} else {
+		fmt.Fprintf(&b, "target:   %s\n", f.Target)
+	}
 	fmt.Fprintf(&b, "seed:     campaign %d, program %d, program seed %d\n", f.CampaignSeed, f.Index, f.ProgramSeed)
 	if f.Corrupt != "" {
 		fmt.Fprintf(&b, "NOTE:     the executor ran with the test-only corruption %q\n", f.Corrupt)
