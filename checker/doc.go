@@ -107,8 +107,14 @@
 //   - missing-view, unexpected-view: every start view of a released child,
 //     every check and the main process's end view are present, nothing
 //     else (unless the observation is truncated).
-//   - crash: the executor's main process faulted.
+//   - crash: the executor's main process faulted (unless threads could be
+//     changing its mappings at the time: that race is a note).
 //   - linearizability: the consistent-cut oracle for thread stores.
+//
+// Package checker/hosttest runs programs through the real executor on the
+// host kernel and requires clean verdicts: generated programs, the
+// checker's own corner-case programs (internal/randprog), programs with
+// threads, capped views, and corpus/regress.
 //
 // A Finding carries a Signature for deduplication (oracle, operation kinds
 // and memory kind, never addresses or indexes) and an Explanation naming
