@@ -358,11 +358,10 @@ func (m *MM) Mremap(a, oldLen, newLen uint64, flags prog.MremapFlags, to uint64)
 		// mapped piece moves to the same offset from the destination.
 		m.k.syncVMAs(m, a, a+oldLen, MutAsyncMremapNoSync)
 		m.k.syncVMAs(m, to, to+newLen, MutAsyncMremapNoSync)
-		vs, _ := m.vmasIn(a, a+oldLen)
 		type piece struct{ s, e uint64 }
 		var ps []piece
-		for _, v := range vs {
-			ps = append(ps, piece{v.Start, v.End})
+		for _, v := range m.overlapping(a, a+oldLen) {
+			ps = append(ps, piece{max(v.Start, a), min(v.End, a+oldLen)})
 		}
 		for _, pc := range ps {
 			// Holes in the source leave the destination alone.
@@ -451,37 +450,32 @@ func (k *Kernel) unmappedArea(length uint64) uint64 {
 // moveVMA moves [a, a+oldLen) to [to, to+newLen) (the destination is free).
 func (m *MM) moveVMA(a, oldLen, newLen, to uint64, dontunmap bool) uint64 {
 	var src *VMA
-	if dontunmap {
-		// The kernel clears VM_LOCKED on the whole source VMA (it is not
-		// split when nothing is unmapped).
-		if v := m.vmaAt(a); v != nil {
-			v.Flags &^= VMLocked
-			defer m.mergeAround(v.Start, v.End)
-		}
-	}
-	if oldLen > 0 {
+	switch {
+	case dontunmap:
+		// The source stays mapped and is not split; the kernel clears
+		// VM_LOCKED on the whole source VMA (the new one keeps it).
+		src = m.vmaAt(a)
+	case oldLen > 0:
 		vs, _ := m.vmasIn(a, a+oldLen)
 		src = vs[0]
-	} else {
+	default:
 		src = m.vmaAt(a)
 	}
 	nv := *src
 	nv.Start, nv.End = to, to+newLen
 	nv.PgOff = src.PgOff + (a - src.Start)
+	nv.dirty, nv.splitGen = false, 0
 	m.insertVMA(&nv)
 	if oldLen > 0 {
 		m.movePTEs(a, to, oldLen)
 	}
-	if oldLen > 0 {
-		if !dontunmap {
-			m.removeVMAs(a, a+oldLen)
-			m.freeTables(a, a+oldLen)
-		}
+	if dontunmap {
+		src.Flags &^= VMLocked
+	} else if oldLen > 0 {
+		m.removeVMAs(a, a+oldLen)
+		m.freeTables(a, a+oldLen)
 	}
 	m.mergeAround(to, to+newLen)
-	if dontunmap {
-		m.mergeAround(a, a+oldLen)
-	}
 	if nv.Flags&VMLocked != 0 && newLen > oldLen {
 		if v := m.vmaAt(to + oldLen); v != nil {
 			m.populate(v, to+oldLen, to+newLen)
