@@ -9,6 +9,8 @@ import (
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 )
 
+// TestDebugProgram prints the run of generated program SIM_DEBUG=i (the
+// programs of TestCleanModelsPass) on the eager model, for debugging.
 func TestDebugProgram(t *testing.T) {
 	s := os.Getenv("SIM_DEBUG")
 	if s == "" {

@@ -11,7 +11,8 @@ import (
 )
 
 // Target runs programs on the simulated kernel; it implements
-// agents.Target. Every run gets a fresh kernel whose scheduler seed is
+// agents.Target. It is not safe for concurrent use (make one per
+// goroutine: runs are independent). Every run gets a fresh kernel whose scheduler seed is
 // Config.SchedSeed mixed with a hash of the program text, so the same
 // program on the same target replays exactly (same interleaving, same
 // injected failures) while different programs see different interleavings.
