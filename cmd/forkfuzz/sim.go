@@ -71,7 +71,7 @@ func cmdSimBench(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		if *show {
-			fmt.Fprintf(stdout, "\n== %s (%s)\n%s%s\n", r.Mutant.Name, r.Signature, r.Minimized.Format(), r.Text)
+			fmt.Fprintf(stdout, "\n== %s (%s)\n%s%s\n", r.Mutant.Name, r.Signature, r.Minimized.Format(), r.MinText)
 		}
 	}
 	if missed > 0 {

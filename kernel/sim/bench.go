@@ -67,6 +67,7 @@ type HuntResult struct {
 	Elapsed   time.Duration // time to first detection (or the whole budget)
 	Signature string        // first finding's signature
 	Text      string        // its explanation
+	MinText   string        // the explanation on the minimized program
 	Found     *prog.Program
 	Minimized *prog.Program
 	MinRuns   int
@@ -156,6 +157,14 @@ func Hunt(m Mutant, hc HuntConfig) HuntResult {
 		}
 		return false
 	}, minimize.MaxAttempts(maxRuns))
+	if o, err := t.Run(res.Minimized, executor.Options{}); err == nil {
+		for _, is := range Judge(res.Minimized, o) {
+			if is.Signature == sig {
+				res.MinText = is.Text
+				break
+			}
+		}
+	}
 	return res
 }
 

@@ -20,7 +20,7 @@ func TestHuntMutants(t *testing.T) {
 		if !r.Detected {
 			t.Errorf("mutant %s not detected within %v", r.Mutant.Name, budget)
 		} else {
-			t.Logf("%s: minimized reproducer:\n%s%s", r.Mutant.Name, r.Minimized.Format(), r.Text)
+			t.Logf("%s: minimized reproducer:\n%s%s", r.Mutant.Name, r.Minimized.Format(), r.MinText)
 		}
 	}
 }

@@ -269,6 +269,16 @@ func (m *MM) wrprotect(s, e uint64) {
 
 // teardown releases everything the mm holds (exit).
 func (m *MM) teardown() {
+	// Shared PTE tables (On-demand-fork) are not zapped at exit: this mm
+	// just drops its reference.
+	for _, e := range m.PMDEntries() {
+		if e.Shared {
+			pe, _ := m.pmdOf(e.Addr, false)
+			releaseTable(pe.Table)
+			*pe = PMDEntry{}
+			m.tables--
+		}
+	}
 	for _, v := range m.vmas {
 		m.zap(v.Start, v.End)
 	}

@@ -52,7 +52,7 @@ var mutants = []Mutant{
 	{"eager-wipeonfork-ignored", Eager, "fork copies the page tables of MADV_WIPEONFORK areas: the child sees the parent's data instead of zeros", "", MutEagerWipeIgnored},
 	{"eager-dontfork-ignored", Eager, "fork duplicates MADV_DONTFORK areas into the child", "", MutEagerDontforkIgnored},
 	{"eager-cow-reuse", Eager, "the copy-on-write fault reuses an anonymous page still mapped twice (refcount check off by one)", "", MutCOWReuse},
-	{"odf-zap-nobreak", OnDemand, "munmap/MADV_DONTNEED zap PTEs inside a COW-shared PTE table without breaking it: the other process loses its pages", "", MutODFZapNoBreak},
+	{"odf-zap-nobreak", OnDemand, "munmap/MADV_DONTNEED/MAP_FIXED zap PTEs inside a COW-shared PTE table without breaking it: the other process loses its pages", "", MutODFZapNoBreak},
 	{"odf-mprotect-exclusive", OnDemand, "mprotect takes a COW-shared PTE table as its own (sets the PMD writable) without copying it", "", MutODFMprotectExclusive},
 	{"odf-break-refcount", OnDemand, "the table-break path treats a table shared by two mms as exclusive (refcount check off by one)", "", MutODFBreakRefcount},
 	{"odf-break-no-wrprotect", OnDemand, "copying a shared PTE table takes page references but does not write-protect private PTEs", "", MutODFBreakNoWrprotect},
