@@ -3,8 +3,10 @@ GO      ?= go
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 BIN     := bin/forkfuzz
 export GOFLAGS ?= -buildvcs=false
+# forkfuzz ships itself into VM initramfs images: build it static.
+export CGO_ENABLED := 0
 
-.PHONY: all build run test test-short fuzz bench vet clean deps
+.PHONY: all build run run-native run-sim test test-short fuzz bench vet clean deps
 
 all: build
 
@@ -14,9 +16,17 @@ deps:
 build: deps
 	$(GO) build -o $(BIN) ./cmd/forkfuzz
 
-# The main job: a short real campaign (about a minute) on the default target.
+# The main job: a short real campaign (about a minute of fuzzing) in a QEMU
+# VM booted with Debian's linux-image-cloud-amd64 (fetched, not installed).
 run: build
+	$(BIN) run --target qemu --duration 1m --workdir workdir
+
+# The same on the host kernel, and on the simulated Async-fork kernel.
+run-native: build
 	$(BIN) run --target native --duration 1m --workdir workdir
+
+run-sim: build
+	$(BIN) run --target sim --fork async --duration 1m --workdir workdir
 
 # The test suite (what CI runs). Real fork(), no mocks.
 test: deps vet
@@ -29,13 +39,21 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
 	$(GO) vet ./...
 
-# Native fuzzing of every parser and decoder, 30s each.
+# Native fuzzing of every parser, decoder and the simulated kernel, 30s each.
+FUZZTIME ?= 30s
 fuzz:
-	$(GO) test ./fuzz/prog -run '^$$' -fuzz FuzzParse -fuzztime 30s
-	$(GO) test ./agents/obs -run '^$$' -fuzz FuzzDecode -fuzztime 30s
+	$(GO) test ./fuzz/prog -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./agents/obs -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
+	$(GO) test ./agents/vm -run '^$$' -fuzz FuzzReadMsg -fuzztime $(FUZZTIME)
+	$(GO) test ./agents/vm -run '^$$' -fuzz FuzzParseTargetFile -fuzztime $(FUZZTIME)
+	$(GO) test ./kernel/report -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./checker -run '^$$' -fuzz FuzzCheck -fuzztime $(FUZZTIME)
+	$(GO) test ./fuzz/gen -run '^$$' -fuzz FuzzFromBytes -fuzztime $(FUZZTIME)
+	$(GO) test ./fuzz/gen -run '^$$' -fuzz FuzzMutate -fuzztime $(FUZZTIME)
+	$(GO) test ./kernel/sim -run '^$$' -fuzz FuzzSim -fuzztime $(FUZZTIME)
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 3s ./agents/executor/
+	$(GO) test -run '^$$' -bench . -benchtime 3s ./agents/executor/ ./checker/cut/
 
 clean:
 	rm -rf bin workdir
