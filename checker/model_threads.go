@@ -91,6 +91,11 @@ func (m *machine) threadOp(pr *proc, i int) {
 				}
 			}
 			m.forgetPending(pr)
+			// Open store windows on the forgotten ranges now write
+			// somewhere the model cannot follow (e.g. into another
+			// region's file after a fixed mremap): rewild taints shared
+			// memory for them.
+			m.rewild(pr)
 		}
 	}
 }
@@ -148,6 +153,7 @@ func (m *machine) rewild(pr *proc) {
 // join closes the wild windows of thread t; its mapping changes are done.
 func (m *machine) join(t int) {
 	m.forgetPending(m.procs[0])
+	m.rewild(m.procs[0])
 	delete(m.th.pending, t)
 	for _, c := range m.th.handed[t] {
 		if m.th.active[c]--; m.th.active[c] <= 0 {
