@@ -27,6 +27,10 @@ type generator struct {
 	forkBase  int
 	forkLimit int // forks this generator may create
 	nops      int // operations created so far
+	// busy marks threads running a storeloop whose fork's wait was
+	// deferred: the main thread must neither join them nor hand them
+	// another storeloop (both would block until that wait).
+	busy [prog.MaxThreads + 1]bool
 }
 
 func generate(r *rand.Rand, w Weights) *prog.Program {
@@ -196,6 +200,9 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 	if proc == 0 && chance(g.r, g.w.ThreadProb) && g.w.MaxWriters > 0 {
 		// Writer threads storing all through the fork and the child's copy.
 		for t := 1; t <= between(g.r, 1, min(g.w.MaxWriters, prog.MaxThreads)); t++ {
+			if g.busy[t] {
+				continue
+			}
 			op := g.slotOp(0, prog.OpStore, g.r.IntN(len(g.p.Regions)))
 			op.Kind, op.Thread, op.Fork = prog.OpStoreLoop, t, f
 			op.Count = min(op.Count, 64)
@@ -238,6 +245,11 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 		g.nops++
 	}
 	if chance(g.r, g.w.DeferWaitProb) && len(joins) == 0 {
+		for _, op := range ops {
+			if op.Kind == prog.OpStoreLoop {
+				g.busy[op.Thread] = true
+			}
+		}
 		return ops, f
 	}
 	g.nops++

@@ -145,6 +145,34 @@ func fixLoops(p *prog.Program) {
 			op.Kind, op.Fork = prog.OpStore, 0
 		}
 	}
+	// A join or a storeloop queued behind a storeloop of its thread that
+	// runs until a later wait would block forever: drop the join, make
+	// the storeloop a plain store.
+	waitAt := map[int]int{}
+	for j, op := range p.Ops {
+		if op.Kind == prog.OpWait && op.Proc == 0 {
+			waitAt[op.Fork] = j
+		}
+	}
+	busyUntil := map[int]int{} // thread -> index of the latest wait its loops run until
+	out := p.Ops[:0]
+	for j, op := range p.Ops {
+		t := op.Thread
+		if op.Kind == prog.OpJoin {
+			t = op.Peer
+		}
+		blocked := busyUntil[t] > j
+		switch {
+		case op.Kind == prog.OpJoin && blocked:
+			continue
+		case op.Kind == prog.OpStoreLoop && blocked:
+			op.Kind, op.Fork = prog.OpStore, 0
+		case op.Kind == prog.OpStoreLoop:
+			busyUntil[t] = max(busyUntil[t], waitAt[op.Fork])
+		}
+		out = append(out, op)
+	}
+	p.Ops = out
 }
 
 func fixRegion(r prog.Region) prog.Region {

@@ -80,6 +80,10 @@ func TestValidateErrors(t *testing.T) {
 		{"unaligned store", "store r0 off=0x3\n", "multiples of 8"},
 		{"no region", "munmap r7 off=0 len=1\n", "no region r7"},
 		{"to without fixed", "mremap r0 off=0 len=0x1000 newlen=0x1000 to=r1\n", "need the fixed flag"},
+		{"join behind a loop", "t1: storeloop r0 off=0 until=f0\nfork f0\njoin t1\nwait f0\n", "would wait forever"},
+		{"loop behind a loop", "t1: storeloop r0 off=0 until=f0\nfork f0\nt1: storeloop r0 off=0 until=f0\nwait f0\n", "would wait forever"},
+		{"loop on main thread", "fork f0\nstoreloop r0 off=0 until=f0\nwait f0\n", "must run on a thread"},
+		{"fork on a thread", "t1: fork f0\nwait f0\n", "must run on the main thread"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(hdr + tc.ops))

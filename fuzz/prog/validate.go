@@ -180,6 +180,31 @@ func (p *Program) Validate() error {
 		case OpCheck:
 		}
 	}
+	// A thread runs its operations in order, and the main thread blocks on
+	// a join and on handing over a storeloop (until its first pass): both
+	// would wait forever behind an earlier storeloop of the same thread that
+	// runs until a wait the main thread has not reached yet.
+	waitAt := make(map[int]int)
+	for j, op := range p.Ops {
+		if op.Kind == OpWait && op.Proc == 0 {
+			waitAt[op.Fork] = j
+		}
+	}
+	for j, op := range p.Ops {
+		t := op.Thread
+		if op.Kind == OpJoin {
+			t = op.Peer
+		} else if op.Kind != OpStoreLoop {
+			continue
+		}
+		for _, i := range loops {
+			if i < j && p.Ops[i].Thread == t {
+				if w, ok := waitAt[p.Ops[i].Fork]; ok && w > j {
+					return opErr(j, "%v would wait forever: t%d's storeloop (op %d) runs until wait f%d, which comes later", op.Kind, t, i, p.Ops[i].Fork)
+				}
+			}
+		}
+	}
 	for _, i := range loops {
 		f := p.Ops[i].Fork
 		w := -1
