@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -69,9 +70,17 @@ func newConcurrency(p *prog.Program) *concurrency {
 	return c
 }
 
-// cutFindings judges the child start views of the main process's forks
-// against the threads' timed stores.
-func cutFindings(p *prog.Program, o *obs.Observation, c *concurrency, timeout time.Duration) []Finding {
+// forkHistory is the history one child start view is judged against.
+type forkHistory struct {
+	fork, forkOp, view int
+	h                  *cut.History
+	region             map[uint64]int // cell id -> region
+}
+
+// forkHistories builds, for every child start view of a fork of the main
+// process, the threads' timed stores and what the child saw in the judged
+// cells.
+func forkHistories(p *prog.Program, o *obs.Observation, c *concurrency) []forkHistory {
 	if len(o.Threads) == 0 {
 		return nil
 	}
@@ -90,7 +99,7 @@ func cutFindings(p *prog.Program, o *obs.Observation, c *concurrency, timeout ti
 		}
 	}
 	judged := judgedCells(p, c)
-	var out []Finding
+	var out []forkHistory
 	for vi := range o.Views {
 		v := &o.Views[vi]
 		if v.At != obs.AtStart || v.Proc < 1 {
@@ -121,6 +130,18 @@ func cutFindings(p *prog.Program, o *obs.Observation, c *concurrency, timeout ti
 				h.Snapshot[key.id()] = words[key]
 			}
 		}
+		out = append(out, forkHistory{fork: f, forkOp: fi, view: vi, h: h, region: region})
+	}
+	return out
+}
+
+// cutFindings judges the child start views of the main process's forks
+// against the threads' timed stores.
+func cutFindings(p *prog.Program, o *obs.Observation, c *concurrency, timeout time.Duration) []Finding {
+	var out []Finding
+	for _, fh := range forkHistories(p, o, c) {
+		f, fi, vi, h, region := fh.fork, fh.forkOp, fh.view, fh.h, fh.region
+		v := &o.Views[vi]
 		verdict := cut.Decide(h, timeout)
 		if verdict.Result == cut.Ok {
 			continue
@@ -153,6 +174,25 @@ func cutFindings(p *prog.Program, o *obs.Observation, c *concurrency, timeout ti
 		out = append(out, Finding{Oracle: oracle, Signature: oracle + ":" + kind + ":" + rk, Proc: v.Proc, View: vi, At: v.At, Op: fi, Region: reg,
 			Explanation: fmt.Sprintf("start view of the child of f%d is not a consistent cut of the threads' stores during `%s` (TSC ticks; the fork call ran from %d to %d): %s",
 				f, p.Ops[fi].String(), h.ForkInv, h.ForkResp, explainCut(p, verdict, region))})
+	}
+	return out
+}
+
+// LinearizabilityHTML returns porcupine's HTML visualization of every fork
+// whose child's snapshot is not a consistent cut of the threads' stores,
+// keyed by a file name ("linearizability-f0.html"). The history is trimmed
+// to what can matter (cut.Trim) so porcupine can show it.
+func LinearizabilityHTML(p *prog.Program, o *obs.Observation, timeout time.Duration) map[string][]byte {
+	out := make(map[string][]byte)
+	for _, fh := range forkHistories(p, o, newConcurrency(p)) {
+		if cut.Check(fh.h).Result == cut.Ok {
+			continue
+		}
+		_, model, info := cut.Porcupine(cut.Trim(fh.h), timeout)
+		var b bytes.Buffer
+		if cut.Visualize(model, info, &b) == nil {
+			out[fmt.Sprintf("linearizability-f%d.html", fh.fork)] = b.Bytes()
+		}
 	}
 	return out
 }

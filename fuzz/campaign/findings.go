@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/agents/obs"
 	"github.com/forkfuzz/forkfuzz/agents/vm"
+	"github.com/forkfuzz/forkfuzz/checker"
 	"github.com/forkfuzz/forkfuzz/fuzz/minimize"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 	"github.com/forkfuzz/forkfuzz/kernel/sim"
@@ -59,12 +61,23 @@ func Judge(p *prog.Program, o *obs.Observation, runErr error) ([]Issue, error) {
 	case runErr != nil:
 		return nil, runErr
 	}
+	var html map[string][]byte
 	// sim.Judge is checker.Check plus the page-table invariants a
 	// simulated kernel reports, excusing what an injected allocation
 	// failure legitimately causes; on other targets it is checker.Check.
 	for _, is := range sim.Judge(p, o) {
 		oracle, _, _ := strings.Cut(is.Signature, ":")
-		issues = append(issues, Issue{Oracle: oracle, Signature: is.Signature, Explanation: is.Text})
+		issue := Issue{Oracle: oracle, Signature: is.Signature, Explanation: is.Text}
+		if oracle == "linearizability" {
+			if html == nil {
+				html = checker.LinearizabilityHTML(p, o, 10*time.Second)
+			}
+			issue.Files = make(map[string]string)
+			for name, b := range html {
+				issue.Files[name] = string(b)
+			}
+		}
+		issues = append(issues, issue)
 	}
 	return issues, nil
 }
