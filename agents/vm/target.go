@@ -269,6 +269,9 @@ func (t *Target) Accel() string { return t.accel }
 
 func (t *Target) Name() string { return "qemu" }
 
+// Parallel is how many programs Run can usefully run at once: one per VM.
+func (t *Target) Parallel() int { return t.cfg.VMs }
+
 // Run runs p on an idle VM. See KernelReportError for kernel findings; an
 // *executor.CrashError means the guest's executor died or hung; other
 // errors are harness faults (QEMU would not start or was killed from

@@ -10,11 +10,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/agents/obs"
 	"github.com/forkfuzz/forkfuzz/corpus"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
@@ -104,8 +106,6 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	for _, e := range corpus.Seeds() {
 		pool = append(pool, e.Prog)
 	}
-	const poolMax = 256
-
 	var programs, forks atomic.Int64
 	stopProgress := make(chan struct{})
 	progressDone := make(chan struct{})
@@ -136,59 +136,100 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 		}
 	}()
 
-	harnessErrs := 0
-	for i := int64(0); ; i++ {
-		if ctx.Err() != nil || (cfg.Programs > 0 && i >= int64(cfg.Programs)) {
-			break
-		}
-		p := NewProgram(cfg.Seed, i, pool, cfg.Weights)
-		o, err := cfg.Target.Run(p, executor.Options{Corrupt: cfg.Corrupt})
-		issues, herr := Judge(p, o, err)
-		if herr != nil {
-			st.HarnessErrors++
-			harnessErrs++
-			logf(cfg.Log, "program %d (seed %d): harness error: %v", i, ProgramSeed(cfg.Seed, i), herr)
-			if harnessErrs >= cfg.MaxHarnessErrors {
-				st.Elapsed = time.Since(start)
-				return st, fmt.Errorf("campaign: %d harness errors in a row, last: %w", harnessErrs, herr)
+	// A target with several machines (a VM pool) runs that many programs
+	// at once; program i is still produced from its own seed, so a campaign
+	// stays replayable program by program. Judging, the pool and saving
+	// findings are serialized.
+	workers := 1
+	if pt, ok := cfg.Target.(interface{ Parallel() int }); ok {
+		workers = max(1, pt.Parallel())
+	}
+	var (
+		mu          sync.Mutex
+		next        int64
+		harnessErrs int
+		fatal       error
+		wg          sync.WaitGroup
+	)
+	worker := func() {
+		defer wg.Done()
+		for {
+			mu.Lock()
+			i := next
+			if fatal != nil || ctx.Err() != nil || (cfg.Programs > 0 && i >= int64(cfg.Programs)) {
+				mu.Unlock()
+				return
 			}
-			continue
+			next++
+			p := NewProgram(cfg.Seed, i, pool, cfg.Weights)
+			mu.Unlock()
+			o, err := cfg.Target.Run(p, executor.Options{Corrupt: cfg.Corrupt})
+			issues, herr := Judge(p, o, err)
+			mu.Lock()
+			fatal = record(cfg, st, store, &pool, &harnessErrs, i, p, o, issues, herr, &programs, &forks)
+			mu.Unlock()
 		}
-		harnessErrs = 0
-		programs.Add(1)
-		forks.Add(int64(p.NumForks()))
-		if len(pool) < poolMax {
-			pool = append(pool, p)
-		} else {
-			pool[int(i)%poolMax] = p
-		}
-		if len(issues) == 0 {
-			continue
-		}
-		st.Events++
-		for _, is := range issues {
-			if store.Seen(is.Signature) {
-				continue
-			}
-			atomic.AddInt64(&st.Findings, 1)
-			logf(cfg.Log, "program %d (seed %d): new finding %s", i, ProgramSeed(cfg.Seed, i), is.Signature)
-			f := &Finding{
-				Issue: is, Program: p, Observation: o, CampaignSeed: cfg.Seed, Index: i,
-				ProgramSeed: ProgramSeed(cfg.Seed, i), Target: cfg.Target.Name(), Corrupt: cfg.Corrupt,
-			}
-			Reduce(cfg.Target, f, cfg.MinimizeRuns, cfg.Corrupt)
-			dir, err := store.Save(f)
-			if err != nil {
-				return st, err
-			}
-			st.Saved = append(st.Saved, dir)
-			logf(cfg.Log, "  saved %s (minimized to %d ops, reproduced %d/%d)", dir, len(f.Minimized.Ops), f.Reproduced, f.Replays)
-		}
+	}
+	wg.Add(workers)
+	for w := 0; w < workers; w++ {
+		go worker()
+	}
+	wg.Wait()
+	if fatal != nil {
+		st.Programs, st.Forks, st.Elapsed = programs.Load(), forks.Load(), time.Since(start)
+		return st, fatal
 	}
 	st.Programs = programs.Load()
 	st.Forks = forks.Load()
 	st.Elapsed = time.Since(start)
 	return st, nil
+}
+
+// record takes in the outcome of program i (with the campaign's lock held)
+// and returns a fatal error when the campaign must stop.
+func record(cfg Config, st *Stats, store *FindingStore, pool *[]*prog.Program, harnessErrs *int, i int64, p *prog.Program,
+	o *obs.Observation, issues []Issue, herr error, programs, forks *atomic.Int64) error {
+	const poolMax = 256
+	if herr != nil {
+		st.HarnessErrors++
+		*harnessErrs++
+		logf(cfg.Log, "program %d (seed %d): harness error: %v", i, ProgramSeed(cfg.Seed, i), herr)
+		if *harnessErrs >= cfg.MaxHarnessErrors {
+			return fmt.Errorf("campaign: %d harness errors in a row, last: %w", *harnessErrs, herr)
+		}
+		return nil
+	}
+	*harnessErrs = 0
+	programs.Add(1)
+	forks.Add(int64(p.NumForks()))
+	if len(*pool) < poolMax {
+		*pool = append(*pool, p)
+	} else {
+		(*pool)[int(i)%poolMax] = p
+	}
+	if len(issues) == 0 {
+		return nil
+	}
+	st.Events++
+	for _, is := range issues {
+		if store.Seen(is.Signature) {
+			continue
+		}
+		atomic.AddInt64(&st.Findings, 1)
+		logf(cfg.Log, "program %d (seed %d): new finding %s", i, ProgramSeed(cfg.Seed, i), is.Signature)
+		f := &Finding{
+			Issue: is, Program: p, Observation: o, CampaignSeed: cfg.Seed, Index: i,
+			ProgramSeed: ProgramSeed(cfg.Seed, i), Target: cfg.Target.Name(), Corrupt: cfg.Corrupt,
+		}
+		Reduce(cfg.Target, f, cfg.MinimizeRuns, cfg.Corrupt)
+		dir, err := store.Save(f)
+		if err != nil {
+			return err
+		}
+		st.Saved = append(st.Saved, dir)
+		logf(cfg.Log, "  saved %s (minimized to %d ops, reproduced %d/%d)", dir, len(f.Minimized.Ops), f.Reproduced, f.Replays)
+	}
+	return nil
 }
 
 func logf(w io.Writer, format string, args ...any) {

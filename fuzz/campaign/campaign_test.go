@@ -1,11 +1,14 @@
 package campaign
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/agents/obs"
 	"github.com/forkfuzz/forkfuzz/checker"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
@@ -57,5 +60,31 @@ func TestDirName(t *testing.T) {
 	a, b := DirName("isolation:parent-store-after-fork:anon-private"), DirName("isolation:parent-store-after-fork:anon-shared")
 	if a == b || strings.ContainsAny(a, ":/ ") {
 		t.Fatalf("bad directory names %q %q", a, b)
+	}
+}
+
+// modelTarget answers every program with the reference model's prediction,
+// from several "machines" at once.
+type modelTarget struct{ runs atomic.Int64 }
+
+func (m *modelTarget) Name() string  { return "model" }
+func (m *modelTarget) Parallel() int { return 3 }
+func (m *modelTarget) Close() error  { return nil }
+func (m *modelTarget) Run(p *prog.Program, _ executor.Options) (*obs.Observation, error) {
+	m.runs.Add(1)
+	return checker.Expected(p), nil
+}
+
+func TestParallelCampaign(t *testing.T) {
+	tg := &modelTarget{}
+	st, err := Run(context.Background(), Config{Target: tg, Seed: 9, Programs: 60, Weights: gen.DefaultWeights(), Workdir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Programs != 60 || tg.runs.Load() != 60 {
+		t.Fatalf("%d programs judged, %d runs, want 60", st.Programs, tg.runs.Load())
+	}
+	if st.Findings != 0 {
+		t.Fatalf("the model disagrees with itself: %d findings in %v", st.Findings, st.Saved)
 	}
 }
