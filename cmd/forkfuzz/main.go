@@ -159,6 +159,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 0, "campaign seed (0: random, printed)")
 	workdir := fs.String("workdir", "workdir", "where findings are saved")
 	minRuns := fs.Int("minimize-runs", 300, "target runs to spend minimizing each new finding")
+	minTime := fs.Duration("minimize-time", 2*time.Minute, "time to spend minimizing each new finding (0: no bound)")
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
 	quiet := fs.Bool("q", false, "no progress line")
 	if fs.Parse(args) != nil {
@@ -181,7 +182,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	cfg := campaign.Config{
 		Target: t, Seed: *seed, Duration: *duration, Programs: *programs, Workdir: *workdir,
-		Weights: gen.DefaultWeights(), Log: stdout, MinimizeRuns: *minRuns, Corrupt: *corrupt,
+		Weights: gen.DefaultWeights(), Log: stdout, MinimizeRuns: *minRuns, MinimizeTime: *minTime, Corrupt: *corrupt,
 	}
 	if !*quiet {
 		cfg.Progress = stderr
@@ -382,7 +383,7 @@ func cmdMinimize(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	f := &campaign.Finding{Issue: campaign.Issue{Signature: *sig}, Program: p}
-	campaign.Reduce(t, f, *runs, *corrupt)
+	campaign.Reduce(t, f, *runs, 0, *corrupt)
 	fmt.Fprintf(stderr, "minimized %s: %d -> %d ops in %d runs; reproduced %d/%d\n", *sig, len(p.Ops), len(f.Minimized.Ops), f.MinRuns, f.Reproduced, f.Replays)
 	stdout.Write(f.Minimized.Format())
 	return exitFindings

@@ -35,8 +35,10 @@ type Config struct {
 	ProgressEvery time.Duration
 	// Log receives one line per event worth keeping (seed, findings).
 	Log io.Writer
-	// MinimizeRuns bounds target runs spent minimizing one finding.
+	// MinimizeRuns and MinimizeTime bound the target runs and the time
+	// spent minimizing one finding (0: 300 runs, no time bound).
 	MinimizeRuns int
+	MinimizeTime time.Duration
 	// Corrupt is passed to the executor (test-only; see executor.Corruptions).
 	Corrupt string
 	// MaxHarnessErrors aborts the campaign after this many consecutive
@@ -221,7 +223,7 @@ func record(cfg Config, st *Stats, store *FindingStore, pool *[]*prog.Program, h
 			Issue: is, Program: p, Observation: o, CampaignSeed: cfg.Seed, Index: i,
 			ProgramSeed: ProgramSeed(cfg.Seed, i), Target: cfg.Target.Name(), Corrupt: cfg.Corrupt,
 		}
-		Reduce(cfg.Target, f, cfg.MinimizeRuns, cfg.Corrupt)
+		Reduce(cfg.Target, f, cfg.MinimizeRuns, cfg.MinimizeTime, cfg.Corrupt)
 		dir, err := store.Save(f)
 		if err != nil {
 			return err

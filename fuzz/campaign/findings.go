@@ -111,17 +111,18 @@ type Finding struct {
 }
 
 // Reduce minimizes f.Program while the same signature reproduces on target,
-// spending at most maxRuns target runs (0: 300), then replays the result to
-// state its reliability.
-func Reduce(target agents.Target, f *Finding, maxRuns int, corrupt string) {
+// spending at most maxRuns target runs (0: 300) and, if maxTime > 0, about
+// that much time, then replays the result to state its reliability.
+func Reduce(target agents.Target, f *Finding, maxRuns int, maxTime time.Duration, corrupt string) {
 	if maxRuns <= 0 {
 		maxRuns = 300
 	}
 	opt := executor.Options{Corrupt: corrupt}
 	sig := f.Issue.Signature
 	runs := 0
+	deadline := time.Now().Add(maxTime)
 	reproduces := func(q *prog.Program) bool {
-		if runs >= maxRuns {
+		if runs >= maxRuns || (maxTime > 0 && time.Now().After(deadline)) {
 			return false
 		}
 		runs++
