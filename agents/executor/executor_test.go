@@ -3,7 +3,6 @@ package executor
 import (
 	"encoding/json"
 	"os"
-	"syscall"
 	"testing"
 
 	"github.com/forkfuzz/forkfuzz/agents/obs"
@@ -16,12 +15,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv("FORKFUZZ_TEST_SERVE_EXECUTOR") == "1" {
 		Serve()
 	}
-	if !HasGODEBUG() {
-		exe, err := os.Executable()
-		if err == nil {
-			err = syscall.Exec(exe, os.Args, EnvWithGODEBUG(os.Environ()))
-		}
-		panic("re-exec with GODEBUG failed: " + err.Error())
+	if err := ReexecWithGODEBUG(); err != nil {
+		panic(err)
 	}
 	os.Exit(m.Run())
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -87,12 +86,8 @@ func (p *execPlugin) Client(_ *plugin.MuxBroker, c *rpc.Client) (interface{}, er
 // Serve runs this process as an executor plugin; it never returns. It
 // re-executes the process first if GODEBUG lacks what the executor needs.
 func Serve() {
-	if !HasGODEBUG() {
-		exe, err := os.Executable()
-		if err == nil {
-			err = syscall.Exec(exe, os.Args, EnvWithGODEBUG(os.Environ()))
-		}
-		fmt.Fprintf(os.Stderr, "executor: re-exec with GODEBUG=%s: %v\n", NeedGODEBUG, err)
+	if err := ReexecWithGODEBUG(); err != nil {
+		fmt.Fprintln(os.Stderr, "executor:", err)
 		os.Exit(2)
 	}
 	// go-plugin's net/rpc server logs through the standard logger at

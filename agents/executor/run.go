@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -59,6 +60,23 @@ func EnvWithGODEBUG(env []string) []string {
 		out = append(out, "GODEBUG="+NeedGODEBUG)
 	}
 	return out
+}
+
+// ReexecWithGODEBUG re-executes the running program with NeedGODEBUG
+// added to its environment unless it already has it (a running process
+// cannot change GODEBUG). It returns only on failure, or at once when the
+// setting is there. Test binaries that run the executor in-process call it
+// from TestMain.
+func ReexecWithGODEBUG() error {
+	if HasGODEBUG() {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("re-exec with GODEBUG=%s: %w", NeedGODEBUG, err)
+	}
+	err = syscall.Exec(exe, os.Args, EnvWithGODEBUG(os.Environ()))
+	return fmt.Errorf("re-exec with GODEBUG=%s: %w", NeedGODEBUG, err)
 }
 
 // Executor runs programs in this process with real system calls. Programs

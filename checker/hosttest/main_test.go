@@ -6,7 +6,6 @@ package hosttest
 
 import (
 	"os"
-	"syscall"
 	"testing"
 
 	"github.com/forkfuzz/forkfuzz/agents/executor"
@@ -15,12 +14,8 @@ import (
 // TestMain re-executes the test binary with the GODEBUG setting the
 // executor needs.
 func TestMain(m *testing.M) {
-	if !executor.HasGODEBUG() {
-		exe, err := os.Executable()
-		if err == nil {
-			err = syscall.Exec(exe, os.Args, executor.EnvWithGODEBUG(os.Environ()))
-		}
-		panic("re-exec with GODEBUG failed: " + err.Error())
+	if err := executor.ReexecWithGODEBUG(); err != nil {
+		panic(err)
 	}
 	os.Exit(m.Run())
 }
