@@ -39,49 +39,7 @@ func wordAt(v *obs.View, region int, off uint64) uint64 {
 }
 
 // setWord changes one word of a view, keeping the page digests consistent.
-func setWord(v *obs.View, region int, off, val uint64) {
-	old := uint64(0)
-	ws := v.Words[:0]
-	for _, w := range v.Words {
-		if w.Region == region && w.Off == off {
-			old = w.Value
-			continue
-		}
-		ws = append(ws, w)
-	}
-	if val != 0 {
-		ws = append(ws, obs.Word{Region: region, Off: off, Value: val})
-	}
-	sort.Slice(ws, func(i, j int) bool {
-		if ws[i].Region != ws[j].Region {
-			return ws[i].Region < ws[j].Region
-		}
-		return ws[i].Off < ws[j].Off
-	})
-	v.Words = ws
-	page := int(off / prog.PageSize)
-	in := off % prog.PageSize
-	for i := range v.Pages {
-		d := &v.Pages[i]
-		if d.Region == region && d.Page == page {
-			if old != 0 {
-				d.Digest -= obs.WordDigest(in, old)
-				d.NonZero--
-			}
-			if val != 0 {
-				d.Digest += obs.WordDigest(in, val)
-				d.NonZero++
-			}
-			if d.NonZero == 0 {
-				v.Pages = append(v.Pages[:i], v.Pages[i+1:]...)
-			}
-			return
-		}
-	}
-	if val != 0 {
-		v.Pages = append(v.Pages, obs.PageDigest{Region: region, Page: page, Digest: obs.WordDigest(in, val), NonZero: 1})
-	}
-}
+func setWord(v *obs.View, region int, off, val uint64) { v.SetWord(region, off, val) }
 
 // setState sets the state of one page in a view (0: unmapped), dropping
 // its content if it stops being readable.

@@ -47,7 +47,7 @@ func corrupt(p *prog.Program, o *obs.Observation, name string) error {
 					p.Regions[op.Region].Kind.Shared() {
 					continue
 				}
-				setWord(v, op.Region, op.Off, prog.SlotValue(j, 0))
+				v.SetWord(op.Region, op.Off, prog.SlotValue(j, 0))
 				return nil
 			}
 		}
@@ -61,7 +61,7 @@ func corrupt(p *prog.Program, o *obs.Observation, name string) error {
 			for wi := len(v.Words) - 1; wi >= 0; wi-- {
 				w := v.Words[wi]
 				if !p.Regions[w.Region].Kind.Shared() {
-					setWord(v, w.Region, w.Off, 0)
+					v.SetWord(w.Region, w.Off, 0)
 					return nil
 				}
 			}
@@ -69,51 +69,4 @@ func corrupt(p *prog.Program, o *obs.Observation, name string) error {
 		return fmt.Errorf("corruption %s: no child view with a non-zero private word", name)
 	}
 	return fmt.Errorf("unknown corruption %q (known: %s)", name, strings.Join(CorruptionNames(), ", "))
-}
-
-// setWord changes one word of a view and keeps the page digest consistent.
-func setWord(v *obs.View, region int, off, val uint64) {
-	old := uint64(0)
-	words := v.Words[:0]
-	for _, w := range v.Words {
-		if w.Region == region && w.Off == off {
-			old = w.Value
-			continue
-		}
-		words = append(words, w)
-	}
-	if val != 0 {
-		words = append(words, obs.Word{Region: region, Off: off, Value: val})
-		sort.Slice(words, func(i, j int) bool {
-			if words[i].Region != words[j].Region {
-				return words[i].Region < words[j].Region
-			}
-			return words[i].Off < words[j].Off
-		})
-	}
-	v.Words = words
-	page := int(off / prog.PageSize)
-	inPage := off % prog.PageSize
-	delta := func(d *obs.PageDigest) {
-		if old != 0 {
-			d.Digest -= obs.WordDigest(inPage, old)
-			d.NonZero--
-		}
-		if val != 0 {
-			d.Digest += obs.WordDigest(inPage, val)
-			d.NonZero++
-		}
-	}
-	for i := range v.Pages {
-		if v.Pages[i].Region == region && v.Pages[i].Page == page {
-			delta(&v.Pages[i])
-			if v.Pages[i].NonZero == 0 {
-				v.Pages = append(v.Pages[:i], v.Pages[i+1:]...)
-			}
-			return
-		}
-	}
-	d := obs.PageDigest{Region: region, Page: page}
-	delta(&d)
-	v.Pages = append(v.Pages, d)
 }

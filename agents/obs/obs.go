@@ -6,6 +6,8 @@
 // which cannot use the Go runtime, report to the executor.
 package obs
 
+import "sort"
+
 // Version is the observation format version.
 const Version = 1
 
@@ -152,6 +154,53 @@ func WordDigest(off uint64, v uint64) uint64 {
 	x *= 0xc4ceb9fe1a85ec53
 	x ^= x >> 33
 	return x | 1 // never zero, so a non-zero word always changes the digest
+}
+
+// SetWord changes one word of a view (0 removes it), keeping Words sorted
+// and the page's digest and non-zero count consistent. Tests and the
+// executor's test-only corruptions use it to falsify views.
+func (v *View) SetWord(region int, off, val uint64) {
+	old := uint64(0)
+	ws := v.Words[:0]
+	for _, w := range v.Words {
+		if w.Region == region && w.Off == off {
+			old = w.Value
+			continue
+		}
+		ws = append(ws, w)
+	}
+	if val != 0 {
+		ws = append(ws, Word{Region: region, Off: off, Value: val})
+	}
+	sort.Slice(ws, func(i, j int) bool {
+		if ws[i].Region != ws[j].Region {
+			return ws[i].Region < ws[j].Region
+		}
+		return ws[i].Off < ws[j].Off
+	})
+	v.Words = ws
+	const pageSize = 4096
+	page, in := int(off/pageSize), off%pageSize
+	for i := range v.Pages {
+		d := &v.Pages[i]
+		if d.Region == region && d.Page == page {
+			if old != 0 {
+				d.Digest -= WordDigest(in, old)
+				d.NonZero--
+			}
+			if val != 0 {
+				d.Digest += WordDigest(in, val)
+				d.NonZero++
+			}
+			if d.NonZero == 0 {
+				v.Pages = append(v.Pages[:i], v.Pages[i+1:]...)
+			}
+			return
+		}
+	}
+	if val != 0 {
+		v.Pages = append(v.Pages, PageDigest{Region: region, Page: page, Digest: WordDigest(in, val), NonZero: 1})
+	}
 }
 
 // StateAt returns the state of a page in a view (0 when unmapped).
