@@ -139,9 +139,11 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	}()
 
 	// A target with several machines (a VM pool) runs that many programs
-	// at once; program i is still produced from its own seed, so a campaign
-	// stays replayable program by program. Judging, the pool and saving
-	// findings are serialized.
+	// at once. Program i still draws from its own seed, but a mutation picks
+	// from the pool as it stands, which then depends on completion order:
+	// with one machine a seed replays the whole campaign, with several every
+	// finding keeps its program. Judging, the pool and saving findings are
+	// serialized.
 	workers := 1
 	if pt, ok := cfg.Target.(interface{ Parallel() int }); ok {
 		workers = max(1, pt.Parallel())
@@ -168,7 +170,9 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 			o, err := cfg.Target.Run(p, executor.Options{Corrupt: cfg.Corrupt})
 			issues, herr := Judge(p, o, err)
 			mu.Lock()
-			fatal = record(cfg, st, store, &pool, &harnessErrs, i, p, o, issues, herr, &programs, &forks)
+			if err := record(cfg, st, store, &pool, &harnessErrs, i, p, o, issues, herr, &programs, &forks); err != nil && fatal == nil {
+				fatal = err
+			}
 			mu.Unlock()
 		}
 	}
