@@ -528,20 +528,32 @@ func (m *machine) munmap(pr *proc, i int) {
 	pr.unmap(lo, hi)
 }
 
+// rangeArgs settles the argument checks that madvise and mprotect share:
+// an unaligned start fails with EINVAL and a zero length does nothing
+// (both results are recorded; ok is false). Otherwise it returns the
+// global page range [lo, hi) the operation covers.
+func (m *machine) rangeArgs(pr *proc, i int, name string) (lo, hi int, ok bool) {
+	op := &m.p.Ops[i]
+	if !aligned(op.Off) {
+		m.result(pr, i, certain(eINVAL, name+" of an unaligned address fails with EINVAL"))
+		return 0, 0, false
+	}
+	if op.Len == 0 {
+		m.result(pr, i, certain(eOK, name+" of zero length does nothing"))
+		return 0, 0, false
+	}
+	lo = gpage(op.Region, op.Off)
+	return lo, lo + pagesUp(op.Len), true
+}
+
 // ---- mprotect ----
 
 func (m *machine) mprotect(pr *proc, i int) {
 	op := &m.p.Ops[i]
-	if !aligned(op.Off) {
-		m.result(pr, i, certain(eINVAL, "mprotect of an unaligned address fails with EINVAL"))
+	lo, hi, ok := m.rangeArgs(pr, i, "mprotect")
+	if !ok {
 		return
 	}
-	if op.Len == 0 {
-		m.result(pr, i, certain(eOK, "mprotect of zero length does nothing"))
-		return
-	}
-	lo := gpage(op.Region, op.Off)
-	hi := lo + pagesUp(op.Len)
 	// The kernel applies the new protection VMA by VMA from lo until it
 	// meets a hole (ENOMEM); a hole at lo changes nothing.
 	end, gap, unsure := m.contiguousPrefix(pr, lo, hi)
@@ -658,16 +670,10 @@ var adviceWhy = map[prog.Advice]string{
 
 func (m *machine) madvise(pr *proc, i int) {
 	op := &m.p.Ops[i]
-	if !aligned(op.Off) {
-		m.result(pr, i, certain(eINVAL, "madvise of an unaligned address fails with EINVAL"))
+	lo, hi, ok := m.rangeArgs(pr, i, "madvise")
+	if !ok {
 		return
 	}
-	if op.Len == 0 {
-		m.result(pr, i, certain(eOK, "madvise of zero length does nothing"))
-		return
-	}
-	lo := gpage(op.Region, op.Off)
-	hi := lo + pagesUp(op.Len)
 	if op.Advice == prog.AdvCollapse {
 		// MADV_COLLAPSE never changes content; whether it succeeds
 		// depends on THP state the model does not know.
