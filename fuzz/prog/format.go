@@ -29,6 +29,9 @@ import (
 //	fork f1
 //	wait f1
 //	join t1
+//	procmem r0 off=0x0 count=2 stride=0x1000 into=f2   # see pinned.go
+//	vmsplice r0 off=0x0 len=0x2000 pipe=p0
+//	readpipe p0
 //
 // The header line comes first; region lines come before operations and are
 // numbered in order. An operation line may start with "fN:" to run it in
@@ -88,6 +91,17 @@ func (op Op) String() string {
 		fmt.Fprintf(&b, " r%d off=%#x count=%d stride=%#x until=f%d", op.Region, op.Off, op.Count, op.Stride, op.Fork)
 	case OpJoin:
 		fmt.Fprintf(&b, " t%d", op.Peer)
+	case OpProcMem, OpPVWrite:
+		fmt.Fprintf(&b, " r%d off=%#x count=%d stride=%#x", op.Region, op.Off, op.Count, op.Stride)
+		if op.Into > 0 {
+			fmt.Fprintf(&b, " into=f%d", op.Into-1)
+		}
+	case OpODirect, OpUringReg, OpUringRead, OpUffdWP:
+		fmt.Fprintf(&b, " r%d off=%#x len=%#x", op.Region, op.Off, op.Len)
+	case OpVmsplice:
+		fmt.Fprintf(&b, " r%d off=%#x len=%#x pipe=p%d", op.Region, op.Off, op.Len, op.Pipe)
+	case OpReadPipe:
+		fmt.Fprintf(&b, " p%d", op.Pipe)
 	}
 	return b.String()
 }
@@ -354,6 +368,15 @@ func (ps *parser) parseOp(toks []token) error {
 			return err
 		}
 		op.Peer = th
+	case OpReadPipe:
+		if len(rest) != 1 {
+			return ps.errf(name.col, "readpipe takes one pipe name (pN)")
+		}
+		pn, err := ps.ref(rest[0], 'p')
+		if err != nil {
+			return err
+		}
+		op.Pipe = pn
 	case OpFork, OpWait, OpKill:
 		if len(rest) != 1 {
 			return ps.errf(name.col, "%s takes one fork name (fN)", name.s)
@@ -385,6 +408,12 @@ func (ps *parser) opArgs(op *Op, toks []token) error {
 	switch op.Kind {
 	case OpStore, OpPwrite:
 		want = map[string]bool{"off": true, "count": false, "stride": false}
+	case OpProcMem, OpPVWrite:
+		want = map[string]bool{"off": true, "count": false, "stride": false, "into": false}
+	case OpODirect, OpUringReg, OpUringRead, OpUffdWP:
+		want = map[string]bool{"off": true, "len": true}
+	case OpVmsplice:
+		want = map[string]bool{"off": true, "len": true, "pipe": true}
 	case OpStoreLoop:
 		want = map[string]bool{"off": true, "count": false, "stride": false, "until": true}
 	case OpMmap, OpMunmap, OpMlock, OpMunlock:
@@ -417,7 +446,21 @@ func (ps *parser) opArgs(op *Op, toks []token) error {
 		}
 		op.Fork = f
 	}
-	if op.Kind == OpStore || op.Kind == OpPwrite || op.Kind == OpStoreLoop {
+	if t, ok := kv["into"]; ok {
+		f, err := ps.ref(t, 'f')
+		if err != nil {
+			return err
+		}
+		op.Into = f + 1
+	}
+	if t, ok := kv["pipe"]; ok {
+		pn, err := ps.ref(t, 'p')
+		if err != nil {
+			return err
+		}
+		op.Pipe = pn
+	}
+	if op.Kind.WritesSlots() {
 		op.Count = 1
 		if t, ok := kv["count"]; ok {
 			v, err := ps.num(t)

@@ -84,6 +84,17 @@ func TestValidateErrors(t *testing.T) {
 		{"loop behind a loop", "t1: storeloop r0 off=0 until=f0\nfork f0\nt1: storeloop r0 off=0 until=f0\nwait f0\n", "would wait forever"},
 		{"loop on main thread", "fork f0\nstoreloop r0 off=0 until=f0\nwait f0\n", "must run on a thread"},
 		{"fork on a thread", "t1: fork f0\nwait f0\n", "must run on the main thread"},
+		{"procmem into unforked", "procmem r0 off=0 into=f0\nfork f0\nwait f0\n", "must have been forked by this process"},
+		{"pvwrite into waited", "fork f0\nwait f0\npvwrite r0 off=0 into=f0\n", "must have been forked by this process"},
+		{"pvwrite into grandchild", "fork f0\nf0: fork f1\npvwrite r0 off=0 into=f1\nf0: wait f1\nwait f0\n", "must have been forked by this process"},
+		{"odirect unaligned", "odirect r0 off=0x10 len=0x1000\n", "page-aligned"},
+		{"odirect too long", "odirect r0 off=0 len=0x11000\n", "at most 16"},
+		{"vmsplice pipe full", "vmsplice r0 off=0 len=0x10000 pipe=p0\nvmsplice r0 off=0 len=0x1000 pipe=p0\n", "pipe would be full"},
+		{"bad pipe", "readpipe p4\n", "out of range"},
+		{"uringread without reg", "uringread r0 off=0 len=0x1000\n", "inside the range of the last uringreg"},
+		{"uringread outside reg", "uringreg r0 off=0 len=0x1000\nuringread r0 off=0x1000 len=0x1000\n", "inside the range"},
+		{"uring in child", "fork f0\nf0: uringreg r0 off=0 len=0x1000\nwait f0\n", "only in the main process"},
+		{"pinned op on thread", "t1: odirect r0 off=0 len=0x1000\n", "main thread"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(hdr + tc.ops))
@@ -94,6 +105,31 @@ func TestValidateErrors(t *testing.T) {
 				t.Fatalf("error does not name the line: %v", err)
 			}
 		})
+	}
+}
+
+func TestParsePinnedRoundTrip(t *testing.T) {
+	text, err := os.ReadFile("testdata/pinned.ffz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]Op{
+		2: {Kind: OpVmsplice, Region: 0, Off: 0x1000, Len: 0x2000, Pipe: 1},
+		4: {Kind: OpProcMem, Region: 0, Off: 0x10, Count: 2, Stride: 0x1000, Into: 1},
+		9: {Proc: 1, Kind: OpReadPipe, Pipe: 1},
+	}
+	for i, w := range want {
+		if p.Ops[i] != w {
+			t.Errorf("op %d = %+v, want %+v", i, p.Ops[i], w)
+		}
+	}
+	q, err := Parse(p.Format())
+	if err != nil || !reflect.DeepEqual(p, q) {
+		t.Fatalf("round trip: %v\n%s", err, p.Format())
 	}
 }
 
@@ -118,6 +154,9 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("forkfuzz v1\nregion r0 anon-private pages=1\nfork f0\nf0: check\nwait f0\n"))
 	f.Add([]byte("forkfuzz v1\nregion r0 memfd-private pages=3 thp=on\npwrite r0 off=0x10 count=3 stride=0x1000\n"))
+	if text, err := os.ReadFile("testdata/pinned.ffz"); err == nil {
+		f.Add(text)
+	}
 	f.Fuzz(func(t *testing.T, text []byte) {
 		p, err := Parse(text)
 		if err != nil {

@@ -153,11 +153,22 @@ const (
 	OpCheck
 	OpStoreLoop
 	OpJoin
+	// Operations that reach memory outside the normal user fault path
+	// (pinned.go).
+	OpProcMem
+	OpPVWrite
+	OpODirect
+	OpVmsplice
+	OpReadPipe
+	OpUringReg
+	OpUringRead
+	OpUffdWP
 	numOpKinds
 )
 
 var opNames = [...]string{"store", "pwrite", "mmap", "munmap", "mprotect", "madvise", "mremap",
-	"mlock", "munlock", "fork", "wait", "kill", "check", "storeloop", "join"}
+	"mlock", "munlock", "fork", "wait", "kill", "check", "storeloop", "join",
+	"procmem", "pvwrite", "odirect", "vmsplice", "readpipe", "uringreg", "uringread", "uffdwp"}
 
 func (k OpKind) String() string {
 	if int(k) < len(opNames) {
@@ -266,6 +277,11 @@ const (
 //	mremap                   Region, Off, Len, NewLen, Flags, To, ToOff (To/ToOff with MremapFixed)
 //	fork, wait, kill         Fork
 //	check                    -
+//	procmem, pvwrite         Region, Off, Count, Stride, Into (0: self; N: the child of fork f(N-1))
+//	odirect, uringreg,
+//	uringread, uffdwp        Region, Off, Len
+//	vmsplice                 Region, Off, Len, Pipe
+//	readpipe                 Pipe
 type Op struct {
 	Proc   int // 0: main process; I+1: child of fork fI
 	Thread int // 0: the process's main thread; N: thread tN of the main process
@@ -283,6 +299,8 @@ type Op struct {
 	ToOff  uint64
 	Fork   int
 	Peer   int
+	Into   int
+	Pipe   int
 }
 
 // Program is a forkfuzz program.
@@ -337,8 +355,8 @@ func DecodeSlotValue(v uint64) (op, k int, ok bool) {
 	return int((v>>24)&0xffffffff) - 1, int(v & 0xffffff), true
 }
 
-// SlotOffsets calls fn with the region offset of every slot that a store or
-// pwrite writes, in order.
+// SlotOffsets calls fn with the region offset of every slot that a store,
+// pwrite, procmem or pvwrite writes, in order.
 func (op *Op) SlotOffsets(fn func(k int, off uint64)) {
 	for k := 0; k < op.Count; k++ {
 		fn(k, op.Off+uint64(k)*op.Stride)

@@ -54,6 +54,13 @@ func (p *Program) Validate() error {
 	}
 	var forks []forkState
 	var loops []int
+	var pinned pinnedState
+	forkProc := func(f int) (int, bool) {
+		if f < 0 || f >= len(forks) {
+			return -1, false
+		}
+		return forks[f].proc, forks[f].state == alive
+	}
 	procAlive := func(proc int) bool {
 		return proc == 0 || (proc-1 < len(forks) && forks[proc-1].state == alive)
 	}
@@ -100,14 +107,8 @@ func (p *Program) Validate() error {
 			if op.Kind == OpPwrite && !p.Regions[op.Region].Kind.Memfd() {
 				return opErr(i, "pwrite needs a memfd region, r%d is %v", op.Region, p.Regions[op.Region].Kind)
 			}
-			if op.Count < 1 || op.Count > MaxCount {
-				return opErr(i, "count %d out of range 1..%d", op.Count, MaxCount)
-			}
-			if op.Off%SlotSize != 0 || op.Stride%SlotSize != 0 || op.Stride == 0 {
-				return opErr(i, "off and stride must be non-zero multiples of %d (off %#x stride %#x)", SlotSize, op.Off, op.Stride)
-			}
-			if op.Stride > SpanBytes || op.Off >= SpanBytes || op.Off+uint64(op.Count-1)*op.Stride+SlotSize > SpanBytes {
-				return opErr(i, "slots run past the region span (%#x bytes)", SpanBytes)
+			if msg := slotRangeError(&op); msg != "" {
+				return opErr(i, "%s", msg)
 			}
 		case OpMmap, OpMunmap, OpMprotect, OpMadvise, OpMremap, OpMlock, OpMunlock:
 			if err := region(i, op.Region); err != nil {
@@ -178,6 +179,17 @@ func (p *Program) Validate() error {
 				return opErr(i, "join of thread t%d out of range 1..%d", op.Peer, MaxThreads)
 			}
 		case OpCheck:
+		default:
+			if op.Kind.Pinned() {
+				if err := p.validatePinned(i, &pinned, forkProc); err != nil {
+					return err
+				}
+			}
+		}
+		if op.Kind == OpProcMem || op.Kind == OpPVWrite {
+			if msg := slotRangeError(&op); msg != "" {
+				return opErr(i, "%s", msg)
+			}
 		}
 	}
 	// A thread runs its operations in order, and the main thread blocks on
@@ -223,4 +235,18 @@ func (p *Program) Validate() error {
 		}
 	}
 	return nil
+}
+
+// slotRangeError says what is wrong with the slots of a slot-writing
+// operation, or returns "".
+func slotRangeError(op *Op) string {
+	switch {
+	case op.Count < 1 || op.Count > MaxCount:
+		return fmt.Sprintf("count %d out of range 1..%d", op.Count, MaxCount)
+	case op.Off%SlotSize != 0 || op.Stride%SlotSize != 0 || op.Stride == 0:
+		return fmt.Sprintf("off and stride must be non-zero multiples of %d (off %#x stride %#x)", SlotSize, op.Off, op.Stride)
+	case op.Stride > SpanBytes || op.Off >= SpanBytes || op.Off+uint64(op.Count-1)*op.Stride+SlotSize > SpanBytes:
+		return fmt.Sprintf("slots run past the region span (%#x bytes)", SpanBytes)
+	}
+	return ""
 }
