@@ -127,7 +127,7 @@ func (m *machine) opSig(i int) string {
 	case prog.OpMremap:
 		s += "-" + strings.ReplaceAll(op.Flags.String(), "|", "-")
 	}
-	if op.Kind.HasRange() || op.Kind == prog.OpStore || op.Kind == prog.OpPwrite {
+	if hasRegion(op) {
 		s += ":" + m.p.Regions[op.Region].Kind.String()
 	}
 	return s
@@ -150,8 +150,12 @@ func (m *machine) skippedFinding(pr *proc, i int, want, got int) {
 
 func (m *machine) regionOf(i int) int {
 	op := &m.p.Ops[i]
-	if op.Kind.HasRange() || op.Kind == prog.OpStore || op.Kind == prog.OpPwrite {
+	if hasRegion(op) {
 		return op.Region
 	}
 	return -1
+}
+
+func hasRegion(op *prog.Op) bool {
+	return op.Kind.HasRange() || op.Kind == prog.OpStore || op.Kind == prog.OpPwrite || (op.Kind.Pinned() && op.Kind != prog.OpReadPipe)
 }

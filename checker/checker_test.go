@@ -358,30 +358,36 @@ check
 		},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p := mustParse(t, tc.prog)
-			o := Expected(p)
-			if v := Check(p, o); !v.OK() {
-				t.Fatalf("clean observation fails:\n%s", v.Report())
-			}
-			tc.corrupt(t, p, o)
-			v := Check(p, o)
-			if v.OK() {
-				t.Fatalf("corruption not detected")
-			}
-			f := v.Findings[0]
-			if f.Signature != tc.sig {
-				t.Errorf("signature %q, want %q\n%s", f.Signature, tc.sig, v.Report())
-			}
-			for _, s := range tc.explain {
-				if !strings.Contains(f.Explanation, s) {
-					t.Errorf("explanation lacks %q:\n%s", s, f.Explanation)
-				}
-			}
-			if testing.Verbose() {
-				t.Logf("\n%s", v.Report())
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkCorruption(t, tc.prog, tc.corrupt, tc.sig, tc.explain) })
+	}
+}
+
+// checkCorruption runs the model's expected observation of text through
+// Check (it must pass), corrupts it, and checks that the first finding
+// has signature sig and an explanation containing every explain string.
+func checkCorruption(t *testing.T, text string, corrupt func(t *testing.T, p *prog.Program, o *obs.Observation), sig string, explain []string) {
+	t.Helper()
+	p := mustParse(t, text)
+	o := Expected(p)
+	if v := Check(p, o); !v.OK() {
+		t.Fatalf("clean observation fails:\n%s", v.Report())
+	}
+	corrupt(t, p, o)
+	v := Check(p, o)
+	if v.OK() {
+		t.Fatalf("corruption not detected")
+	}
+	f := v.Findings[0]
+	if f.Signature != sig {
+		t.Errorf("signature %q, want %q\n%s", f.Signature, sig, v.Report())
+	}
+	for _, s := range explain {
+		if !strings.Contains(f.Explanation, s) {
+			t.Errorf("explanation lacks %q:\n%s", s, f.Explanation)
+		}
+	}
+	if testing.Verbose() {
+		t.Logf("\n%s", v.Report())
 	}
 }
 

@@ -81,7 +81,8 @@ type machine struct {
 	usedView []bool
 	col      *collector
 
-	th threadState
+	th  threadState
+	pin pinState // pinned.go
 	// racyFault: the main process stopped while threads could change its
 	// mappings concurrently.
 	racyFault bool
@@ -105,6 +106,7 @@ func newMachine(p *prog.Program, o *obs.Observation) *machine {
 	for i := range m.opSeq {
 		m.opSeq[i] = -1
 	}
+	m.pin.init()
 	m.procs[0] = &proc{id: 0, parent: -1, forkOp: -1, state: running, anon: pageMap{}, reset: map[int]int{}}
 	for i := 1; i < len(m.procs); i++ {
 		m.procs[i] = &proc{id: i, state: unborn, forkOp: p.ForkOp(i - 1)}
@@ -250,6 +252,10 @@ func (m *machine) exec(pr *proc, i int) {
 	case prog.OpJoin:
 		m.result(pr, i, unpredictable("join"))
 		m.join(op.Peer)
+	default:
+		if op.Kind.Pinned() {
+			m.execPinned(pr, i)
+		}
 	}
 	switch op.Kind {
 	case prog.OpMmap, prog.OpMunmap, prog.OpMremap, prog.OpMadvise, prog.OpMprotect, prog.OpMlock, prog.OpMunlock:
@@ -327,6 +333,10 @@ func (m *machine) taintOp(pr *proc, i int) {
 		}
 	case prog.OpFork:
 		m.procs[op.Fork+1].state = forkFailed
+	default:
+		if op.Kind.Pinned() {
+			m.taintPinned(pr, i)
+		}
 	}
 }
 

@@ -41,9 +41,7 @@ func (m *machine) fork(pr *proc, i int) {
 			}
 		} else {
 			for _, k := range pr.anon.keysIn(s.start, s.end) {
-				pg := pr.anon[k]
-				pg.refs++
-				child.anon[k] = pg
+				child.anon[k] = m.pin.forkPage(pr.anon[k])
 			}
 		}
 		child.segs = append(child.segs, c)
@@ -143,7 +141,7 @@ func statusString(st uint64) string {
 // part of process v's history: W is v, or an ancestor of v and j ran
 // before the fork that leads towards v.
 func (m *machine) inherited(j, v int) bool {
-	w := m.p.Ops[j].Proc
+	w := m.writer(j)
 	cur := v
 	for cur != w {
 		if cur == 0 {
@@ -156,6 +154,15 @@ func (m *machine) inherited(j, v int) bool {
 		cur = c.parent
 	}
 	return true
+}
+
+// writer returns the process whose memory operation j writes: the
+// target of a procmem or pvwrite into a child, else the op's own process.
+func (m *machine) writer(j int) int {
+	if op := &m.p.Ops[j]; op.Into > 0 && (op.Kind == prog.OpProcMem || op.Kind == prog.OpPVWrite) {
+		return op.Into
+	}
+	return m.p.Ops[j].Proc
 }
 
 // ancestors returns v and its ancestors, v first.

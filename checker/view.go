@@ -615,13 +615,13 @@ func (m *machine) wordFinding(pr *proc, at, vi int, s *seg, g int, w uint16, e, 
 		_, privateHere = pr.anon[g]
 	}
 	var isoNote string
-	if aok && m.p.Ops[ja].Proc != pr.id && m.opSeq[ja] >= 0 && m.p.Ops[ja].Kind == prog.OpStore &&
+	if aok && m.writer(ja) != pr.id && m.opSeq[ja] >= 0 && m.p.Ops[ja].Kind != prog.OpPwrite && m.p.Ops[ja].Kind != prog.OpStoreLoop &&
 		!m.inherited(ja, pr.id) && (privateHere || m.writes[ja]&wrotePrivate != 0) {
-		role, f := m.relation(m.p.Ops[ja].Proc, pr.id)
+		role, f := m.relation(m.writer(ja), pr.id)
 		oracle = "isolation"
-		cause = role + "-store-after-fork"
+		cause = role + "-" + m.p.Ops[ja].Kind.String() + "-after-fork"
 		if f >= 0 {
-			isoNote = fmt.Sprintf("; the %s (%s) wrote it after fork f%d separated the two address spaces, into memory that is private to each side", role, procName(m.p.Ops[ja].Proc), f)
+			isoNote = fmt.Sprintf("; the %s (%s) wrote it after fork f%d separated the two address spaces, into memory that is private to each side", role, procName(m.writer(ja)), f)
 		}
 	} else {
 		oracle = m.contentOracle(pr, at, s, g, e, a)
@@ -694,14 +694,10 @@ func (m *machine) decode(v uint64) (op, k int, ok bool) {
 	if !ok || op >= len(m.p.Ops) {
 		return 0, 0, false
 	}
-	o := &m.p.Ops[op]
-	switch o.Kind {
-	case prog.OpStore, prog.OpPwrite:
-		if k >= o.Count {
-			return 0, 0, false
-		}
-	case prog.OpStoreLoop:
-	default:
+	if m.p.Ops[op].Kind == prog.OpStoreLoop {
+		return op, k, true
+	}
+	if _, ok := m.slotOffset(op, k); !ok {
 		return 0, 0, false
 	}
 	return op, k, true
@@ -716,7 +712,7 @@ func (m *machine) valueDesc(val uint64, v int) string {
 	if !ok {
 		return fmt.Sprintf("%#x (no operation of this program writes this value)", val)
 	}
-	w := m.p.Ops[j].Proc
+	w := m.writer(j)
 	when := ""
 	switch {
 	case m.opSeq[j] < 0:
@@ -750,7 +746,7 @@ func (m *machine) history(v, g, upto int) []int {
 		if m.opSeq[j] < 0 || m.opSeq[j] > upto {
 			continue
 		}
-		if !m.inherited(j, v) && !(op.Kind == prog.OpPwrite || op.Kind == prog.OpStore && m.writes[j]&wroteShared != 0) {
+		if !m.inherited(j, v) && !(op.Kind == prog.OpPwrite || m.writes[j]&wroteShared != 0) {
 			continue
 		}
 		if touches(op, r, p) {
@@ -773,7 +769,7 @@ func touches(op *prog.Op, r, p int) bool {
 	lo := uint64(p) * prog.PageSize
 	hi := lo + prog.PageSize
 	switch op.Kind {
-	case prog.OpStore, prog.OpPwrite:
+	case prog.OpStore, prog.OpPwrite, prog.OpProcMem, prog.OpPVWrite:
 		if op.Region != r || op.Stride == 0 || op.Off+prog.SlotSize > hi {
 			return false
 		}
@@ -789,7 +785,7 @@ func touches(op *prog.Op, r, p int) bool {
 		}
 		return op.Flags&prog.MremapFixed != 0 && op.To == r && overlaps(op.ToOff, op.NewLen, lo, hi)
 	}
-	if op.Kind.HasRange() {
+	if op.Kind.HasRange() || op.Kind.HasIORange() {
 		return op.Region == r && overlaps(op.Off, op.Len, lo, hi)
 	}
 	return false

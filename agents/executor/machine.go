@@ -66,6 +66,8 @@ type machine struct {
 	moved   []span
 	th      *threadSet
 	forkTSC [prog.MaxForks][2]uint64
+
+	pin pinRes // pinned.go
 }
 
 type span struct{ addr, length uint64 }
@@ -74,6 +76,7 @@ type span struct{ addr, length uint64 }
 // the large fixed arrays are allocated once per executor.
 func newMachine(rep, ctl, maps []byte) *machine {
 	m := &machine{rep: rep, ctl: ctl, maps: maps, sigAll: ^uint64(0), th: new(threadSet)}
+	m.pin.uffd = -1
 	copy(m.mapsPath[:], "/proc/self/maps\x00")
 	return m
 }
@@ -484,6 +487,10 @@ func (m *machine) exec(i int) {
 		m.join(op.Peer)
 	case prog.OpCheck:
 		m.view(i)
+	default:
+		if op.Kind.Pinned() {
+			errno, ret, skipped = m.execPinned(i)
+		}
 	}
 	m.recOp(i, errno, ret, start, m.now(), skipped)
 }

@@ -167,6 +167,8 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	if err := m.setup(); err != nil {
 		return nil, err
 	}
+	m.setupPinned()
+	defer m.cleanupPinned()
 	var fault string
 	var threads []obs.ThreadLog
 	func() {

@@ -45,6 +45,12 @@ type OpResult struct {
 	// ticks, the clock of ThreadLog stores.
 	TSCStart uint64 `json:"tsc_start,omitempty"`
 	TSCEnd   uint64 `json:"tsc_end,omitempty"`
+	// Data are the non-zero words an operation read (readpipe: Off is the
+	// byte offset in what was read; Region is -1).
+	Data []Word `json:"data,omitempty"`
+	// Skip says why the executor could not do the operation at all (the
+	// kernel or the environment lacks what it needs); empty when it ran.
+	Skip string `json:"skip,omitempty"`
 }
 
 // ThreadLog is every store one thread made, in order.

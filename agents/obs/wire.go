@@ -21,14 +21,16 @@ const (
 
 // Record types and their fields (after the type word).
 const (
-	RecOp        = 1 // op, errno, ret, start, end, skipped
-	RecViewBegin = 2 // proc, at (two's complement)
-	RecVMA       = 3 // start, end, prot bits, offset, inode
-	RecRun       = 4 // region, first, n, state
-	RecPage      = 5 // region, page, digest, nonzero
-	RecWord      = 6 // region, off, value
-	RecViewEnd   = 7 // truncated
-	RecEvent     = 8 // code, a, b
+	RecOp        = 1  // op, errno, ret, start, end, skipped
+	RecViewBegin = 2  // proc, at (two's complement)
+	RecVMA       = 3  // start, end, prot bits, offset, inode
+	RecRun       = 4  // region, first, n, state
+	RecPage      = 5  // region, page, digest, nonzero
+	RecWord      = 6  // region, off, value
+	RecViewEnd   = 7  // truncated
+	RecEvent     = 8  // code, a, b
+	RecData      = 9  // op, off, value: one non-zero word an operation read (readpipe)
+	RecSkip      = 10 // op, reason code (Skip*), errno
 )
 
 // VMA protection bits in RecVMA.
@@ -119,7 +121,18 @@ func Decode(buf []byte, nops, nregions int) (*Observation, error) {
 			if w[1] >= uint64(nops) {
 				return nil, bad("op %d out of range (%d ops)", w[1], nops)
 			}
-			o.Ops[w[1]] = OpResult{Ran: true, Errno: int(int64(w[2])), Ret: w[3], Start: int64(w[4]), End: int64(w[5]), Skipped: int(w[6] & 0x7fffffff)}
+			r := &o.Ops[w[1]]
+			r.Ran, r.Errno, r.Ret, r.Start, r.End, r.Skipped = true, int(int64(w[2])), w[3], int64(w[4]), int64(w[5]), int(w[6]&0x7fffffff)
+		case RecData, RecSkip:
+			if w[1] >= uint64(nops) {
+				return nil, bad("op %d out of range (%d ops)", w[1], nops)
+			}
+			r := &o.Ops[w[1]]
+			if w[0] == RecSkip {
+				r.Skip = SkipReason(w[2], w[3])
+			} else {
+				r.Data = append(r.Data, Word{Region: -1, Off: w[2], Value: w[3]})
+			}
 		case RecViewBegin:
 			if cur != nil {
 				cur.Truncated = true

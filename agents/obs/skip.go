@@ -1,0 +1,34 @@
+package obs
+
+import (
+	"fmt"
+	"syscall"
+)
+
+// Reasons for skipping an operation (RecSkip codes). The executor decides
+// them where it sets up what pinned operations need; the text says what is
+// missing, so a user knows which feature their kernel or machine lacks.
+const (
+	SkipNoUring    = 1 // io_uring_setup failed
+	SkipNoODirect  = 2 // the scratch file cannot be opened with O_DIRECT
+	SkipNoUffd     = 3 // userfaultfd cannot be opened
+	SkipNoWPAsync  = 4 // the kernel lacks UFFD_FEATURE_WP_ASYNC
+	SkipNoScratch  = 5 // no scratch file for odirect/uringread data
+	numSkipReasons = 6
+)
+
+var skipText = [numSkipReasons]string{
+	SkipNoUring:   "io_uring unavailable (io_uring_setup: %v)",
+	SkipNoODirect: "O_DIRECT unavailable on the executor's scratch filesystem (open: %v)",
+	SkipNoUffd:    "userfaultfd unavailable (%v)",
+	SkipNoWPAsync: "userfaultfd write-protect needs UFFD_FEATURE_WP_ASYNC (Linux 6.7+) (%v)",
+	SkipNoScratch: "no scratch file for data (%v)",
+}
+
+// SkipReason renders a RecSkip record's reason.
+func SkipReason(code, errno uint64) string {
+	if code == 0 || code >= numSkipReasons {
+		return fmt.Sprintf("skipped (unknown reason %d, errno %d)", code, errno)
+	}
+	return fmt.Sprintf(skipText[code], syscall.Errno(errno))
+}
