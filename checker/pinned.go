@@ -122,7 +122,19 @@ func (m *machine) remoteWrite(pr *proc, i int) {
 		m.expectSkipped(i, op.Count, 0)
 		return
 	case killed:
+		// SIGKILL is asynchronous: the child may still have its memory,
+		// so writes may or may not land; only shared pages show it.
 		m.result(pr, i, unpredictable("the target was killed: whether its memory is still there depends on how far its exit got"))
+		op.SlotOffsets(func(k int, off uint64) {
+			g := gpage(op.Region, off)
+			switch s := target.segAt(g); {
+			case s == nil || !s.kind.Shared():
+			case s.unknown:
+				m.taintShared = true
+			default:
+				m.objs[s.obj].pages.own(s.pgoff + g - s.start).setWild(uint16(off % prog.PageSize / prog.SlotSize))
+			}
+		})
 		return
 	}
 	force := op.Kind == prog.OpProcMem
@@ -271,13 +283,13 @@ func (m *machine) vmsplice(pr *proc, i int) {
 	n := 0
 	for g := lo; g < hi; g++ {
 		s := pr.segAt(g)
-		if s == nil || s.prot == prog.ProtNone || (!s.unknown && m.beyondEOF(s, g)) {
-			break
-		}
-		if s.unknown {
+		if s != nil && s.unknown {
 			m.result(pr, i, unpredictable("the model lost track of the range"))
 			m.pin.pipeLost[op.Pipe] = true
 			return
+		}
+		if s == nil || s.prot == prog.ProtNone || m.beyondEOF(s, g) {
+			break
 		}
 		n++
 	}

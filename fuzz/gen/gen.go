@@ -31,6 +31,12 @@ type generator struct {
 	// deferred: the main thread must neither join them nor hand them
 	// another storeloop (both would block until that wait).
 	busy [prog.MaxThreads + 1]bool
+	// Pinned operations: pages spliced into each pipe so far, the last
+	// registration, and the child that a racing procmem/pvwrite may write
+	// into (Into; 0: none).
+	pipePages [prog.MaxPipes]int
+	uring     *prog.Op
+	into      int
 }
 
 func generate(r *rand.Rand, w Weights) *prog.Program {
@@ -175,7 +181,7 @@ func (g *generator) pickKind(proc, depth int, canFork, pending bool) prog.OpKind
 		case prog.OpWait:
 			return false
 		}
-		return true
+		return pinnedAllowed(k, proc)
 	}
 	for k := range ws {
 		if !allowed(prog.OpKind(k)) {
@@ -223,13 +229,15 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 	}
 	var race []prog.Op
 	if chance(g.r, g.w.RaceProb) {
+		g.into = f + 1
 		for n := between(g.r, 1, g.w.RaceOps); n > 0; n-- {
 			race = append(race, g.raceOp(proc)...)
 		}
+		g.into = 0
 		g.nops += len(race)
 		for i := range race {
 			op := &race[i]
-			if proc == 0 && op.Kind != prog.OpCheck && chance(g.r, g.w.ThreadVMAProb) &&
+			if proc == 0 && op.Kind != prog.OpCheck && !op.Kind.Pinned() && chance(g.r, g.w.ThreadVMAProb) &&
 				!(op.Kind == prog.OpMmap && g.p.Regions[op.Region].Kind == prog.AnonShared) {
 				op.Thread = between(g.r, 1, max(1, min(g.w.MaxWriters, prog.MaxThreads)))
 			}
@@ -281,6 +289,11 @@ func (g *generator) raceOp(proc int) []prog.Op {
 	ws[prog.OpCheck] = min(ws[prog.OpCheck], 1)
 	if g.memfdRegion() < 0 {
 		ws[prog.OpPwrite] = 0
+	}
+	for k := range ws {
+		if !pinnedAllowed(prog.OpKind(k), proc) {
+			ws[k] = 0
+		}
 	}
 	k := prog.OpKind(pick(g.r, ws))
 	switch k {

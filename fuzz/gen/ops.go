@@ -22,6 +22,9 @@ func (g *generator) simple(proc int, k prog.OpKind) []prog.Op {
 		}
 		return []prog.Op{g.slotOp(proc, k, ri)}
 	}
+	if k.Pinned() {
+		return g.pinnedOp(proc, k)
+	}
 	return g.rangeOp(proc, k, g.region())
 }
 

@@ -119,11 +119,20 @@ func Repair(p *prog.Program) *prog.Program {
 					loopsFor[op.Fork] = append(loopsFor[op.Fork], len(q.Ops))
 				}
 			}
+			if fo.Into > 0 {
+				// into= names a child of this process that is alive.
+				if n, ok := ids[fo.Into-1]; ok && forks[n].alive && forks[n].parent == pr {
+					fo.Into = n + 1
+				} else {
+					fo.Into = 0
+				}
+			}
 			q.Ops = append(q.Ops, fo)
 		}
 	}
 	reap(-1)
 	fixLoops(q)
+	fixPinned(q)
 	return q
 }
 
@@ -210,11 +219,17 @@ func fixOp(op prog.Op, regions []prog.Region) prog.Op {
 		}
 	}
 	q.Region = fixRegionRef(op.Region, len(regions))
+	if q.Kind.Pinned() && !q.Kind.WritesSlots() {
+		return fixPinnedOp(q, op)
+	}
 	if q.Kind == prog.OpMmap && regions[q.Region].Kind == prog.AnonShared {
 		q.Thread = 0
 	}
 	switch q.Kind {
-	case prog.OpStore, prog.OpPwrite, prog.OpStoreLoop:
+	case prog.OpStore, prog.OpPwrite, prog.OpStoreLoop, prog.OpProcMem, prog.OpPVWrite:
+		if q.Kind.Pinned() {
+			q.Thread, q.Into = 0, max(op.Into, 0)
+		}
 		if q.Kind == prog.OpPwrite && !regions[q.Region].Kind.Memfd() {
 			q.Kind = prog.OpStore
 			for i, r := range regions {

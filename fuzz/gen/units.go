@@ -36,10 +36,14 @@ func subtree(parents []int, f int) []bool {
 // Unit returns the indices, in increasing order, of the operations that go
 // with the operation at index i of the valid program p: for a fork fI, the
 // fork, every operation of fI's child and its descendants, all their
-// waits and kills, and the storeloops that run until one of them is waited
-// for; for any other operation, just i.
+// waits and kills, the storeloops that run until one of them is waited
+// for and the writes into its child; for a uringreg, it and the uringreads
+// that use it; for any other operation, just i.
 func Unit(p *prog.Program, i int) []int {
 	op := p.Ops[i]
+	if op.Kind == prog.OpUringReg {
+		return regUnit(p, i)
+	}
 	if op.Kind != prog.OpFork {
 		return []int{i}
 	}
@@ -50,8 +54,10 @@ func Unit(p *prog.Program, i int) []int {
 		switch {
 		case o.Proc > 0 && inSub(o.Proc-1):
 			idx = append(idx, j)
-		case isForkRef(o.Kind) && inSub(o.Fork):
-			idx = append(idx, j)
+		default:
+			if f, ok := forkRef(o); ok && inSub(f) {
+				idx = append(idx, j)
+			}
 		}
 	}
 	return idx
@@ -68,8 +74,8 @@ func Units(p *prog.Program) [][]int {
 	parents := forkParents(p)
 	forkUnit := make([][]int, len(parents))
 	for j, op := range p.Ops {
-		if isForkRef(op.Kind) && op.Fork >= 0 && op.Fork < len(parents) {
-			forkUnit[op.Fork] = append(forkUnit[op.Fork], j)
+		if f, ok := forkRef(op); ok && f >= 0 && f < len(parents) {
+			forkUnit[f] = append(forkUnit[f], j)
 		}
 		for proc := op.Proc; proc > 0 && proc-1 < len(parents); proc = parents[proc-1] {
 			forkUnit[proc-1] = append(forkUnit[proc-1], j)
@@ -81,6 +87,8 @@ func Units(p *prog.Program) [][]int {
 		case prog.OpWait:
 		case prog.OpFork:
 			units = append(units, forkUnit[op.Fork])
+		case prog.OpUringReg:
+			units = append(units, regUnit(p, i))
 		default:
 			units = append(units, []int{i})
 		}
@@ -90,6 +98,30 @@ func Units(p *prog.Program) [][]int {
 
 func isForkRef(k prog.OpKind) bool {
 	return k == prog.OpFork || k == prog.OpWait || k == prog.OpKill || k == prog.OpStoreLoop
+}
+
+// regUnit returns the unit of the uringreg at index i: it and the
+// uringreads that use its registration (up to the next uringreg).
+func regUnit(p *prog.Program, i int) []int {
+	idx := []int{i}
+	for j := i + 1; j < len(p.Ops) && p.Ops[j].Kind != prog.OpUringReg; j++ {
+		if p.Ops[j].Kind == prog.OpUringRead {
+			idx = append(idx, j)
+		}
+	}
+	return idx
+}
+
+// forkRef returns the fork an operation names other than through its
+// process: fork, wait, kill and storeloop's Fork, a write's into= child.
+func forkRef(op prog.Op) (int, bool) {
+	if isForkRef(op.Kind) {
+		return op.Fork, true
+	}
+	if op.Into > 0 {
+		return op.Into - 1, true
+	}
+	return 0, false
 }
 
 // RemoveOps returns a copy of p without the operations whose index i has
@@ -131,6 +163,11 @@ func Renumber(p *prog.Program) {
 		if isForkRef(op.Kind) {
 			if n, ok := ids[op.Fork]; ok {
 				op.Fork = n
+			}
+		}
+		if op.Into > 0 {
+			if n, ok := ids[op.Into-1]; ok {
+				op.Into = n + 1
 			}
 		}
 	}

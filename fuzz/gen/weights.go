@@ -11,6 +11,8 @@ type Weights struct {
 	// Operation kinds, one step of a process. Waits are not listed: every
 	// fork is waited for, right after its child's operations or later.
 	Store, Pwrite, Mmap, Munmap, Mprotect, Madvise, Mremap, Mlock, Munlock, Fork, Kill, Check int
+	// Pinned and out-of-fault-path operations (prog/pinned.go).
+	ProcMem, PVWrite, ODirect, Vmsplice, ReadPipe, UringReg, UringRead, UffdWP int
 
 	// RegionKinds weighs prog.AnonPrivate, AnonShared, MemfdPrivate,
 	// MemfdShared.
@@ -94,6 +96,7 @@ func DefaultWeights() Weights {
 	return Weights{
 		Store: 30, Pwrite: 6, Mmap: 6, Munmap: 8, Mprotect: 8, Madvise: 10, Mremap: 8,
 		Mlock: 3, Munlock: 2, Fork: 14, Kill: 2, Check: 4,
+		ProcMem: 3, PVWrite: 2, ODirect: 2, Vmsplice: 2, ReadPipe: 2, UringReg: 1, UringRead: 2, UffdWP: 1,
 		RegionKinds: [4]int{4, 2, 2, 2},
 		THP:         [3]int{2, 2, 1},
 		Sizes:       [5]int{5, 4, 3, 4, 1},
@@ -163,5 +166,13 @@ func (w *Weights) opWeights() []int {
 	ws[prog.OpFork] = w.Fork
 	ws[prog.OpKill] = w.Kill
 	ws[prog.OpCheck] = w.Check
+	ws[prog.OpProcMem] = w.ProcMem
+	ws[prog.OpPVWrite] = w.PVWrite
+	ws[prog.OpODirect] = w.ODirect
+	ws[prog.OpVmsplice] = w.Vmsplice
+	ws[prog.OpReadPipe] = w.ReadPipe
+	ws[prog.OpUringReg] = w.UringReg
+	ws[prog.OpUringRead] = w.UringRead
+	ws[prog.OpUffdWP] = w.UffdWP
 	return ws
 }

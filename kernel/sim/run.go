@@ -276,6 +276,11 @@ func (x *machine) exec(i int) {
 		}
 	case prog.OpCheck:
 		x.view(op.Proc, i)
+	default:
+		if op.Kind.Pinned() {
+			// GUP, pipes, io_uring and userfaultfd are not modelled.
+			res.Skip = "the simulated kernel does not model " + op.Kind.String()
+		}
 	}
 	res.End = x.clock
 	if op.Kind == prog.OpStoreLoop {
