@@ -127,13 +127,14 @@ func Visualize(m porcupine.Model, info porcupine.LinearizationInfo, w io.Writer)
 }
 
 // Decide runs the exact check and falls back to porcupine on the trimmed
-// history where the exact check cannot decide.
+// history where the exact check cannot decide (in a memory-capped worker
+// after UseIsolated).
 func Decide(h *History, timeout time.Duration) Verdict {
 	v := Check(h)
 	if v.Result != Unknown {
 		return v
 	}
-	pv, _, _ := Porcupine(Trim(h), timeout)
+	pv := porcupineFallback(Trim(h), timeout)
 	if pv.Result == Unknown {
 		pv.Reason = v.Reason + "; " + pv.Reason
 	}

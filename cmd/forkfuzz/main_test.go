@@ -10,11 +10,15 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 )
 
-// TestMain lets the test binary serve as its own executor process: the
-// native target starts os.Executable() with the "executor" argument.
+// TestMain lets the test binary serve as its own executor process (the
+// native target starts os.Executable() with the "executor" argument) and
+// porcupine worker.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "executor" {
 		executor.Serve()
+	}
+	if len(os.Args) > 1 && os.Args[1] == "porcupine-worker" {
+		os.Exit(cmdPorcupineWorker(nil, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
