@@ -14,6 +14,9 @@ import (
 //     it (fork, mremap); the child start views of forks in the window are
 //     judged instead by the consistent-cut oracle (threads.go);
 //   - a thread pwrite makes its words of the file wild;
+//   - a thread odirect, procmem or pvwrite makes its words wild like a
+//     store; at the join, if it succeeded and nothing else touched its
+//     pages meanwhile, its values must be there (pinned.go);
 //   - a thread operation that changes mappings makes its ranges unknown in
 //     the main process from the hand-over on;
 //   - errnos and skip counts of thread operations are not predicted.
@@ -33,6 +36,9 @@ type threadState struct {
 	// pending are the ranges of mapping changes handed to each thread
 	// since its last join: they may take effect at any moment until then.
 	pending map[int][]span
+	// pinned are the pinned writes (odirect, procmem, pvwrite) handed to
+	// each thread since its last join (pinned.go).
+	pinned map[int][]int
 }
 
 type span struct{ lo, hi, op int }
@@ -64,6 +70,8 @@ func (m *machine) threadOp(pr *proc, i int) {
 			m.markWild(pr, c)
 		})
 		m.writes[i] |= wrotePrivate | wroteShared
+	case prog.OpProcMem, prog.OpPVWrite, prog.OpODirect:
+		m.threadPinned(pr, i)
 	case prog.OpPwrite:
 		obj := m.objs[m.memfd[op.Region]]
 		op.SlotOffsets(func(k int, off uint64) {
@@ -161,6 +169,7 @@ func (m *machine) join(t int) {
 		}
 	}
 	delete(m.th.handed, t)
+	m.settlePinned(t)
 }
 
 // cellActive reports whether a thread may still write cell (g, w) of pr.

@@ -561,3 +561,131 @@ func (m *machine) taintPinned(pr *proc, i int) {
 		m.pin.uringBad = true
 	}
 }
+
+// pinnedCells calls fn with every word address a pinned write operation
+// writes (odirect: every word of its pages).
+func pinnedCells(op *prog.Op, fn func(off uint64)) {
+	if op.Kind == prog.OpODirect {
+		for off := uint64(0); off < op.Len; off += prog.SlotSize {
+			fn(op.Off + off)
+		}
+		return
+	}
+	op.SlotOffsets(func(k int, off uint64) { fn(off) })
+}
+
+// threadPinned handles a pinned write handed to a thread (check mode): its
+// words are wild until the join, like a thread store's.
+func (m *machine) threadPinned(pr *proc, i int) {
+	op := &m.p.Ops[i]
+	if m.th.active == nil {
+		m.th.active = map[cell]int{}
+		m.th.handed = map[int][]cell{}
+	}
+	if m.th.pinned == nil {
+		m.th.pinned = map[int][]int{}
+	}
+	if m.o.Ops[i].Skip != "" {
+		m.col.note("%s was skipped by the executor: %s", opRef(m.p, i), m.o.Ops[i].Skip)
+		return
+	}
+	pinnedCells(op, func(off uint64) {
+		c := mkCell(gpage(op.Region, off), uint16(off%prog.PageSize/prog.SlotSize))
+		m.th.active[c]++
+		m.th.handed[op.Thread] = append(m.th.handed[op.Thread], c)
+		m.markWild(pr, c)
+	})
+	m.writes[i] |= wrotePrivate | wroteShared
+	m.th.pinned[op.Thread] = append(m.th.pinned[op.Thread], i)
+}
+
+// settlePinned runs at the join of thread t: a pinned write of t that
+// fully succeeded has finished, so its values must now be in the main
+// process, unless another operation may have touched its pages since the
+// hand-over (then they stay wild). This is what catches a fork that lets
+// an O_DIRECT read racing with it land in the child's copy of a page.
+func (m *machine) settlePinned(t int) {
+	ops := m.th.pinned[t]
+	delete(m.th.pinned, t)
+	main := m.procs[0]
+	for _, i := range ops {
+		op := &m.p.Ops[i]
+		r := m.o.Ops[i]
+		want := uint64(op.Count)
+		if op.Kind == prog.OpODirect {
+			want = op.Len
+		}
+		if r.Skip != "" || r.Errno != 0 || r.Skipped != 0 || r.Ret != want || m.touchedSince(i, t) {
+			continue
+		}
+		pinnedCells(op, func(off uint64) {
+			g := gpage(op.Region, off)
+			s := main.segAt(g)
+			if s == nil || s.unknown || s.prot != prog.ProtRW || m.beyondEOF(s, g) {
+				return
+			}
+			k := int((off - op.Off) / prog.SlotSize)
+			v := prog.DenseValue(i, off-op.Off)
+			if op.Kind != prog.OpODirect {
+				k = int((off - op.Off) / op.Stride)
+				v = prog.SlotValue(i, k)
+			}
+			m.writeWord(main, s, g, uint16(off%prog.PageSize/prog.SlotSize), v)
+		})
+	}
+}
+
+// touchedSince reports whether any operation of the main process other
+// than thread t's op i, handed over or run after i (fork, wait, kill, check
+// and join aside), may have touched the pages op i writes.
+func (m *machine) touchedSince(i, t int) bool {
+	op := &m.p.Ops[i]
+	lo, hi := op.Off/prog.PageSize, (op.Off+op.Len+prog.PageSize-1)/prog.PageSize
+	if op.Kind != prog.OpODirect {
+		hi = (op.Off+uint64(op.Count-1)*op.Stride)/prog.PageSize + 1
+	}
+	for j := range m.p.Ops {
+		o := &m.p.Ops[j]
+		if j == i || o.Proc != 0 || m.opSeq[j] < 0 {
+			continue
+		}
+		switch o.Kind {
+		case prog.OpFork, prog.OpWait, prog.OpKill, prog.OpCheck, prog.OpJoin:
+			continue
+		}
+		// Operations handed over before i may still run after it if
+		// they are on another thread.
+		if m.opSeq[j] < m.opSeq[i] && (o.Thread == 0 || o.Thread == t || m.joinedBefore(o.Thread, i)) {
+			continue
+		}
+		if o.Kind.ChangesVMA() || o.Kind == prog.OpPwrite {
+			return true // conservative: mappings or file content changed
+		}
+		for p := lo; p < hi; p++ {
+			if touches(o, op.Region, int(p)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// joinedBefore reports whether thread t was joined after its operations
+// handed over before op i and before op i ran (so none of them overlaps
+// i).
+func (m *machine) joinedBefore(t, i int) bool {
+	last := -1
+	for j := range m.p.Ops {
+		o := &m.p.Ops[j]
+		if o.Kind == prog.OpJoin && o.Peer == t && m.opSeq[j] >= 0 && m.opSeq[j] < m.opSeq[i] {
+			last = max(last, m.opSeq[j])
+		}
+	}
+	for j := range m.p.Ops {
+		o := &m.p.Ops[j]
+		if o.Thread == t && o.Proc == 0 && m.opSeq[j] >= 0 && m.opSeq[j] < m.opSeq[i] && m.opSeq[j] > last {
+			return false
+		}
+	}
+	return true
+}

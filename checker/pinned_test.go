@@ -149,6 +149,24 @@ wait f0
 			},
 			sig: "snapshot:lost-odirect:anon-private",
 		},
+		{
+			name: "O_DIRECT on a thread racing a fork lands in the child, not the parent",
+			prog: `forkfuzz v1
+region r0 anon-private pages=4
+store r0 off=0x1000 count=2 stride=0x1000
+t1: odirect r0 off=0x1000 len=0x1000
+fork f0
+wait f0
+join t1
+`,
+			// The DMA went to the page the child kept; the parent still
+			// has the old content after the join.
+			corrupt: func(t *testing.T, p *prog.Program, o *obs.Observation) {
+				setWord(findView(t, o, 0, obs.AtEnd), 0, 0x1000, prog.SlotValue(0, 0))
+			},
+			sig:     "memory:stale-store:anon-private",
+			explain: []string{"main process end view", "expected 0xa500000002000000 (slot 0 of op 1 `t1: odirect"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

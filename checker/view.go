@@ -769,7 +769,7 @@ func touches(op *prog.Op, r, p int) bool {
 	lo := uint64(p) * prog.PageSize
 	hi := lo + prog.PageSize
 	switch op.Kind {
-	case prog.OpStore, prog.OpPwrite, prog.OpProcMem, prog.OpPVWrite:
+	case prog.OpStore, prog.OpPwrite, prog.OpProcMem, prog.OpPVWrite, prog.OpStoreLoop:
 		if op.Region != r || op.Stride == 0 || op.Off+prog.SlotSize > hi {
 			return false
 		}

@@ -237,7 +237,7 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 		g.nops += len(race)
 		for i := range race {
 			op := &race[i]
-			if proc == 0 && op.Kind != prog.OpCheck && !op.Kind.Pinned() && chance(g.r, g.w.ThreadVMAProb) &&
+			if proc == 0 && op.Kind != prog.OpCheck && (!op.Kind.Pinned() || prog.ThreadablePinned(op)) && chance(g.r, g.w.ThreadVMAProb) &&
 				!(op.Kind == prog.OpMmap && g.p.Regions[op.Region].Kind == prog.AnonShared) {
 				op.Thread = between(g.r, 1, max(1, min(g.w.MaxWriters, prog.MaxThreads)))
 			}

@@ -127,7 +127,9 @@ func fixPinned(p *prog.Program) {
 // page range or a pipe (fixOp's part for them); q has Proc, Kind and
 // Region set.
 func fixPinnedOp(q prog.Op, op prog.Op) prog.Op {
-	q.Thread = 0
+	if q.Kind != prog.OpODirect {
+		q.Thread = 0
+	}
 	if !pinnedAllowed(q.Kind, q.Proc) {
 		q.Kind = prog.OpODirect
 	}

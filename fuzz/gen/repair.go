@@ -228,7 +228,10 @@ func fixOp(op prog.Op, regions []prog.Region) prog.Op {
 	switch q.Kind {
 	case prog.OpStore, prog.OpPwrite, prog.OpStoreLoop, prog.OpProcMem, prog.OpPVWrite:
 		if q.Kind.Pinned() {
-			q.Thread, q.Into = 0, max(op.Into, 0)
+			q.Into = max(op.Into, 0)
+			if q.Into > 0 {
+				q.Thread = 0
+			}
 		}
 		if q.Kind == prog.OpPwrite && !regions[q.Region].Kind.Memfd() {
 			q.Kind = prog.OpStore

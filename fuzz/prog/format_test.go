@@ -94,7 +94,8 @@ func TestValidateErrors(t *testing.T) {
 		{"uringread without reg", "uringread r0 off=0 len=0x1000\n", "inside the range of the last uringreg"},
 		{"uringread outside reg", "uringreg r0 off=0 len=0x1000\nuringread r0 off=0x1000 len=0x1000\n", "inside the range"},
 		{"uring in child", "fork f0\nf0: uringreg r0 off=0 len=0x1000\nwait f0\n", "only in the main process"},
-		{"pinned op on thread", "t1: odirect r0 off=0 len=0x1000\n", "main thread"},
+		{"pinned op on thread", "t1: vmsplice r0 off=0 len=0x1000 pipe=p0\n", "main thread"},
+		{"into from a thread", "fork f0\nt1: procmem r0 off=0 into=f0\nwait f0\n", "main thread"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(hdr + tc.ops))

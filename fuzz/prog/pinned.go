@@ -72,6 +72,19 @@ func (k OpKind) HasIORange() bool {
 	return false
 }
 
+// ThreadablePinned reports whether a pinned operation may run on a thread of
+// the main process: the writes into the process's own memory, which race
+// with a fork on the main thread (the classic O_DIRECT-vs-fork bug).
+func ThreadablePinned(op *Op) bool {
+	switch op.Kind {
+	case OpODirect:
+		return true
+	case OpProcMem, OpPVWrite:
+		return op.Into == 0
+	}
+	return false
+}
+
 // DenseValue is the value a dense write (odirect, uringread) of operation
 // op puts at byte offset off of its range.
 func DenseValue(op int, off uint64) uint64 { return SlotValue(op, int(off/SlotSize)) }
@@ -94,8 +107,8 @@ func (p *Program) validatePinned(i int, st *pinnedState, forkProc func(f int) (p
 	if op.Kind != OpReadPipe && (op.Region < 0 || op.Region >= len(p.Regions)) {
 		return errf("no region r%d", op.Region)
 	}
-	if op.Thread != 0 {
-		return errf("%v must run on a process's main thread", op.Kind)
+	if op.Thread != 0 && !ThreadablePinned(op) {
+		return errf("%v must run on a process's main thread (threads may run odirect, and procmem and pvwrite without into=)", op.Kind)
 	}
 	switch op.Kind {
 	case OpUringReg, OpUringRead, OpUffdWP:
