@@ -162,6 +162,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	minTime := fs.Duration("minimize-time", 2*time.Minute, "time to spend minimizing each new finding (0: no bound)")
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
 	quiet := fs.Bool("q", false, "no progress line")
+	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", ")+" (part of what a seed replays)")
 	if fs.Parse(args) != nil {
 		return exitError
 	}
@@ -171,6 +172,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if *seed == 0 {
 		*seed = uint64(time.Now().UnixNano())
+	}
+	weights, err := gen.Profile(*profile)
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz run: --profile:", err)
+		return exitError
 	}
 	t, err := openTarget()
 	if err != nil {
@@ -182,7 +188,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	cfg := campaign.Config{
 		Target: t, Seed: *seed, Duration: *duration, Programs: *programs, Workdir: *workdir,
-		Weights: gen.DefaultWeights(), Log: stdout, MinimizeRuns: *minRuns, MinimizeTime: *minTime, Corrupt: *corrupt,
+		Weights: weights, Log: stdout, MinimizeRuns: *minRuns, MinimizeTime: *minTime, Corrupt: *corrupt,
 	}
 	if !*quiet {
 		cfg.Progress = stderr

@@ -3,6 +3,7 @@ package gen
 import (
 	"bytes"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
@@ -210,4 +211,45 @@ func features(p *prog.Program) map[string]int {
 		}
 	}
 	return f
+}
+
+// TestProfiles: every profile generates valid programs, and the threads
+// profile has no pinned operation while the pinned profile has many.
+func TestProfiles(t *testing.T) {
+	for _, name := range ProfileNames() {
+		w, err := Profile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		pinned, threads := 0, 0
+		for i := 0; i < 200; i++ {
+			p := Generate(r, w)
+			if err := p.Validate(); err != nil {
+				t.Fatalf("%s: %v\n%s", name, err, p.Format())
+			}
+			for _, op := range p.Ops {
+				if op.Kind.Pinned() {
+					pinned++
+				}
+				if op.Thread > 0 {
+					threads++
+				}
+			}
+		}
+		t.Logf("profile %s: %d pinned ops, %d thread ops in 200 programs", name, pinned, threads)
+		switch name {
+		case "threads":
+			if pinned != 0 || threads < 200 {
+				t.Errorf("threads profile: %d pinned ops, %d thread ops", pinned, threads)
+			}
+		case "pinned":
+			if pinned < 400 {
+				t.Errorf("pinned profile: only %d pinned ops", pinned)
+			}
+		}
+	}
+	if _, err := Profile("nope"); err == nil || !strings.Contains(err.Error(), "threads") {
+		t.Errorf("unknown profile error: %v", err)
+	}
 }

@@ -1,0 +1,49 @@
+package gen
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Profiles are named weight presets for campaigns that aim at one class of
+// bugs. A profile's name is part of what a seed replays: the same seed
+// under another profile generates other programs.
+var profiles = map[string]func() Weights{
+	"default": DefaultWeights,
+	// threads: every fork of the main process runs under writer threads,
+	// with more racing VMA operations on threads and no pinned pages (the
+	// consistent-cut oracle at full strength).
+	"threads": func() Weights {
+		w := DefaultWeights()
+		w.ThreadProb, w.ThreadVMAProb, w.MaxWriters = 1, 0.3, 4
+		w.ProcMem, w.PVWrite, w.ODirect, w.Vmsplice, w.ReadPipe, w.UringReg, w.UringRead, w.UffdWP = 0, 0, 0, 0, 0, 0, 0, 0
+		return w
+	},
+	// pinned: GUP writes, O_DIRECT, vmsplice and io_uring fixed buffers
+	// around forks, often racing them.
+	"pinned": func() Weights {
+		w := DefaultWeights()
+		w.ProcMem, w.PVWrite, w.ODirect, w.Vmsplice, w.ReadPipe, w.UringReg, w.UringRead, w.UffdWP = 12, 6, 8, 8, 6, 3, 8, 3
+		w.ThreadVMAProb = 0.3
+		return w
+	},
+}
+
+// Profile returns the weights of a named profile.
+func Profile(name string) (Weights, error) {
+	if f, ok := profiles[name]; ok {
+		return f(), nil
+	}
+	return Weights{}, fmt.Errorf("unknown profile %q (want one of %s)", name, strings.Join(ProfileNames(), ", "))
+}
+
+// ProfileNames lists the profiles.
+func ProfileNames() []string {
+	var ns []string
+	for n := range profiles {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
