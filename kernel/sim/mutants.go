@@ -28,6 +28,7 @@ const (
 	MutAsyncNestedFork
 	MutAsyncHugeNoWrprotect
 	MutAsyncWipeCopied
+	MutAsyncRemoteNoSync
 	numMutants
 )
 
@@ -69,6 +70,7 @@ var mutants = []Mutant{
 	{"async-nested-fork", Async, "a fork while an earlier async copy is still running does not complete it first", "", MutAsyncNestedFork},
 	{"async-huge-no-wrprotect", Async, "the background copy shares a huge PMD without write-protecting it in the parent", "", MutAsyncHugeNoWrprotect},
 	{"async-wipeonfork-copied", Async, "the whole-VMA/whole-PMD copy ignores MADV_WIPEONFORK and copies those pages to the child", "", MutAsyncWipeCopied},
+	{"async-remote-nosync", Async, "a GUP write into a child still being copied (/proc/PID/mem, process_vm_writev) faults in a fresh table that the copier then overwrites: the write is lost", "procmem", MutAsyncRemoteNoSync},
 }
 
 // Mutants returns the catalogue, for all modes, sorted by mode then name.

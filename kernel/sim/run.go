@@ -276,9 +276,11 @@ func (x *machine) exec(i int) {
 		}
 	case prog.OpCheck:
 		x.view(op.Proc, i)
+	case prog.OpProcMem, prog.OpPVWrite:
+		res.Ret, res.Skipped, res.Errno = x.remoteWrite(i, op)
 	default:
 		if op.Kind.Pinned() {
-			// GUP, pipes, io_uring and userfaultfd are not modelled.
+			// Pipes, O_DIRECT, io_uring and userfaultfd are not modelled.
 			res.Skip = "the simulated kernel does not model " + op.Kind.String()
 		}
 	}
@@ -287,6 +289,46 @@ func (x *machine) exec(i int) {
 		res.Ret = x.o.Ops[i].Ret
 	}
 	x.o.Ops[i] = res
+}
+
+// remoteWrite runs procmem (FOLL_FORCE: any private mapping, writable
+// shared ones) or pvwrite (writable mappings only) into this process or
+// the child of fork Into-1, through the target's fault path as GUP does.
+func (x *machine) remoteWrite(i int, op *prog.Op) (written uint64, refused, errno int) {
+	target := op.Proc
+	if op.Into > 0 {
+		target = op.Into
+	}
+	c := x.procs[target]
+	if c == nil || c.failed {
+		return 0, op.Count, ESRCH
+	}
+	// A killed child keeps its memory until it has exited, which it does
+	// at the wait here (on Linux, some time after the kill).
+	m := c.mm
+	for s := 0; s < op.Count; s++ {
+		a := prog.Base(op.Region) + op.Off + uint64(s)*op.Stride
+		v := m.vmaAt(a)
+		ok := v != nil && !beyondEOF(v, a) &&
+			(v.Flags&VMWrite != 0 || op.Kind == prog.OpProcMem && v.Flags&VMShared == 0)
+		if !ok {
+			refused++
+			continue
+		}
+		x.k.preempt()
+		if cp := c.copy; cp != nil && !cp.done && !x.k.mut.has(MutAsyncRemoteNoSync) {
+			// A fault in a child whose copy is still running must copy
+			// that PMD from the parent first, like the parent's sync.
+			x.k.syncPMD(cp.parent, cp, a&^(pmdSize-1), a)
+		}
+		if pg := m.faultWrite(a, v); pg != nil {
+			x.k.setWord(pg, int(a&pageMask)/8, prog.SlotValue(i, s))
+			written++
+		} else {
+			refused++
+		}
+	}
+	return written, refused, 0
 }
 
 // Pid is the fake pid of the child of fork f.
