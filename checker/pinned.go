@@ -99,8 +99,16 @@ func (m *machine) execPinned(pr *proc, i int) {
 		m.uringRead(pr, i)
 	case prog.OpUffdWP:
 		// Registration rules (holes, protections, file types) changed
-		// across kernel versions; content never changes.
-		m.result(pr, i, unpredictable("userfaultfd registration rules differ between kernel versions"))
+		// across kernel versions; content never changes, but the
+		// registered VMAs get VM_UFFD_WP and split from their
+		// neighbours.
+		r := m.result(pr, i, unpredictable("userfaultfd registration rules differ between kernel versions"))
+		lo, hi := ioPages(op)
+		if r.Errno != 0 {
+			m.forget(pr, lo, hi, i) // a registration may have stopped half-way
+			return
+		}
+		m.setAttr(pr, lo, hi, func(s *seg) bool { return set(&s.uffd, true) })
 	}
 }
 

@@ -32,6 +32,7 @@ func (m *machine) fork(pr *proc, i int) {
 		}
 		c := s
 		c.lock = no
+		c.uffd = false
 		if s.wipe && !s.unknown {
 			c.origin, c.originWhy = i, "MADV_WIPEONFORK at fork"
 			for _, k := range pr.anon.keysIn(s.start, s.end) {

@@ -44,6 +44,9 @@ type seg struct {
 	wipe       bool
 	lock       tri
 	thp        prog.THP
+	// uffd: registered with userfaultfd (VM_UFFD_WP); fork clears it in
+	// the child (no UFFD_FEATURE_EVENT_FORK).
+	uffd bool
 	// unknown: the model lost track of these pages (after an operation
 	// whose outcome it could not determine); any state and content is
 	// accepted, and writes through them taint shared memory.
@@ -60,7 +63,7 @@ func sameAttrs(a, b *seg) bool {
 		return true
 	}
 	if a.kind != b.kind || a.obj != b.obj || a.prot != b.prot || a.dontfork != b.dontfork ||
-		a.wipe != b.wipe || a.lock != b.lock || a.thp != b.thp {
+		a.wipe != b.wipe || a.lock != b.lock || a.thp != b.thp || a.uffd != b.uffd {
 		return false
 	}
 	if a.obj >= 0 && a.pgoff+(a.end-a.start) != b.pgoff {
