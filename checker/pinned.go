@@ -427,6 +427,8 @@ func (m *machine) pipeAccepts(pp *pipePage, w uint16, v uint64, i int) bool {
 func (m *machine) slotOffset(j, k int) (uint64, bool) {
 	op := &m.p.Ops[j]
 	switch {
+	case op.Kind == prog.OpStoreLoop:
+		return op.Off + uint64(k%op.Count)*op.Stride, true // k counts writes over all passes
 	case op.Kind.WritesSlots():
 		if k >= op.Count {
 			return 0, false
