@@ -86,3 +86,27 @@ func TestIsolatedMemoryCap(t *testing.T) {
 		t.Fatalf("unknown for another reason: %s", v.Reason)
 	}
 }
+
+// TestPorcupineScale measures porcupine alone (in a worker capped at 2 GiB,
+// 60 s) on the benchmark histories, next to the exact check, for the
+// note's table. It runs only with FORKFUZZ_MEASURE set.
+func TestPorcupineScale(t *testing.T) {
+	if os.Getenv("FORKFUZZ_MEASURE") == "" {
+		t.Skip("set FORKFUZZ_MEASURE=1 to measure")
+	}
+	w := testWorker(2 << 30)
+	for _, n := range benchSizes {
+		h := benchHistory(n)
+		start := time.Now()
+		exact := Check(h)
+		te := time.Since(start)
+		start = time.Now()
+		v := w.Porcupine(h, 60*time.Second)
+		tp := time.Since(start)
+		start = time.Now()
+		vt := w.Porcupine(Trim(h), 60*time.Second)
+		tt := time.Since(start)
+		t.Logf("writes=%d exact %v in %v; porcupine %v in %v (%s); porcupine on trimmed history (%d writes) %v in %v",
+			n, exact.Result, te, v.Result, tp, v.Reason, len(Trim(h).Writes), vt.Result, tt)
+	}
+}
