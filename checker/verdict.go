@@ -12,7 +12,9 @@ import (
 type Finding struct {
 	// Oracle names the rule: "snapshot", "isolation", "shared", "memory",
 	// "mapping", "errno", "skipped", "child-exit", "missing-view",
-	// "unexpected-view", "crash", "observation".
+	// "unexpected-view", "crash", "observation", "pipe", "linearizability"
+	// and "linearizability-unknown" (the consistent-cut check could not
+	// decide: undecided is reported, never passed).
 	Oracle string `json:"oracle"`
 	// Signature identifies the kind of bug for deduplication: the oracle,
 	// the operation kinds involved and the memory kind, never addresses,

@@ -204,6 +204,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 			o.Ops[i].TSCStart, o.Ops[i].TSCEnd = m.forkTSC[op.Fork][0], m.forkTSC[op.Fork][1]
 		}
 	}
+	trimThreadLogs(p, o)
 	o.Maps = arenaMaps()
 	if opt.Corrupt != "" {
 		if err := corrupt(p, o, opt.Corrupt); err != nil {

@@ -59,6 +59,10 @@ type ThreadLog struct {
 	Stores []TimedStore `json:"stores"`
 	// Dropped counts stores beyond the log's capacity (not recorded).
 	Dropped int `json:"dropped,omitempty"`
+	// Trimmed counts stores the executor left out because no fork's
+	// consistent-cut judgement can depend on them (they are neither near
+	// a fork call nor a cell's last store before or first after one).
+	Trimmed int `json:"trimmed,omitempty"`
 }
 
 // TimedStore is one store with its invocation and response times (fenced

@@ -217,13 +217,18 @@ func cmdGen(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 1, "campaign seed")
 	n := fs.Int("n", 1, "number of programs")
 	first := fs.Int64("index", 0, "index of the first program")
+	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
 	if fs.Parse(args) != nil {
 		return exitError
 	}
-	w := gen.DefaultWeights()
+	w, err := gen.Profile(*profile)
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz gen: --profile:", err)
+		return exitError
+	}
 	for i := *first; i < *first+int64(*n); i++ {
 		p := gen.Generate(campaign.ProgramRand(*seed, i), w)
-		fmt.Fprintf(stdout, "# campaign seed %d, program %d\n%s\n", *seed, i, p.Format())
+		fmt.Fprintf(stdout, "# campaign seed %d, profile %s, program %d\n%s\n", *seed, *profile, i, p.Format())
 	}
 	return exitClean
 }

@@ -1,0 +1,73 @@
+package executor
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/checker/cut"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// TestTrimThreadLogsKeepsVerdicts: for every value a child could have seen
+// in a cell (initial, any store's), the consistent-cut verdict on the
+// trimmed log equals the verdict on the full log.
+func TestTrimThreadLogsKeepsVerdicts(t *testing.T) {
+	p, err := prog.Parse([]byte(`forkfuzz v1
+region r0 anon-private pages=1
+t1: storeloop r0 off=0x0 count=2 stride=0x8 until=f0
+fork f0
+wait f0
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20000
+	o := &obs.Observation{Ops: make([]obs.OpResult, len(p.Ops))}
+	o.Ops[1].TSCStart, o.Ops[1].TSCEnd = 50000, 50300
+	tl := obs.ThreadLog{Thread: 1}
+	for k := 0; k < n; k++ {
+		inv := uint64(10 * k)
+		tl.Stores = append(tl.Stores, obs.TimedStore{Op: 0, Slot: k, Value: prog.SlotValue(0, k), Inv: inv, Resp: inv + 7})
+	}
+	o.Threads = []obs.ThreadLog{tl}
+	full := append([]obs.TimedStore(nil), tl.Stores...)
+	trimThreadLogs(p, o)
+	kept := o.Threads[0].Stores
+	if len(kept) > 100 || o.Threads[0].Trimmed != n-len(kept) {
+		t.Fatalf("kept %d stores, trimmed %d of %d", len(kept), o.Threads[0].Trimmed, n)
+	}
+	hist := func(stores []obs.TimedStore, snap map[uint64]uint64) *cut.History {
+		h := &cut.History{ForkInv: 50000, ForkResp: 50300, Snapshot: snap, Initial: map[uint64]uint64{}}
+		for _, s := range stores {
+			h.Writes = append(h.Writes, cut.Write{Thread: 1, Cell: uint64(s.Slot % 2), Value: s.Value, Inv: int64(s.Inv), Resp: int64(s.Resp)})
+		}
+		return h
+	}
+	// Every pair of values for the two cells near the window, and far
+	// from it, plus the initial zero.
+	var cands []uint64
+	for _, k := range []int{0, 1, 2, 3, 4900, 4901, 4990, 4991, 4996, 4997, 4998, 4999, 5000, 5001, 5028, 5029, 5030, 5031, 5032, 5033, 5040, 5041, 15000, 15001} {
+		cands = append(cands, prog.SlotValue(0, k))
+	}
+	cands = append(cands, 0)
+	checked, ok := 0, 0
+	for _, a := range cands {
+		for _, b := range cands {
+			snap := map[uint64]uint64{0: a, 1: b}
+			vf := cut.Check(hist(full, snap))
+			vt := cut.Check(hist(kept, snap))
+			if vf.Result != vt.Result {
+				t.Fatalf("snapshot %s: full log says %v (%s), trimmed %v (%s)", fmt.Sprint(snap), vf.Result, vf.Reason, vt.Result, vt.Reason)
+			}
+			checked++
+			if vf.Result == cut.Ok {
+				ok++
+			}
+		}
+	}
+	if ok == 0 || ok == checked {
+		t.Fatalf("%d of %d snapshots consistent: the test needs both kinds", ok, checked)
+	}
+	t.Logf("%d snapshots, %d consistent, same verdicts; kept %d of %d stores", checked, ok, len(kept), n)
+}
