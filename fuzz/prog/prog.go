@@ -75,6 +75,8 @@ const (
 	// MaxThreads is the number of extra threads (t1..tN) the main process
 	// may run besides its main thread.
 	MaxThreads = 8
+	// MaxFailNth bounds a fork's fail_nth.
+	MaxFailNth = 1 << 20
 	// MaxLoopWrites bounds the writes of one storeloop (values encode the
 	// write number in 24 bits).
 	MaxLoopWrites = 1 << 24
@@ -264,7 +266,8 @@ const (
 //	mprotect                 Region, Off, Len, Prot
 //	madvise                  Region, Off, Len, Advice
 //	mremap                   Region, Off, Len, NewLen, Flags, To, ToOff (To/ToOff with MremapFixed)
-//	fork, wait, kill         Fork
+//	fork                     Fork, FailNth (optional fault injection, main process only)
+//	wait, kill               Fork
 //	check                    -
 type Op struct {
 	Proc   int // 0: main process; I+1: child of fork fI
@@ -283,6 +286,10 @@ type Op struct {
 	ToOff  uint64
 	Fork   int
 	Peer   int
+	// FailNth, on a fork, makes the FailNth-th fault-injection point the
+	// forking thread reaches inside fork() fail (/proc/thread-self/fail-nth;
+	// 0: no injection). See docs/rollback.md.
+	FailNth int
 }
 
 // Program is a forkfuzz program.
