@@ -66,6 +66,7 @@ type machine struct {
 	moved   []span
 	th      *threadSet
 	forkTSC [prog.MaxForks][2]uint64
+	rb      *rollbackState // failnth.go
 }
 
 type span struct{ addr, length uint64 }
@@ -467,6 +468,10 @@ func (m *machine) exec(i int) {
 			m.noteMoved(uint64(r), op.NewLen)
 		}
 	case prog.OpFork:
+		if m.wantsRollback(i) {
+			m.forkMeasured(i, op.Fork, start)
+			return
+		}
 		m.fork(i, op.Fork, start)
 		return
 	case prog.OpKill:
@@ -479,6 +484,7 @@ func (m *machine) exec(i int) {
 		ret, errno = m.wait(op.Fork)
 		if !m.inChild {
 			m.th.stop[op.Fork].Store(true) // ends storeloops until=fN
+			m.afterWait(i, op.Fork)
 		}
 	case prog.OpJoin:
 		m.join(op.Peer)

@@ -1,0 +1,485 @@
+package executor
+
+// Fault injection inside fork (prog.Op.FailNth) and the rollback
+// measurements around it (obs.Rollback). Everything here runs in the main
+// executor process only (the program validator allows fail_nth only on
+// forks of the main process), so it may use the Go runtime, except between
+// arming /proc/thread-self/fail-nth and reading it back, where only raw
+// system calls run: any allocation there would consume the fault.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// Paths of the kernel interfaces used here.
+const (
+	failNthPath    = "/proc/thread-self/fail-nth"
+	debugfsDir     = "/sys/kernel/debug"
+	statRefresh    = "/proc/sys/vm/stat_refresh"
+	PMDModuleDir   = debugfsDir + "/forkfuzz_pmd"
+	pmdPidFile     = PMDModuleDir + "/pid"
+	pmdTableFile   = PMDModuleDir + "/pmds"
+	writeTimeout   = 20 * time.Second
+	watchdogCode   = 71
+	pageTableTries = 5
+)
+
+// failSettings are the fault-injection knobs the executor sets so that the
+// allocations fork makes count as failure points for fail-nth
+// (Documentation/fault-injection/fault-injection.rst): by default
+// failslab and fail_page_alloc ignore allocations that may sleep
+// (ignore-gfp-wait=Y, i.e. every GFP_KERNEL allocation, including page
+// tables), and fail_page_alloc ignores order-0 pages (min-order=1) and
+// highmem. probability stays 0, so nothing fails except through fail-nth,
+// which the kernel checks before probability, task-filter and times.
+// verbose=0 keeps injected failures off the console (a stack dump there
+// would read as a kernel report).
+var failSettings = []struct{ file, value string }{
+	{"failslab/ignore-gfp-wait", "N"},
+	{"failslab/verbose", "0"},
+	{"fail_page_alloc/ignore-gfp-wait", "N"},
+	{"fail_page_alloc/ignore-gfp-highmem", "N"},
+	{"fail_page_alloc/min-order", "0"},
+	{"fail_page_alloc/verbose", "0"},
+}
+
+var faultSetup struct {
+	once    sync.Once
+	applied []string
+	err     error
+}
+
+// FaultInjection prepares the kernel for fail-nth injection into fork and
+// returns the settings it applied. An error says why injection cannot work
+// here (no fail-nth in this kernel, no debugfs, not root); callers report
+// it, they never pretend the fault was injected.
+func FaultInjection() ([]string, error) {
+	faultSetup.once.Do(func() { faultSetup.applied, faultSetup.err = setupFaultInjection() })
+	return faultSetup.applied, faultSetup.err
+}
+
+func setupFaultInjection() ([]string, error) {
+	if _, err := os.Stat(failNthPath); err != nil {
+		return nil, fmt.Errorf("this kernel has no %s (needs CONFIG_FAULT_INJECTION): %w", failNthPath, err)
+	}
+	if _, err := os.Stat(debugfsDir + "/failslab"); err != nil {
+		// Mount debugfs if nobody did (the VM agent does at boot).
+		if merr := unix.Mount("debugfs", debugfsDir, "debugfs", 0, ""); merr != nil && !errors.Is(merr, unix.EBUSY) {
+			return nil, fmt.Errorf("no %s/failslab and mounting debugfs failed: %v", debugfsDir, merr)
+		}
+	}
+	var applied []string
+	for _, s := range failSettings {
+		path := debugfsDir + "/" + s.file
+		if err := os.WriteFile(path, []byte(s.value), 0); err != nil {
+			return applied, fmt.Errorf("configure fault injection: %w (needs CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC, CONFIG_FAULT_INJECTION_DEBUG_FS and root)", err)
+		}
+		applied = append(applied, path+"="+s.value)
+	}
+	return applied, nil
+}
+
+// rollbackState holds the measurements of forks whose "after" part is
+// still to come (a killed child not yet reaped, an injected fork that
+// succeeded) and the finished ones. Main process only.
+type rollbackState struct {
+	pending map[int]*obs.Rollback // by fork
+	done    []obs.Rollback
+	events  []string
+	digest  [512]uint64
+}
+
+func newRollbackState() *rollbackState {
+	return &rollbackState{pending: map[int]*obs.Rollback{}}
+}
+
+// wantsRollback reports whether fork op i of the main process is measured:
+// it carries fail_nth, or the main process kills its child.
+func (m *machine) wantsRollback(i int) bool {
+	op := &m.p.Ops[i]
+	if m.inChild || op.Proc != 0 || m.rb == nil {
+		return false
+	}
+	if op.FailNth > 0 {
+		return true
+	}
+	for _, o := range m.p.Ops {
+		if o.Kind == prog.OpKill && o.Fork == op.Fork && o.Proc == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// forkMeasured runs fork op i (fork f) of the main process with fault
+// injection if it asks for it, measuring the parent before and after.
+func (m *machine) forkMeasured(i, f int, start int64) {
+	op := &m.p.Ops[i]
+	rb := &obs.Rollback{Fork: f, Op: i, At: i, Cause: obs.CauseKill, FailNth: op.FailNth}
+	fd := -1
+	if op.FailNth > 0 {
+		rb.Cause = obs.CauseFailNth
+		setup, err := FaultInjection()
+		rb.Setup = setup
+		if err == nil {
+			fd, err = unix.Open(failNthPath, unix.O_RDWR|unix.O_CLOEXEC, 0) // on this locked thread: thread-self is the forking thread
+		}
+		if err != nil {
+			rb.Injection, rb.Reason = obs.InjUnsupported, err.Error()
+			m.rb.events = append(m.rb.events, fmt.Sprintf("fork f%d: fail_nth=%d not injected, the fork ran without it: %v", f, op.FailNth, err))
+			fd = -1
+		}
+	}
+	m.measureBefore(rb)
+	var num [24]byte
+	n := len(strconv.AppendInt(num[:0], int64(op.FailNth), 10))
+	var back [24]byte
+	var backN uintptr
+	var backErr uintptr
+	zero := [1]byte{'0'}
+
+	sigBlockAll(&m.sigAll, &m.sigOld)
+	inv := rdtscp()
+	if fd >= 0 {
+		if _, e := sys3(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&num[0])), uintptr(n)); e != 0 {
+			backErr = e
+		}
+	}
+	pid, errno := rawFork()
+	if errno == 0 && pid == 0 {
+		m.child(f) // the kernel resets fail-nth in the child (copy_process)
+	}
+	resp := rdtscp()
+	if fd >= 0 {
+		backN, backErr = rawSyscall6(unix.SYS_PREAD64, uintptr(fd), uintptr(unsafe.Pointer(&back[0])), uintptr(len(back)), 0, 0, 0)
+		sys3(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&zero[0])), 1)
+	}
+	sigRestore(&m.sigOld)
+	m.forkTSC[f] = [2]uint64{inv, resp}
+	end := m.now()
+	if errno == 0 {
+		m.pids[f] = int(pid)
+	}
+	rb.Errno = int(errno)
+	if fd >= 0 {
+		unix.Close(fd)
+		switch {
+		case backErr != 0:
+			rb.Injection, rb.Reason = obs.InjUnsupported, fmt.Sprintf("arming or reading back %s failed: %v", failNthPath, unix.Errno(backErr))
+		default:
+			left, err := strconv.Atoi(strings.TrimSpace(string(back[:backN])))
+			switch {
+			case err != nil:
+				rb.Injection, rb.Reason = obs.InjUnsupported, fmt.Sprintf("%s read back %q", failNthPath, back[:backN])
+			case left == 0:
+				rb.Injection = obs.InjInjected
+			default:
+				rb.Injection, rb.Remaining = obs.InjNotReached, left
+			}
+		}
+	}
+	m.recOp(i, errno, uint64(pid), start, end, 0)
+	if errno != 0 {
+		m.measureAfter(rb, i)
+		return
+	}
+	m.rb.pending[f] = rb
+}
+
+// afterWait finishes the measurements of fork f once its child was reaped
+// by wait operation i.
+func (m *machine) afterWait(i, f int) {
+	if m.rb == nil || m.inChild {
+		return
+	}
+	rb := m.rb.pending[f]
+	if rb == nil {
+		return
+	}
+	delete(m.rb.pending, f)
+	m.measureAfter(rb, i)
+}
+
+func (m *machine) measureBefore(rb *obs.Rollback) {
+	rb.ChildrenBefore = threadChildren()
+	rb.MapsBefore = arenaMaps()
+	rb.DigestBefore, rb.PagesBefore = m.contentDigest()
+	rb.BaselineFaults, _, _ = m.writePass(rb, "before")
+	rb.PageTablesBefore, rb.VmPTEBefore = pageTableCounters()
+	rb.PMDSource, rb.PMDBefore = readPMDs()
+}
+
+// measureAfter takes the "after" measurements; the order matters: page
+// tables and PMD flags before anything touches memory (a write would make
+// an Async-fork kernel synchronize and restore the RW bit, hiding the
+// bug), content before the write pass.
+func (m *machine) measureAfter(rb *obs.Rollback, at int) {
+	rb.At = at
+	rb.Comparable = m.comparable(rb)
+	rb.ChildrenAfter = threadChildren()
+	rb.PageTablesAfter, rb.VmPTEAfter = pageTableCounters()
+	for try := 1; try < pageTableTries && leakKB(rb) > 0; try++ {
+		// Other processes allocate and free page tables too: a leak is
+		// what stays, so look again a few times and keep the smallest.
+		time.Sleep(20 * time.Millisecond)
+		pt, pte := pageTableCounters()
+		if pt-pte < rb.PageTablesAfter-rb.VmPTEAfter {
+			rb.PageTablesAfter, rb.VmPTEAfter = pt, pte
+		}
+	}
+	_, rb.PMDAfter = readPMDs()
+	rb.MapsAfter = arenaMaps()
+	rb.DigestAfter, rb.PagesAfter = m.contentDigest()
+	rb.Faults, rb.WritePages, rb.PassNanos = m.writePass(rb, "after")
+	m.rb.done = append(m.rb.done, *rb)
+}
+
+func leakKB(rb *obs.Rollback) int64 {
+	return (rb.PageTablesAfter - rb.PageTablesBefore) - (rb.VmPTEAfter - rb.VmPTEBefore)
+}
+
+// comparable reports whether nothing but the fork, a kill of its child
+// and its wait ran between the two measurements, and no thread of the
+// main process can write meanwhile: then maps and content must not change.
+func (m *machine) comparable(rb *obs.Rollback) bool {
+	for _, op := range m.p.Ops {
+		if op.Thread > 0 {
+			return false
+		}
+	}
+	for j := rb.Op + 1; j < rb.At; j++ {
+		op := &m.p.Ops[j]
+		if op.Proc == 0 && !(op.Kind == prog.OpKill && op.Fork == rb.Fork) {
+			return false
+		}
+	}
+	if rb.Errno == 0 {
+		// The child ran its operations unless it was killed first.
+		killed := false
+		for j := rb.Op + 1; j < rb.At; j++ {
+			if m.p.Ops[j].Kind == prog.OpKill && m.p.Ops[j].Fork == rb.Fork {
+				killed = true
+			}
+		}
+		if !killed {
+			return false
+		}
+	}
+	return true
+}
+
+// contentDigest sums obs.WordDigest(address, value) over every non-zero
+// word of every readable page of the arena.
+func (m *machine) contentDigest() (uint64, int) {
+	if m.readMaps() != 0 {
+		return 0, 0
+	}
+	var d uint64
+	pages := 0
+	for i := 0; i < m.nvma; i++ {
+		v := m.vmas[i]
+		if v.end <= prog.ArenaBase || v.start >= arenaEnd {
+			continue
+		}
+		for addr := max(v.start, prog.ArenaBase); addr < min(v.end, arenaEnd); addr += prog.PageSize {
+			if m.pageState(&v, addr) != obs.Readable {
+				continue
+			}
+			copyPage(&m.rb.digest, uintptr(addr))
+			for w, val := range m.rb.digest {
+				if val != 0 {
+					d += obs.WordDigest(addr+uint64(w*8), val)
+				}
+			}
+			pages++
+		}
+	}
+	return d, pages
+}
+
+// writePass writes (atomic or 0) one word of every writable arena page
+// that is not a private file mapping (a write there would replace the
+// page-cache page by a private copy and change what later file writes
+// show), counting the forking thread's minor faults. A pass that does not
+// finish within writeTimeout means a write fault that never resolves: the
+// watchdog says so on stderr (the console, in a VM) and ends the executor
+// with status 71, which the caller sees as a crash of this program.
+func (m *machine) writePass(rb *obs.Rollback, when string) (faults int64, pages int, nanos int64) {
+	if m.readMaps() != 0 {
+		return 0, 0, 0
+	}
+	var cur uint64
+	var curMu sync.Mutex
+	wd := time.AfterFunc(writeTimeout, func() {
+		curMu.Lock()
+		a := cur
+		curMu.Unlock()
+		fmt.Fprintf(os.Stderr, "forkfuzz executor: rollback:write-hang: the write pass %s fork f%d (fail_nth=%d, %s) has not finished after %v; stuck near %#x: a write fault that never resolves (a PMD left write-protected?)\n",
+			when, rb.Fork, rb.FailNth, rb.Injection, writeTimeout, a)
+		os.Exit(watchdogCode)
+	})
+	defer wd.Stop()
+	var ru0, ru1 unix.Rusage
+	t0 := time.Now()
+	unix.Getrusage(unix.RUSAGE_THREAD, &ru0)
+	for i := 0; i < m.nvma; i++ {
+		v := m.vmas[i]
+		if v.end <= prog.ArenaBase || v.start >= arenaEnd || v.prot&obs.VMAWrite == 0 {
+			continue
+		}
+		if v.inode != 0 && v.prot&obs.VMAShared == 0 {
+			continue // private file mapping
+		}
+		for addr := max(v.start, prog.ArenaBase); addr < min(v.end, arenaEnd); addr += prog.PageSize {
+			if m.pageState(&v, addr) != obs.Readable {
+				continue
+			}
+			if pages&63 == 0 {
+				curMu.Lock()
+				cur = addr
+				curMu.Unlock()
+			}
+			orZero(uintptr(addr))
+			pages++
+		}
+	}
+	unix.Getrusage(unix.RUSAGE_THREAD, &ru1)
+	return ru1.Minflt - ru0.Minflt, pages, time.Since(t0).Nanoseconds()
+}
+
+func orZero(addr uintptr)
+
+// threadChildren lists the children of the calling thread
+// (/proc/thread-self/children, CONFIG_PROC_CHILDREN), sorted; nil if the
+// file cannot be read.
+func threadChildren() []int {
+	b, err := os.ReadFile("/proc/thread-self/children")
+	if err != nil {
+		return nil
+	}
+	out := []int{}
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// pageTableCounters returns PageTables from /proc/meminfo and this
+// process's VmPTE from /proc/self/status, in kB, after folding the per-CPU
+// vmstat deltas into the global counters (a write to
+// /proc/sys/vm/stat_refresh; without it /proc/meminfo lags by up to the
+// per-CPU thresholds). Values are -1 when unknown.
+func pageTableCounters() (pageTables, vmPTE int64) {
+	exact := os.WriteFile(statRefresh, []byte("1"), 0) == nil
+	pageTables, vmPTE = -1, -1
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil && exact {
+		pageTables = kbField(b, "PageTables:")
+	}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		vmPTE = kbField(b, "VmPTE:")
+	}
+	return pageTables, vmPTE
+}
+
+func kbField(b []byte, key string) int64 {
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte(key)); ok {
+			f := strings.Fields(string(rest))
+			if len(f) > 0 {
+				if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return n
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// readPMDs reads this process's PMD entries inside the arena from the
+// forkfuzz_pmd module (kernel/pmdmod). source says where they came from,
+// or starts with "absent:" and says why there are none.
+func readPMDs() (source string, pmds []obs.PMDEntry) {
+	if _, err := os.Stat(pmdTableFile); err != nil {
+		return "absent: no " + pmdTableFile + " (the forkfuzz_pmd module is not loaded); only the behavioural checks apply", nil
+	}
+	if err := os.WriteFile(pmdPidFile, []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+		return "absent: " + err.Error(), nil
+	}
+	b, err := os.ReadFile(pmdTableFile)
+	if err != nil {
+		return "absent: " + err.Error(), nil
+	}
+	pmds, err = ParsePMDs(b)
+	if err != nil {
+		return "absent: " + err.Error(), nil
+	}
+	var in []obs.PMDEntry
+	for _, e := range pmds {
+		if e.Addr >= prog.ArenaBase && e.Addr < arenaEnd {
+			in = append(in, e)
+		}
+	}
+	return "module " + pmdTableFile, in
+}
+
+// ParsePMDs parses the forkfuzz_pmd module's table: one line per PMD
+// entry, "ADDR FLAGS" with ADDR in hex and FLAGS three characters, 'p' or
+// '-' (present), 'w' or '-' (RW), 'h' or '-' (huge), e.g.
+// "3f0000000000 pw-". Lines starting with '#' are comments.
+func ParsePMDs(b []byte) ([]obs.PMDEntry, error) {
+	var out []obs.PMDEntry
+	for n, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 || len(f[1]) != 3 {
+			return nil, fmt.Errorf("pmd table line %d: %q: want \"ADDR FLAGS\"", n+1, line)
+		}
+		addr, err := strconv.ParseUint(strings.TrimPrefix(f[0], "0x"), 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("pmd table line %d: bad address %q", n+1, f[0])
+		}
+		fl := f[1]
+		bit := func(i int, c byte) (bool, error) {
+			switch fl[i] {
+			case c:
+				return true, nil
+			case '-':
+				return false, nil
+			}
+			return false, fmt.Errorf("pmd table line %d: bad flags %q", n+1, fl)
+		}
+		var e obs.PMDEntry
+		e.Addr = addr
+		if e.Present, err = bit(0, 'p'); err != nil {
+			return nil, err
+		}
+		if e.RW, err = bit(1, 'w'); err != nil {
+			return nil, err
+		}
+		if e.Huge, err = bit(2, 'h'); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

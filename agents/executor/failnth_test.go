@@ -1,0 +1,105 @@
+package executor
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/forkfuzz/forkfuzz/agents/obs"
+)
+
+const rollbackProg = `forkfuzz v1
+region r0 anon-private pages=600 thp=on
+region r1 anon-shared pages=8 thp=default
+region r2 memfd-shared pages=8 thp=default
+region r3 memfd-private pages=8 thp=default
+store r0 off=0x0 count=600 stride=0x1000
+store r1 off=0x8 count=8 stride=0x1000
+store r2 off=0x10 count=8 stride=0x1000
+store r3 off=0x18 count=4 stride=0x1000
+fork f0%s
+kill f0
+wait f0
+check
+`
+
+// TestRollbackAfterKill measures the parent around a fork whose child is
+// killed before it runs: nothing may change, and the write pass takes at
+// most one fault per page (copy-on-write after fork).
+func TestRollbackAfterKill(t *testing.T) {
+	_, o := run(t, strings.Replace(rollbackProg, "%s", "", 1), Options{})
+	if len(o.Rollbacks) != 1 {
+		t.Fatalf("want 1 rollback measurement, got %d (events %v)", len(o.Rollbacks), o.Events)
+	}
+	rb := o.Rollbacks[0]
+	t.Logf("kill: pages %d, write pass %d pages, faults before %d after %d (%.2f ms), PageTables %d->%d kB, VmPTE %d->%d kB, children %v->%v, pmd %s",
+		rb.PagesBefore, rb.WritePages, rb.BaselineFaults, rb.Faults, float64(rb.PassNanos)/1e6,
+		rb.PageTablesBefore, rb.PageTablesAfter, rb.VmPTEBefore, rb.VmPTEAfter, rb.ChildrenBefore, rb.ChildrenAfter, rb.PMDSource)
+	if rb.Cause != obs.CauseKill || rb.Errno != 0 || !rb.Comparable || rb.At != 6 {
+		t.Fatalf("rollback %+v", rb)
+	}
+	if rb.MapsBefore == "" || rb.MapsBefore != rb.MapsAfter {
+		t.Fatalf("maps before:\n%s\nafter:\n%s", rb.MapsBefore, rb.MapsAfter)
+	}
+	if rb.DigestBefore == 0 || rb.DigestBefore != rb.DigestAfter || rb.PagesBefore != rb.PagesAfter {
+		t.Fatalf("content digest %#x/%d -> %#x/%d", rb.DigestBefore, rb.PagesBefore, rb.DigestAfter, rb.PagesAfter)
+	}
+	// 600 + 8 + 8 writable pages; the memfd-private region is skipped.
+	if rb.WritePages != 616 {
+		t.Fatalf("write pass touched %d pages, want 616", rb.WritePages)
+	}
+	if rb.Faults > int64(rb.WritePages) {
+		t.Fatalf("write pass after the kill took %d faults for %d pages", rb.Faults, rb.WritePages)
+	}
+	if len(rb.ChildrenAfter) != 0 {
+		t.Fatalf("children after the killed child was reaped: %v", rb.ChildrenAfter)
+	}
+}
+
+// TestFailNthUnsupported checks that a kernel without fail-nth makes the
+// executor say so and run the fork without injection, never pretend.
+func TestFailNthUnsupported(t *testing.T) {
+	if _, err := os.Stat(failNthPath); err == nil {
+		t.Skip("this kernel has " + failNthPath + "; the QEMU test covers injection")
+	}
+	_, o := run(t, strings.Replace(rollbackProg, "%s", " fail_nth=1", 1), Options{})
+	if len(o.Rollbacks) != 1 {
+		t.Fatalf("want 1 rollback, got %d", len(o.Rollbacks))
+	}
+	rb := o.Rollbacks[0]
+	if rb.Injection != obs.InjUnsupported || !strings.Contains(rb.Reason, failNthPath) || rb.Errno != 0 {
+		t.Fatalf("rollback %+v", rb)
+	}
+	if !strings.Contains(strings.Join(o.Events, "\n"), "fail_nth=1 not injected") {
+		t.Fatalf("no event says the fault was not injected: %v", o.Events)
+	}
+}
+
+func TestParsePMDs(t *testing.T) {
+	in := "# forkfuzz_pmd pid 42\n3f0000000000 pwh\n3f0000200000 p--\n0x3f0000400000 ---\n"
+	got, err := ParsePMDs([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []obs.PMDEntry{{Addr: 0x3f0000000000, Present: true, RW: true, Huge: true}, {Addr: 0x3f0000200000, Present: true}, {Addr: 0x3f0000400000}}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("entry %d: got %+v want %+v", i, got[i], want[i])
+		}
+	}
+	for _, bad := range []string{"zz pw-\n", "3f0000000000 pw\n", "3f0000000000 xw-\n", "3f0000000000\n"} {
+		if _, err := ParsePMDs([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+func FuzzParsePMDs(f *testing.F) {
+	f.Add([]byte("3f0000000000 pwh\n# c\n\n3f0000200000 ---\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ParsePMDs(b)
+	})
+}
