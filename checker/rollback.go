@@ -62,17 +62,22 @@ const eAGAIN = 11
 // forkPred is the errno prediction for fork operation i.
 func (m *machine) forkPred(i int) pred {
 	op := &m.p.Ops[i]
-	if op.FailNth == 0 || !m.checking() {
+	if (op.FailNth == 0 && op.OOMMemcg == 0) || !m.checking() {
 		return certain(eOK, "fork succeeds")
 	}
 	rb := rollbackOf(m.o, i)
 	switch {
+	case rb != nil && rb.MemcgHit:
+		return unpredictable(fmt.Sprintf("fork reached its memory cgroup limit (oom_memcg=%d): it may fail; rollback:errno judges the errno", op.OOMMemcg))
 	case rb == nil:
 		return unpredictable("the observation has no measurement of the injected fork (see rollback:missing)")
 	case rb.Injection == obs.InjInjected:
 		return unpredictable(fmt.Sprintf("a fault was injected into fork (fail_nth=%d): it may fail or, where the kernel tolerates the failure, succeed; rollback:errno judges the errno", op.FailNth))
 	case rb.Injection == obs.InjNotReached:
 		return certain(eOK, fmt.Sprintf("fork succeeds: fail_nth=%d was never reached (fork passed %d failure points)", op.FailNth, op.FailNth-rb.Remaining))
+	}
+	if op.FailNth == 0 {
+		return certain(eOK, "fork succeeds: it stayed within its memory cgroup limit ("+rb.Memcg+")")
 	}
 	return certain(eOK, "fork succeeds: fail_nth was not injected ("+rb.Reason+")")
 }
@@ -95,15 +100,23 @@ func injectedWhere(p *prog.Program, rb *obs.Rollback) string {
 	switch {
 	case rb.Cause == obs.CauseKill:
 		s += fmt.Sprintf(", child killed with SIGKILL before it ran and reaped by %s", opRef(p, rb.At))
+	case rb.Cause == obs.CauseOOMMemcg:
+		s += fmt.Sprintf(": run under a memory cgroup limit, %s", map[bool]string{true: "which it reached", false: "which it did not reach"}[rb.MemcgHit])
 	case rb.Injection == obs.InjInjected:
 		s += fmt.Sprintf(": a fault was injected at the %d-th failure point inside fork", rb.FailNth)
+		if rb.Site != "" {
+			s += " (" + rb.Site + ")"
+		}
 	case rb.Injection == obs.InjNotReached:
 		s += fmt.Sprintf(": fail_nth=%d was not reached (fork passed %d failure points), no fault injected", rb.FailNth, rb.FailNth-rb.Remaining)
 	default:
 		s += fmt.Sprintf(": fail_nth=%d not injected (%s)", rb.FailNth, rb.Reason)
 	}
 	if len(rb.Setup) > 0 {
-		s += " [fault injection: " + strings.Join(rb.Setup, " ") + "]"
+		s += " [fault injection: " + strings.Join(rb.Setup, "; ") + "]"
+	}
+	if rb.Memcg != "" {
+		s += " [" + rb.Memcg + "]"
 	}
 	if rb.Errno != 0 {
 		s += fmt.Sprintf("; fork returned %s", errnoName(rb.Errno))
@@ -124,6 +137,9 @@ func (m *machine) checkRollbacks() {
 			continue
 		}
 		seen[rb.Op] = true
+		if strings.HasPrefix(rb.Memcg, "unsupported") {
+			m.col.note("fork f%d: oom_memcg was not applied, the fork ran without a memory limit: %s", rb.Fork, rb.Memcg)
+		}
 		if rb.Cause == obs.CauseFailNth && rb.Injection == obs.InjUnsupported {
 			m.col.note("fork f%d: fail_nth=%d was not injected, the fork ran without it: %s", rb.Fork, rb.FailNth, rb.Reason)
 		}
@@ -153,7 +169,7 @@ func judgeRollback(p *prog.Program, rb *obs.Rollback) []Finding {
 	}
 	failed := rb.Errno != 0
 	killed := rb.Cause == obs.CauseKill
-	if failed && rb.Injection == obs.InjInjected && rb.Errno != eNOMEM && rb.Errno != eAGAIN {
+	if failed && (rb.Injection == obs.InjInjected || rb.MemcgHit) && rb.Errno != eNOMEM && rb.Errno != eAGAIN {
 		add("rollback", "rollback:errno", "fork(2) fails with ENOMEM (a kernel structure could not be allocated) or EAGAIN, not %s", errnoName(rb.Errno))
 	}
 	if rb.ChildrenBefore != nil && rb.ChildrenAfter != nil && (failed || (killed && rb.Comparable)) {

@@ -103,3 +103,65 @@ func FuzzParsePMDs(f *testing.F) {
 		ParsePMDs(b)
 	})
 }
+
+// TestOOMMemcg runs a fork under a memory cgroup limit far too small for
+// it: fork must fail with ENOMEM and leave the parent as it was; with a
+// generous limit it succeeds. Needs root and a cgroup v2 hierarchy where
+// this process may get a group of its own (the VM guest has one).
+func TestOOMMemcg(t *testing.T) {
+	if _, err := memcgDir(); err != nil {
+		t.Skipf("no memory cgroup for the executor here: %v", err)
+	}
+	_, o := run(t, strings.Replace(rollbackProg, "%s", " oom_memcg=0x1000", 1), Options{})
+	if len(o.Rollbacks) != 1 {
+		t.Fatalf("rollbacks: %+v, events %v", o.Rollbacks, o.Events)
+	}
+	rb := o.Rollbacks[0]
+	t.Logf("oom_memcg=4096: errno %d, %s; setup %v", rb.Errno, rb.Memcg, rb.Setup)
+	if rb.Cause != obs.CauseOOMMemcg || !rb.MemcgHit || rb.Errno != 12 {
+		t.Fatalf("rollback %+v", rb)
+	}
+	if rb.MapsBefore != rb.MapsAfter || rb.DigestBefore != rb.DigestAfter || rb.Faults > int64(rb.WritePages)+32 {
+		t.Fatalf("parent changed: %+v", rb)
+	}
+	_, o = run(t, strings.Replace(rollbackProg, "%s", " oom_memcg=0x10000000", 1), Options{})
+	if rb := o.Rollbacks[0]; rb.Errno != 0 || rb.MemcgHit {
+		t.Fatalf("oom_memcg=256MiB: %+v", rb)
+	}
+}
+
+func TestParseFaultSite(t *testing.T) {
+	log := []string{
+		"something else",
+		"FAULT_INJECTION: forcing a failure.",
+		"name failslab, interval 1, probability 0, space 0, times -1",
+		"CPU: 1 PID: 212 Comm: forkfuzz Not tainted 6.1.192 #1",
+		"Call Trace:",
+		" should_fail_ex.cold+0x5/0xa",
+		" mm_alloc+0x1/0xa",
+		"FAULT_INJECTION: forcing a failure.",
+		"name failslab, interval 1, probability 0, space 0, times -1",
+		"CPU: 1 PID: 212 Comm: forkfuzz Not tainted 6.1.192 #1",
+		"Call Trace:",
+		" <TASK>",
+		" dump_stack_lvl+0x44/0x5c",
+		" should_fail_ex.cold+0x5/0xa",
+		" should_failslab+0x9/0x20",
+		" kmem_cache_alloc+0x5a/0x300",
+		" ? vm_area_dup+0x1e/0xa0",
+		" vm_area_dup+0x1e/0xa0",
+		" dup_mmap+0x1ad/0x6a0",
+		" copy_process+0x1b2e/0x1c50",
+		" kernel_clone+0x9b/0x3e0",
+		" __do_sys_clone+0x66/0x90",
+		" do_syscall_64+0x3b/0x90",
+		" </TASK>",
+	}
+	want := "failslab: vm_area_dup <- dup_mmap <- copy_process <- kernel_clone <- __do_sys_clone"
+	if got := ParseFaultSite(log); got != want {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	if got := ParseFaultSite(log[:1]); got != "" {
+		t.Fatalf("no report: %q", got)
+	}
+}

@@ -25,7 +25,15 @@ type Rollback struct {
 	// Setup lists the fault-injection settings the executor applied
 	// (debugfs file=value), so a finding states exactly what was injected.
 	Setup []string `json:"setup,omitempty"`
-	Errno int      `json:"errno"` // what fork returned
+	// Site is where the kernel says it injected the fault (its log's
+	// stack trace, innermost caller first), "" if it did not say.
+	Site string `json:"site,omitempty"`
+	// Memcg says what the oom_memcg limit did (memory.events during the
+	// fork) or why there was none ("unsupported: ..."); MemcgHit is set
+	// when the group reached its limit during the fork.
+	Memcg    string `json:"memcg,omitempty"`
+	MemcgHit bool   `json:"memcg_hit,omitempty"`
+	Errno    int    `json:"errno"` // what fork returned
 	// Children of the forking thread (/proc/thread-self/children) before
 	// and after: a failed fork must not leave a new one.
 	ChildrenBefore []int `json:"children_before"`
@@ -69,6 +77,9 @@ type Rollback struct {
 const (
 	CauseFailNth = "fail-nth"
 	CauseKill    = "kill"
+	// CauseOOMMemcg: the fork ran under a memory cgroup limit (oom_memcg)
+	// and no fail_nth.
+	CauseOOMMemcg = "oom-memcg"
 )
 
 // Injection outcomes.

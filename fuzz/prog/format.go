@@ -88,6 +88,9 @@ func (op Op) String() string {
 		if op.Kind == OpFork && op.FailNth != 0 {
 			fmt.Fprintf(&b, " fail_nth=%d", op.FailNth)
 		}
+		if op.Kind == OpFork && op.OOMMemcg != 0 {
+			fmt.Fprintf(&b, " oom_memcg=%#x", op.OOMMemcg)
+		}
 	case OpStoreLoop:
 		fmt.Fprintf(&b, " r%d off=%#x count=%d stride=%#x until=f%d", op.Region, op.Off, op.Count, op.Stride, op.Fork)
 	case OpJoin:

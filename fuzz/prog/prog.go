@@ -266,7 +266,7 @@ const (
 //	mprotect                 Region, Off, Len, Prot
 //	madvise                  Region, Off, Len, Advice
 //	mremap                   Region, Off, Len, NewLen, Flags, To, ToOff (To/ToOff with MremapFixed)
-//	fork                     Fork, FailNth (optional fault injection, main process only)
+//	fork                     Fork, FailNth, OOMMemcg (optional fault injection, main process only)
 //	wait, kill               Fork
 //	check                    -
 type Op struct {
@@ -290,6 +290,10 @@ type Op struct {
 	// forking thread reaches inside fork() fail (/proc/thread-self/fail-nth;
 	// 0: no injection). See docs/rollback.md.
 	FailNth int
+	// OOMMemcg, on a fork, lets fork charge at most OOMMemcg more bytes to
+	// the executor's memory cgroup (memory.max = memory.current + it), so
+	// fork runs out of memory for real (0: no limit). See failnth.go.
+	OOMMemcg uint64
 }
 
 // Program is a forkfuzz program.

@@ -280,6 +280,35 @@ func TestQEMUSweep(t *testing.T) {
 		t.Fatalf("sweep: %+v", fr)
 	}
 
+	// The kernel says where it injected: fail_nth=1 hits the first
+	// allocation of copy_process.
+	q = p.Clone()
+	q.Ops[fi].FailNth = 1
+	if o, err = tg.Run(q, executor.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if rb := o.Rollbacks[0]; rb.Injection != obs.InjInjected || !strings.Contains(rb.Site, "copy_process") {
+		t.Fatalf("fail_nth=1: injection %q, site %q", rb.Injection, rb.Site)
+	}
+	t.Logf("fail_nth=1 struck at %s", o.Rollbacks[0].Site)
+
+	// A memory cgroup limit far too small for the fork, then a generous one.
+	for _, c := range []struct {
+		limit uint64
+		errno int
+	}{{4096, 12}, {256 << 20, 0}} {
+		q = p.Clone()
+		q.Ops[fi].OOMMemcg = c.limit
+		if o, err = tg.Run(q, executor.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		rb := o.Rollbacks[0]
+		t.Logf("oom_memcg=%d: errno %d, %s, %v", c.limit, rb.Errno, rb.Memcg, rb.Setup)
+		if v := checker.Check(q, o); len(v.Findings) != 0 || rb.Errno != c.errno || rb.MemcgHit != (c.errno != 0) {
+			t.Fatalf("oom_memcg=%d: %v %+v", c.limit, v.Findings, rb)
+		}
+	}
+
 	// A child killed right after fork, before it ran.
 	kp, err := prog.Parse([]byte(strings.Replace(string(p.Format()), "f0: store r1 off=0x28 count=4 stride=0x1000\n", "kill f0\n", 1)))
 	if err != nil {
