@@ -174,6 +174,10 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	zero := [1]byte{'0'}
 
 	sigBlockAll(&m.sigAll, &m.sigOld)
+	var armErr uintptr
+	if lim != nil {
+		armErr = lim.arm()
+	}
 	inv := rdtscp()
 	if fd >= 0 {
 		if _, e := sys3(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&num[0])), uintptr(n)); e != 0 {
@@ -185,6 +189,9 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 		m.child(f) // the kernel resets fail-nth in the child (copy_process)
 	}
 	resp := rdtscp()
+	if lim != nil {
+		lim.lift()
+	}
 	if fd >= 0 {
 		backN, backErr = rawSyscall6(unix.SYS_PREAD64, uintptr(fd), uintptr(unsafe.Pointer(&back[0])), uintptr(len(back)), 0, 0, 0)
 		sys3(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&zero[0])), 1)
@@ -196,6 +203,9 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 		hit, what := lim.disarm()
 		rb.MemcgHit = hit
 		rb.Memcg = what
+		if armErr != 0 {
+			rb.MemcgHit, rb.Memcg = false, "unsupported: writing memory.max failed: "+unix.Errno(armErr).Error()
+		}
 	}
 	if errno == 0 {
 		m.pids[f] = int(pid)

@@ -17,6 +17,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 const cgroupRoot = "/sys/fs/cgroup"
@@ -63,19 +66,49 @@ func setupMemcg() (string, error) {
 	return dir, nil
 }
 
-// memcgLimit is an armed oom_memcg limit.
+// memcgLimit is an oom_memcg limit ready to be armed: memory.max is
+// written with raw system calls on a file opened in advance, right around
+// the raw fork, because any page the process faults in while the limit is
+// on (a Go heap allocation, say) could not be charged, and with
+// oom_score_adj -1000 there is no OOM victim: the fault would retry
+// forever.
 type memcgLimit struct {
 	dir    string
+	fd     int
+	limit  [24]byte
+	limitN int
+	max    [4]byte
 	oldAdj []byte
 	events map[string]int64
 }
 
-// armMemcg sets the limit for one fork; it returns what it did, for the
-// observation.
+// arm and lift are safe between the fork's signal blocking and the fork.
+func (l *memcgLimit) arm() uintptr {
+	_, e := rawSyscall6(unix.SYS_PWRITE64, uintptr(l.fd), uintptr(unsafe.Pointer(&l.limit[0])), uintptr(l.limitN), 0, 0, 0)
+	return e
+}
+
+func (l *memcgLimit) lift() {
+	rawSyscall6(unix.SYS_PWRITE64, uintptr(l.fd), uintptr(unsafe.Pointer(&l.max[0])), 3, 0, 0, 0)
+}
+
+// armMemcg prepares the limit for one fork (see memcgLimit); it returns
+// what it will do, for the observation.
 func armMemcg(budget uint64) (*memcgLimit, string, error) {
 	dir, err := memcgDir()
 	if err != nil {
 		return nil, "", err
+	}
+	// Reclaim what the group can give back (page cache, slab), so that
+	// the limit is not met by reclaim but by running out of memory.
+	// (A plain unix.Write: memory.reclaim answers EAGAIN when it could
+	// not reclaim all that was asked, which os.File would wait on forever
+	// in the poller.)
+	reclaimed := false
+	if rfd, err := unix.Open(filepath.Join(dir, "memory.reclaim"), unix.O_WRONLY|unix.O_CLOEXEC, 0); err == nil {
+		_, err = unix.Write(rfd, []byte("1G"))
+		reclaimed = err == nil || err == unix.EAGAIN
+		unix.Close(rfd)
 	}
 	cur, err := os.ReadFile(filepath.Join(dir, "memory.current"))
 	if err != nil {
@@ -91,17 +124,25 @@ func armMemcg(budget uint64) (*memcgLimit, string, error) {
 		return nil, "", fmt.Errorf("oom_score_adj -1000: %w", err)
 	}
 	max := used + budget
-	if err := os.WriteFile(filepath.Join(dir, "memory.max"), []byte(strconv.FormatUint(max, 10)), 0); err != nil {
+	l.fd, err = unix.Open(filepath.Join(dir, "memory.max"), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		l.fd = -1
 		l.disarm()
-		return nil, "", fmt.Errorf("set memory.max: %w", err)
+		return nil, "", fmt.Errorf("open memory.max: %w", err)
 	}
-	return l, fmt.Sprintf("%s/memory.max=%d (memory.current %d + oom_memcg %d), oom_score_adj=-1000", dir, max, used, budget), nil
+	l.limitN = len(strconv.AppendUint(l.limit[:0], max, 10))
+	copy(l.max[:], "max")
+	return l, fmt.Sprintf("%s/memory.max=%d (memory.current %d + oom_memcg %d; memory.reclaim emptied the group first: %v), oom_score_adj=-1000", dir, max, used, budget, reclaimed), nil
 }
 
 // disarm lifts the limit; hit reports whether the group reached it
 // (memory.events "max" grew) and how often the OOM killer was invoked.
 func (l *memcgLimit) disarm() (hit bool, what string) {
 	os.WriteFile(filepath.Join(l.dir, "memory.max"), []byte("max"), 0)
+	if l.fd >= 0 {
+		unix.Close(l.fd)
+		l.fd = -1
+	}
 	if len(l.oldAdj) > 0 {
 		os.WriteFile("/proc/self/oom_score_adj", bytes.TrimSpace(l.oldAdj), 0)
 	}

@@ -163,6 +163,17 @@ func TestSweepCounts(t *testing.T) {
 
 // --- QEMU: the reference kernel with fault injection ---
 
+const bigParent = `forkfuzz v1
+region r0 anon-private pages=16384 thp=off
+region r1 anon-private pages=16384 thp=off
+region r2 anon-private pages=16384 thp=off
+store r0 off=0x0 count=16384 stride=0x1000
+store r1 off=0x0 count=16384 stride=0x1000
+store r2 off=0x0 count=16384 stride=0x1000
+fork f0
+wait f0
+`
+
 var agentOnce sync.Once
 var agentPath string
 var agentErr error
@@ -276,8 +287,11 @@ func TestQEMUSweep(t *testing.T) {
 	for _, f := range fr.Findings {
 		t.Errorf("fail_nth=%d: %s: %s\n%s", f.K, f.Issue.Signature, f.Issue.Explanation, f.Program.Format())
 	}
-	if fr.Points != points || fr.Failed == 0 {
-		t.Fatalf("sweep: %+v", fr)
+	// The count depends on the executor's own mappings (the Go runtime's
+	// heap and threads are VMAs fork copies too), which change a little
+	// from run to run.
+	if fr.Points < points*4/5 || fr.Points > points*6/5 || fr.Failed == 0 {
+		t.Fatalf("sweep: %+v (probe: %d failure points)", fr, points)
 	}
 
 	// The kernel says where it injected: fail_nth=1 hits the first
@@ -292,18 +306,25 @@ func TestQEMUSweep(t *testing.T) {
 	}
 	t.Logf("fail_nth=1 struck at %s", o.Rollbacks[0].Site)
 
-	// A memory cgroup limit far too small for the fork, then a generous one.
+	// A memory cgroup limit far too small for the fork of a parent with
+	// 192 MiB of written memory (its page tables alone need 384 KiB),
+	// then a generous one. (A small parent's fork fits in the memory the
+	// cgroup has charged in advance, per CPU, and does not fail.)
+	big, err := prog.Parse([]byte(bigParent))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		limit uint64
 		errno int
-	}{{4096, 12}, {256 << 20, 0}} {
-		q = p.Clone()
-		q.Ops[fi].OOMMemcg = c.limit
+	}{{4096, 12}, {1 << 30, 0}} {
+		q = big.Clone()
+		q.Ops[big.ForkOp(0)].OOMMemcg = c.limit
 		if o, err = tg.Run(q, executor.Options{}); err != nil {
 			t.Fatal(err)
 		}
 		rb := o.Rollbacks[0]
-		t.Logf("oom_memcg=%d: errno %d, %s, %v", c.limit, rb.Errno, rb.Memcg, rb.Setup)
+		t.Logf("oom_memcg=%d: errno %d, %s, %v; write pass %d faults for %d pages", c.limit, rb.Errno, rb.Memcg, rb.Setup, rb.Faults, rb.WritePages)
 		if v := checker.Check(q, o); len(v.Findings) != 0 || rb.Errno != c.errno || rb.MemcgHit != (c.errno != 0) {
 			t.Fatalf("oom_memcg=%d: %v %+v", c.limit, v.Findings, rb)
 		}
