@@ -143,6 +143,9 @@ func (m *machine) checkRollbacks() {
 		if rb.Cause == obs.CauseFailNth && rb.Injection == obs.InjUnsupported {
 			m.col.note("fork f%d: fail_nth=%d was not injected, the fork ran without it: %s", rb.Fork, rb.FailNth, rb.Reason)
 		}
+		if rb.PageTablesNote != "" && !pmdNoted {
+			m.col.note("fork f%d: page-table leak check: %s", rb.Fork, rb.PageTablesNote)
+		}
 		if strings.HasPrefix(rb.PMDSource, "absent") && !pmdNoted {
 			pmdNoted = true
 			m.col.note("PMD flags were not read (%s); the rollback oracle relied on its behavioural checks", rb.PMDSource)

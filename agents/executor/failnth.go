@@ -99,10 +99,11 @@ func setupFaultInjection() ([]string, error) {
 // still to come (a killed child not yet reaped, an injected fork that
 // succeeded) and the finished ones. Main process only.
 type rollbackState struct {
-	pending map[int]*obs.Rollback // by fork
-	done    []obs.Rollback
-	events  []string
-	digest  [512]uint64
+	pending  map[int]*obs.Rollback // by fork
+	done     []obs.Rollback
+	events   []string
+	digest   [512]uint64
+	resident []byte // mincore vector scratch
 }
 
 func newRollbackState() *rollbackState {
@@ -260,7 +261,44 @@ func (m *machine) measureBefore(rb *obs.Rollback) {
 	rb.DigestBefore, rb.PagesBefore = m.contentDigest()
 	rb.BaselineFaults, _, _ = m.writePass(rb, "before")
 	rb.PageTablesBefore, rb.VmPTEBefore = pageTableCounters()
+	if n := otherProcesses(); n > quietProcesses {
+		// PageTables is a machine-wide counter: with other processes
+		// running (the host, not a forkfuzz VM) it moves for reasons of
+		// its own and a leak cannot be told from noise.
+		rb.PageTablesBefore = -1
+		rb.PageTablesNote = fmt.Sprintf("not measured: %d other user processes share the machine-wide PageTables counter (a forkfuzz VM has %d at most)", n, quietProcesses)
+	}
 	rb.PMDSource, rb.PMDBefore = readPMDs()
+}
+
+// quietProcesses is how many user processes besides the executor and its
+// children a machine may run for PageTables to be judged: in a forkfuzz
+// VM, the init and the agent.
+const quietProcesses = 4
+
+// otherProcesses counts user processes (a non-empty cmdline: not kernel
+// threads) other than this one and its children.
+func otherProcesses() int {
+	me := os.Getpid()
+	kids := map[int]bool{}
+	for _, c := range threadChildren() {
+		kids[c] = true
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 1 << 30
+	}
+	n := 0
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == me || kids[pid] {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && len(b) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // measureAfter takes the "after" measurements; the order matters: page
@@ -272,7 +310,10 @@ func (m *machine) measureAfter(rb *obs.Rollback, at int) {
 	rb.Comparable = m.comparable(rb)
 	rb.ChildrenAfter = threadChildren()
 	rb.PageTablesAfter, rb.VmPTEAfter = pageTableCounters()
-	for try := 1; try < pageTableTries && leakKB(rb) > 0; try++ {
+	if rb.PageTablesBefore < 0 {
+		rb.PageTablesAfter = -1
+	}
+	for try := 1; try < pageTableTries && rb.PageTablesBefore >= 0 && leakKB(rb) > 0; try++ {
 		// Other processes allocate and free page tables too: a leak is
 		// what stays, so look again a few times and keep the smallest.
 		time.Sleep(20 * time.Millisecond)
@@ -351,8 +392,8 @@ func (m *machine) contentDigest() (uint64, int) {
 	return d, pages
 }
 
-// writePass writes (atomic or 0) one word of every writable arena page
-// that is not a private file mapping (a write there would replace the
+// writePass writes (atomic or 0) one word of every resident writable
+// arena page that is not a private file mapping (a write there would replace the
 // page-cache page by a private copy and change what later file writes
 // show), counting the forking thread's minor faults. A pass that does not
 // finish within writeTimeout means a write fault that never resolves: the
@@ -384,8 +425,22 @@ func (m *machine) writePass(rb *obs.Rollback, when string) (faults int64, pages 
 		if v.inode != 0 && v.prot&obs.VMAShared == 0 {
 			continue // private file mapping
 		}
-		for addr := max(v.start, prog.ArenaBase); addr < min(v.end, arenaEnd); addr += prog.PageSize {
-			if m.pageState(&v, addr) != obs.Readable {
+		lo, hi := max(v.start, prog.ArenaBase), min(v.end, arenaEnd)
+		// Only resident pages (mincore): the pass must not populate
+		// memory the program never touched, and a PMD without resident
+		// pages under it has no PTE table to leave write-protected.
+		n := int((hi - lo) / prog.PageSize)
+		if cap(m.rb.resident) < n {
+			m.rb.resident = make([]byte, n)
+		}
+		res := m.rb.resident[:n]
+		if _, e := sys3(unix.SYS_MINCORE, uintptr(lo), uintptr(hi-lo), uintptr(unsafe.Pointer(&res[0]))); e != 0 {
+			for j := range res {
+				res[j] = 1
+			}
+		}
+		for addr := lo; addr < hi; addr += prog.PageSize {
+			if res[(addr-lo)/prog.PageSize]&1 == 0 || m.pageState(&v, addr) != obs.Readable {
 				continue
 			}
 			if pages&63 == 0 {
@@ -626,4 +681,38 @@ func ParsePMDs(b []byte) ([]obs.PMDEntry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// RollbackCorruptions are test-only corruptions of rollback measurements
+// (Options.Corrupt, like Corruptions, which lists those that falsify views
+// and apply to any program with a fork); they need a program whose
+// observation has a rollback measurement (fail_nth, oom_memcg or kill).
+var RollbackCorruptions = map[string]string{
+	"rollback-fault-storm": "the first rollback measurement's write pass reports three faults per page",
+	"rollback-pmd-rw":      "the first rollback measurement shows its first PTE-table PMD write-protected after the fork",
+}
+
+// corruptRollback applies the test-only rollback corruptions; ok is false
+// for other names.
+func corruptRollback(o *obs.Observation, name string) (ok bool, err error) {
+	switch name {
+	case "rollback-fault-storm":
+		if len(o.Rollbacks) == 0 {
+			return true, fmt.Errorf("corruption %s: no rollback measurement (use fail_nth, oom_memcg or kill)", name)
+		}
+		rb := &o.Rollbacks[0]
+		rb.Faults = 3*int64(rb.WritePages) + 100
+		return true, nil
+	case "rollback-pmd-rw":
+		for i := range o.Rollbacks {
+			for j := range o.Rollbacks[i].PMDAfter {
+				if e := &o.Rollbacks[i].PMDAfter[j]; e.Present && !e.Huge && e.RW {
+					e.RW = false
+					return true, nil
+				}
+			}
+		}
+		return true, fmt.Errorf("corruption %s: no PTE-table PMD in a rollback measurement (is the forkfuzz_pmd module loaded?)", name)
+	}
+	return false, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/checker"
 )
 
 const rollbackProg = `forkfuzz v1
@@ -163,5 +164,24 @@ func TestParseFaultSite(t *testing.T) {
 	}
 	if got := ParseFaultSite(log[:1]); got != "" {
 		t.Fatalf("no report: %q", got)
+	}
+}
+
+// TestRollbackCorruptionBites runs a real fork whose child is killed and
+// falsifies the write pass: the checker must report the fault storm, and
+// nothing on the honest run.
+func TestRollbackCorruptionBites(t *testing.T) {
+	text := strings.Replace(rollbackProg, "%s", "", 1)
+	p, o := run(t, text, Options{})
+	if v := checker.Check(p, o); len(v.Findings) != 0 {
+		t.Fatalf("honest run: %v", v.Findings)
+	}
+	p, o = run(t, text, Options{Corrupt: "rollback-fault-storm"})
+	v := checker.Check(p, o)
+	if len(v.Findings) != 1 || v.Findings[0].Signature != "rollback:fault-storm" {
+		t.Fatalf("corrupted run: %v", v.Findings)
+	}
+	if _, err := executor(t).Run(p, Options{Corrupt: "rollback-pmd-rw"}); err == nil && !strings.HasPrefix(o.Rollbacks[0].PMDSource, "absent") {
+		t.Log("module present: rollback-pmd-rw applied")
 	}
 }

@@ -52,7 +52,7 @@ type Rollback struct {
 	PagesBefore  int    `json:"pages_before"`
 	PagesAfter   int    `json:"pages_after"`
 	// The write pass: an atomic "or 0" (a write that keeps the value) on
-	// every writable page of the arena that is not a private file mapping,
+	// every resident writable arena page that is not a private file mapping,
 	// on the forking thread, counting its minor faults (getrusage
 	// RUSAGE_THREAD). BaselineFaults is the same pass right before the fork.
 	WritePages     int   `json:"write_pages"`
@@ -65,6 +65,8 @@ type Rollback struct {
 	PageTablesAfter  int64 `json:"pagetables_after_kb"`
 	VmPTEBefore      int64 `json:"vmpte_before_kb"`
 	VmPTEAfter       int64 `json:"vmpte_after_kb"`
+	// PageTablesNote says why PageTables was not measured (-1), if so.
+	PageTablesNote string `json:"pagetables_note,omitempty"`
 	// PMD flags of the main process's user PMDs inside the arena, read
 	// from the forkfuzz_pmd kernel module; PMDSource says where they came
 	// from or why there are none ("absent: ...").
