@@ -57,8 +57,8 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	}
 	defer t.Close()
 	res, err := sweep.Run(t, p, opt)
-	if res != nil {
-		printSweep(stdout, res)
+	if res != nil && (err == nil || len(res.Forks) > 0) {
+		printSweep(stdout, res) // with an error: the forks swept before it
 	}
 	var ue *sweep.UnsupportedError
 	switch {
@@ -93,7 +93,7 @@ func printSweep(w io.Writer, res *sweep.Result) {
 		if fr.Points >= 0 {
 			pts = strconv.Itoa(fr.Points)
 		}
-		fmt.Fprintf(w, "fork f%d (op %d): %s failure points; %d runs in %v (%v/run): fork failed %d times (%s), fault tolerated %d times; %d findings; %s\n",
+		fmt.Fprintf(w, "fork f%d (op %d): %s failure points; %d runs in %v (%v/run): fork failed %d times (%s), fork returned success despite the fault %d times; %d findings; %s\n",
 			fr.Fork, fr.Op, pts, fr.Runs, fr.Elapsed.Round(time.Millisecond), (fr.Elapsed / time.Duration(max(fr.Runs, 1))).Round(time.Millisecond),
 			fr.Failed, strings.Join(errs, ", "), fr.Tolerated, len(fr.Findings), fr.Stopped)
 		for _, f := range fr.Findings {

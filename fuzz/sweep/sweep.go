@@ -50,7 +50,9 @@ type ForkResult struct {
 	// K = Points+1 was never reached. -1 if the sweep stopped earlier.
 	Points int
 	// Runs, and of those: Failed (fork returned an error), Tolerated (the
-	// fault was injected but fork succeeded: the kernel handled it).
+	// fault was injected but fork returned success: the kernel handled
+	// the failed allocation, or, under Async-fork, it hit the child's
+	// copy after fork returned).
 	Runs, Failed, Tolerated int
 	Errnos                  map[int]int // errno -> runs
 	Elapsed                 time.Duration
