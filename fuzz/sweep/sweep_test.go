@@ -270,6 +270,9 @@ func TestQEMUSweep(t *testing.T) {
 	}
 	points := prog.MaxFailNth - rb.Remaining
 	t.Logf("fork f0 passes %d failure points; pmd: %s; write pass after the fork: %d faults for %d pages", points, rb.PMDSource, rb.Faults, rb.WritePages)
+	if rb.PageTablesBefore < 0 || rb.PageTablesAfter < 0 {
+		t.Fatalf("PageTables not measured in the VM: %s", rb.PageTablesNote)
+	}
 	if len(mods) > 0 && (strings.HasPrefix(rb.PMDSource, "absent") || len(rb.PMDAfter) == 0) {
 		t.Fatalf("the module was loaded but gave no PMDs: %s", rb.PMDSource)
 	}
