@@ -96,6 +96,20 @@ func printSweep(w io.Writer, res *sweep.Result) {
 		fmt.Fprintf(w, "fork f%d (op %d): %s failure points; %d runs in %v (%v/run): fork failed %d times (%s), fork returned success despite the fault %d times; %d findings; %s\n",
 			fr.Fork, fr.Op, pts, fr.Runs, fr.Elapsed.Round(time.Millisecond), (fr.Elapsed / time.Duration(max(fr.Runs, 1))).Round(time.Millisecond),
 			fr.Failed, strings.Join(errs, ", "), fr.Tolerated, len(fr.Findings), fr.Stopped)
+		var sites []string
+		for s := range fr.Sites {
+			sites = append(sites, s)
+		}
+		sort.Slice(sites, func(i, j int) bool {
+			return fr.Sites[sites[i]] > fr.Sites[sites[j]] || fr.Sites[sites[i]] == fr.Sites[sites[j]] && sites[i] < sites[j]
+		})
+		for _, s := range sites {
+			name := s
+			if name == "" {
+				name = "(the kernel did not say where)"
+			}
+			fmt.Fprintf(w, "  %4d x %s\n", fr.Sites[s], name)
+		}
 		for _, f := range fr.Findings {
 			total++
 			fmt.Fprintf(w, "\nFAIL %s at fork f%d fail_nth=%d\n%s\nreproducer:\n%s\n", f.Issue.Signature, f.Fork, f.K, f.Issue.Explanation, f.Program.Format())

@@ -55,9 +55,12 @@ type ForkResult struct {
 	// copy after fork returned).
 	Runs, Failed, Tolerated int
 	Errnos                  map[int]int // errno -> runs
-	Elapsed                 time.Duration
-	Stopped                 string // why the sweep of this fork ended
-	Findings                []Finding
+	// Sites counts the runs by where the kernel said the fault struck
+	// (obs.Rollback.Site; "" when it did not say).
+	Sites    map[string]int
+	Elapsed  time.Duration
+	Stopped  string // why the sweep of this fork ended
+	Findings []Finding
 }
 
 // Result is a whole sweep.
@@ -111,7 +114,7 @@ func Run(t agents.Target, p *prog.Program, o Options) (*Result, error) {
 
 func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult, error) {
 	f := p.Ops[i].Fork
-	fr := &ForkResult{Fork: f, Op: i, Points: -1, Errnos: map[int]int{}}
+	fr := &ForkResult{Fork: f, Op: i, Points: -1, Errnos: map[int]int{}, Sites: map[string]int{}}
 	start := time.Now()
 	seen := map[string]bool{}
 	defer func() { fr.Elapsed = time.Since(start) }()
@@ -155,7 +158,10 @@ func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult,
 		} else if rb.Injection == obs.InjInjected {
 			fr.Tolerated++
 		}
-		logf(o.Log, "fork f%d fail_nth=%d: %s, errno %d, %d issues", f, k, rb.Injection, rb.Errno, len(issues))
+		if rb.Injection == obs.InjInjected {
+			fr.Sites[rb.Site]++
+		}
+		logf(o.Log, "fork f%d fail_nth=%d: %s, errno %d, %d issues; %s", f, k, rb.Injection, rb.Errno, len(issues), rb.Site)
 		if rb.Injection == obs.InjNotReached {
 			// fail-nth counts down once per failure point: fork passed
 			// k - Remaining of them.
