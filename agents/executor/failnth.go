@@ -167,36 +167,37 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 			rb.Setup = append(rb.Setup, what)
 		}
 	}
-	var num [24]byte
-	n := len(strconv.AppendInt(num[:0], int64(op.FailNth), 10))
-	var back [24]byte
-	var backN uintptr
-	var backErr uintptr
-	zero := [1]byte{'0'}
+	// Everything the injected fork needs, prepared before it (see
+	// rawForkInjected): the read-back lands in this fork's slot of the
+	// MAP_SHARED control page (bytes 32..55; the child only waits on
+	// bytes 0..3), which fork does not write-protect.
+	num := new([24]byte)
+	zero := new([1]byte)
+	zero[0] = '0'
+	back := m.ctl[f*64+32 : f*64+56]
+	a := &injectArgs{failFd: -1, memFd: -1, kbuf: uintptr(unsafe.Pointer(&num[0])), zero: uintptr(unsafe.Pointer(&zero[0])),
+		back: uintptr(unsafe.Pointer(&back[0])), backLen: int64(len(back))}
+	if fd >= 0 {
+		a.failFd = int64(fd)
+		a.klen = int64(len(strconv.AppendInt(num[:0], int64(op.FailNth), 10)))
+	}
+	if lim != nil {
+		a.memFd = int64(lim.fd)
+		a.limit, a.limitLen, a.max = uintptr(unsafe.Pointer(&lim.limit[0])), int64(lim.limitN), uintptr(unsafe.Pointer(&lim.max[0]))
+	}
 
 	sigBlockAll(&m.sigAll, &m.sigOld)
-	var armErr uintptr
-	if lim != nil {
-		armErr = lim.arm()
-	}
 	inv := rdtscp()
-	if fd >= 0 {
-		if _, e := sys3(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&num[0])), uintptr(n)); e != 0 {
-			backErr = e
-		}
-	}
-	pid, errno := rawFork()
+	pid, errno, backN, armErr := rawForkInjected(a)
 	if errno == 0 && pid == 0 {
-		m.child(f) // the kernel resets fail-nth in the child (copy_process)
+		m.child(f) // the kernel resets fail-nth in the child (dup_task_struct)
 	}
 	resp := rdtscp()
-	if lim != nil {
-		lim.lift()
+	var backErr uintptr
+	if int64(backN) < 0 {
+		backErr, backN = uintptr(-int64(backN)), 0
 	}
-	if fd >= 0 {
-		backN, backErr = rawSyscall6(unix.SYS_PREAD64, uintptr(fd), uintptr(unsafe.Pointer(&back[0])), uintptr(len(back)), 0, 0, 0)
-		sys3(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&zero[0])), 1)
-	}
+	armErr = uintptr(-int64(armErr))
 	sigRestore(&m.sigOld)
 	m.forkTSC[f] = [2]uint64{inv, resp}
 	end := m.now()
@@ -222,7 +223,7 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 		case backErr != 0:
 			rb.Injection, rb.Reason = obs.InjUnsupported, fmt.Sprintf("arming or reading back %s failed: %v", failNthPath, unix.Errno(backErr))
 		default:
-			left, err := strconv.Atoi(strings.TrimSpace(string(back[:backN])))
+			left, err := strconv.Atoi(strings.TrimSpace(string(back[:min(int(backN), len(back))])))
 			switch {
 			case err != nil:
 				rb.Injection, rb.Reason = obs.InjUnsupported, fmt.Sprintf("%s read back %q", failNthPath, back[:backN])
@@ -457,6 +458,23 @@ func (m *machine) writePass(rb *obs.Rollback, when string) (faults int64, pages 
 }
 
 func orZero(addr uintptr)
+
+// injectArgs are the arguments of rawForkInjected (failnth_amd64.s reads
+// them by offset: keep the order, every field 8 bytes).
+type injectArgs struct {
+	failFd   int64   // 0: /proc/thread-self/fail-nth, or -1
+	kbuf     uintptr // 8: K in decimal
+	klen     int64   // 16
+	back     uintptr // 24: read-back buffer (MAP_SHARED)
+	backLen  int64   // 32
+	zero     uintptr // 40: "0"
+	memFd    int64   // 48: memory.max, or -1
+	limit    uintptr // 56: the limit in decimal
+	limitLen int64   // 64
+	max      uintptr // 72: "max"
+}
+
+func rawForkInjected(a *injectArgs) (pid, errno, backN, armErr uintptr)
 
 // kmsgOpen opens the kernel log positioned at its end, or returns -1.
 func kmsgOpen() int {

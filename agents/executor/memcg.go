@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -68,7 +67,7 @@ func setupMemcg() (string, error) {
 
 // memcgLimit is an oom_memcg limit ready to be armed: memory.max is
 // written with raw system calls on a file opened in advance, right around
-// the raw fork, because any page the process faults in while the limit is
+// the raw fork (rawForkInjected), because any page the process faults in while the limit is
 // on (a Go heap allocation, say) could not be charged, and with
 // oom_score_adj -1000 there is no OOM victim: the fault would retry
 // forever.
@@ -80,16 +79,6 @@ type memcgLimit struct {
 	max    [4]byte
 	oldAdj []byte
 	events map[string]int64
-}
-
-// arm and lift are safe between the fork's signal blocking and the fork.
-func (l *memcgLimit) arm() uintptr {
-	_, e := rawSyscall6(unix.SYS_PWRITE64, uintptr(l.fd), uintptr(unsafe.Pointer(&l.limit[0])), uintptr(l.limitN), 0, 0, 0)
-	return e
-}
-
-func (l *memcgLimit) lift() {
-	rawSyscall6(unix.SYS_PWRITE64, uintptr(l.fd), uintptr(unsafe.Pointer(&l.max[0])), 3, 0, 0, 0)
 }
 
 // armMemcg prepares the limit for one fork (see memcgLimit); it returns
