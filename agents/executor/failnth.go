@@ -12,10 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -33,7 +35,6 @@ const (
 	PMDModuleDir   = debugfsDir + "/forkfuzz_pmd"
 	pmdPidFile     = PMDModuleDir + "/pid"
 	pmdTableFile   = PMDModuleDir + "/pmds"
-	writeTimeout   = 20 * time.Second
 	watchdogCode   = 71
 	pageTableTries = 5
 )
@@ -50,6 +51,15 @@ const (
 // with a stack trace when it injects; the executor reads it back from
 // /dev/kmsg to say where the fault hit (obs.Rollback.Site). Neither line
 // is a kernel report (kernel/report ignores them).
+// writeTimeout bounds the rollback write pass (see writePass); tests
+// shorten it with FORKFUZZ_ROLLBACK_WRITE_TIMEOUT.
+var writeTimeout = func() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("FORKFUZZ_ROLLBACK_WRITE_TIMEOUT")); err == nil && d > 0 {
+		return d
+	}
+	return 20 * time.Second
+}()
+
 var failSettings = []struct{ file, value string }{
 	{"failslab/ignore-gfp-wait", "N"},
 	{"failslab/verbose", "2"},
@@ -104,6 +114,7 @@ type rollbackState struct {
 	events   []string
 	digest   [512]uint64
 	resident []byte // mincore vector scratch
+	corrupt  string // Options.Corrupt (rollback-write-hang acts during the run)
 }
 
 func newRollbackState() *rollbackState {
@@ -326,6 +337,9 @@ func (m *machine) measureAfter(rb *obs.Rollback, at int) {
 	_, rb.PMDAfter = readPMDs()
 	rb.MapsAfter = arenaMaps()
 	rb.DigestAfter, rb.PagesAfter = m.contentDigest()
+	if m.rb.corrupt == "rollback-write-hang" {
+		m.trapFirstPage()
+	}
 	rb.Faults, rb.WritePages, rb.PassNanos = m.writePass(rb, "after")
 	m.rb.done = append(m.rb.done, *rb)
 }
@@ -404,17 +418,9 @@ func (m *machine) writePass(rb *obs.Rollback, when string) (faults int64, pages 
 	if m.readMaps() != 0 {
 		return 0, 0, 0
 	}
-	var cur uint64
-	var curMu sync.Mutex
-	wd := time.AfterFunc(writeTimeout, func() {
-		curMu.Lock()
-		a := cur
-		curMu.Unlock()
-		fmt.Fprintf(os.Stderr, "forkfuzz executor: rollback:write-hang: the write pass %s fork f%d (fail_nth=%d, %s) has not finished after %v; stuck near %#x: a write fault that never resolves (a PMD left write-protected?)\n",
-			when, rb.Fork, rb.FailNth, rb.Injection, writeTimeout, a)
-		os.Exit(watchdogCode)
-	})
-	defer wd.Stop()
+	stop := m.startWatchdog(fmt.Sprintf("forkfuzz executor: rollback:write-hang: the write pass %s fork f%d (fail_nth=%d, injection %q) has not finished after %v: a write fault that never resolves (a PMD left write-protected?)\n",
+		when, rb.Fork, rb.FailNth, rb.Injection, writeTimeout))
+	defer stop()
 	var ru0, ru1 unix.Rusage
 	t0 := time.Now()
 	unix.Getrusage(unix.RUSAGE_THREAD, &ru0)
@@ -444,11 +450,6 @@ func (m *machine) writePass(rb *obs.Rollback, when string) (faults int64, pages 
 			if res[(addr-lo)/prog.PageSize]&1 == 0 || m.pageState(&v, addr) != obs.Readable {
 				continue
 			}
-			if pages&63 == 0 {
-				curMu.Lock()
-				cur = addr
-				curMu.Unlock()
-			}
 			orZero(uintptr(addr))
 			pages++
 		}
@@ -458,6 +459,39 @@ func (m *machine) writePass(rb *obs.Rollback, when string) (faults int64, pages 
 }
 
 func orZero(addr uintptr)
+
+func watchdogWait(flag *[2]uint32, deadline *[2]int64, msg *byte, n int)
+
+// startWatchdog arms a watchdog on its own OS thread that, unless the
+// returned stop is called within writeTimeout, prints msg on stderr and
+// ends the executor with status 71. It waits and fires with raw system
+// calls only (watchdogWait), so it works even when the Go runtime cannot
+// make progress because the forking thread faults forever.
+func (m *machine) startWatchdog(msg string) (stop func()) {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	dl := time.Duration(ts.Nano()) + writeTimeout
+	deadline := &[2]int64{int64(dl / time.Second), int64(dl % time.Second)}
+	flag := new([2]uint32)
+	b := []byte(msg)
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		watchdogWait(flag, deadline, &b[0], len(b))
+		close(done)
+	}()
+	// Start the pass only once the watchdog is inside watchdogWait, where
+	// nothing of the runtime can hold it back.
+	for atomic.LoadUint32(&flag[1]) == 0 {
+		runtime.Gosched()
+	}
+	return func() {
+		atomic.StoreUint32(&flag[0], 1)
+		unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&flag[0])), 129, 1, 0, 0, 0) // FUTEX_WAKE|FUTEX_PRIVATE_FLAG
+		<-done
+		runtime.KeepAlive(b)
+	}
+}
 
 // injectArgs are the arguments of rawForkInjected (failnth_amd64.s reads
 // them by offset: keep the order, every field 8 bytes).
@@ -708,12 +742,69 @@ func ParsePMDs(b []byte) ([]obs.PMDEntry, error) {
 var RollbackCorruptions = map[string]string{
 	"rollback-fault-storm": "the first rollback measurement's write pass reports three faults per page",
 	"rollback-pmd-rw":      "the first rollback measurement shows its first PTE-table PMD write-protected after the fork",
+	"rollback-write-hang":  "before the write pass after a fork, writes to the first page of the first anonymous private region are blocked with a userfaultfd write-protection nobody resolves: the pass hangs (tests the watchdog)",
+}
+
+// trapFirstPage makes writes to the first page of the first anonymous
+// private arena mapping block forever: a userfaultfd write-protection
+// that nobody resolves (reads still work), much like a PMD left
+// write-protected whose faults never resolve. Test-only
+// (rollback-write-hang); failures are events.
+func (m *machine) trapFirstPage() {
+	const (
+		sysUserfaultfd   = 323
+		uffdUserModeOnly = 1
+		uffdioAPI        = 0xc018aa3f
+		uffdioRegister   = 0xc020aa00
+		uffdioWP         = 0xc018aa06
+		modeWP           = 2 // UFFDIO_REGISTER_MODE_WP
+		wpModeWP         = 1 // UFFDIO_WRITEPROTECT_MODE_WP
+	)
+	if m.readMaps() != 0 {
+		return
+	}
+	fail := func(what string, e error) {
+		m.rb.events = append(m.rb.events, "rollback-write-hang: "+what+": "+e.Error())
+	}
+	for i := 0; i < m.nvma; i++ {
+		v := m.vmas[i]
+		if v.start < prog.ArenaBase || v.start >= arenaEnd || v.inode != 0 || v.prot&obs.VMAShared != 0 || v.prot&obs.VMAWrite == 0 {
+			continue
+		}
+		fd, _, e := unix.Syscall(sysUserfaultfd, unix.O_CLOEXEC|uffdUserModeOnly, 0, 0)
+		if e != 0 {
+			fd, _, e = unix.Syscall(sysUserfaultfd, unix.O_CLOEXEC, 0, 0)
+		}
+		if e != 0 {
+			fail("userfaultfd", e)
+			return
+		}
+		api := [3]uint64{0xAA, 0, 0}
+		reg := [4]uint64{v.start, prog.PageSize, modeWP, 0}
+		wp := [3]uint64{v.start, prog.PageSize, wpModeWP}
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, fd, uffdioAPI, uintptr(unsafe.Pointer(&api[0]))); e != 0 {
+			fail("UFFDIO_API", e)
+			return
+		}
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, fd, uffdioRegister, uintptr(unsafe.Pointer(&reg[0]))); e != 0 {
+			fail("UFFDIO_REGISTER (write-protect mode)", e)
+			return
+		}
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, fd, uffdioWP, uintptr(unsafe.Pointer(&wp[0]))); e != 0 {
+			fail("UFFDIO_WRITEPROTECT", e)
+			return
+		}
+		return // fd stays open: the executor is about to be ended by the watchdog
+	}
+	m.rb.events = append(m.rb.events, "rollback-write-hang: no anonymous private mapping to trap")
 }
 
 // corruptRollback applies the test-only rollback corruptions; ok is false
 // for other names.
 func corruptRollback(o *obs.Observation, name string) (ok bool, err error) {
 	switch name {
+	case "rollback-write-hang":
+		return true, nil // acted during the run (trapFirstPage)
 	case "rollback-fault-storm":
 		if len(o.Rollbacks) == 0 {
 			return true, fmt.Errorf("corruption %s: no rollback measurement (use fail_nth, oom_memcg or kill)", name)

@@ -104,3 +104,41 @@ child:
 	MOVQ	$0, backN+24(FP)
 	MOVQ	$0, armErr+32(FP)
 	RET
+
+// func watchdogWait(flag *[2]uint32, deadline *[2]int64, msg *byte, n int)
+// Sets flag[1] (it is waiting), then waits until flag[0] is non-zero or the absolute CLOCK_MONOTONIC deadline
+// passes; then, if *flag is still zero, writes msg to stderr and ends the
+// process with status 71. Only raw system calls: it must fire even when
+// the Go runtime is stuck (a stop-the-world waiting for a thread that
+// faults forever).
+TEXT ·watchdogWait(SB), NOSPLIT, $0-32
+	MOVQ	flag+0(FP), R12
+	MOVQ	deadline+8(FP), R13
+	MOVL	$1, 4(R12)       // flag[1]: the watchdog is waiting
+wait:
+	MOVL	(R12), AX
+	CMPL	AX, $0
+	JNE	done
+	MOVQ	$202, AX         // SYS_futex
+	MOVQ	R12, DI
+	MOVQ	$137, SI         // FUTEX_WAIT_BITSET|FUTEX_PRIVATE_FLAG: absolute timeout
+	XORQ	DX, DX           // wait while *flag == 0
+	MOVQ	R13, R10
+	XORQ	R8, R8
+	MOVQ	$0xffffffff, R9  // FUTEX_BITSET_MATCH_ANY
+	SYSCALL
+	CMPQ	AX, $-110        // ETIMEDOUT
+	JNE	wait
+	MOVL	(R12), AX
+	CMPL	AX, $0
+	JNE	done
+	MOVQ	$1, AX           // SYS_write
+	MOVQ	$2, DI
+	MOVQ	msg+16(FP), SI
+	MOVQ	n+24(FP), DX
+	SYSCALL
+	MOVQ	$231, AX         // SYS_exit_group
+	MOVQ	$71, DI
+	SYSCALL
+done:
+	RET

@@ -1,12 +1,18 @@
 package executor
 
 import (
+	"bytes"
+	"errors"
 	"os"
+	"os/exec"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents/obs"
 	"github.com/forkfuzz/forkfuzz/checker"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
 const rollbackProg = `forkfuzz v1
@@ -184,4 +190,53 @@ func TestRollbackCorruptionBites(t *testing.T) {
 	if _, err := executor(t).Run(p, Options{Corrupt: "rollback-pmd-rw"}); err == nil && !strings.HasPrefix(o.Rollbacks[0].PMDSource, "absent") {
 		t.Log("module present: rollback-pmd-rw applied")
 	}
+}
+
+// TestWriteHangWatchdog makes the write pass after a fork hang for real
+// (a page registered with userfaultfd that nobody serves) and expects the
+// watchdog to end the executor with status 71 and say why on stderr.
+func TestWriteHangWatchdog(t *testing.T) {
+	var stderr syncBuffer
+	r := &Remote{
+		Command: func() *exec.Cmd {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = []string{"FORKFUZZ_TEST_SERVE_EXECUTOR=1", "FORKFUZZ_ROLLBACK_WRITE_TIMEOUT=1s"}
+			return cmd
+		},
+		Timeout: 30 * time.Second,
+		Stderr:  &stderr,
+	}
+	defer r.Close()
+	p, err := prog.Parse([]byte(strings.Replace(rollbackProg, "%s", "", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := r.Run(p, Options{Corrupt: "rollback-write-hang"})
+	if err == nil {
+		t.Skipf("the trap did not work here (no userfaultfd?): %v", o.Events)
+	}
+	var ce *CrashError
+	if !errors.As(err, &ce) || ce.Hang || !strings.Contains(ce.Status, "71") {
+		t.Fatalf("got %v, want the executor to exit with status 71; stderr:\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "rollback:write-hang") {
+		t.Fatalf("stderr does not say rollback:write-hang:\n%s", stderr.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

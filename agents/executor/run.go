@@ -163,6 +163,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	}
 	m.reset(p, wordCap)
 	m.rb = newRollbackState()
+	m.rb.corrupt = opt.Corrupt
 	rep := m.rep
 	defer m.cleanup()
 	if err := m.setup(); err != nil {
