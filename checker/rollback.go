@@ -103,7 +103,7 @@ func injectedWhere(p *prog.Program, rb *obs.Rollback) string {
 	case rb.Cause == obs.CauseOOMMemcg:
 		s += fmt.Sprintf(": run under a memory cgroup limit, %s", map[bool]string{true: "which it reached", false: "which it did not reach"}[rb.MemcgHit])
 	case rb.Injection == obs.InjInjected:
-		s += fmt.Sprintf(": a fault was injected at the %d-th failure point inside fork", rb.FailNth)
+		s += fmt.Sprintf(": a fault was injected at failure point %d inside fork (fail_nth=%d)", rb.FailNth, rb.FailNth)
 		if rb.Site != "" {
 			s += " (" + rb.Site + ")"
 		}

@@ -115,7 +115,7 @@ func TestRollbackOracle(t *testing.T) {
 			if c.want != "observation:rollback-record" && c.want != "errno:fork" && !strings.Contains(v.Findings[0].Explanation, "fork f0") {
 				t.Fatalf("explanation does not name the fork: %s", v.Findings[0].Explanation)
 			}
-			if strings.HasPrefix(c.want, "rollback:") && c.want != "rollback:missing" && !strings.Contains(v.Findings[0].Explanation, "3-th failure point") {
+			if strings.HasPrefix(c.want, "rollback:") && c.want != "rollback:missing" && !strings.Contains(v.Findings[0].Explanation, "failure point 3 inside fork (fail_nth=3)") {
 				t.Fatalf("explanation does not state the injected fault: %s", v.Findings[0].Explanation)
 			}
 		})
