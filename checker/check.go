@@ -29,6 +29,7 @@ func Check(p *prog.Program, o *obs.Observation) *Verdict {
 	}
 	m := newMachine(p, o)
 	m.run()
+	m.checkRollbacks() // rollback.go
 	if m.hasThreads() {
 		dropped := 0
 		for _, tl := range o.Threads {

@@ -14,7 +14,7 @@ import (
 func (m *machine) fork(pr *proc, i int) {
 	op := &m.p.Ops[i]
 	child := m.procs[op.Fork+1]
-	r := m.result(pr, i, certain(eOK, "fork succeeds"))
+	r := m.result(pr, i, m.forkPred(i)) // rollback.go
 	if r.Errno != 0 {
 		child.state = forkFailed
 		return

@@ -69,6 +69,10 @@ type BuildResult struct {
 	Image   string
 	Elapsed time.Duration // the bzImage build (make -j), not the configuration
 	Missing []string      // fragment options olddefconfig dropped (unmet dependencies)
+	// PMDModule is the forkfuzz_pmd module built against the same tree,
+	// beside the image; ModuleErr says why it is missing.
+	PMDModule string
+	ModuleErr error
 }
 
 // Build configures a small kernel for forkfuzz (x86_64_defconfig,
@@ -156,6 +160,14 @@ func Build(o BuildOptions) (*BuildResult, error) {
 	res.Elapsed = time.Since(start)
 	res.Image = filepath.Join(out, "arch/x86/boot/bzImage")
 	fmt.Fprintf(o.Log, "kernel build: %s in %v\n", res.Image, res.Elapsed.Round(time.Second))
+	// The PMD module, against the same tree, beside the image (pmdmod.go).
+	mod := filepath.Join(filepath.Dir(res.Image), PMDModuleName)
+	if err := BuildPMDModule(out, mod, o.Log); err != nil {
+		res.ModuleErr = err
+		fmt.Fprintf(o.Log, "kernel build: %v (the rollback oracle falls back to its behavioural checks)\n", err)
+	} else {
+		res.PMDModule = mod
+	}
 	return res, nil
 }
 

@@ -68,5 +68,8 @@ func corrupt(p *prog.Program, o *obs.Observation, name string) error {
 		}
 		return fmt.Errorf("corruption %s: no child view with a non-zero private word", name)
 	}
+	if ok, err := corruptRollback(o, name); ok { // failnth.go
+		return err
+	}
 	return fmt.Errorf("unknown corruption %q (known: %s)", name, strings.Join(CorruptionNames(), ", "))
 }

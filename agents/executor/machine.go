@@ -67,7 +67,8 @@ type machine struct {
 	th      *threadSet
 	forkTSC [prog.MaxForks][2]uint64
 
-	pin pinRes // pinned.go
+	pin pinRes         // pinned.go
+	rb  *rollbackState // failnth.go
 }
 
 type span struct{ addr, length uint64 }
@@ -470,6 +471,10 @@ func (m *machine) exec(i int) {
 			m.noteMoved(uint64(r), op.NewLen)
 		}
 	case prog.OpFork:
+		if m.wantsRollback(i) {
+			m.forkMeasured(i, op.Fork, start)
+			return
+		}
 		m.fork(i, op.Fork, start)
 		return
 	case prog.OpKill:
@@ -482,6 +487,7 @@ func (m *machine) exec(i int) {
 		ret, errno = m.wait(op.Fork)
 		if !m.inChild {
 			m.th.stop[op.Fork].Store(true) // ends storeloops until=fN
+			m.afterWait(i, op.Fork)
 		}
 	case prog.OpJoin:
 		m.join(op.Peer)

@@ -162,6 +162,8 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 		wordCap = defaultWords
 	}
 	m.reset(p, wordCap)
+	m.rb = newRollbackState()
+	m.rb.corrupt = opt.Corrupt
 	rep := m.rep
 	defer m.cleanup()
 	if err := m.setup(); err != nil {
@@ -199,6 +201,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 		o.Events = append(o.Events, fault)
 	}
 	o.Threads = threads
+	o.Rollbacks, o.Events = m.rb.done, append(o.Events, m.rb.events...)
 	for i, op := range p.Ops {
 		if op.Kind == prog.OpFork && op.Proc == 0 {
 			o.Ops[i].TSCStart, o.Ops[i].TSCEnd = m.forkTSC[op.Fork][0], m.forkTSC[op.Fork][1]

@@ -26,6 +26,10 @@ type Observation struct {
 	Events []string `json:"events,omitempty"`
 	// Threads are the timed stores of the main process's extra threads.
 	Threads []ThreadLog `json:"threads,omitempty"`
+	// Rollbacks are the executor's measurements of the main process around
+	// forks that carried fault injection or whose child was killed
+	// (rollback.go).
+	Rollbacks []Rollback `json:"rollbacks,omitempty"`
 	// Corruption names the test-only corruption the executor applied, if any.
 	// Checkers never read it; it is there so a human reading a finding knows.
 	Corruption string `json:"corruption,omitempty"`

@@ -15,7 +15,7 @@ import (
 
 func init() {
 	commands = append(commands,
-		command{name: "kernel", args: "build|check ...", help: "build a kernel for forkfuzz, or check which oracles a kernel supports", run: cmdKernel},
+		command{name: "kernel", args: "build|check|module ...", help: "build a kernel for forkfuzz, or check which oracles a kernel supports", run: cmdKernel},
 		command{name: "vm-agent", help: "guest agent: init of forkfuzz's VMs (started by the kernel)", run: cmdVMAgent, hidden: true},
 	)
 	targetKinds["qemu"] = targetKind{help: "QEMU VMs booting the kernel under test", flags: qemuFlags}
@@ -31,6 +31,7 @@ func qemuFlags(fs *flag.FlagSet) func() (agents.Target, error) {
 	vmdir := fs.String("vm-workdir", "", "qemu: where VM consoles are kept (default: a temporary directory)")
 	bootTimeout := fs.Duration("boot-timeout", 5*time.Minute, "qemu: how long a VM may take to boot")
 	progTimeout := fs.Duration("program-timeout", 60*time.Second, "qemu: how long one program may run in the guest")
+	extraMods := fs.String("modules", "", "qemu: comma-separated .ko files the guest loads at boot (default: "+kernel.PMDModuleName+" if it is beside --kernel)")
 	return func() (agents.Target, error) {
 		cfg := vm.Config{VMs: *vms, Accel: *accel, Memory: *mem, CPUs: *cpus, Workdir: *vmdir,
 			BootTimeout: *bootTimeout, ProgramTimeout: *progTimeout, Log: os.Stderr}
@@ -61,6 +62,7 @@ func qemuFlags(fs *flag.FlagSet) func() (agents.Target, error) {
 		} else {
 			cfg.Kernel = *image
 		}
+		cfg.Modules = append(cfg.Modules, extraModules(*extraMods, cfg.Kernel)...)
 		fmt.Fprintf(os.Stderr, "qemu: booting %d VM(s) with %s\n", cfg.VMs, cfg.Kernel)
 		return vm.New(cfg)
 	}
@@ -74,7 +76,7 @@ func cmdVMAgent(args []string, stdout, stderr io.Writer) int {
 
 func cmdKernel(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: forkfuzz kernel build [--src DIR] [--out DIR] | forkfuzz kernel check IMAGE-or-.config")
+		fmt.Fprintln(stderr, "usage: forkfuzz kernel build [--src DIR] [--out DIR] | forkfuzz kernel check IMAGE-or-.config | forkfuzz kernel module --tree DIR [--out FILE]")
 		return exitError
 	}
 	switch args[0] {
@@ -82,8 +84,10 @@ func cmdKernel(args []string, stdout, stderr io.Writer) int {
 		return cmdKernelBuild(args[1:], stdout, stderr)
 	case "check":
 		return cmdKernelCheck(args[1:], stdout, stderr)
+	case "module":
+		return cmdKernelModule(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "forkfuzz kernel: unknown subcommand %q (want build or check)\n", args[0])
+	fmt.Fprintf(stderr, "forkfuzz kernel: unknown subcommand %q (want build, check or module)\n", args[0])
 	return exitError
 }
 
@@ -104,6 +108,11 @@ func cmdKernelBuild(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "config: %s\n", res.Config)
 	if res.Image != "" {
 		fmt.Fprintf(stdout, "image:  %s (built in %v)\n", res.Image, res.Elapsed.Round(time.Second))
+		if res.PMDModule != "" {
+			fmt.Fprintf(stdout, "module: %s\n", res.PMDModule)
+		} else if res.ModuleErr != nil {
+			fmt.Fprintf(stdout, "module: none: %v\n", res.ModuleErr)
+		}
 	}
 	return exitClean
 }

@@ -15,6 +15,7 @@ import (
 //	region r1 memfd-shared pages=4 thp=default
 //	store r0 off=0x1000 count=4 stride=0x8
 //	fork f0
+//	fork f2 fail_nth=3   # inject a fault at the 3rd failure point inside fork (main process only)
 //	f0: store r0 off=0x0 count=1 stride=0x8
 //	f0: fork f1
 //	f1: check
@@ -87,6 +88,12 @@ func (op Op) String() string {
 		}
 	case OpFork, OpWait, OpKill:
 		fmt.Fprintf(&b, " f%d", op.Fork)
+		if op.Kind == OpFork && op.FailNth != 0 {
+			fmt.Fprintf(&b, " fail_nth=%d", op.FailNth)
+		}
+		if op.Kind == OpFork && op.OOMMemcg != 0 {
+			fmt.Fprintf(&b, " oom_memcg=%#x", op.OOMMemcg)
+		}
 	case OpStoreLoop:
 		fmt.Fprintf(&b, " r%d off=%#x count=%d stride=%#x until=f%d", op.Region, op.Off, op.Count, op.Stride, op.Fork)
 	case OpJoin:
@@ -378,7 +385,7 @@ func (ps *parser) parseOp(toks []token) error {
 		}
 		op.Pipe = pn
 	case OpFork, OpWait, OpKill:
-		if len(rest) != 1 {
+		if len(rest) < 1 || (op.Kind != OpFork && len(rest) != 1) {
 			return ps.errf(name.col, "%s takes one fork name (fN)", name.s)
 		}
 		f, err := ps.ref(rest[0], 'f')
@@ -386,6 +393,11 @@ func (ps *parser) parseOp(toks []token) error {
 			return err
 		}
 		op.Fork = f
+		if op.Kind == OpFork {
+			if err := ps.forkArgs(&op, rest[1:]); err != nil {
+				return err
+			}
+		}
 	default:
 		if len(rest) == 0 {
 			return ps.errf(name.col, "%s needs a region", name.s)

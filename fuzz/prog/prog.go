@@ -75,6 +75,8 @@ const (
 	// MaxThreads is the number of extra threads (t1..tN) the main process
 	// may run besides its main thread.
 	MaxThreads = 8
+	// MaxFailNth bounds a fork's fail_nth.
+	MaxFailNth = 1 << 20
 	// MaxLoopWrites bounds the writes of one storeloop (values encode the
 	// write number in 24 bits).
 	MaxLoopWrites = 1 << 24
@@ -275,7 +277,8 @@ const (
 //	mprotect                 Region, Off, Len, Prot
 //	madvise                  Region, Off, Len, Advice
 //	mremap                   Region, Off, Len, NewLen, Flags, To, ToOff (To/ToOff with MremapFixed)
-//	fork, wait, kill         Fork
+//	fork                     Fork, FailNth, OOMMemcg (optional fault injection, main process only)
+//	wait, kill               Fork
 //	check                    -
 //	procmem, pvwrite         Region, Off, Count, Stride, Into (0: self; N: the child of fork f(N-1))
 //	odirect, uringreg,
@@ -301,6 +304,14 @@ type Op struct {
 	Peer   int
 	Into   int
 	Pipe   int
+	// FailNth, on a fork, makes the FailNth-th fault-injection point the
+	// forking thread reaches inside fork() fail (/proc/thread-self/fail-nth;
+	// 0: no injection). See docs/rollback.md.
+	FailNth int
+	// OOMMemcg, on a fork, lets fork charge at most OOMMemcg more bytes to
+	// the executor's memory cgroup (memory.max = memory.current + it), so
+	// fork runs out of memory for real (0: no limit). See failnth.go.
+	OOMMemcg uint64
 }
 
 // Program is a forkfuzz program.

@@ -77,6 +77,9 @@ func (p *Program) Validate() error {
 		if op.Proc < 0 || !procAlive(op.Proc) {
 			return opErr(i, "process f%d: not forked yet or already waited for", op.Proc-1)
 		}
+		if err := p.validateFailNth(i); err != nil {
+			return err
+		}
 		if op.Thread < 0 || op.Thread > MaxThreads {
 			return opErr(i, "thread t%d out of range 1..%d", op.Thread, MaxThreads)
 		}

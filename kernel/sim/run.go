@@ -37,6 +37,7 @@ type machine struct {
 	// loops are the storeloops running on threads of the main process.
 	loops   []*loop
 	threads map[int]*obs.ThreadLog
+	rb      map[int]*obs.Rollback // rollback.go: measurements by fork
 }
 
 // loop is a running storeloop: a thread writing its slots over and over
@@ -338,6 +339,7 @@ func (x *machine) fork(parent, f int) (uint64, int) {
 	k := x.k
 	pm := x.procs[parent].mm
 	ctx := k.newAllocCtx()
+	x.startInjection(parent, f, ctx)
 	k.ctx = ctx
 	var child *MM
 	var err error
@@ -357,6 +359,7 @@ func (x *machine) fork(parent, f int) (uint64, int) {
 		if k.cfg.Mode == Async {
 			k.checkPMDs(pm, f)
 		}
+		x.forked(f, ctx, ENOMEM)
 		return ^uint64(0), ENOMEM
 	}
 	c := &proc{mm: child}
@@ -366,6 +369,7 @@ func (x *machine) fork(parent, f int) (uint64, int) {
 		}
 	}
 	x.procs[f+1] = c
+	x.forked(f, ctx, 0)
 	return Pid(f), 0
 }
 
@@ -392,6 +396,7 @@ func (x *machine) wait(f int) (uint64, int) {
 		x.runProc(f + 1)
 	}
 	c.mm.teardown()
+	x.reaped(f)
 	return status, 0
 }
 

@@ -1,0 +1,144 @@
+// The rollback write pass (failnth.go).
+
+#include "textflag.h"
+
+// func orZero(addr uintptr)
+// An atomic "or 0" on the 8 bytes at addr: a write access that keeps the
+// value, so it neither loses a concurrent thread's store nor changes
+// content, yet takes a write fault wherever the page is not writable in
+// the page tables (copy-on-write, or a PMD left write-protected).
+TEXT ·orZero(SB), NOSPLIT, $0-8
+	MOVQ	addr+0(FP), AX
+	LOCK
+	ORQ	$0, (AX)
+	RET
+
+// func rawForkInjected(a *injectArgs) (pid, errno, backN, armErr uintptr)
+// The injected fork with nothing in between that could touch memory: arm
+// the memory cgroup limit (pwrite memory.max) and fail-nth (write K),
+// clone(SIGCHLD), and in the parent read fail-nth back into a MAP_SHARED
+// buffer, reset it to 0 and lift the limit, all before the first store to
+// the stack: fork write-protected the stack, so a store there would take a
+// copy-on-write fault whose page allocation could consume the fault (or,
+// under the memory limit, never be charged). The child resets its stack
+// guard like rawFork. injectArgs layout: see failnth.go.
+TEXT ·rawForkInjected(SB), NOSPLIT, $0-40
+	MOVQ	a+0(FP), R12
+	XORQ	R15, R15
+	MOVQ	48(R12), DI      // memFd
+	CMPQ	DI, $0
+	JLT	noarm
+	MOVQ	$18, AX          // SYS_pwrite64
+	MOVQ	56(R12), SI
+	MOVQ	64(R12), DX
+	XORQ	R10, R10
+	SYSCALL
+	CMPQ	AX, $0xfffffffffffff001
+	JLS	noarm
+	MOVQ	AX, R15          // -errno
+noarm:
+	MOVQ	0(R12), DI       // failFd
+	CMPQ	DI, $0
+	JLT	nofail
+	MOVQ	$1, AX           // SYS_write
+	MOVQ	8(R12), SI
+	MOVQ	16(R12), DX
+	SYSCALL
+nofail:
+	MOVQ	$56, AX          // SYS_clone
+	MOVQ	$17, DI          // SIGCHLD
+	XORQ	SI, SI
+	XORQ	DX, DX
+	XORQ	R10, R10
+	XORQ	R8, R8
+	XORQ	R9, R9
+	SYSCALL
+	CMPQ	AX, $0
+	JEQ	child
+	MOVQ	AX, R13
+	XORQ	R14, R14
+	MOVQ	0(R12), DI
+	CMPQ	DI, $0
+	JLT	nolift0
+	MOVQ	$17, AX          // SYS_pread64
+	MOVQ	24(R12), SI
+	MOVQ	32(R12), DX
+	XORQ	R10, R10
+	SYSCALL
+	MOVQ	AX, R14
+	MOVQ	0(R12), DI
+	MOVQ	$1, AX           // SYS_write "0"
+	MOVQ	40(R12), SI
+	MOVQ	$1, DX
+	SYSCALL
+nolift0:
+	MOVQ	48(R12), DI
+	CMPQ	DI, $0
+	JLT	results
+	MOVQ	$18, AX          // SYS_pwrite64 "max"
+	MOVQ	72(R12), SI
+	MOVQ	$3, DX
+	XORQ	R10, R10
+	SYSCALL
+results:
+	MOVQ	R14, backN+24(FP)
+	MOVQ	R15, armErr+32(FP)
+	MOVQ	R13, AX
+	CMPQ	AX, $0xfffffffffffff001
+	JLS	okpid
+	NEGQ	AX
+	MOVQ	$-1, pid+8(FP)
+	MOVQ	AX, errno+16(FP)
+	RET
+okpid:
+	MOVQ	AX, pid+8(FP)
+	MOVQ	$0, errno+16(FP)
+	RET
+child:
+	MOVQ	(TLS), CX        // g
+	MOVQ	0(CX), BX        // g.stack.lo
+	ADDQ	$4096, BX
+	MOVQ	BX, 16(CX)       // g.stackguard0
+	MOVQ	$0, pid+8(FP)
+	MOVQ	$0, errno+16(FP)
+	MOVQ	$0, backN+24(FP)
+	MOVQ	$0, armErr+32(FP)
+	RET
+
+// func watchdogWait(flag *[2]uint32, deadline *[2]int64, msg *byte, n int)
+// Sets flag[1] (it is waiting), then waits until flag[0] is non-zero or the absolute CLOCK_MONOTONIC deadline
+// passes; then, if *flag is still zero, writes msg to stderr and ends the
+// process with status 71. Only raw system calls: it must fire even when
+// the Go runtime is stuck (a stop-the-world waiting for a thread that
+// faults forever).
+TEXT ·watchdogWait(SB), NOSPLIT, $0-32
+	MOVQ	flag+0(FP), R12
+	MOVQ	deadline+8(FP), R13
+	MOVL	$1, 4(R12)       // flag[1]: the watchdog is waiting
+wait:
+	MOVL	(R12), AX
+	CMPL	AX, $0
+	JNE	done
+	MOVQ	$202, AX         // SYS_futex
+	MOVQ	R12, DI
+	MOVQ	$137, SI         // FUTEX_WAIT_BITSET|FUTEX_PRIVATE_FLAG: absolute timeout
+	XORQ	DX, DX           // wait while *flag == 0
+	MOVQ	R13, R10
+	XORQ	R8, R8
+	MOVQ	$0xffffffff, R9  // FUTEX_BITSET_MATCH_ANY
+	SYSCALL
+	CMPQ	AX, $-110        // ETIMEDOUT
+	JNE	wait
+	MOVL	(R12), AX
+	CMPL	AX, $0
+	JNE	done
+	MOVQ	$1, AX           // SYS_write
+	MOVQ	$2, DI
+	MOVQ	msg+16(FP), SI
+	MOVQ	n+24(FP), DX
+	SYSCALL
+	MOVQ	$231, AX         // SYS_exit_group
+	MOVQ	$71, DI
+	SYSCALL
+done:
+	RET

@@ -1,0 +1,100 @@
+package obs
+
+// Rollback is what the executor measured in the main process around one
+// fork that carried fault injection (prog.Op.FailNth), or around the life
+// of a child that was killed before it was released. Package checker
+// (rollback.go) turns it into findings; docs/rollback.md says why each
+// measurement shows what it shows.
+//
+// "Before" measurements are taken right before the fork; "after" ones right
+// after the failed fork returned (Cause "fail-nth") or right after the
+// killed child was reaped (Cause "kill").
+type Rollback struct {
+	Fork  int    `json:"fork"`
+	Op    int    `json:"op"`    // the fork operation
+	At    int    `json:"at"`    // the operation after which "after" was measured
+	Cause string `json:"cause"` // CauseFailNth or CauseKill
+	// Injection says what happened to the requested fault: InjInjected (the
+	// kernel failed the FailNth-th check, fail-nth read back 0),
+	// InjNotReached (fork made fewer checks; Remaining is what was left) or
+	// InjUnsupported (Reason says why; the fork ran without injection).
+	FailNth   int    `json:"fail_nth,omitempty"`
+	Injection string `json:"injection,omitempty"`
+	Remaining int    `json:"remaining,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	// Setup lists the fault-injection settings the executor applied
+	// (debugfs file=value), so a finding states exactly what was injected.
+	Setup []string `json:"setup,omitempty"`
+	// Site is where the kernel says it injected the fault (its log's
+	// stack trace, innermost caller first), "" if it did not say.
+	Site string `json:"site,omitempty"`
+	// Memcg says what the oom_memcg limit did (memory.events during the
+	// fork) or why there was none ("unsupported: ..."); MemcgHit is set
+	// when the group reached its limit during the fork.
+	Memcg    string `json:"memcg,omitempty"`
+	MemcgHit bool   `json:"memcg_hit,omitempty"`
+	Errno    int    `json:"errno"` // what fork returned
+	// Children of the forking thread (/proc/thread-self/children) before
+	// and after: a failed fork must not leave a new one.
+	ChildrenBefore []int `json:"children_before"`
+	ChildrenAfter  []int `json:"children_after"`
+	// Comparable is set when nothing but the fork (and for a kill, the
+	// kill and the wait) ran between the two measurements, so maps and
+	// content must be identical.
+	Comparable bool `json:"comparable"`
+	// MapsBefore/After are the arena lines of /proc/self/maps.
+	MapsBefore string `json:"maps_before"`
+	MapsAfter  string `json:"maps_after"`
+	// Content digests of every readable arena page (sum of WordDigest over
+	// non-zero words, per page mixed with its address) and page counts.
+	DigestBefore uint64 `json:"digest_before"`
+	DigestAfter  uint64 `json:"digest_after"`
+	PagesBefore  int    `json:"pages_before"`
+	PagesAfter   int    `json:"pages_after"`
+	// The write pass: an atomic "or 0" (a write that keeps the value) on
+	// every resident writable arena page that is not a private file mapping,
+	// on the forking thread, counting its minor faults (getrusage
+	// RUSAGE_THREAD). BaselineFaults is the same pass right before the fork.
+	WritePages     int   `json:"write_pages"`
+	BaselineFaults int64 `json:"baseline_faults"`
+	Faults         int64 `json:"faults"`
+	PassNanos      int64 `json:"pass_ns"`
+	// PageTables (kB, /proc/meminfo, whole system) and the main process's
+	// VmPTE (kB, /proc/self/status) before and after.
+	PageTablesBefore int64 `json:"pagetables_before_kb"`
+	PageTablesAfter  int64 `json:"pagetables_after_kb"`
+	VmPTEBefore      int64 `json:"vmpte_before_kb"`
+	VmPTEAfter       int64 `json:"vmpte_after_kb"`
+	// PageTablesNote says why PageTables was not measured (-1), if so.
+	PageTablesNote string `json:"pagetables_note,omitempty"`
+	// PMD flags of the main process's user PMDs inside the arena, read
+	// from the forkfuzz_pmd kernel module; PMDSource says where they came
+	// from or why there are none ("absent: ...").
+	PMDSource string     `json:"pmd_source"`
+	PMDBefore []PMDEntry `json:"pmd_before,omitempty"`
+	PMDAfter  []PMDEntry `json:"pmd_after,omitempty"`
+}
+
+// Rollback causes.
+const (
+	CauseFailNth = "fail-nth"
+	CauseKill    = "kill"
+	// CauseOOMMemcg: the fork ran under a memory cgroup limit (oom_memcg)
+	// and no fail_nth.
+	CauseOOMMemcg = "oom-memcg"
+)
+
+// Injection outcomes.
+const (
+	InjInjected    = "injected"
+	InjNotReached  = "not-reached"
+	InjUnsupported = "unsupported"
+)
+
+// PMDEntry is one PMD entry of a process's page tables.
+type PMDEntry struct {
+	Addr    uint64 `json:"addr"` // 2 MiB-aligned virtual address it maps
+	Present bool   `json:"present"`
+	RW      bool   `json:"rw"`
+	Huge    bool   `json:"huge"` // maps a huge page (no PTE table)
+}

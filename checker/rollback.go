@@ -1,0 +1,263 @@
+package checker
+
+// The rollback oracle (issue 6): a fork that fails, whether a fault was
+// injected into it (prog.Op.FailNth, /proc/thread-self/fail-nth) or it ran
+// out of memory, must leave the parent exactly as it was; so must a child
+// killed before it ran. The executor measures the main process around such
+// forks (obs.Rollback); this file judges the measurements.
+//
+// What each finding means:
+//
+//	rollback:errno               an injected fault made fork fail with an errno
+//	                             fork(2) does not document for it (ENOMEM, EAGAIN)
+//	rollback:child-exists        a child is left after a failed fork, or a
+//	                             killed child is still there after it was reaped
+//	rollback:maps-changed        /proc/self/maps of the arena differs
+//	rollback:content-changed     the content digest of the arena differs
+//	rollback:fault-storm         writing every page once took more minor faults
+//	                             than pages (+ slack): a write that faults again
+//	                             and again, what a PMD left write-protected
+//	                             looks like from user space
+//	rollback:pagetables-leak     PageTables (system) grew more than the parent's
+//	                             own VmPTE: page tables of the dead child stayed
+//	pagetable:pmd-rw-not-restored a PTE-table PMD of the parent that was writable
+//	                             before the fork is write-protected after it
+//	                             (forkfuzz_pmd module)
+//	rollback:pmd-lost            a PMD present before the fork is gone after it
+//	rollback:missing             a fork with fail_nth ran but the observation
+//	                             has no measurement of it
+//
+// The write pass bound: after fork (failed or not), an anonymous private
+// page whose PTE fork write-protected takes exactly one write fault (the
+// kernel reuses or copies the page and maps it writable); a shared page is
+// never write-protected by fork; a huge page takes one fault for 512 pages.
+// So a pass that writes each page once takes at most one fault per page.
+// More than WritePages+FaultSlack faults cannot come from copy-on-write.
+// A write that never resolves hangs the pass; the executor's watchdog then
+// ends the executor (a crash finding whose console line says
+// rollback:write-hang).
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// Tolerances of the rollback oracle.
+const (
+	// FaultSlack allows for faults of the forking thread that are not
+	// writes to arena pages (its stack, a signal frame).
+	FaultSlack = 32
+	// LeakSlackKB allows for page tables other processes allocated between
+	// the measurements (the executor re-reads a few times and keeps the
+	// smallest difference; a real leak stays).
+	LeakSlackKB = 16
+)
+
+// forkPred is the errno prediction for fork operation i.
+func (m *machine) forkPred(i int) pred {
+	op := &m.p.Ops[i]
+	if (op.FailNth == 0 && op.OOMMemcg == 0) || !m.checking() {
+		return certain(eOK, "fork succeeds")
+	}
+	rb := rollbackOf(m.o, i)
+	switch {
+	case rb != nil && rb.MemcgHit:
+		return unpredictable(fmt.Sprintf("fork reached its memory cgroup limit (oom_memcg=%d): it may fail; rollback:errno judges the errno", op.OOMMemcg))
+	case rb == nil:
+		return unpredictable("the observation has no measurement of the injected fork (see rollback:missing)")
+	case rb.Injection == obs.InjInjected:
+		return unpredictable(fmt.Sprintf("a fault was injected into fork (fail_nth=%d): it may fail or, where the kernel tolerates the failure, succeed; rollback:errno judges the errno", op.FailNth))
+	case rb.Injection == obs.InjNotReached:
+		return certain(eOK, fmt.Sprintf("fork succeeds: fail_nth=%d was never reached (fork passed %d failure points)", op.FailNth, op.FailNth-rb.Remaining))
+	}
+	if op.FailNth == 0 {
+		return certain(eOK, "fork succeeds: it stayed within its memory cgroup limit ("+rb.Memcg+")")
+	}
+	return certain(eOK, "fork succeeds: fail_nth was not injected ("+rb.Reason+")")
+}
+
+func rollbackOf(o *obs.Observation, op int) *obs.Rollback {
+	if o == nil {
+		return nil
+	}
+	for i := range o.Rollbacks {
+		if o.Rollbacks[i].Op == op {
+			return &o.Rollbacks[i]
+		}
+	}
+	return nil
+}
+
+// injectedWhere states the injected faults of rollback rb, for explanations.
+func injectedWhere(p *prog.Program, rb *obs.Rollback) string {
+	s := fmt.Sprintf("fork f%d (%s)", rb.Fork, opRef(p, rb.Op))
+	switch {
+	case rb.Cause == obs.CauseKill:
+		s += fmt.Sprintf(", child killed with SIGKILL before it ran and reaped by %s", opRef(p, rb.At))
+	case rb.Cause == obs.CauseOOMMemcg:
+		s += fmt.Sprintf(": run under a memory cgroup limit, %s", map[bool]string{true: "which it reached", false: "which it did not reach"}[rb.MemcgHit])
+	case rb.Injection == obs.InjInjected:
+		s += fmt.Sprintf(": a fault was injected at failure point %d inside fork (fail_nth=%d)", rb.FailNth, rb.FailNth)
+		if rb.Site != "" {
+			s += " (" + rb.Site + ")"
+		}
+	case rb.Injection == obs.InjNotReached:
+		s += fmt.Sprintf(": fail_nth=%d was not reached (fork passed %d failure points), no fault injected", rb.FailNth, rb.FailNth-rb.Remaining)
+	default:
+		s += fmt.Sprintf(": fail_nth=%d not injected (%s)", rb.FailNth, rb.Reason)
+	}
+	if len(rb.Setup) > 0 {
+		s += " [fault injection: " + strings.Join(rb.Setup, "; ") + "]"
+	}
+	if rb.Memcg != "" {
+		s += " [" + rb.Memcg + "]"
+	}
+	if rb.Errno != 0 {
+		s += fmt.Sprintf("; fork returned %s", errnoName(rb.Errno))
+	}
+	return s
+}
+
+// checkRollbacks judges every rollback measurement of the observation.
+func (m *machine) checkRollbacks() {
+	seen := map[int]bool{}
+	pmdNoted := false
+	for k := range m.o.Rollbacks {
+		rb := &m.o.Rollbacks[k]
+		if rb.Op < 0 || rb.Op >= len(m.p.Ops) || m.p.Ops[rb.Op].Kind != prog.OpFork || m.p.Ops[rb.Op].Fork != rb.Fork ||
+			rb.At < rb.Op || rb.At >= len(m.p.Ops) || seen[rb.Op] {
+			m.col.add(Finding{Oracle: "observation", Signature: "observation:rollback-record", View: -1, Op: -1, Region: -1,
+				Explanation: fmt.Sprintf("rollback measurement %d names fork f%d at op %d (after op %d), which does not match the program", k, rb.Fork, rb.Op, rb.At)})
+			continue
+		}
+		seen[rb.Op] = true
+		if strings.HasPrefix(rb.Memcg, "unsupported") {
+			m.col.note("fork f%d: oom_memcg was not applied, the fork ran without a memory limit: %s", rb.Fork, rb.Memcg)
+		}
+		if rb.Cause == obs.CauseFailNth && rb.Injection == obs.InjUnsupported {
+			m.col.note("fork f%d: fail_nth=%d was not injected, the fork ran without it: %s", rb.Fork, rb.FailNth, rb.Reason)
+		}
+		if rb.PageTablesNote != "" && !pmdNoted {
+			m.col.note("fork f%d: page-table leak check: %s", rb.Fork, rb.PageTablesNote)
+		}
+		if strings.HasPrefix(rb.PMDSource, "absent") && !pmdNoted {
+			pmdNoted = true
+			m.col.note("PMD flags were not read (%s); the rollback oracle relied on its behavioural checks", rb.PMDSource)
+		}
+		for _, f := range judgeRollback(m.p, rb) {
+			m.col.add(f)
+		}
+	}
+	for _, i := range m.p.Injected() {
+		if m.o.Ops[i].Ran && !seen[i] {
+			m.col.add(Finding{Oracle: "rollback", Signature: "rollback:missing", View: -1, Op: i, Region: -1,
+				Explanation: fmt.Sprintf("%s ran with fault injection, but the observation has no rollback measurement of it: the injection and the parent's state after it cannot be judged", opRef(m.p, i))})
+		}
+	}
+}
+
+// judgeRollback returns the findings of one measurement.
+func judgeRollback(p *prog.Program, rb *obs.Rollback) []Finding {
+	var out []Finding
+	where := injectedWhere(p, rb)
+	add := func(oracle, sig, format string, args ...any) {
+		out = append(out, Finding{Oracle: oracle, Signature: sig, Proc: 0, View: -1, Op: rb.Op, Region: -1,
+			Explanation: where + ": " + fmt.Sprintf(format, args...)})
+	}
+	failed := rb.Errno != 0
+	killed := rb.Cause == obs.CauseKill
+	if failed && (rb.Injection == obs.InjInjected || rb.MemcgHit) && rb.Errno != eNOMEM && rb.Errno != eAGAIN {
+		add("rollback", "rollback:errno", "fork(2) fails with ENOMEM (a kernel structure could not be allocated) or EAGAIN, not %s", errnoName(rb.Errno))
+	}
+	if rb.ChildrenBefore != nil && rb.ChildrenAfter != nil && (failed || (killed && rb.Comparable)) {
+		var extra []int
+		for _, c := range rb.ChildrenAfter {
+			if !slices.Contains(rb.ChildrenBefore, c) {
+				extra = append(extra, c)
+			}
+		}
+		if len(extra) > 0 {
+			what := "the fork failed, yet the forking thread has new children"
+			if !failed {
+				what = "the killed child was reaped, yet the forking thread has children it did not have before the fork"
+			}
+			add("rollback", "rollback:child-exists", "%s: pids %v (/proc/thread-self/children before %v, after %v)", what, extra, rb.ChildrenBefore, rb.ChildrenAfter)
+		}
+	}
+	if rb.Comparable {
+		if rb.MapsBefore != rb.MapsAfter {
+			add("rollback", "rollback:maps-changed", "the parent's mappings changed; /proc/self/maps lines of the arena:\n%s", mapsDiff(rb.MapsBefore, rb.MapsAfter))
+		}
+		if rb.DigestBefore != rb.DigestAfter || rb.PagesBefore != rb.PagesAfter {
+			add("rollback", "rollback:content-changed", "the parent's memory changed: content digest %#x over %d readable pages before, %#x over %d pages after (nothing but the fork ran in between)",
+				rb.DigestBefore, rb.PagesBefore, rb.DigestAfter, rb.PagesAfter)
+		}
+	}
+	if rb.Faults > int64(rb.WritePages)+FaultSlack {
+		add("rollback", "rollback:fault-storm", "writing each of %d pages once took %d minor faults (the same pass before the fork took %d; copy-on-write allows at most one per page, +%d slack): writes fault again and again, as under a PMD whose RW bit was not restored",
+			rb.WritePages, rb.Faults, rb.BaselineFaults, FaultSlack)
+	}
+	if rb.PageTablesBefore >= 0 && rb.PageTablesAfter >= 0 && rb.VmPTEBefore >= 0 && rb.VmPTEAfter >= 0 {
+		leak := (rb.PageTablesAfter - rb.PageTablesBefore) - (rb.VmPTEAfter - rb.VmPTEBefore)
+		if leak > LeakSlackKB {
+			add("rollback", "rollback:pagetables-leak", "PageTables in /proc/meminfo went from %d kB to %d kB while the parent's VmPTE went from %d kB to %d kB: %d kB of page tables outlived the %s (tolerance %d kB)",
+				rb.PageTablesBefore, rb.PageTablesAfter, rb.VmPTEBefore, rb.VmPTEAfter, leak, map[bool]string{true: "failed fork", false: "child"}[failed], LeakSlackKB)
+		}
+	}
+	if !strings.HasPrefix(rb.PMDSource, "absent") && rb.PMDSource != "" {
+		before := map[uint64]obs.PMDEntry{}
+		for _, e := range rb.PMDBefore {
+			before[e.Addr] = e
+		}
+		noOthers := rb.ChildrenAfter != nil && len(rb.ChildrenAfter) == 0
+		var ro, lost []string
+		after := map[uint64]bool{}
+		for _, e := range rb.PMDAfter {
+			after[e.Addr] = true
+			if !e.Present || e.Huge || e.RW {
+				continue
+			}
+			b, ok := before[e.Addr]
+			wasRW := ok && b.Present && !b.Huge && b.RW
+			if wasRW || noOthers {
+				ro = append(ro, fmt.Sprintf("%#x", e.Addr))
+			}
+		}
+		if rb.Comparable {
+			for _, e := range rb.PMDBefore {
+				if e.Present && !after[e.Addr] {
+					lost = append(lost, fmt.Sprintf("%#x", e.Addr))
+				}
+			}
+		}
+		if len(ro) > 0 {
+			add("pagetable", "pagetable:pmd-rw-not-restored", "%d PMD entries of the parent that map PTE tables are write-protected after the %s (%s): %s; no copy of the parent's page tables can still be in flight for them",
+				len(ro), map[bool]string{true: "failed fork", false: "child was reaped"}[failed], rb.PMDSource, strings.Join(ro, " "))
+		}
+		if len(lost) > 0 {
+			add("rollback", "rollback:pmd-lost", "%d PMD entries of the parent present before the fork are gone after it (%s): %s", len(lost), rb.PMDSource, strings.Join(lost, " "))
+		}
+	}
+	return out
+}
+
+// mapsDiff lists the lines only in a ("-") or only in b ("+").
+func mapsDiff(a, b string) string {
+	la, lb := strings.Split(strings.TrimSpace(a), "\n"), strings.Split(strings.TrimSpace(b), "\n")
+	var out []string
+	for _, l := range la {
+		if !slices.Contains(lb, l) {
+			out = append(out, "- "+l)
+		}
+	}
+	for _, l := range lb {
+		if !slices.Contains(la, l) {
+			out = append(out, "+ "+l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

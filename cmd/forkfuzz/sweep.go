@@ -1,0 +1,119 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/sweep"
+)
+
+func init() {
+	commands = append(commands, command{name: "sweep", args: "[flags] PROG",
+		help: "inject a fault at every failure point of each fork (fail_nth=1,2,...) and judge the rollback", run: cmdSweep})
+}
+
+func cmdSweep(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("sweep", stderr)
+	openTarget := targetFlags(fs, "native")
+	maxK := fs.Int("max", 0, "stop each fork's sweep after this many failure points (default 100000)")
+	stride := fs.Int("stride", 1, "try every N-th failure point only")
+	forks := fs.String("forks", "", "comma-separated fork numbers to sweep (default: every fork of the main process)")
+	verbose := fs.Bool("v", false, "log every run")
+	if fs.Parse(args) != nil {
+		return exitError
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "usage: forkfuzz sweep [--target qemu --kernel IMAGE] [flags] PROG")
+		return exitError
+	}
+	p, err := readProgram(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz sweep:", err)
+		return exitError
+	}
+	opt := sweep.Options{MaxK: *maxK, Stride: *stride}
+	if *verbose {
+		opt.Log = stderr
+	}
+	for _, s := range strings.Split(*forks, ",") {
+		if s = strings.TrimSpace(strings.TrimPrefix(s, "f")); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				fmt.Fprintf(stderr, "forkfuzz sweep: bad fork %q in --forks\n", s)
+				return exitError
+			}
+			opt.Forks = append(opt.Forks, n)
+		}
+	}
+	t, err := openTarget()
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz sweep:", err)
+		return exitError
+	}
+	defer t.Close()
+	res, err := sweep.Run(t, p, opt)
+	if res != nil && (err == nil || len(res.Forks) > 0) {
+		printSweep(stdout, res) // with an error: the forks swept before it
+	}
+	var ue *sweep.UnsupportedError
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "forkfuzz sweep: %v\nforkfuzz sweep: nothing was swept; use a kernel with fault injection (forkfuzz kernel build, or --target qemu --kernel IMAGE)\n", err)
+		return exitError
+	case err != nil:
+		fmt.Fprintln(stderr, "forkfuzz sweep:", err)
+		return exitError
+	}
+	for _, fr := range res.Forks {
+		if len(fr.Findings) > 0 {
+			return exitFindings
+		}
+	}
+	return exitClean
+}
+
+func printSweep(w io.Writer, res *sweep.Result) {
+	total := 0
+	for _, fr := range res.Forks {
+		var errs []string
+		var keys []int
+		for e := range fr.Errnos {
+			keys = append(keys, e)
+		}
+		sort.Ints(keys)
+		for _, e := range keys {
+			errs = append(errs, fmt.Sprintf("errno %d x%d", e, fr.Errnos[e]))
+		}
+		pts := "unknown"
+		if fr.Points >= 0 {
+			pts = strconv.Itoa(fr.Points)
+		}
+		fmt.Fprintf(w, "fork f%d (op %d): %s failure points; %d runs in %v (%v/run): fork failed %d times (%s), fork returned success despite the fault %d times; %d findings; %s\n",
+			fr.Fork, fr.Op, pts, fr.Runs, fr.Elapsed.Round(time.Millisecond), (fr.Elapsed / time.Duration(max(fr.Runs, 1))).Round(time.Millisecond),
+			fr.Failed, strings.Join(errs, ", "), fr.Tolerated, len(fr.Findings), fr.Stopped)
+		var sites []string
+		for s := range fr.Sites {
+			sites = append(sites, s)
+		}
+		sort.Slice(sites, func(i, j int) bool {
+			return fr.Sites[sites[i]] > fr.Sites[sites[j]] || fr.Sites[sites[i]] == fr.Sites[sites[j]] && sites[i] < sites[j]
+		})
+		for _, s := range sites {
+			name := s
+			if name == "" {
+				name = "(the kernel did not say where)"
+			}
+			fmt.Fprintf(w, "  %4d x %s\n", fr.Sites[s], name)
+		}
+		for _, f := range fr.Findings {
+			total++
+			fmt.Fprintf(w, "\nFAIL %s at fork f%d fail_nth=%d\n%s\nreproducer:\n%s\n", f.Issue.Signature, f.Fork, f.K, f.Issue.Explanation, f.Program.Format())
+		}
+	}
+	fmt.Fprintf(w, "sweep: %d forks in %v, %d findings\n", len(res.Forks), res.Elapsed.Round(time.Millisecond), total)
+}
