@@ -114,6 +114,7 @@ type rollbackState struct {
 	events   []string
 	digest   [512]uint64
 	resident []byte // mincore vector scratch
+	wdStack  []byte // the raw watchdog thread's stack
 	corrupt  string // Options.Corrupt (rollback-write-hang acts during the run)
 }
 
@@ -460,38 +461,69 @@ func (m *machine) writePass(rb *obs.Rollback, when string) (faults int64, pages 
 
 func orZero(addr uintptr)
 
-func watchdogWait(flag *[2]uint32, deadline *[2]int64, msg *byte, n int)
 
-// startWatchdog arms a watchdog on its own OS thread that, unless the
-// returned stop is called within writeTimeout, prints msg on stderr and
-// ends the executor with status 71. It waits and fires with raw system
-// calls only (watchdogWait), so it works even when the Go runtime cannot
-// make progress because the forking thread faults forever.
+// startWatchdog arms a watchdog that, unless the returned stop is called
+// within writeTimeout, prints msg on stderr and ends the executor with
+// status 71. It runs on a raw thread outside the Go runtime
+// (rawWatchdogThread) with raw system calls only, so it fires even when
+// the runtime cannot make progress because the forking thread faults
+// forever, and it never holds up the runtime itself (a goroutine blocked
+// in a raw system call would stall every stop-the-world).
 func (m *machine) startWatchdog(msg string) (stop func()) {
 	var ts unix.Timespec
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	dl := time.Duration(ts.Nano()) + writeTimeout
-	deadline := &[2]int64{int64(dl / time.Second), int64(dl % time.Second)}
-	flag := new([2]uint32)
-	b := []byte(msg)
-	done := make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		watchdogWait(flag, deadline, &b[0], len(b))
-		close(done)
-	}()
-	// Start the pass only once the watchdog is inside watchdogWait, where
-	// nothing of the runtime can hold it back.
-	for atomic.LoadUint32(&flag[1]) == 0 {
+	w := &watchdog{deadline: [2]int64{int64(dl / time.Second), int64(dl % time.Second)}, msg: []byte(msg)}
+	if m.rb.wdStack == nil {
+		st, err := unix.Mmap(-1, 0, watchdogStack, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err != nil {
+			m.rb.events = append(m.rb.events, "write-pass watchdog not started: "+err.Error())
+			return func() {}
+		}
+		m.rb.wdStack = st
+	}
+	top := uintptr(unsafe.Pointer(&m.rb.wdStack[0])) + watchdogStack
+	var all, old uint64 = ^uint64(0), 0
+	sigBlockAll(&all, &old)
+	_, e := rawWatchdogThread(top, &w.flag, &w.deadline, &w.msg[0], len(w.msg), &w.ctid)
+	sigRestore(&old)
+	if e != 0 {
+		m.rb.events = append(m.rb.events, fmt.Sprintf("write-pass watchdog not started: clone: %v", unix.Errno(e)))
+		return func() {}
+	}
+	// Start the pass only once the watchdog waits.
+	for atomic.LoadUint32(&w.flag[1]) == 0 {
 		runtime.Gosched()
 	}
 	return func() {
-		atomic.StoreUint32(&flag[0], 1)
-		unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&flag[0])), 129, 1, 0, 0, 0) // FUTEX_WAKE|FUTEX_PRIVATE_FLAG
-		<-done
-		runtime.KeepAlive(b)
+		atomic.StoreUint32(&w.flag[0], 1)
+		unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&w.flag[0])), 129, 1, 0, 0, 0) // FUTEX_WAKE|FUTEX_PRIVATE_FLAG
+		// Wait until the thread is gone (the kernel clears ctid): its
+		// stack is reused by the next watchdog.
+		for {
+			v := atomic.LoadUint32(&w.ctid)
+			if v == 0 {
+				break
+			}
+			unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&w.ctid)), 0, uintptr(v), 0, 0, 0) // FUTEX_WAIT (clear_child_tid wakes shared)
+		}
+		runtime.KeepAlive(w)
 	}
 }
+
+// watchdog is what a watchdog thread reads; it must stay reachable (and
+// in place) until the thread is gone.
+type watchdog struct {
+	flag     [2]uint32 // [0]: stop; [1]: the thread is waiting
+	ctid     uint32
+	deadline [2]int64
+	msg      []byte
+}
+
+// watchdogStack is the raw watchdog thread's stack size.
+const watchdogStack = 64 << 10
+
+func rawWatchdogThread(stack uintptr, flag *[2]uint32, deadline *[2]int64, msg *byte, n int, ctid *uint32) (tid, errno uintptr)
 
 // injectArgs are the arguments of rawForkInjected (failnth_amd64.s reads
 // them by offset: keep the order, every field 8 bytes).

@@ -105,40 +105,72 @@ child:
 	MOVQ	$0, armErr+32(FP)
 	RET
 
-// func watchdogWait(flag *[2]uint32, deadline *[2]int64, msg *byte, n int)
-// Sets flag[1] (it is waiting), then waits until flag[0] is non-zero or the absolute CLOCK_MONOTONIC deadline
-// passes; then, if *flag is still zero, writes msg to stderr and ends the
-// process with status 71. Only raw system calls: it must fire even when
-// the Go runtime is stuck (a stop-the-world waiting for a thread that
-// faults forever).
-TEXT ·watchdogWait(SB), NOSPLIT, $0-32
-	MOVQ	flag+0(FP), R12
-	MOVQ	deadline+8(FP), R13
+// func rawWatchdogThread(stack uintptr, flag *[2]uint32, deadline *[2]int64, msg *byte, n int, ctid *uint32) (tid, errno uintptr)
+// Starts a thread the Go runtime knows nothing about (a raw clone on the
+// given stack top). The thread sets flag[1] (it is waiting), then waits
+// until flag[0] is non-zero or the absolute CLOCK_MONOTONIC deadline
+// passes; then, if flag[0] is still zero, it writes msg to stderr and ends
+// the process with status 71; else it exits, and the kernel clears *ctid
+// and wakes it. Only raw system calls: it must fire even when the Go
+// runtime is stuck (a stop-the-world waiting for a thread that faults
+// forever). A
+// goroutine blocked in a raw futex would hold its P and stall every
+// stop-the-world (a GC started by a writer thread then waits forever);
+// this thread cannot. The caller blocks all signals around the call, so
+// the thread never takes one.
+TEXT ·rawWatchdogThread(SB), NOSPLIT, $0-64
+	MOVQ	flag+8(FP), R12
+	MOVQ	deadline+16(FP), R13
+	MOVQ	msg+24(FP), R14
+	MOVQ	n+32(FP), R15
+	MOVQ	$56, AX          // SYS_clone
+	MOVQ	$0x01250f00, DI  // VM|FS|FILES|SIGHAND|THREAD|SYSVSEM|CHILD_CLEARTID|CHILD_SETTID
+	MOVQ	stack+0(FP), SI
+	XORQ	DX, DX
+	MOVQ	ctid+40(FP), R10
+	XORQ	R8, R8
+	SYSCALL
+	CMPQ	AX, $0
+	JEQ	wthread
+	CMPQ	AX, $0xfffffffffffff001
+	JLS	wok
+	NEGQ	AX
+	MOVQ	$0, tid+48(FP)
+	MOVQ	AX, errno+56(FP)
+	RET
+wok:
+	MOVQ	AX, tid+48(FP)
+	MOVQ	$0, errno+56(FP)
+	RET
+wthread:
 	MOVL	$1, 4(R12)       // flag[1]: the watchdog is waiting
-wait:
+wwait:
 	MOVL	(R12), AX
 	CMPL	AX, $0
-	JNE	done
+	JNE	wdone
 	MOVQ	$202, AX         // SYS_futex
 	MOVQ	R12, DI
 	MOVQ	$137, SI         // FUTEX_WAIT_BITSET|FUTEX_PRIVATE_FLAG: absolute timeout
-	XORQ	DX, DX           // wait while *flag == 0
+	XORQ	DX, DX
 	MOVQ	R13, R10
 	XORQ	R8, R8
-	MOVQ	$0xffffffff, R9  // FUTEX_BITSET_MATCH_ANY
+	MOVQ	$0xffffffff, R9
 	SYSCALL
 	CMPQ	AX, $-110        // ETIMEDOUT
-	JNE	wait
+	JNE	wwait
 	MOVL	(R12), AX
 	CMPL	AX, $0
-	JNE	done
+	JNE	wdone
 	MOVQ	$1, AX           // SYS_write
 	MOVQ	$2, DI
-	MOVQ	msg+16(FP), SI
-	MOVQ	n+24(FP), DX
+	MOVQ	R14, SI
+	MOVQ	R15, DX
 	SYSCALL
 	MOVQ	$231, AX         // SYS_exit_group
 	MOVQ	$71, DI
 	SYSCALL
-done:
-	RET
+wdone:
+	MOVQ	$60, AX          // SYS_exit: this thread only
+	XORQ	DI, DI
+	SYSCALL
+	JMP	wdone

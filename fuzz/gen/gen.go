@@ -219,7 +219,11 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 		}
 		g.nops += len(ops)
 	}
-	ops = append(ops, prog.Op{Proc: proc, Kind: prog.OpFork, Fork: f})
+	fork := prog.Op{Proc: proc, Kind: prog.OpFork, Fork: f}
+	if proc == 0 && g.w.MaxFailNth > 0 && chance(g.r, g.w.FailNthProb) {
+		fork.FailNth = between(g.r, 1, min(g.w.MaxFailNth, prog.MaxFailNth))
+	}
+	ops = append(ops, fork)
 	g.nops++
 	killed := chance(g.r, g.w.KillProb)
 	killFirst := chance(g.r, 0.6)

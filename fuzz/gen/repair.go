@@ -95,7 +95,13 @@ func Repair(p *prog.Program) *prog.Program {
 				q.Ops[j].Fork = len(forks)
 			}
 			delete(loopsFor, op.Fork)
-			q.Ops = append(q.Ops, prog.Op{Proc: pr, Kind: prog.OpFork, Fork: len(forks)})
+			f := prog.Op{Proc: pr, Kind: prog.OpFork, Fork: len(forks)}
+			if pr == 0 {
+				// Injected faults stay with the fork (main process only).
+				f.FailNth = min(max(op.FailNth, 0), prog.MaxFailNth)
+				f.OOMMemcg = min(op.OOMMemcg, prog.MaxOOMMemcg)
+			}
+			q.Ops = append(q.Ops, f)
 			forks = append(forks, fork{parent: pr, alive: true})
 		case prog.OpWait, prog.OpKill:
 			n, ok := ids[op.Fork]

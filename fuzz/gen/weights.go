@@ -77,6 +77,12 @@ type Weights struct {
 	// wait); ThreadVMAProb that a racing parent operation runs on a thread.
 	ThreadProb, ThreadVMAProb float64
 	MaxWriters                int
+	// FailNthProb is the probability that a fork of the main process
+	// carries fail_nth=K (K up to MaxFailNth): on a kernel with fault
+	// injection, the K-th failure point inside that fork fails and the
+	// rollback oracle judges the parent.
+	FailNthProb float64
+	MaxFailNth  int
 }
 
 // MutationWeights weighs the kinds of change Mutate makes.
@@ -126,6 +132,8 @@ func DefaultWeights() Weights {
 		ThreadProb:    0.25,
 		ThreadVMAProb: 0.1,
 		MaxWriters:    3,
+		FailNthProb:   0.03,
+		MaxFailNth:    160, // a fork of a generated program has about 100-150 failure points
 	}
 }
 

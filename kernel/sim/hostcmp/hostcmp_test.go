@@ -50,6 +50,7 @@ func TestAgreesWithHost(t *testing.T) {
 	// O_DIRECT, io_uring or userfaultfd: programs with those cannot agree.
 	w := gen.DefaultWeights()
 	w.ODirect, w.Vmsplice, w.ReadPipe, w.UringReg, w.UringRead, w.UffdWP = 0, 0, 0, 0, 0, 0
+	w.FailNthProb = 0 // the host has no fault injection
 	for i := 0; ran < n; i++ {
 		p := gen.Generate(rand.New(rand.NewPCG(seed, uint64(i))), w)
 		if hasThreads(p) {
