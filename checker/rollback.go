@@ -214,6 +214,10 @@ func judgeRollback(p *prog.Program, rb *obs.Rollback) []Finding {
 			before[e.Addr] = e
 		}
 		noOthers := rb.ChildrenAfter != nil && len(rb.ChildrenAfter) == 0
+		// Another fork of the main process made between this fork and
+		// the measurement, whose child is still unreaped, may be copying
+		// (Async-fork keeps those PMDs write-protected meanwhile).
+		laterCopy := laterForkAlive(p, rb)
 		var ro, lost []string
 		after := map[uint64]bool{}
 		for _, e := range rb.PMDAfter {
@@ -223,7 +227,7 @@ func judgeRollback(p *prog.Program, rb *obs.Rollback) []Finding {
 			}
 			b, ok := before[e.Addr]
 			wasRW := ok && b.Present && !b.Huge && b.RW
-			if wasRW || noOthers {
+			if (wasRW || noOthers) && !laterCopy {
 				ro = append(ro, fmt.Sprintf("%#x", e.Addr))
 			}
 		}
@@ -243,6 +247,28 @@ func judgeRollback(p *prog.Program, rb *obs.Rollback) []Finding {
 		}
 	}
 	return out
+}
+
+// laterForkAlive reports whether a fork of the main process after rb's
+// fork and before its measurement has a child not yet reaped when it was
+// taken.
+func laterForkAlive(p *prog.Program, rb *obs.Rollback) bool {
+	for j := rb.Op + 1; j < rb.At && j < len(p.Ops); j++ {
+		op := &p.Ops[j]
+		if op.Kind != prog.OpFork || op.Proc != 0 {
+			continue
+		}
+		reaped := false
+		for k := j + 1; k < rb.At && k < len(p.Ops); k++ {
+			if w := &p.Ops[k]; w.Kind == prog.OpWait && w.Fork == op.Fork && w.Proc == 0 {
+				reaped = true
+			}
+		}
+		if !reaped {
+			return true
+		}
+	}
+	return false
 }
 
 // mapsDiff lists the lines only in a ("-") or only in b ("+").

@@ -235,6 +235,22 @@ func judgedCells(p *prog.Program, c *concurrency) map[cellKey]bool {
 			}
 		}
 	}
+	// Writes outside the threads' timed logs (GUP writes, O_DIRECT and
+	// fixed reads, in any process) make a cell's value at a fork unknown
+	// to the history: those cells are not judged.
+	for i := range p.Ops {
+		op := &p.Ops[i]
+		switch op.Kind {
+		case prog.OpProcMem, prog.OpPVWrite:
+			threadOpCells(op, func(k cellKey) { delete(judged, k) })
+		case prog.OpODirect, prog.OpUringRead:
+			for key := range judged {
+				if key.region == op.Region && key.off >= op.Off && key.off < op.Off+op.Len {
+					delete(judged, key)
+				}
+			}
+		}
+	}
 	return judged
 }
 
