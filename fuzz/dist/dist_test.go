@@ -1,0 +1,160 @@
+package dist
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/kernel/sim"
+)
+
+// testServer starts an embedded server on a free loopback port.
+func testServer(t testing.TB, sec Security) *Server {
+	t.Helper()
+	s, err := StartServer(ServerConfig{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Security: sec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+func testStore(t testing.TB, nc *nats.Conn) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func testLog(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return nil
+}
+
+func simTarget(t testing.TB, mutant string) *sim.Target {
+	tg, err := sim.NewTarget(sim.Config{Mode: sim.Mode(2), Mutant: mutant, SchedSeed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
+// TestInProcessCampaign runs a coordinator and three agents in one process
+// on a simulated kernel with a bug, and checks that every program has one
+// Done record, findings are stored once per signature with their
+// directories, and the status shows it.
+func TestInProcessCampaign(t *testing.T) {
+	srv := testServer(t, Security{})
+	nc, err := srv.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	st := testStore(t, nc)
+	const n = 150
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	actx, stopAgents := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for k := 0; k < 3; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := RunAgent(actx, AgentConfig{Store: st, ID: fmt.Sprintf("a%d", k), Kind: "sim",
+				Target: simTarget(t, "async-mprotect-nosync"), MinimizeRuns: 50, Log: testLog(t)})
+			if err != nil && actx.Err() == nil {
+				t.Error(err)
+			}
+		}()
+	}
+	workdir := t.TempDir()
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "t1", Seed: 3, Programs: n, Target: "sim",
+		Weights: gen.DefaultWeights(), Workdir: workdir, Queue: 16, AckWait: 5 * time.Second, Log: testLog(t)})
+	stopAgents()
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", *cs)
+	if cs.Done != n || cs.Programs+cs.HarnessErrors != n {
+		t.Fatalf("done %d, programs %d, harness errors %d; want %d done", cs.Done, cs.Programs, cs.HarnessErrors, n)
+	}
+	if cs.Findings == 0 {
+		t.Fatal("the mutant async-mprotect-nosync was not found in 150 programs")
+	}
+	keys := doneKeys(t, st, "t1")
+	for i := int64(0); i < n; i++ {
+		if !keys[i] {
+			t.Errorf("program %d has no done record", i)
+		}
+	}
+	if len(keys) != n {
+		t.Errorf("%d done records, want %d", len(keys), n)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(workdir, "findings", "*", "signature"))
+	if int64(len(dirs)) != cs.Findings {
+		t.Errorf("%d finding directories for %d findings", len(dirs), cs.Findings)
+	}
+	minimized, _ := filepath.Glob(filepath.Join(workdir, "findings", "*", "minimized.ffz"))
+	if len(minimized) == 0 {
+		t.Error("no finding carries a minimized program")
+	}
+	status, err := ReadStatus(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	status.Print(&b, time.Now(), 5*time.Second)
+	t.Logf("status:\n%s", b.String())
+	for _, want := range []string{"campaign t1 (finished", fmt.Sprintf("%d done of %d", n, n), "agents: 3", "a0 ", "stopped"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status lacks %q", want)
+		}
+	}
+	// A second coordinator of the finished campaign finds nothing to do
+	// and counts what the first stored.
+	cs2, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "t1", Programs: n, Target: "sim", Weights: gen.DefaultWeights(), Workdir: workdir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cs2.Resumed || cs2.Done != n || cs2.Findings != cs.Findings || cs2.Published != 0 {
+		t.Fatalf("resumed finished campaign: %+v", *cs2)
+	}
+}
+
+// doneKeys returns the indices with a done record in campaign c.
+func doneKeys(t testing.TB, st *Store, c string) map[int64]bool {
+	t.Helper()
+	keys := map[int64]bool{}
+	err := watchAll(context.Background(), st.Done, c+".>", func(key string, v []byte) error {
+		var i int64
+		if _, err := fmt.Sscanf(strings.TrimPrefix(key, c+"."), "%d", &i); err != nil {
+			return err
+		}
+		var d Done
+		if err := json.Unmarshal(v, &d); err != nil {
+			return err
+		}
+		keys[i] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
