@@ -659,5 +659,3 @@ func (c *coord) progress(start time.Time) func() {
 	}()
 	return func() { close(stop); <-done }
 }
-
-

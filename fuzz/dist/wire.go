@@ -184,7 +184,9 @@ func DecodeWork(b []byte) (*Work, *prog.Program, error) {
 // result per operation of the program.
 func DecodeResult(b []byte) (*Result, *prog.Program, error) {
 	var r Result
-	fail := func(err error) (*Result, *prog.Program, error) { return nil, nil, &DecodeError{What: "result", Err: err} }
+	fail := func(err error) (*Result, *prog.Program, error) {
+		return nil, nil, &DecodeError{What: "result", Err: err}
+	}
 	if err := decodeStrict(b, &r); err != nil {
 		return fail(err)
 	}
