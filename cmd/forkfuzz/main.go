@@ -162,6 +162,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	minTime := fs.Duration("minimize-time", 2*time.Minute, "time to spend minimizing each new finding (0: no bound)")
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
 	quiet := fs.Bool("q", false, "no progress line")
+	overJS := fs.Bool("dist", false, "run through a coordinator and an agent in this process over an embedded NATS JetStream server")
 	if fs.Parse(args) != nil {
 		return exitError
 	}
@@ -186,6 +187,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if !*quiet {
 		cfg.Progress = stderr
+	}
+	if *overJS {
+		stop()
+		return runDist(t, fs.Lookup("target").Value.String(), cfg, *minRuns, *minTime, stdout, stderr)
 	}
 	st, err := campaign.Run(ctx, cfg)
 	if st != nil {

@@ -126,8 +126,10 @@ type coord struct {
 
 	mu    sync.Mutex // protects everything below
 	state State
+	saved time.Time // when state was last saved
 	pool  *campaign.Pool
 	st    Stats
+	done  map[int64]bool // indices with a Done record (the record decides)
 	wake  chan struct{}
 }
 
@@ -153,7 +155,7 @@ func RunCoordinator(ctx context.Context, cfg CoordinatorConfig) (*Stats, error) 
 		cfg.ProgressEvery = time.Second
 	}
 	c := &coord{cfg: cfg, s: cfg.Store, log: cfg.Log.With("campaign", cfg.Campaign), judge: cfg.judge,
-		files: &campaign.FindingStore{Dir: cfg.Workdir}, pool: campaign.NewPool(), wake: make(chan struct{}, 1)}
+		files: &campaign.FindingStore{Dir: cfg.Workdir}, pool: campaign.NewPool(), done: map[int64]bool{}, wake: make(chan struct{}, 1)}
 	if c.judge == nil {
 		c.judge = campaign.Judge
 	}
@@ -169,8 +171,16 @@ func RunCoordinator(ctx context.Context, cfg CoordinatorConfig) (*Stats, error) 
 	if err := c.restore(ctx); err != nil {
 		return nil, err
 	}
+	// Results a dead coordinator had pulled but not acknowledged would
+	// wait out the ack wait; only one coordinator runs a campaign, so
+	// the consumer is made anew and gets every unacknowledged result at
+	// once (acknowledged ones are gone from the work-queue stream).
+	rname := "coordinator-" + cfg.Campaign
+	if err := c.s.JS.DeleteConsumer(ctx, ResultStream, rname); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("dist: result consumer: %w", err)
+	}
 	rc, err := c.s.JS.CreateOrUpdateConsumer(ctx, ResultStream, jetstream.ConsumerConfig{
-		Durable: "coordinator-" + cfg.Campaign, FilterSubject: resultSubject(cfg.Campaign),
+		Durable: rname, FilterSubject: resultSubject(cfg.Campaign),
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxDeliver: -1, MaxAckPending: 4096,
 	})
 	if err != nil {
@@ -242,6 +252,7 @@ func (c *coord) loadState(ctx context.Context) error {
 
 func (c *coord) saveState(ctx context.Context) error {
 	c.state.Updated = time.Now()
+	c.saved = c.state.Updated
 	b, _ := json.Marshal(c.state)
 	if _, err := c.s.State.Put(ctx, c.cfg.Campaign, b); err != nil {
 		return fmt.Errorf("dist: campaign %s: saving state: %w", c.cfg.Campaign, err)
@@ -259,6 +270,11 @@ func (c *coord) restore(ctx context.Context) error {
 		if err := json.Unmarshal(v, &d); err != nil {
 			return fmt.Errorf("done record %s: %w", key, err)
 		}
+		i, err := strconv.ParseInt(strings.TrimPrefix(key, cid+"."), 10, 64)
+		if err != nil {
+			return fmt.Errorf("done key %s: %w", key, err)
+		}
+		c.done[i] = true
 		c.count(&d)
 		return nil
 	})
@@ -349,7 +365,13 @@ func (c *coord) produce(ctx context.Context, start time.Time) error {
 	defer tick.Stop()
 	for {
 		if ctx.Err() != nil {
-			return nil // resumable: the state says what was published
+			// Resumable: the state says what was published.
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			c.mu.Lock()
+			c.saveState(sctx)
+			c.mu.Unlock()
+			cancel()
+			return nil
 		}
 		c.mu.Lock()
 		limit := c.limitReached(deadline)
@@ -424,6 +446,12 @@ func (c *coord) publish(ctx context.Context, batch []*Work) error {
 	if m := c.cfg.Metrics; m != nil {
 		m.Published.Add(float64(len(batch)))
 	}
+	// A stale Next costs nothing but republishing: the work stream drops
+	// message IDs it saw within DedupWindow, and the Done records drop
+	// anything older. So the state is saved at most every 200ms.
+	if time.Since(c.saved) < 200*time.Millisecond {
+		return nil
+	}
 	return c.saveState(ctx)
 }
 
@@ -468,11 +496,12 @@ func (c *coord) handle(ctx context.Context, m jetstream.Msg) error {
 		return m.TermWithReason(err.Error())
 	}
 	key := doneKey(c.cfg.Campaign, r.Index)
-	if _, err := c.s.Done.Get(ctx, key); err == nil {
+	c.mu.Lock()
+	seen := c.done[r.Index]
+	c.mu.Unlock()
+	if seen {
 		c.duplicate(r)
 		return m.Ack()
-	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return err
 	}
 	d := Done{Seed: r.Seed, Agent: r.Agent, Delivered: r.Delivered, RunNanos: r.RunNanos, Forks: p.NumForks()}
 	issues, herr := c.judge(p, r.Observation, r.Err.Err())
@@ -510,6 +539,7 @@ func (c *coord) handle(ctx context.Context, m jetstream.Msg) error {
 		return fmt.Errorf("done record %s: %w", key, err)
 	}
 	c.mu.Lock()
+	c.done[r.Index] = true
 	c.count(&d)
 	c.mu.Unlock()
 	if mt := c.cfg.Metrics; mt != nil {
