@@ -154,7 +154,11 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(err)
 		}
-		defer srv.Shutdown()
+		defer func() {
+			if !srv.ShutdownWithin(10 * time.Second) {
+				log.Warn("the embedded NATS server did not stop within 10s; exiting anyway")
+			}
+		}()
 		log.Info("NATS server with JetStream", "url", srv.URL, "store", cfg.StoreDir)
 		fmt.Fprintf(stdout, "coordinator: agents connect with: forkfuzz agent --coordinator %s --target %s\n", srv.URL, *target)
 		if nc, err = srv.Connect("forkfuzz-coordinator"); err != nil {

@@ -142,6 +142,21 @@ func (s *Server) Shutdown() {
 	s.NS.WaitForShutdown()
 }
 
+// ShutdownWithin stops the server, waiting at most d, and reports whether
+// it stopped. Everything JetStream acknowledged is on disk already (a
+// single server writes before it acknowledges), so a process may exit
+// without waiting longer.
+func (s *Server) ShutdownWithin(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { s.Shutdown(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
 // Dial connects a client (agent, status, a coordinator using an external
 // cluster) to url with sec's credentials. It reconnects forever once
 // connected. An authentication failure says which flag is missing.
