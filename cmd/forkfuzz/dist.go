@@ -252,15 +252,11 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 	kind := fs.Lookup("target").Value.String()
 	ctx, stop := signalContext()
 	defer stop()
-	nc, err := dist.Dial(ctx, cfg.Coordinator, "forkfuzz-agent-"+*id, cfg.Security)
+	nc, st, err := dialStore(ctx, cfg, "forkfuzz-agent-"+*id)
 	if err != nil {
 		return fail(err)
 	}
 	defer nc.Close()
-	st, err := dist.Open(ctx, nc)
-	if err != nil {
-		return fail(err)
-	}
 	var kernelHash string
 	if kind == "qemu" && fs.Lookup("kernel").Value.String() == "" {
 		// The campaign's kernel, fetched once by hash.
@@ -299,6 +295,20 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	return exitClean
+}
+
+// dialStore connects to the coordinator named in cfg and opens the store.
+func dialStore(ctx context.Context, cfg *dist.Config, name string) (*nats.Conn, *dist.Store, error) {
+	nc, err := dist.Dial(ctx, cfg.Coordinator, name, cfg.Security)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := dist.Open(ctx, nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, st, nil
 }
 
 // campaignKernel is the kernel of the newest unfinished qemu campaign.
@@ -355,15 +365,11 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nc, err := dist.Dial(ctx, cfg.Coordinator, "forkfuzz-status", cfg.Security)
+	nc, st, err := dialStore(ctx, cfg, "forkfuzz-status")
 	if err != nil {
 		return fail(err)
 	}
 	defer nc.Close()
-	st, err := dist.Open(ctx, nc)
-	if err != nil {
-		return fail(err)
-	}
 	s, err := dist.ReadStatus(ctx, st)
 	if err != nil {
 		return fail(err)

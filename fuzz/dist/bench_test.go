@@ -37,13 +37,7 @@ func noJudge(*prog.Program, *obs.Observation, error) ([]campaign.Issue, error) {
 func BenchmarkDispatch(b *testing.B) {
 	for _, c := range []struct{ agents, queue int }{{4, 256}, {16, 1024}} {
 		b.Run(fmt.Sprintf("agents=%d/queue=%d", c.agents, c.queue), func(b *testing.B) {
-			srv := testServer(b, Security{})
-			nc, err := srv.Connect("bench")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer nc.Close()
-			st := testStore(b, nc)
+			srv, st := testConnected(b)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var wg sync.WaitGroup

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/nats-io/nkeys"
+
+	"github.com/forkfuzz/forkfuzz/agents/vm"
 )
 
 // Security is how the coordinator's server and every client authenticate
@@ -33,20 +35,9 @@ type Config struct {
 	MetricsAddr string // where Prometheus metrics are served
 }
 
-// ConfigError names the file, line and field of a configuration mistake.
-type ConfigError struct {
-	File  string
-	Line  int
-	Field string
-	Msg   string
-}
-
-func (e *ConfigError) Error() string {
-	if e.Field == "" {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s:%d: field %s: %s", e.File, e.Line, e.Field, e.Msg)
-}
+// ConfigError names the file, line and field of a configuration mistake:
+// the same error as a target file's.
+type ConfigError = vm.TargetFileError
 
 // ReadConfig reads a configuration file: "key = value" lines, "#"
 // comments, values optionally in double quotes. Relative paths are taken
@@ -94,10 +85,10 @@ func ParseConfig(name string, b []byte) (*Config, error) {
 		}
 		key, val, ok := strings.Cut(text, "=")
 		if !ok {
-			return nil, &ConfigError{File: name, Line: line, Msg: fmt.Sprintf("want key = value, got %q", text)}
+			return nil, &ConfigError{Path: name, Line: line, Msg: fmt.Sprintf("want key = value, got %q", text)}
 		}
 		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
-		bad := func(msg string) error { return &ConfigError{File: name, Line: line, Field: key, Msg: msg} }
+		bad := func(msg string) error { return &ConfigError{Path: name, Line: line, Field: key, Msg: msg} }
 		if len(val) >= 2 && val[0] == '"' && val[len(val)-1] == '"' {
 			val = val[1 : len(val)-1]
 		} else if strings.ContainsRune(val, '"') {
@@ -142,14 +133,14 @@ func ParseConfig(name string, b []byte) (*Config, error) {
 		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
 	if c.Token != "" && len(c.NKeyUsers) > 0 {
-		return nil, &ConfigError{File: name, Line: seen["token"], Field: "token", Msg: "a coordinator takes a token or nkey-user keys, not both"}
+		return nil, &ConfigError{Path: name, Line: seen["token"], Field: "token", Msg: "a coordinator takes a token or nkey-user keys, not both"}
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		l, f := seen["tls-cert"]+seen["tls-key"], "tls-cert"
 		if c.TLSCert != "" {
 			f = "tls-key"
 		}
-		return nil, &ConfigError{File: name, Line: l, Field: f, Msg: "tls-cert and tls-key go together"}
+		return nil, &ConfigError{Path: name, Line: l, Field: f, Msg: "tls-cert and tls-key go together"}
 	}
 	return c, nil
 }

@@ -30,6 +30,19 @@ func testServer(t testing.TB, sec Security) *Server {
 	return s
 }
 
+// testConnected starts a server and opens the store over the in-process
+// connection.
+func testConnected(t testing.TB) (*Server, *Store) {
+	t.Helper()
+	srv := testServer(t, Security{})
+	nc, err := srv.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return srv, testStore(t, nc)
+}
+
 func testStore(t testing.TB, nc *nats.Conn) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), nc)
@@ -59,13 +72,7 @@ func simTarget(t testing.TB, mutant string) *sim.Target {
 // Done record, findings are stored once per signature with their
 // directories, and the status shows it.
 func TestInProcessCampaign(t *testing.T) {
-	srv := testServer(t, Security{})
-	nc, err := srv.Connect("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	st := testStore(t, nc)
+	_, st := testConnected(t)
 	const n = 150
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

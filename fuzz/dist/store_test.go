@@ -19,13 +19,7 @@ import (
 // A kernel image is published once, by content hash, and fetched and
 // verified by agents; a second publication stores nothing new.
 func TestKernelObjectStore(t *testing.T) {
-	srv := testServer(t, Security{})
-	nc, err := srv.Connect("t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	st := testStore(t, nc)
+	_, st := testConnected(t)
 	ctx := context.Background()
 	img := make([]byte, 3<<20+17) // several object-store chunks
 	rand.Read(img)
@@ -67,13 +61,7 @@ func TestKernelObjectStore(t *testing.T) {
 
 // The coordinator's metrics count the stored programs and see the agents.
 func TestMetrics(t *testing.T) {
-	srv := testServer(t, Security{})
-	nc, err := srv.Connect("t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	st := testStore(t, nc)
+	_, st := testConnected(t)
 	m := NewMetrics()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
