@@ -52,8 +52,9 @@ func connFlags(fs *flag.FlagSet, server bool) func() (*dist.Config, error) {
 	tlsCA := fs.String("tls-ca", "", "CA certificate (PEM) that signed the coordinator's certificate")
 	var seed, tlsCert, tlsKey *string
 	var users stringList
-	metrics := fs.String("metrics-addr", "", "serve Prometheus metrics on this address (e.g. :9464)")
+	var metrics *string
 	if server {
+		metrics = fs.String("metrics-addr", "", "serve Prometheus metrics on this address (e.g. :9464)")
 		fs.Var(&users, "nkey-user", "NKey public key (U...) allowed to connect; repeatable or comma-separated")
 		tlsCert = fs.String("tls-cert", "", "TLS certificate (PEM) of the embedded server")
 		tlsKey = fs.String("tls-key", "", "TLS private key (PEM) of the embedded server")
@@ -77,9 +78,9 @@ func connFlags(fs *flag.FlagSet, server bool) func() (*dist.Config, error) {
 		set(&c.Token, os.Getenv("FORKFUZZ_TOKEN"))
 		set(&c.Token, *token)
 		set(&c.TLSCA, *tlsCA)
-		set(&c.MetricsAddr, *metrics)
 		set(&c.Coordinator, *coordinator)
 		if server {
+			set(&c.MetricsAddr, *metrics)
 			set(&c.TLSCert, *tlsCert)
 			set(&c.TLSKey, *tlsKey)
 			c.NKeyUsers = append(c.NKeyUsers, users...)
@@ -278,13 +279,6 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 	}
 	defer t.Close()
 	log.Info("agent", "id", *id, "coordinator", cfg.Coordinator, "target", t.Name())
-	var m *dist.Metrics
-	if cfg.MetricsAddr != "" {
-		m = dist.NewMetrics()
-		if _, err := m.Serve(ctx, cfg.MetricsAddr); err != nil {
-			return fail(err)
-		}
-	}
 	as, err := dist.RunAgent(ctx, dist.AgentConfig{Store: st, ID: *id, Kind: kind, Target: t, Kernel: kernelHash,
 		MinimizeRuns: *minRuns, MinimizeTime: *minTime, Log: log})
 	if as != nil {

@@ -252,10 +252,10 @@ func (a *agent) serve(ctx context.Context, m jetstream.Msg) {
 		a.harness.Store(0)
 		r.Minimized = a.minimize(ctx, p, o, runErr, w.Corrupt)
 	}
-	b, err := json.Marshal(r)
+	b, err := a.encode(ctx, r)
 	if err != nil {
 		a.log.Error("encoding a result", "index", w.Index, "err", err)
-		m.Nak()
+		m.NakWithDelay(time.Second)
 		return
 	}
 	for {
@@ -283,6 +283,31 @@ func (a *agent) serve(ctx context.Context, m jetstream.Msg) {
 		// result is dropped as a duplicate.
 		a.log.Warn("acknowledging work", "index", w.Index, "err", err)
 	}
+}
+
+// encode encodes r; an observation too large for a message goes to the
+// object store first.
+func (a *agent) encode(ctx context.Context, r *Result) ([]byte, error) {
+	b, err := EncodeResult(r)
+	if err != nil {
+		return nil, err
+	}
+	limit := int(a.cfg.Store.JS.Conn().MaxPayload()) - 64<<10
+	if len(b) <= limit || r.Observation == nil {
+		return b, nil
+	}
+	ob, err := EncodeObservation(r.Observation)
+	if err != nil {
+		return nil, err
+	}
+	name := fmt.Sprintf("%s.%d.%s.%d", r.Campaign, r.Index, r.Agent, r.Delivered)
+	if _, err := a.cfg.Store.Obs.PutBytes(ctx, name, ob); err != nil {
+		return nil, fmt.Errorf("observation of %d bytes to the object store: %w", len(ob), err)
+	}
+	a.log.Debug("large observation sent through the object store", "index", r.Index, "bytes", len(ob))
+	c := *r
+	c.Observation, c.ObservationRef = nil, name
+	return EncodeResult(&c)
 }
 
 // keepAlive marks m in progress regularly until the returned function is

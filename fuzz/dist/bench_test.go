@@ -96,7 +96,7 @@ func BenchmarkDispatchBaseline(b *testing.B) {
 				return
 			}
 			o, _ := noopTarget{}.Run(p, executor.Options{})
-			r, _ := json.Marshal(Result{V: WireVersion, Campaign: w.Campaign, Index: w.Index, Seed: w.Seed, Agent: "a",
+			r, _ := EncodeResult(&Result{V: WireVersion, Campaign: w.Campaign, Index: w.Index, Seed: w.Seed, Agent: "a",
 				Delivered: 1, Target: "noop", Program: w.Program, Observation: o, Started: time.Now()})
 			m.Respond(r)
 		})

@@ -501,7 +501,18 @@ func (c *coord) handle(ctx context.Context, m jetstream.Msg) error {
 	c.mu.Unlock()
 	if seen {
 		c.duplicate(r)
+		c.dropObservation(ctx, r)
 		return m.Ack()
+	}
+	if r.ObservationRef != "" {
+		b, err := c.s.Obs.GetBytes(ctx, r.ObservationRef)
+		if err != nil {
+			return fmt.Errorf("observation %s: %w", r.ObservationRef, err)
+		}
+		if r.Observation, err = DecodeObservation(b); err != nil || len(r.Observation.Ops) != len(p.Ops) {
+			c.log.Error("dropping a result whose stored observation does not decode", "index", r.Index, "ref", r.ObservationRef, "err", err)
+			return m.TermWithReason("bad stored observation")
+		}
 	}
 	d := Done{Seed: r.Seed, Agent: r.Agent, Delivered: r.Delivered, RunNanos: r.RunNanos, Forks: p.NumForks()}
 	issues, herr := c.judge(p, r.Observation, r.Err.Err())
@@ -534,10 +545,12 @@ func (c *coord) handle(ctx context.Context, m jetstream.Msg) error {
 	b, _ := json.Marshal(d)
 	if _, err := c.s.Done.Create(ctx, key, b); errors.Is(err, jetstream.ErrKeyExists) {
 		c.duplicate(r)
+		c.dropObservation(ctx, r)
 		return m.Ack()
 	} else if err != nil {
 		return fmt.Errorf("done record %s: %w", key, err)
 	}
+	c.dropObservation(ctx, r)
 	c.mu.Lock()
 	c.done[r.Index] = true
 	c.count(&d)
@@ -554,6 +567,17 @@ func (c *coord) handle(ctx context.Context, m jetstream.Msg) error {
 		c.log.Warn("acknowledging a stored result", "index", r.Index, "err", err)
 	}
 	return nil
+}
+
+// dropObservation deletes the stored observation of a stored or duplicate
+// result (best effort: a leftover costs only space).
+func (c *coord) dropObservation(ctx context.Context, r *Result) {
+	if r.ObservationRef == "" {
+		return
+	}
+	if err := c.s.Obs.Delete(ctx, r.ObservationRef); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		c.log.Warn("deleting a stored observation", "ref", r.ObservationRef, "err", err)
+	}
 }
 
 func (c *coord) duplicate(r *Result) {

@@ -21,6 +21,7 @@ const (
 	CorpusBucket  = "ffz-corpus"  // <campaign>.<slot> -> program text (the mutation pool)
 	AgentBucket   = "ffz-agents"  // agent -> Heartbeat
 	ReproStore    = "ffz-repro"   // finding records (program, observation, minimized, files)
+	ObsStore      = "ffz-obs"     // observations too large for a message, until stored
 	KernelStore   = "ffz-kernels" // kernel images by SHA-256
 	// DedupWindow is how long the streams remember a Nats-Msg-Id.
 	DedupWindow = time.Hour
@@ -53,6 +54,7 @@ type Store struct {
 	Corpus   jetstream.KeyValue
 	Agents   jetstream.KeyValue
 	Repro    jetstream.ObjectStore
+	Obs      jetstream.ObjectStore
 	Kernels  jetstream.ObjectStore
 }
 
@@ -85,6 +87,9 @@ func EnsureStore(ctx context.Context, js jetstream.JetStream) (*Store, error) {
 	}
 	if s.Repro, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: ReproStore, Storage: jetstream.FileStorage}); err != nil {
 		return nil, wrap("object store "+ReproStore, err)
+	}
+	if s.Obs, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: ObsStore, Storage: jetstream.FileStorage}); err != nil {
+		return nil, wrap("object store "+ObsStore, err)
 	}
 	if s.Kernels, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: KernelStore, Storage: jetstream.FileStorage}); err != nil {
 		return nil, wrap("object store "+KernelStore, err)

@@ -24,6 +24,14 @@ func mustJSON(t testing.TB, v any) []byte {
 	return b
 }
 
+func mustResult(t testing.TB, r *Result) []byte {
+	b, err := EncodeResult(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func TestWireRoundTrip(t *testing.T) {
 	p := campaign.NewProgram(5, 3, nil, gen.DefaultWeights())
 	w := Work{V: WireVersion, Campaign: "c1", CampaignSeed: 5, Index: 3, Seed: campaign.ProgramSeed(5, 3), Program: string(p.Format()), Target: "sim"}
@@ -33,7 +41,7 @@ func TestWireRoundTrip(t *testing.T) {
 	}
 	o := checker.Expected(p)
 	r := Result{V: WireVersion, Campaign: "c1", Index: 3, Agent: "a", Delivered: 2, Program: w.Program, Observation: o, Started: time.Now()}
-	gr, _, err := DecodeResult(mustJSON(t, r))
+	gr, _, err := DecodeResult(mustResult(t, &r))
 	if err != nil || gr.Delivered != 2 || len(gr.Observation.Ops) != len(p.Ops) {
 		t.Fatalf("result round trip: %v", err)
 	}
@@ -58,7 +66,7 @@ func TestRunErrorRoundTrip(t *testing.T) {
 		{errors.New("qemu would not start"), "harness", ""},
 	} {
 		re := NewRunError(c.err)
-		b := mustJSON(t, Result{V: WireVersion, Campaign: "c", Agent: "a", Program: smallProg, Err: re})
+		b := mustResult(t, &Result{V: WireVersion, Campaign: "c", Agent: "a", Program: smallProg, Err: re})
 		r, p, err := DecodeResult(b)
 		if err != nil || r.Err.Kind != c.kind {
 			t.Fatalf("%v: %+v %v", c.err, r, err)
@@ -92,10 +100,11 @@ func TestDecodeRejects(t *testing.T) {
 		{"unknown field", "work", "unknown field", []byte(`{"v":1,"campaign":"c","program":"forkfuzz v1\n","colour":1}`)},
 		{"trailing", "work", "trailing", []byte(`{"v":1,"campaign":"c","program":"forkfuzz v1\n"} {}`)},
 		{"nothing", "result", "neither observation nor error", mustJSON(t, Result{V: 1, Campaign: "c", Program: smallProg})},
-		{"ops", "result", "op results", mustJSON(t, Result{V: 1, Campaign: "c", Program: smallProg + "store r0 off=0x8\n", Observation: p})},
+		{"ops", "result", "op results", mustResult(t, &Result{V: 1, Campaign: "c", Program: smallProg + "store r0 off=0x8\n", Observation: p})},
 		{"kind", "result", "unknown kind", mustJSON(t, Result{V: 1, Campaign: "c", Program: smallProg, Err: &RunError{Kind: "oops"}})},
+		{"gob", "result", "field observation_gob", []byte(`{"v":1,"campaign":"c","program":"forkfuzz v1\n","observation_gob":"AAAA"}`)},
 		{"kernel", "result", "without kernel_report", mustJSON(t, Result{V: 1, Campaign: "c", Program: smallProg, Err: &RunError{Kind: "kernel"}})},
-		{"minimized", "result", "minimized[0]", mustJSON(t, Result{V: 1, Campaign: "c", Program: smallProg, Observation: p, Minimized: []Minimized{{Program: smallProg}}})},
+		{"minimized", "result", "minimized[0]", mustResult(t, &Result{V: 1, Campaign: "c", Program: smallProg, Observation: p, Minimized: []Minimized{{Program: smallProg}}})},
 		{"agent", "heartbeat", "field agent", mustJSON(t, Heartbeat{V: 1, Agent: ""})},
 	} {
 		var err error
@@ -132,7 +141,7 @@ func FuzzDecodeWork(f *testing.F) {
 
 func FuzzDecodeResult(f *testing.F) {
 	p := mustParse(f, smallProg)
-	f.Add(mustJSON(f, Result{V: 1, Campaign: "c", Agent: "a", Program: smallProg, Observation: checker.Expected(p)}))
+	f.Add(mustResult(f, &Result{V: 1, Campaign: "c", Agent: "a", Program: smallProg, Observation: checker.Expected(p)}))
 	f.Add(mustJSON(f, Result{V: 1, Campaign: "c", Agent: "a", Program: smallProg, Err: &RunError{Kind: "crash", Message: "x"}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, p, err := DecodeResult(b)
@@ -141,7 +150,7 @@ func FuzzDecodeResult(f *testing.F) {
 		}
 		// The coordinator judges whatever decodes without panicking.
 		campaign.Judge(p, r.Observation, r.Err.Err())
-		if _, _, err := DecodeResult(mustJSON(t, r)); err != nil {
+		if _, _, err := DecodeResult(mustResult(t, r)); err != nil {
 			t.Fatalf("re-decoding: %v", err)
 		}
 	})
