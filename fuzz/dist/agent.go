@@ -48,6 +48,7 @@ type AgentStats struct {
 	Redelivered   int64 // of which were redelivered work
 	Duplicates    int64 // results the stream already had (dropped there)
 	HarnessErrors int64
+	Large         int64 // results whose observation went through the object store
 }
 
 type agent struct {
@@ -146,7 +147,8 @@ func RunAgent(ctx context.Context, cfg AgentConfig) (*AgentStats, error) {
 
 func (a *agent) stats() *AgentStats {
 	return &AgentStats{Programs: atomic.LoadInt64(&a.st.Programs), Redelivered: atomic.LoadInt64(&a.st.Redelivered),
-		Duplicates: atomic.LoadInt64(&a.st.Duplicates), HarnessErrors: atomic.LoadInt64(&a.st.HarnessErrors)}
+		Duplicates: atomic.LoadInt64(&a.st.Duplicates), HarnessErrors: atomic.LoadInt64(&a.st.HarnessErrors),
+		Large: atomic.LoadInt64(&a.st.Large)}
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -304,6 +306,7 @@ func (a *agent) encode(ctx context.Context, r *Result) ([]byte, error) {
 	if _, err := a.cfg.Store.Obs.PutBytes(ctx, name, ob); err != nil {
 		return nil, fmt.Errorf("observation of %d bytes to the object store: %w", len(ob), err)
 	}
+	atomic.AddInt64(&a.st.Large, 1)
 	a.log.Debug("large observation sent through the object store", "index", r.Index, "bytes", len(ob))
 	c := *r
 	c.Observation, c.ObservationRef = nil, name

@@ -1,6 +1,7 @@
 package dist
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -34,6 +35,9 @@ type ServerConfig struct {
 	Security Security
 	// Insecure allows listening beyond the loopback without credentials.
 	Insecure bool
+	// MaxPayload bounds a message (default 8 MiB); larger observations
+	// go through the object store.
+	MaxPayload int32
 }
 
 // StartServer starts the embedded server and waits until it accepts
@@ -68,7 +72,7 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		ServerName: "forkfuzz-coordinator",
 		Host:       host, Port: port,
 		JetStream: true, StoreDir: cfg.StoreDir,
-		MaxPayload: 8 << 20,
+		MaxPayload: cmp.Or(cfg.MaxPayload, 8<<20),
 		NoSigs:     true, NoLog: true,
 	}
 	s := &Server{sec: sec}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 )
@@ -100,4 +103,49 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("metrics lack %q", want)
 		}
 	}
+}
+
+// Observations too large for a message go through the object store, are
+// judged like the others, and are deleted once stored.
+func TestLargeObservations(t *testing.T) {
+	srv, err := StartServer(ServerConfig{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), MaxPayload: 80 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	st := testStore(t, nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	actx, stopAgent := context.WithCancel(ctx)
+	var as *AgentStats
+	agentDone := make(chan struct{})
+	go func() {
+		defer close(agentDone)
+		as, _ = RunAgent(actx, AgentConfig{Store: st, ID: "big", Kind: "sim", Target: simTarget(t, "")})
+	}()
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "big", Seed: 4, Programs: 40, Target: "sim", Weights: gen.DefaultWeights()})
+	stopAgent()
+	<-agentDone
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Done != 40 || cs.Programs != 40 {
+		t.Fatalf("%+v", *cs)
+	}
+	if as.Large == 0 {
+		t.Fatal("no observation exceeded 16 KiB; the test proves nothing")
+	}
+	lister, err := st.Obs.List(ctx)
+	if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
+		t.Fatal(err)
+	}
+	if len(lister) != 0 {
+		t.Fatalf("%d stored observations left behind", len(lister))
+	}
+	t.Logf("%d of 40 observations went through the object store", as.Large)
 }
