@@ -61,7 +61,12 @@ func connFlags(fs *flag.FlagSet, server bool) func() (*dist.Config, error) {
 	} else {
 		seed = fs.String("nkey-seed", "", "file holding this client's NKey seed (SU...)")
 	}
-	coordinator := fs.String("coordinator", "", "URL of the coordinator's NATS server (nats://host:4222, tls://host:4222)")
+	var coordinator *string
+	if server {
+		coordinator = fs.String("nats", "", "use this external NATS cluster (with JetStream) instead of the embedded server")
+	} else {
+		coordinator = fs.String("coordinator", "", "URL of the coordinator's NATS server (nats://host:4222, tls://host:4222)")
+	}
 	return func() (*dist.Config, error) {
 		c := &dist.Config{}
 		if *config != "" {

@@ -184,7 +184,11 @@ func (a *agent) heartbeats(ctx context.Context, workers int) chan struct{} {
 		st := a.stats()
 		b, _ := json.Marshal(Heartbeat{V: WireVersion, Agent: a.cfg.ID, Host: host, Target: a.cfg.Kind, Workers: workers,
 			Busy: int(a.busy.Load()), Programs: st.Programs, Errors: st.HarnessErrors, Time: time.Now(), Stopped: stopped})
-		pctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		timeout := 2 * time.Second
+		if stopped {
+			timeout = 500 * time.Millisecond // do not hold up a stopping agent
+		}
+		pctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		a.cfg.Store.Agents.Put(pctx, a.cfg.ID, b)
 	}
@@ -199,7 +203,9 @@ func (a *agent) heartbeats(ctx context.Context, workers int) chan struct{} {
 				put(true)
 				return
 			case <-t.C:
-				put(false)
+				if ctx.Err() == nil {
+					put(false)
+				}
 			}
 		}
 	}()
