@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,7 +16,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/agents/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 	"github.com/forkfuzz/forkfuzz/kernel/sim"
 )
 
@@ -164,4 +168,58 @@ func doneKeys(t testing.TB, st *Store, c string) map[int64]bool {
 		t.Fatal(err)
 	}
 	return keys
+}
+
+// brokenTarget cannot run anything: every run is a harness error.
+type brokenTarget struct{ noopTarget }
+
+func (brokenTarget) Run(*prog.Program, executor.Options) (*obs.Observation, error) {
+	return nil, errors.New("qemu would not start")
+}
+
+// An agent whose target keeps failing hands work back (another agent may
+// do better), records a program as a harness error on its third delivery,
+// and gives up after five harness errors in a row, saying why.
+func TestAgentGivesUpOnBrokenTarget(t *testing.T) {
+	_, st := testConnected(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cctx, stopCoord := context.WithCancel(ctx)
+	coordDone := make(chan *Stats, 1)
+	go func() {
+		cs, _ := RunCoordinator(cctx, CoordinatorConfig{Store: st, Campaign: "broken", Seed: 1, Programs: 3, Target: "noop",
+			Weights: gen.DefaultWeights(), Queue: 1})
+		coordDone <- cs
+	}()
+	_, err := RunAgent(ctx, AgentConfig{Store: st, ID: "b", Kind: "noop", Target: brokenTarget{}})
+	if err == nil || !strings.Contains(err.Error(), "5 harness errors in a row, last: qemu would not start") {
+		t.Fatalf("agent: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	stopCoord()
+	cs := <-coordDone
+	if cs.HarnessErrors < 1 || cs.Programs != 0 {
+		t.Fatalf("coordinator: %+v", *cs)
+	}
+	t.Logf("agent: %v; coordinator stored %d harness errors", err, cs.HarnessErrors)
+}
+
+// With a duration, the coordinator stops publishing when it ends and
+// waits for the work it published.
+func TestCoordinatorDuration(t *testing.T) {
+	_, st := testConnected(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	actx, stopAgent := context.WithCancel(ctx)
+	defer stopAgent()
+	go RunAgent(actx, AgentConfig{Store: st, ID: "d", Kind: "sim", Target: simTarget(t, "")})
+	start := time.Now()
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "dur", Seed: 1, Duration: time.Second, Target: "sim",
+		Weights: gen.DefaultWeights(), Queue: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el < time.Second || el > 10*time.Second || cs.Done == 0 || cs.Done != cs.Published {
+		t.Fatalf("after %v: %+v", el, *cs)
+	}
 }
