@@ -38,7 +38,17 @@ func testServer(t testing.TB, sec Security) *Server {
 // connection.
 func testConnected(t testing.TB) (*Server, *Store) {
 	t.Helper()
-	srv := testServer(t, Security{})
+	return testConnectedTo(t, ServerConfig{Listen: "127.0.0.1:0", StoreDir: t.TempDir()})
+}
+
+// testConnectedTo is testConnected with a server configuration.
+func testConnectedTo(t testing.TB, cfg ServerConfig) (*Server, *Store) {
+	t.Helper()
+	srv, err := StartServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
 	nc, err := srv.Connect("test")
 	if err != nil {
 		t.Fatal(err)

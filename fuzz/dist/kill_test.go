@@ -231,17 +231,7 @@ func TestKillAgentsAndRestartCoordinator(t *testing.T) {
 	nc.Close()
 
 	// Inspect what is stored, with the coordinator's store opened anew.
-	srv, err := StartServer(ServerConfig{Listen: "127.0.0.1:0", StoreDir: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	inc, err := srv.Connect("inspect")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inc.Close()
-	st := testStore(t, inc)
+	_, st := testConnectedTo(t, ServerConfig{Listen: "127.0.0.1:0", StoreDir: store})
 	keys := map[int64]int{}
 	redelivered, newSigs := 0, map[string]int{}
 	err = watchAll(ctx, st.Done, "kill.>", func(key string, v []byte) error {

@@ -108,17 +108,7 @@ func TestMetrics(t *testing.T) {
 // Observations too large for a message go through the object store, are
 // judged like the others, and are deleted once stored.
 func TestLargeObservations(t *testing.T) {
-	srv, err := StartServer(ServerConfig{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), MaxPayload: 80 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect("t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	st := testStore(t, nc)
+	_, st := testConnectedTo(t, ServerConfig{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), MaxPayload: 80 << 10})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	actx, stopAgent := context.WithCancel(ctx)
