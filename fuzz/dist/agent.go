@@ -58,6 +58,7 @@ type agent struct {
 	busy    atomic.Int64
 	harness atomic.Int64 // in a row
 	fatal   chan error
+	abort   context.CancelFunc // stops the agent after a fatal error
 	mu      sync.Mutex
 	seen    map[string]bool // signatures this agent minimized or found stored
 }
@@ -90,9 +91,9 @@ func RunAgent(ctx context.Context, cfg AgentConfig) (*AgentStats, error) {
 	if err != nil {
 		return a.stats(), err
 	}
+	a.abort = cancel
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
-	defer wg.Wait()
 	for ctx.Err() == nil {
 		it, err := cons.Messages(jetstream.PullMaxMessages(workers))
 		if err != nil {
@@ -121,28 +122,18 @@ func RunAgent(ctx context.Context, cfg AgentConfig) (*AgentStats, error) {
 				defer func() { <-sem }()
 				a.serve(ctx, m)
 			}()
-			select {
-			case err := <-a.fatal:
-				it.Stop()
-				stopIt()
-				cancel()
-				wg.Wait()
-				return a.stats(), err
-			default:
-			}
 		}
 		stopIt()
 		it.Stop()
-		select {
-		case err := <-a.fatal:
-			cancel()
-			wg.Wait()
-			return a.stats(), err
-		default:
-		}
 		sleep(ctx, 200*time.Millisecond)
 	}
-	return a.stats(), nil
+	wg.Wait()
+	select {
+	case err := <-a.fatal:
+		return a.stats(), err
+	default:
+		return a.stats(), nil
+	}
 }
 
 func (a *agent) stats() *AgentStats {
@@ -251,6 +242,7 @@ func (a *agent) serve(ctx context.Context, m jetstream.Msg) {
 			case a.fatal <- fmt.Errorf("dist: agent %s: %d harness errors in a row, last: %w", a.cfg.ID, n, runErr):
 			default:
 			}
+			a.abort()
 		}
 		if md.NumDelivered < 3 {
 			m.NakWithDelay(time.Second) // maybe another agent's target can
