@@ -51,6 +51,10 @@ fuzz:
 	$(GO) test ./fuzz/gen -run '^$$' -fuzz FuzzFromBytes -fuzztime $(FUZZTIME)
 	$(GO) test ./fuzz/gen -run '^$$' -fuzz FuzzMutate -fuzztime $(FUZZTIME)
 	$(GO) test ./kernel/sim -run '^$$' -fuzz FuzzSim -fuzztime $(FUZZTIME)
+	$(GO) test ./fuzz/dist -run '^$$' -fuzz FuzzDecodeWork -fuzztime $(FUZZTIME)
+	$(GO) test ./fuzz/dist -run '^$$' -fuzz FuzzDecodeResult -fuzztime $(FUZZTIME)
+	$(GO) test ./fuzz/dist -run '^$$' -fuzz FuzzDecodeHeartbeat -fuzztime $(FUZZTIME)
+	$(GO) test ./fuzz/dist -run '^$$' -fuzz FuzzParseConfig -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./agents/executor/ ./checker/cut/

@@ -163,6 +163,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
 	quiet := fs.Bool("q", false, "no progress line")
 	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", ")+" (part of what a seed replays)")
+	overJS := fs.Bool("dist", false, "run through a coordinator and an agent in this process over an embedded NATS JetStream server")
 	if fs.Parse(args) != nil {
 		return exitError
 	}
@@ -192,6 +193,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if !*quiet {
 		cfg.Progress = stderr
+	}
+	if *overJS {
+		stop()
+		return runDist(t, fs.Lookup("target").Value.String(), cfg, *minRuns, *minTime, stdout, stderr)
 	}
 	st, err := campaign.Run(ctx, cfg)
 	if st != nil {

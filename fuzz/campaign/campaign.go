@@ -81,6 +81,45 @@ func NewProgram(s uint64, i int64, pool []*prog.Program, w gen.Weights) *prog.Pr
 	return gen.Generate(r, w)
 }
 
+// PoolMax bounds the pool of programs that mutations draw on.
+const PoolMax = 256
+
+// Pool is what mutations draw on: the seed corpus, then every program that
+// ran, up to PoolMax; past that, program i replaces slot i%PoolMax.
+type Pool struct{ Progs []*prog.Program }
+
+// NewPool returns a pool holding the seed corpus.
+func NewPool() *Pool {
+	p := &Pool{}
+	for _, e := range corpus.Seeds() {
+		p.Progs = append(p.Progs, e.Prog)
+	}
+	return p
+}
+
+// Add puts program i, which ran, into the pool and returns its slot.
+func (p *Pool) Add(i int64, q *prog.Program) int {
+	if len(p.Progs) < PoolMax {
+		p.Progs = append(p.Progs, q)
+		return len(p.Progs) - 1
+	}
+	slot := int(i) % PoolMax
+	p.Progs[slot] = q
+	return slot
+}
+
+// Set puts q into slot (a pool restored from storage), growing the pool
+// as needed; it ignores slots out of range.
+func (p *Pool) Set(slot int, q *prog.Program) {
+	if slot < 0 || slot >= PoolMax {
+		return
+	}
+	for len(p.Progs) <= slot {
+		p.Progs = append(p.Progs, q)
+	}
+	p.Progs[slot] = q
+}
+
 // Run runs the campaign until ctx ends or a limit is reached.
 func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	if cfg.Target == nil {
@@ -104,10 +143,7 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	if err := store.Open(); err != nil {
 		return nil, err
 	}
-	var pool []*prog.Program
-	for _, e := range corpus.Seeds() {
-		pool = append(pool, e.Prog)
-	}
+	pool := NewPool()
 	var programs, forks atomic.Int64
 	stopProgress := make(chan struct{})
 	progressDone := make(chan struct{})
@@ -165,12 +201,12 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 				return
 			}
 			next++
-			p := NewProgram(cfg.Seed, i, pool, cfg.Weights)
+			p := NewProgram(cfg.Seed, i, pool.Progs, cfg.Weights)
 			mu.Unlock()
 			o, err := cfg.Target.Run(p, executor.Options{Corrupt: cfg.Corrupt})
 			issues, herr := Judge(p, o, err)
 			mu.Lock()
-			if err := record(cfg, st, store, &pool, &harnessErrs, i, p, o, issues, herr, &programs, &forks); err != nil && fatal == nil {
+			if err := record(cfg, st, store, pool, &harnessErrs, i, p, o, issues, herr, &programs, &forks); err != nil && fatal == nil {
 				fatal = err
 			}
 			mu.Unlock()
@@ -193,9 +229,8 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 
 // record takes in the outcome of program i (with the campaign's lock held)
 // and returns a fatal error when the campaign must stop.
-func record(cfg Config, st *Stats, store *FindingStore, pool *[]*prog.Program, harnessErrs *int, i int64, p *prog.Program,
+func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, harnessErrs *int, i int64, p *prog.Program,
 	o *obs.Observation, issues []Issue, herr error, programs, forks *atomic.Int64) error {
-	const poolMax = 256
 	if herr != nil {
 		st.HarnessErrors++
 		*harnessErrs++
@@ -208,11 +243,7 @@ func record(cfg Config, st *Stats, store *FindingStore, pool *[]*prog.Program, h
 	*harnessErrs = 0
 	programs.Add(1)
 	forks.Add(int64(p.NumForks()))
-	if len(*pool) < poolMax {
-		*pool = append(*pool, p)
-	} else {
-		(*pool)[int(i)%poolMax] = p
-	}
+	pool.Add(i, p)
 	if len(issues) == 0 {
 		return nil
 	}

@@ -286,3 +286,12 @@ func kernelRelease() string {
 	}
 	return "Linux " + unix.ByteSliceToString(u.Release[:])
 }
+
+// Exists reports whether the directory of sig is on disk.
+func (s *FindingStore) Exists(sig string) bool {
+	if s.Dir == "" {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(s.Dir, "findings", DirName(sig), "signature"))
+	return err == nil
+}

@@ -1,0 +1,449 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/fuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/fuzz/dist"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/kernel"
+)
+
+func init() {
+	commands = append(commands,
+		command{name: "coordinator", args: "[flags]", help: "run a distributed campaign: publish work to agents over NATS JetStream, keep corpus and findings", run: cmdCoordinator},
+		command{name: "agent", args: "--coordinator URL", help: "run programs for a coordinator on this machine's targets", run: cmdAgent},
+		command{name: "status", args: "--coordinator URL", help: "print distributed campaigns, agents and findings at a glance", run: cmdStatus},
+	)
+}
+
+// stringList is a repeatable, comma-separated flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error {
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			*l = append(*l, v)
+		}
+	}
+	return nil
+}
+
+// connFlags registers the connection and security flags; the result
+// merges them over --config (flags win).
+func connFlags(fs *flag.FlagSet, server bool) func() (*dist.Config, error) {
+	config := fs.String("config", "", "configuration file (key = value lines: token, nkey-seed, nkey-user, tls-cert, tls-key, tls-ca, listen, coordinator, store-dir, metrics-addr)")
+	token := fs.String("token", "", "authentication token (default $FORKFUZZ_TOKEN)")
+	tlsCA := fs.String("tls-ca", "", "CA certificate (PEM) that signed the coordinator's certificate")
+	var seed, tlsCert, tlsKey *string
+	var users stringList
+	var metrics *string
+	if server {
+		metrics = fs.String("metrics-addr", "", "serve Prometheus metrics on this address (e.g. :9464)")
+		fs.Var(&users, "nkey-user", "NKey public key (U...) allowed to connect; repeatable or comma-separated")
+		tlsCert = fs.String("tls-cert", "", "TLS certificate (PEM) of the embedded server")
+		tlsKey = fs.String("tls-key", "", "TLS private key (PEM) of the embedded server")
+	} else {
+		seed = fs.String("nkey-seed", "", "file holding this client's NKey seed (SU...)")
+	}
+	var coordinator *string
+	if server {
+		coordinator = fs.String("nats", "", "use this external NATS cluster (with JetStream) instead of the embedded server")
+	} else {
+		coordinator = fs.String("coordinator", "", "URL of the coordinator's NATS server (nats://host:4222, tls://host:4222)")
+	}
+	return func() (*dist.Config, error) {
+		c := &dist.Config{}
+		if *config != "" {
+			var err error
+			if c, err = dist.ReadConfig(*config); err != nil {
+				return nil, err
+			}
+		}
+		set := func(dst *string, v string) {
+			if v != "" {
+				*dst = v
+			}
+		}
+		set(&c.Token, os.Getenv("FORKFUZZ_TOKEN"))
+		set(&c.Token, *token)
+		set(&c.TLSCA, *tlsCA)
+		set(&c.Coordinator, *coordinator)
+		if server {
+			set(&c.MetricsAddr, *metrics)
+			set(&c.TLSCert, *tlsCert)
+			set(&c.TLSKey, *tlsKey)
+			c.NKeyUsers = append(c.NKeyUsers, users...)
+		} else {
+			set(&c.NKeySeed, *seed)
+		}
+		return c, nil
+	}
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("coordinator", stderr)
+	conn := connFlags(fs, true)
+	listen := fs.String("listen", "", "address of the embedded NATS server (default 127.0.0.1:4222; beyond loopback needs --token or --nkey-user)")
+	storeDir := fs.String("store-dir", "", "JetStream storage of the embedded server (default WORKDIR/jetstream)")
+	insecure := fs.Bool("insecure", false, "allow listening beyond the loopback without authentication")
+	name := fs.String("campaign", "default", "campaign name; a stored campaign of that name is resumed")
+	seed := fs.Uint64("seed", 0, "seed of a new campaign (0: random, printed)")
+	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
+	programs := fs.Int("programs", 0, "stop after this many programs in all (0: no limit)")
+	duration := fs.Duration("duration", 0, "stop publishing after this long, then wait for the published work (0: no limit)")
+	target := fs.String("target", "native", "target kind the agents run: native, qemu or sim")
+	kernelImage := fs.String("kernel-image", "", "qemu: publish this kernel image to the object store; agents fetch it by hash")
+	queue := fs.Int("queue", 256, "programs published and not yet done, at most")
+	ackWait := fs.Duration("ack-wait", 30*time.Second, "an agent silent this long loses its work to another agent")
+	workdir := fs.String("workdir", "workdir", "finding directories are written here too")
+	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executors falsify observations")
+	logLevel := fs.String("log-level", "info", "debug (every program's seed), info, warn, error")
+	quiet := fs.Bool("q", false, "no progress line")
+	if fs.Parse(args) != nil {
+		return exitError
+	}
+	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz coordinator:", err); return exitError }
+	cfg, err := conn()
+	if err != nil {
+		return fail(err)
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return fail(err)
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	if *storeDir != "" {
+		cfg.StoreDir = *storeDir
+	}
+	if cfg.StoreDir == "" {
+		cfg.StoreDir = filepath.Join(*workdir, "jetstream")
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	var nc *nats.Conn
+	if cfg.Coordinator != "" {
+		// An external NATS cluster: no embedded server.
+		if nc, err = dist.Dial(ctx, cfg.Coordinator, "forkfuzz-coordinator", cfg.Security); err != nil {
+			return fail(err)
+		}
+	} else {
+		srv, err := dist.StartServer(dist.ServerConfig{Listen: cfg.Listen, StoreDir: cfg.StoreDir, Security: cfg.Security, Insecure: *insecure})
+		if err != nil {
+			return fail(err)
+		}
+		defer func() {
+			if !srv.ShutdownWithin(10 * time.Second) {
+				log.Warn("the embedded NATS server did not stop within 10s; exiting anyway")
+			}
+		}()
+		log.Info("NATS server with JetStream", "url", srv.URL, "store", cfg.StoreDir)
+		fmt.Fprintf(stdout, "coordinator: agents connect with: forkfuzz agent --coordinator %s --target %s\n", srv.URL, *target)
+		if nc, err = srv.Connect("forkfuzz-coordinator"); err != nil {
+			return fail(err)
+		}
+	}
+	defer nc.Close()
+	st, err := dist.Open(ctx, nc)
+	if err != nil {
+		return fail(err)
+	}
+	var m *dist.Metrics
+	if cfg.MetricsAddr != "" {
+		m = dist.NewMetrics()
+		addr, err := m.Serve(ctx, cfg.MetricsAddr)
+		if err != nil {
+			return fail(err)
+		}
+		log.Info("metrics", "url", "http://"+addr+"/metrics")
+	}
+	var kernelHash string
+	if *kernelImage != "" {
+		if kernelHash, err = dist.PutKernel(ctx, st, *kernelImage); err != nil {
+			return fail(err)
+		}
+		log.Info("kernel image published", "path", *kernelImage, "sha256", kernelHash)
+	}
+	if *seed == 0 {
+		*seed = uint64(time.Now().UnixNano())
+	}
+	weights, err := gen.Profile(*profile)
+	if err != nil {
+		return fail(fmt.Errorf("--profile: %w", err))
+	}
+	ccfg := dist.CoordinatorConfig{Store: st, Campaign: *name, Seed: *seed, Programs: *programs, Duration: *duration,
+		Target: *target, Kernel: kernelHash, Corrupt: *corrupt, Weights: weights, Workdir: *workdir,
+		Queue: *queue, AckWait: *ackWait, Log: log, Metrics: m}
+	if !*quiet {
+		ccfg.Progress = stderr
+	}
+	if _, err := st.State.Get(ctx, *name); err == nil {
+		ccfg.Seed = 0 // resume with the stored seed
+	}
+	cs, err := dist.RunCoordinator(ctx, ccfg)
+	if err != nil {
+		return fail(err)
+	}
+	printDistSummary(stdout, cs, *name)
+	if ctx.Err() != nil {
+		fmt.Fprintf(stdout, "interrupted: run the coordinator again with --campaign %s to resume\n", *name)
+	}
+	if cs.Findings > 0 {
+		return exitFindings
+	}
+	return exitClean
+}
+
+func printDistSummary(w io.Writer, cs *dist.Stats, name string) {
+	fmt.Fprintf(w, "summary: campaign %s: %d programs, %d forks in %v (%.1f programs/s this run); %d failing runs, %d unique findings, %d harness errors; %d redelivered, %d duplicate results dropped\n",
+		name, cs.Programs, cs.Forks, cs.Elapsed.Round(time.Millisecond), float64(cs.Published)/cs.Elapsed.Seconds(),
+		cs.Events, cs.Findings, cs.HarnessErrors, cs.Redelivered, cs.Duplicates)
+	for _, d := range cs.Saved {
+		fmt.Fprintf(w, "finding: %s\n", d)
+	}
+}
+
+func cmdAgent(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("agent", stderr)
+	conn := connFlags(fs, false)
+	openTarget := targetFlags(fs, "native")
+	id := fs.String("id", "", "agent name (default HOST-PID)")
+	minRuns := fs.Int("minimize-runs", 300, "target runs to spend minimizing a new finding (0: leave it unminimized)")
+	minTime := fs.Duration("minimize-time", 2*time.Minute, "time to spend minimizing a new finding")
+	cache := fs.String("cache", kernel.CacheDir(), "where kernel images fetched from the coordinator are kept")
+	logLevel := fs.String("log-level", "info", "debug, info, warn, error")
+	if fs.Parse(args) != nil {
+		return exitError
+	}
+	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz agent:", err); return exitError }
+	cfg, err := conn()
+	if err != nil {
+		return fail(err)
+	}
+	if cfg.Coordinator == "" {
+		return fail(fmt.Errorf("--coordinator URL is required"))
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return fail(err)
+	}
+	if *id == "" {
+		h, _ := os.Hostname()
+		*id = sanitizeName(fmt.Sprintf("%s-%d", h, os.Getpid()))
+	}
+	kind := fs.Lookup("target").Value.String()
+	ctx, stop := signalContext()
+	defer stop()
+	nc, st, err := dialStore(ctx, cfg, "forkfuzz-agent-"+*id)
+	if err != nil {
+		return fail(err)
+	}
+	defer nc.Close()
+	var kernelHash string
+	if kind == "qemu" && fs.Lookup("kernel").Value.String() == "" {
+		// The campaign's kernel, fetched once by hash.
+		if kernelHash, err = campaignKernel(ctx, st); err != nil {
+			return fail(err)
+		}
+		if kernelHash != "" {
+			path, err := dist.FetchKernel(ctx, st, kernelHash, *cache)
+			if err != nil {
+				return fail(err)
+			}
+			log.Info("kernel image from the coordinator", "sha256", kernelHash, "path", path)
+			fs.Set("kernel", path)
+		}
+	}
+	t, err := openTarget()
+	if err != nil {
+		return fail(err)
+	}
+	defer t.Close()
+	log.Info("agent", "id", *id, "coordinator", cfg.Coordinator, "target", t.Name())
+	as, err := dist.RunAgent(ctx, dist.AgentConfig{Store: st, ID: *id, Kind: kind, Target: t, Kernel: kernelHash,
+		MinimizeRuns: *minRuns, MinimizeTime: *minTime, Log: log})
+	if as != nil {
+		fmt.Fprintf(stdout, "agent %s: %d results published (%d redelivered work, %d duplicates dropped by the stream), %d harness errors\n",
+			*id, as.Programs, as.Redelivered, as.Duplicates, as.HarnessErrors)
+	}
+	if err != nil && ctx.Err() == nil {
+		return fail(err)
+	}
+	return exitClean
+}
+
+// dialStore connects to the coordinator named in cfg and opens the store.
+func dialStore(ctx context.Context, cfg *dist.Config, name string) (*nats.Conn, *dist.Store, error) {
+	nc, err := dist.Dial(ctx, cfg.Coordinator, name, cfg.Security)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := dist.Open(ctx, nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, st, nil
+}
+
+// campaignKernel is the kernel of the newest unfinished qemu campaign.
+func campaignKernel(ctx context.Context, st *dist.Store) (string, error) {
+	keys, err := st.State.Keys(ctx)
+	if err != nil {
+		return "", nil // no campaign yet
+	}
+	var best dist.State
+	for _, k := range keys {
+		e, err := st.State.Get(ctx, k)
+		if err != nil {
+			continue
+		}
+		var s dist.State
+		if json.Unmarshal(e.Value(), &s) != nil || s.Target != "qemu" || s.Finished || s.Kernel == "" {
+			continue
+		}
+		if s.Updated.After(best.Updated) {
+			best = s
+		}
+	}
+	return best.Kernel, nil
+}
+
+func sanitizeName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return string(b)
+}
+
+func cmdStatus(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("status", stderr)
+	conn := connFlags(fs, false)
+	asJSON := fs.Bool("json", false, "print the status as JSON")
+	stale := fs.Duration("stale", 10*time.Second, "an agent silent this long is marked STALE")
+	if fs.Parse(args) != nil {
+		return exitError
+	}
+	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz status:", err); return exitError }
+	cfg, err := conn()
+	if err != nil {
+		return fail(err)
+	}
+	if cfg.Coordinator == "" {
+		cfg.Coordinator = "nats://127.0.0.1:4222"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nc, st, err := dialStore(ctx, cfg, "forkfuzz-status")
+	if err != nil {
+		return fail(err)
+	}
+	defer nc.Close()
+	s, err := dist.ReadStatus(ctx, st)
+	if err != nil {
+		return fail(err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", " ")
+		enc.Encode(s)
+	} else {
+		s.Print(stdout, time.Now(), *stale)
+	}
+	return exitClean
+}
+
+// runDist is `forkfuzz run --dist`: the same campaign through a coordinator
+// and one agent in this process, over an embedded NATS server on a
+// loopback port with its store in a temporary directory.
+func runDist(t agents.Target, kind string, cfg campaign.Config, minRuns int, minTime time.Duration, stdout, stderr io.Writer) int {
+	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz run:", err); return exitError }
+	storeDir, err := os.MkdirTemp("", "forkfuzz-js-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(storeDir)
+	srv, err := dist.StartServer(dist.ServerConfig{Listen: "127.0.0.1:0", StoreDir: storeDir})
+	if err != nil {
+		return fail(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect("forkfuzz-run")
+	if err != nil {
+		return fail(err)
+	}
+	defer nc.Close()
+	ctx, stop := signalContext()
+	defer stop()
+	st, err := dist.Open(ctx, nc)
+	if err != nil {
+		return fail(err)
+	}
+	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cctx, stopCoord := context.WithCancel(ctx)
+	defer stopCoord()
+	actx, stopAgent := context.WithCancel(ctx)
+	var agentErr error
+	agentDone := make(chan struct{})
+	go func() {
+		defer close(agentDone)
+		_, err := dist.RunAgent(actx, dist.AgentConfig{Store: st, ID: "local", Kind: kind, Target: t,
+			MinimizeRuns: minRuns, MinimizeTime: minTime, Log: log})
+		if err != nil && actx.Err() == nil {
+			agentErr = err
+			stopCoord() // the agent gave up: so does the campaign
+		}
+	}()
+	fmt.Fprintf(stdout, "campaign: target %s over JetStream (in-process), seed %d (program i uses campaign.ProgramSeed(%d, i))\n", t.Name(), cfg.Seed, cfg.Seed)
+	cs, err := dist.RunCoordinator(cctx, dist.CoordinatorConfig{Store: st, Campaign: "run", Seed: cfg.Seed,
+		Programs: cfg.Programs, Duration: cfg.Duration, Target: kind, Corrupt: cfg.Corrupt, Weights: cfg.Weights,
+		Workdir: cfg.Workdir, Queue: 4, Progress: cfg.Progress, Log: log})
+	stopAgent()
+	<-agentDone
+	if err != nil {
+		return fail(err)
+	}
+	printDistSummary(stdout, cs, "run")
+	if agentErr != nil {
+		return fail(agentErr)
+	}
+	if cs.Findings > 0 {
+		return exitFindings
+	}
+	return exitClean
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/dist"
+)
+
+// run --dist goes through an in-process coordinator and agent over an
+// embedded JetStream server, and finds what run finds.
+func TestRunDist(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := forkfuzz(t, "run", "--dist", "--target", "sim", "--fork", "async", "--mutant", "async-mprotect-nosync",
+		"--programs", "120", "--seed", "3", "--workdir", dir, "--minimize-runs", "30", "-q")
+	if code != exitFindings || !strings.Contains(out, "summary: campaign run: 120 programs") || !strings.Contains(out, "finding: ") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	mins, _ := filepath.Glob(filepath.Join(dir, "findings", "*", "minimized.ffz"))
+	if len(mins) == 0 {
+		t.Fatalf("no minimized reproducer in %s", dir)
+	}
+}
+
+// An agent or status without the token is refused with a clear error; with
+// it, status prints the (empty) store.
+func TestAgentNeedsCredentials(t *testing.T) {
+	srv, err := dist.StartServer(dist.ServerConfig{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Security: dist.Security{Token: "tok"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, _ := srv.Connect("t")
+	if _, err := dist.Open(context.Background(), nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	os.Unsetenv("FORKFUZZ_TOKEN")
+	code, _, errs := forkfuzz(t, "agent", "--coordinator", srv.URL, "--target", "sim")
+	want := "forkfuzz agent: coordinator " + srv.URL + ": authorization violation: agent needs --token or --nkey-seed"
+	if code != exitError || !strings.Contains(errs, want) {
+		t.Fatalf("exit %d, stderr %q; want %q", code, errs, want)
+	}
+	conf := filepath.Join(t.TempDir(), "agent.conf")
+	os.WriteFile(conf, []byte("token = tok\ncoordinator = "+srv.URL+"\n"), 0o600)
+	code, out, errs := forkfuzz(t, "status", "--config", conf)
+	if code != exitClean || !strings.Contains(out, "work queue: 0 queued") || !strings.Contains(out, "agents: 0") {
+		t.Fatalf("status: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+}

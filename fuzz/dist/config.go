@@ -1,0 +1,150 @@
+package dist
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/nats-io/nkeys"
+
+	"github.com/forkfuzz/forkfuzz/agents/vm"
+)
+
+// Security is how the coordinator's server and every client authenticate
+// and encrypt. A coordinator accepts either a token or a set of NKey public
+// keys (not both); an agent presents a token or an NKey seed.
+type Security struct {
+	Token     string   // shared secret (server and client)
+	NKeySeed  string   // client: file holding the client's NKey seed ("SU...")
+	NKeyUsers []string // server: public keys ("U...") allowed to connect
+	TLSCert   string   // server: certificate (PEM)
+	TLSKey    string   // server: private key (PEM)
+	TLSCA     string   // client: CA that signed the server's certificate
+}
+
+// Config is a configuration file's content: security plus the addresses
+// that flags would otherwise give.
+type Config struct {
+	Security
+	Listen      string // coordinator: where the embedded server listens
+	Coordinator string // agent, status: URL of the coordinator's server
+	StoreDir    string // coordinator: JetStream storage
+	MetricsAddr string // where Prometheus metrics are served
+}
+
+// ConfigError names the file, line and field of a configuration mistake:
+// the same error as a target file's.
+type ConfigError = vm.TargetFileError
+
+// ReadConfig reads a configuration file: "key = value" lines, "#"
+// comments, values optionally in double quotes. Relative paths are taken
+// relative to the file.
+//
+//	token = s3cret
+//	nkey-seed = agent.nk
+//	nkey-user = UABC...        # repeatable
+//	tls-cert = server.pem
+//	tls-key = server-key.pem
+//	tls-ca = ca.pem
+//	listen = 0.0.0.0:4222
+//	coordinator = nats://coord.example:4222
+//	store-dir = /var/lib/forkfuzz/js
+//	metrics-addr = :9464
+func ReadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return ParseConfig(path, b)
+}
+
+// ParseConfig parses the content of a configuration file named name.
+func ParseConfig(name string, b []byte) (*Config, error) {
+	c := &Config{}
+	dir := filepath.Dir(name)
+	rel := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	seen := map[string]int{}
+	for line := 1; sc.Scan(); line++ {
+		text := sc.Text()
+		if i := strings.IndexByte(text, '#'); i >= 0 && !inQuotes(text, i) {
+			text = text[:i]
+		}
+		text = strings.TrimSpace(text)
+		if text == "" {
+			continue
+		}
+		key, val, ok := strings.Cut(text, "=")
+		if !ok {
+			return nil, &ConfigError{Path: name, Line: line, Msg: fmt.Sprintf("want key = value, got %q", text)}
+		}
+		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+		bad := func(msg string) error { return &ConfigError{Path: name, Line: line, Field: key, Msg: msg} }
+		if len(val) >= 2 && val[0] == '"' && val[len(val)-1] == '"' {
+			val = val[1 : len(val)-1]
+		} else if strings.ContainsRune(val, '"') {
+			return nil, bad("unbalanced quote")
+		}
+		if val == "" {
+			return nil, bad("empty value")
+		}
+		if prev, dup := seen[key]; dup && key != "nkey-user" {
+			return nil, bad(fmt.Sprintf("set twice (first on line %d)", prev))
+		}
+		seen[key] = line
+		switch key {
+		case "token":
+			c.Token = val
+		case "nkey-seed":
+			c.NKeySeed = rel(val)
+		case "nkey-user":
+			if !nkeys.IsValidPublicUserKey(val) {
+				return nil, bad(fmt.Sprintf("%q is not an NKey user public key (U...)", val))
+			}
+			c.NKeyUsers = append(c.NKeyUsers, val)
+		case "tls-cert":
+			c.TLSCert = rel(val)
+		case "tls-key":
+			c.TLSKey = rel(val)
+		case "tls-ca":
+			c.TLSCA = rel(val)
+		case "listen":
+			c.Listen = val
+		case "coordinator":
+			c.Coordinator = val
+		case "store-dir":
+			c.StoreDir = rel(val)
+		case "metrics-addr":
+			c.MetricsAddr = val
+		default:
+			return nil, bad("unknown key (want token, nkey-seed, nkey-user, tls-cert, tls-key, tls-ca, listen, coordinator, store-dir or metrics-addr)")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
+	}
+	if c.Token != "" && len(c.NKeyUsers) > 0 {
+		return nil, &ConfigError{Path: name, Line: seen["token"], Field: "token", Msg: "a coordinator takes a token or nkey-user keys, not both"}
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		l, f := seen["tls-cert"]+seen["tls-key"], "tls-cert"
+		if c.TLSCert != "" {
+			f = "tls-key"
+		}
+		return nil, &ConfigError{Path: name, Line: l, Field: f, Msg: "tls-cert and tls-key go together"}
+	}
+	return c, nil
+}
+
+func inQuotes(s string, i int) bool {
+	return strings.Count(s[:i], `"`)%2 == 1
+}

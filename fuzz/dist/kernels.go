@@ -1,0 +1,79 @@
+package dist
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// PutKernel publishes a kernel image to the object store once, named by
+// its SHA-256, and returns the hash.
+func PutKernel(ctx context.Context, s *Store, path string) (string, error) {
+	sum, err := fileSHA256(path)
+	if err != nil {
+		return "", fmt.Errorf("dist: kernel %s: %w", path, err)
+	}
+	if _, err := s.Kernels.GetInfo(ctx, sum); err == nil {
+		return sum, nil // published before
+	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return "", fmt.Errorf("dist: kernel %s: %w", path, err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("dist: kernel %s: %w", path, err)
+	}
+	defer f.Close()
+	if _, err := s.Kernels.Put(ctx, jetstream.ObjectMeta{Name: sum, Description: filepath.Base(path)}, f); err != nil {
+		return "", fmt.Errorf("dist: publishing kernel %s: %w", path, err)
+	}
+	return sum, nil
+}
+
+// FetchKernel returns the path of the image with SHA-256 sum under cache,
+// fetching it from the object store if it is not there yet, and checks
+// the hash of what it fetched.
+func FetchKernel(ctx context.Context, s *Store, sum, cache string) (string, error) {
+	path := filepath.Join(cache, "kernels", sum)
+	if got, err := fileSHA256(path); err == nil && got == sum {
+		return path, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", fmt.Errorf("dist: kernel cache: %w", err)
+	}
+	tmp := path + ".part"
+	if err := s.Kernels.GetFile(ctx, sum, tmp); err != nil {
+		return "", fmt.Errorf("dist: fetching kernel %s: %w", sum, err)
+	}
+	got, err := fileSHA256(tmp)
+	if err != nil {
+		return "", fmt.Errorf("dist: kernel %s: %w", sum, err)
+	}
+	if got != sum {
+		os.Remove(tmp)
+		return "", fmt.Errorf("dist: kernel %s: fetched content hashes to %s", sum, got)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("dist: kernel cache: %w", err)
+	}
+	return path, nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,141 @@
+package dist
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+)
+
+// A kernel image is published once, by content hash, and fetched and
+// verified by agents; a second publication stores nothing new.
+func TestKernelObjectStore(t *testing.T) {
+	_, st := testConnected(t)
+	ctx := context.Background()
+	img := make([]byte, 3<<20+17) // several object-store chunks
+	rand.Read(img)
+	path := filepath.Join(t.TempDir(), "bzImage")
+	os.WriteFile(path, img, 0o644)
+	sum, err := PutKernel(ctx, st, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info1, _ := st.Kernels.GetInfo(ctx, sum)
+	if sum2, err := PutKernel(ctx, st, path); err != nil || sum2 != sum {
+		t.Fatalf("second publication: %s %v", sum2, err)
+	}
+	info2, _ := st.Kernels.GetInfo(ctx, sum)
+	if info1.NUID != info2.NUID {
+		t.Fatal("the image was stored twice")
+	}
+	cache := t.TempDir()
+	got, err := FetchKernel(ctx, st, sum, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(got)
+	if !bytes.Equal(b, img) {
+		t.Fatal("fetched image differs")
+	}
+	// A corrupted cache entry is fetched again.
+	os.WriteFile(got, []byte("garbage"), 0o644)
+	if _, err := FetchKernel(ctx, st, sum, cache); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(got); !bytes.Equal(b, img) {
+		t.Fatal("corrupted cache entry not replaced")
+	}
+	if _, err := FetchKernel(ctx, st, strings.Repeat("0", 64), cache); err == nil {
+		t.Fatal("fetched an image that was never published")
+	}
+}
+
+// The coordinator's metrics count the stored programs and see the agents.
+func TestMetrics(t *testing.T) {
+	_, st := testConnected(t)
+	m := NewMetrics()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addr, err := m.Serve(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, stopAgent := context.WithCancel(ctx)
+	agentDone := make(chan struct{})
+	go func() {
+		defer close(agentDone)
+		RunAgent(actx, AgentConfig{Store: st, ID: "m1", Kind: "sim", Target: simTarget(t, ""), Heartbeat: 50 * time.Millisecond})
+	}()
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "m", Seed: 2, Programs: 40, Target: "sim",
+		Weights: gen.DefaultWeights(), Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // a heartbeat reaches the gauges
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	stopAgent()
+	<-agentDone
+	for _, want := range []string{
+		"forkfuzz_programs_total 40",
+		fmt.Sprintf("forkfuzz_forks_total %d", cs.Forks),
+		"forkfuzz_published_total 40",
+		`forkfuzz_agent_last_heartbeat_seconds{agent="m1",target="sim"}`,
+		`forkfuzz_agent_programs{agent="m1",target="sim"}`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+// Observations too large for a message go through the object store, are
+// judged like the others, and are deleted once stored.
+func TestLargeObservations(t *testing.T) {
+	_, st := testConnectedTo(t, ServerConfig{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), MaxPayload: 80 << 10})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	actx, stopAgent := context.WithCancel(ctx)
+	var as *AgentStats
+	agentDone := make(chan struct{})
+	go func() {
+		defer close(agentDone)
+		as, _ = RunAgent(actx, AgentConfig{Store: st, ID: "big", Kind: "sim", Target: simTarget(t, "")})
+	}()
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "big", Seed: 4, Programs: 40, Target: "sim", Weights: gen.DefaultWeights()})
+	stopAgent()
+	<-agentDone
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Done != 40 || cs.Programs != 40 {
+		t.Fatalf("%+v", *cs)
+	}
+	if as.Large == 0 {
+		t.Fatal("no observation exceeded 16 KiB; the test proves nothing")
+	}
+	lister, err := st.Obs.List(ctx)
+	if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
+		t.Fatal(err)
+	}
+	if len(lister) != 0 {
+		t.Fatalf("%d stored observations left behind", len(lister))
+	}
+	t.Logf("%d of 40 observations went through the object store", as.Large)
+}
