@@ -369,8 +369,14 @@ func (m *machine) noteShared(addr, size uint64) {
 	if m.readMaps() != 0 {
 		return
 	}
-	if i := m.findVMA(addr); i >= 0 && m.vmas[i].inode != 0 {
-		m.addObj(m.vmas[i].inode, size)
+	// Any surviving piece of the mapping names the object: a thread may
+	// already have unmapped its start.
+	for i := 0; i < m.nvma; i++ {
+		v := &m.vmas[i]
+		if v.end > addr && v.start < addr+size && v.inode != 0 && v.off == v.start-addr {
+			m.addObj(v.inode, size)
+			return
+		}
 	}
 }
 
