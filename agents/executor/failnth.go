@@ -461,7 +461,6 @@ func (m *machine) writePass(rb *obs.Rollback, when string) (faults int64, pages 
 
 func orZero(addr uintptr)
 
-
 // startWatchdog arms a watchdog that, unless the returned stop is called
 // within writeTimeout, prints msg on stderr and ends the executor with
 // status 71. It runs on a raw thread outside the Go runtime
