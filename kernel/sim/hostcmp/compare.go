@@ -10,8 +10,9 @@ import (
 
 // Compare returns the differences between two observations of p (empty:
 // they agree). It ignores fork pids, timestamps, inode numbers (only
-// whether a VMA is file-backed), addresses outside the arena and whether
-// MADV_COLLAPSE succeeded.
+// whether a VMA is file-backed), addresses outside the arena, whether
+// MADV_COLLAPSE succeeded and where adjacent equal anonymous VMAs were
+// merged.
 func Compare(p *prog.Program, a, b *obs.Observation) []string {
 	var d []string
 	add := func(format string, args ...any) {
@@ -104,9 +105,22 @@ func val(v uint64) string {
 	return fmt.Sprintf("%#x", v)
 }
 
+// vmas renders VMAs for comparison. Adjacent anonymous VMAs with the same
+// protection are joined first: whether Linux merges them depends on
+// anon_vma chains the simulator approximates, and the reference model
+// accepts either (a boundary between equal segments may or may not be
+// there).
 func vmas(vs []obs.VMA) []string {
-	var out []string
+	var joined []obs.VMA
 	for _, v := range vs {
+		if n := len(joined); n > 0 && v.Inode == 0 && joined[n-1].Inode == 0 && joined[n-1].End == v.Start && joined[n-1].Prot == v.Prot {
+			joined[n-1].End = v.End
+			continue
+		}
+		joined = append(joined, v)
+	}
+	var out []string
+	for _, v := range joined {
 		file := ""
 		if v.Inode != 0 {
 			file = fmt.Sprintf(" off=%#x file", v.Offset)
