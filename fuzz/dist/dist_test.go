@@ -192,7 +192,7 @@ func (brokenTarget) Run(*prog.Program, executor.Options) (*obs.Observation, erro
 // and gives up after five harness errors in a row, saying why.
 func TestAgentGivesUpOnBrokenTarget(t *testing.T) {
 	_, st := testConnected(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second) // generous: CI runs QEMU tests beside it
 	defer cancel()
 	cctx, stopCoord := context.WithCancel(ctx)
 	coordDone := make(chan *Stats, 1)
@@ -218,7 +218,7 @@ func TestAgentGivesUpOnBrokenTarget(t *testing.T) {
 // waits for the work it published.
 func TestCoordinatorDuration(t *testing.T) {
 	_, st := testConnected(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second) // generous: CI runs QEMU tests beside it
 	defer cancel()
 	actx, stopAgent := context.WithCancel(ctx)
 	defer stopAgent()
