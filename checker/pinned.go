@@ -487,10 +487,26 @@ func (m *machine) uringReg(pr *proc, i int) {
 		pd = certain(eOK, "the range is anonymous and writable")
 	}
 	r := m.result(pr, i, pd)
+	if unsure {
+		m.pin.uringBad = r.Errno == 0
+		return
+	}
+	// Pinning for write breaks COW page by page, up to the first page it
+	// cannot pin, and that stays so even when the registration then
+	// fails: a memfd-private page there is private from now on.
+	for g := lo; g < hi; g++ {
+		s := pr.segAt(g)
+		if s == nil || s.prot != prog.ProtRW || m.beyondEOF(s, g) {
+			break
+		}
+		if s.kind == prog.MemfdPrivate {
+			m.cowFile(pr, s, g)
+		}
+	}
 	if r.Errno != 0 {
 		return
 	}
-	if unsure || !all {
+	if !all {
 		m.pin.uringBad = true
 		return
 	}
