@@ -55,6 +55,7 @@ fuzz:
 	$(GO) test ./fuzz/dist -run '^$$' -fuzz FuzzDecodeResult -fuzztime $(FUZZTIME)
 	$(GO) test ./fuzz/dist -run '^$$' -fuzz FuzzDecodeHeartbeat -fuzztime $(FUZZTIME)
 	$(GO) test ./fuzz/dist -run '^$$' -fuzz FuzzParseConfig -fuzztime $(FUZZTIME)
+	$(GO) test ./checker/cut -run '^$$' -fuzz FuzzServeWorker -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./agents/executor/ ./checker/cut/

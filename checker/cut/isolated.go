@@ -157,6 +157,9 @@ func capAddressSpace(pid int, limit uint64) error {
 	return unix.Prlimit(pid, unix.RLIMIT_AS, &rl, nil)
 }
 
+// maxWorkerTimeout bounds a worker's search whatever the request says.
+const maxWorkerTimeout = 10 * time.Minute
+
 // ServeWorker is the worker's side of Isolated: it reads one request from
 // r, runs porcupine and writes the verdict to w.
 func ServeWorker(r io.Reader, w io.Writer) error {
@@ -167,7 +170,11 @@ func ServeWorker(r io.Reader, w io.Writer) error {
 	if req.History == nil {
 		return errors.New("porcupine worker: request has no history")
 	}
-	v, _, _ := Porcupine(req.History, time.Duration(req.TimeoutNS))
+	timeout := time.Duration(req.TimeoutNS)
+	if timeout <= 0 || timeout > maxWorkerTimeout {
+		timeout = maxWorkerTimeout
+	}
+	v, _, _ := Porcupine(req.History, timeout)
 	return json.NewEncoder(w).Encode(workerResponse{Result: v.Result, Reason: v.Reason})
 }
 

@@ -1,6 +1,8 @@
 package cut
 
 import (
+	"bytes"
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -109,4 +111,28 @@ func TestPorcupineScale(t *testing.T) {
 		t.Logf("writes=%d exact %v in %v; porcupine %v in %v (%s); porcupine on trimmed history (%d writes) %v in %v",
 			n, exact.Result, te, v.Result, tp, v.Reason, len(Trim(h).Writes), vt.Result, tt)
 	}
+}
+
+// FuzzServeWorker: the worker's request decoder never panics, and what it
+// accepts it answers with a decodable verdict.
+func FuzzServeWorker(f *testing.F) {
+	f.Add([]byte(`{"history":{"Writes":[{"thread":1,"cell":1,"value":5,"inv":0,"resp":10}],"Initial":{},"ForkInv":20,"ForkResp":30,"Snapshot":{"1":5}},"timeout_ns":1000000000}`))
+	f.Add([]byte(`{"history":null}`))
+	f.Add([]byte(`{`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) > 2048 {
+			return // keep porcupine's search small
+		}
+		var out bytes.Buffer
+		if err := ServeWorker(bytes.NewReader(in), &out); err != nil {
+			return
+		}
+		var resp workerResponse
+		if err := json.Unmarshal(out.Bytes(), &resp); err != nil {
+			t.Fatalf("undecodable answer %q: %v", out.String(), err)
+		}
+		if resp.Result < Ok || resp.Result > Unknown {
+			t.Fatalf("result %d out of range", resp.Result)
+		}
+	})
 }
