@@ -281,6 +281,28 @@ func (m *machine) remapUnknown(pr *proc, i, src, oldN, newN, dst int) {
 	}
 }
 
+func uffdArmed(pieces []seg) bool {
+	for _, s := range pieces {
+		if s.uffd {
+			return true
+		}
+	}
+	return false
+}
+
+// maybeOneVMA reports whether pieces could be a single kernel VMA
+// covering [lo, hi): no holes and equal attributes throughout.
+func maybeOneVMA(pieces []seg, lo, hi int) bool {
+	at := lo
+	for k := range pieces {
+		if pieces[k].start > at || (k > 0 && !sameAttrs(&pieces[k-1], &pieces[k])) {
+			return false
+		}
+		at = pieces[k].end
+	}
+	return at >= hi
+}
+
 // remapMove is MREMAP_FIXED without resize: since 6.17 it may span
 // several VMAs; each mapped piece moves to the same offset from the
 // destination, holes in the source leave the destination alone, and a hole
@@ -293,8 +315,28 @@ func (m *machine) remapMove(pr *proc, i, src, dst, n int, dontunmap bool) {
 			return
 		}
 	}
-	r := m.result(pr, i, certain(eOK, "MREMAP_FIXED move of a range that starts mapped"))
+	pd := certain(eOK, "MREMAP_FIXED move of a range that starts mapped")
+	if uffdArmed(pieces) {
+		// Linux moves several VMAs at once only if none is
+		// userfaultfd-armed (vma_multi_allowed).
+		switch {
+		case !maybeOneVMA(pieces, src, src+n):
+			pd = certain(eFAULT, "a move of several VMAs, one of them userfaultfd-armed, stops there with EFAULT")
+		case len(pieces) > 1:
+			pd = either("a userfaultfd-armed range that may be one VMA or several", eOK, eFAULT)
+		}
+	}
+	r := m.result(pr, i, pd)
 	m.setRet(i, gaddr(dst))
+	if pd.first() == eFAULT && len(pd.errnos) == 1 || uffdArmed(pieces) && r.Errno == eFAULT {
+		// The pieces before the armed VMA may already have moved.
+		if !m.checking() {
+			m.setRet(i, ^uint64(0))
+		}
+		m.forget(pr, src, src+n, i)
+		m.forget(pr, dst, dst+n, i)
+		return
+	}
 	if r.Errno != 0 {
 		m.forget(pr, src, src+n, i)
 		m.forget(pr, dst, dst+n, i)
