@@ -141,6 +141,9 @@ func (m *machine) checkRollbacks() {
 		if rb.Cause == obs.CauseFailNth && rb.Injection == obs.InjUnsupported {
 			m.col.note("fork f%d: fail_nth=%d was not injected, the fork ran without it: %s", rb.Fork, rb.FailNth, rb.Reason)
 		}
+		if rb.MemoryNote != "" {
+			m.col.note("fork f%d: content and write-pass checks: %s", rb.Fork, rb.MemoryNote)
+		}
 		if rb.PageTablesNote != "" && !pmdNoted {
 			m.col.note("fork f%d: page-table leak check: %s", rb.Fork, rb.PageTablesNote)
 		}
@@ -192,7 +195,7 @@ func judgeRollback(p *prog.Program, rb *obs.Rollback) []Finding {
 		if rb.MapsBefore != rb.MapsAfter {
 			add("rollback", "rollback:maps-changed", "the parent's mappings changed; /proc/self/maps lines of the arena:\n%s", mapsDiff(rb.MapsBefore, rb.MapsAfter))
 		}
-		if rb.DigestBefore != rb.DigestAfter || rb.PagesBefore != rb.PagesAfter {
+		if rb.MemoryNote == "" && (rb.DigestBefore != rb.DigestAfter || rb.PagesBefore != rb.PagesAfter) {
 			add("rollback", "rollback:content-changed", "the parent's memory changed: content digest %#x over %d readable pages before, %#x over %d pages after (nothing but the fork ran in between)",
 				rb.DigestBefore, rb.PagesBefore, rb.DigestAfter, rb.PagesAfter)
 		}

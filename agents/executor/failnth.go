@@ -271,8 +271,12 @@ func (m *machine) afterWait(i, f int) {
 func (m *machine) measureBefore(rb *obs.Rollback) {
 	rb.ChildrenBefore = threadChildren()
 	rb.MapsBefore = arenaMaps()
-	rb.DigestBefore, rb.PagesBefore = m.contentDigest()
-	rb.BaselineFaults, _, _ = m.writePass(rb, "before")
+	if m.threadsRemap() {
+		rb.MemoryNote = "not measured: threads of the program may change mappings meanwhile, so touching memory could fault"
+	} else {
+		rb.DigestBefore, rb.PagesBefore = m.contentDigest()
+		rb.BaselineFaults, _, _ = m.writePass(rb, "before")
+	}
 	rb.PageTablesBefore, rb.VmPTEBefore = pageTableCounters()
 	if n := otherProcesses(); n > quietProcesses {
 		// PageTables is a machine-wide counter: with other processes
@@ -282,6 +286,18 @@ func (m *machine) measureBefore(rb *obs.Rollback) {
 		rb.PageTablesNote = fmt.Sprintf("not measured: %d other user processes share the machine-wide PageTables counter (a forkfuzz VM has %d at most)", n, quietProcesses)
 	}
 	rb.PMDSource, rb.PMDBefore = readPMDs()
+}
+
+// threadsRemap reports whether a thread of the program changes mappings:
+// the main thread's digests and write passes could then fault on memory
+// a thread unmaps under them.
+func (m *machine) threadsRemap() bool {
+	for i := range m.p.Ops {
+		if op := &m.p.Ops[i]; op.Thread > 0 && op.Kind.ChangesVMA() {
+			return true
+		}
+	}
+	return false
 }
 
 // quietProcesses is how many user processes besides the executor and its
@@ -337,11 +353,13 @@ func (m *machine) measureAfter(rb *obs.Rollback, at int) {
 	}
 	_, rb.PMDAfter = readPMDs()
 	rb.MapsAfter = arenaMaps()
-	rb.DigestAfter, rb.PagesAfter = m.contentDigest()
-	if m.rb.corrupt == "rollback-write-hang" {
-		m.trapFirstPage()
+	if rb.MemoryNote == "" {
+		rb.DigestAfter, rb.PagesAfter = m.contentDigest()
+		if m.rb.corrupt == "rollback-write-hang" {
+			m.trapFirstPage()
+		}
+		rb.Faults, rb.WritePages, rb.PassNanos = m.writePass(rb, "after")
 	}
-	rb.Faults, rb.WritePages, rb.PassNanos = m.writePass(rb, "after")
 	m.rb.done = append(m.rb.done, *rb)
 }
 

@@ -67,6 +67,10 @@ type Rollback struct {
 	VmPTEAfter       int64 `json:"vmpte_after_kb"`
 	// PageTablesNote says why PageTables was not measured (-1), if so.
 	PageTablesNote string `json:"pagetables_note,omitempty"`
+	// MemoryNote says why content digests and write passes were not
+	// taken (threads of the program may change mappings meanwhile, so
+	// touching memory could fault), if so.
+	MemoryNote string `json:"memory_note,omitempty"`
 	// PMD flags of the main process's user PMDs inside the arena, read
 	// from the forkfuzz_pmd kernel module; PMDSource says where they came
 	// from or why there are none ("absent: ...").
