@@ -49,7 +49,10 @@ func Check(p *prog.Program, o *obs.Observation) *Verdict {
 		}
 	}
 	for vi, used := range m.usedView {
-		if used {
+		if used || m.racyFault {
+			// After the main process stopped racily (a thread changed
+			// its mappings under it), children it had released may have
+			// taken views the model never reached.
 			continue
 		}
 		v := &o.Views[vi]

@@ -156,7 +156,7 @@ func (m *machine) checkRollbacks() {
 		}
 	}
 	for _, i := range m.p.Injected() {
-		if m.o.Ops[i].Ran && !seen[i] {
+		if m.o.Ops[i].Ran && !seen[i] && !m.racyFault {
 			m.col.add(Finding{Oracle: "rollback", Signature: "rollback:missing", View: -1, Op: i, Region: -1,
 				Explanation: fmt.Sprintf("%s ran with fault injection, but the observation has no rollback measurement of it: the injection and the parent's state after it cannot be judged", opRef(m.p, i))})
 		}
