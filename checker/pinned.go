@@ -168,6 +168,7 @@ func (m *machine) remoteWrite(pr *proc, i int) {
 	m.expectSkipped(i, refused, uint64(op.Count-refused))
 	taint := func() {
 		m.taintShared = true
+		m.writes[i] |= wrotePrivate | wroteShared
 		op.SlotOffsets(func(k int, off uint64) { m.taintContent(target, gpage(op.Region, off)) })
 	}
 	if unsure {
@@ -244,10 +245,12 @@ func (m *machine) checkRet(pr *proc, i int, r obs.OpResult, want uint64) bool {
 	return false
 }
 
-// taintRange forgets the content of [lo, hi) of pr (a write the model
-// cannot follow).
-func (m *machine) taintRange(pr *proc, lo, hi int) {
+// taintRange forgets the content of [lo, hi) of pr after operation i
+// wrote there in a way the model cannot follow (it may have written
+// anywhere in the range, shared pages included).
+func (m *machine) taintRange(pr *proc, i, lo, hi int) {
 	m.taintShared = true
+	m.writes[i] |= wrotePrivate | wroteShared
 	for g := lo; g < hi; g++ {
 		m.taintContent(pr, g)
 	}
@@ -260,19 +263,19 @@ func (m *machine) odirect(pr *proc, i int) {
 	switch {
 	case unsure:
 		m.result(pr, i, unpredictable("the model lost track of the range"))
-		m.taintRange(pr, lo, hi)
+		m.taintRange(pr, i, lo, hi)
 		return
 	case !all:
 		// GUP fails on the first bad page; pages before it may or may
 		// not have been read into.
 		m.result(pr, i, either("part of the range is not writable", eFAULT, eOK))
-		m.taintRange(pr, lo, hi)
+		m.taintRange(pr, i, lo, hi)
 		return
 	}
 	r := m.result(pr, i, certain(eOK, "the whole range is mapped writable"))
 	m.setRet(i, op.Len)
 	if r.Errno != 0 || !m.checkRet(pr, i, r, op.Len) {
-		m.taintRange(pr, lo, hi)
+		m.taintRange(pr, i, lo, hi)
 		return
 	}
 	for g := lo; g < hi; g++ {
@@ -535,7 +538,7 @@ func (m *machine) uringRead(pr *proc, i int) {
 	case m.pin.uringBad:
 		m.result(pr, i, unpredictable("the model does not know what is registered"))
 		lo, hi := ioPages(op)
-		m.taintRange(pr, lo, hi)
+		m.taintRange(pr, i, lo, hi)
 		return
 	case m.pin.uringOp < 0:
 		m.result(pr, i, certain(eFAULT, "no buffer is registered"))
@@ -545,7 +548,7 @@ func (m *machine) uringRead(pr *proc, i int) {
 	m.setRet(i, op.Len)
 	if r.Errno != 0 || !m.checkRet(pr, i, r, op.Len) {
 		lo, hi := ioPages(op)
-		m.taintRange(pr, lo, hi)
+		m.taintRange(pr, i, lo, hi)
 		return
 	}
 	reg := &m.p.Ops[m.pin.uringOp]
@@ -577,7 +580,7 @@ func (m *machine) taintPinned(pr *proc, i int) {
 		op.SlotOffsets(func(k int, off uint64) { m.taintContent(target, gpage(op.Region, off)) })
 	case prog.OpODirect, prog.OpUringRead:
 		lo, hi := ioPages(op)
-		m.taintRange(pr, lo, hi)
+		m.taintRange(pr, i, lo, hi)
 		if op.Kind == prog.OpUringRead {
 			m.pin.uringBad = true
 		}
