@@ -127,6 +127,20 @@ func newMachine(p *prog.Program, o *obs.Observation) *machine {
 
 func (m *machine) checking() bool { return m.o != nil }
 
+// kernelBefore reports whether the observation comes from a Linux older
+// than major.minor. Without a release (the expected observation, the
+// simulated kernel) the model follows the newest behaviour it knows.
+func (m *machine) kernelBefore(major, minor int) bool {
+	if m.o == nil || m.o.Kernel == "" {
+		return false
+	}
+	var a, b int
+	if n, _ := fmt.Sscanf(m.o.Kernel, "%d.%d", &a, &b); n != 2 {
+		return false
+	}
+	return a < major || a == major && b < minor
+}
+
 // setup creates the regions (main process).
 func (m *machine) setup() {
 	main := m.procs[0]

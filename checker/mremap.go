@@ -46,6 +46,11 @@ func (m *machine) mremap(pr *proc, i int) {
 		if fixed {
 			dst = gpage(op.To, op.ToOff)
 			if src < dst+newN && dst < src+oldN {
+				if m.kernelBefore(6, 17) && pr.segAt(src) == nil {
+					// Older kernels look the source VMA up first.
+					fail(eFAULT, "before Linux 6.17 mremap looks up the source VMA before checking for overlap: nothing mapped (EFAULT)")
+					return
+				}
 				fail(eINVAL, "source and destination overlap (EINVAL)")
 				return
 			}
@@ -316,6 +321,25 @@ func (m *machine) remapMove(pr *proc, i, src, dst, n int, dontunmap bool) {
 		}
 	}
 	pd := certain(eOK, "MREMAP_FIXED move of a range that starts mapped")
+	if m.kernelBefore(6, 17) && !(len(pieces) == 1 && pieces[0].start <= src && pieces[0].end >= src+n) {
+		// Before 6.17 the range must lie inside one VMA (vma_to_resize),
+		// checked before anything moves.
+		if maybeOneVMA(pieces, src, src+n) {
+			pd = either("before Linux 6.17 a fixed move must stay inside one VMA; these segments may be one", eOK, eFAULT)
+		} else {
+			pd = certain(eFAULT, "before Linux 6.17 a fixed move must stay inside one VMA (EFAULT)")
+		}
+		if pd.first() == eFAULT || m.checking() && m.o.Ops[i].Errno == eFAULT {
+			m.result(pr, i, pd)
+			if !m.checking() {
+				m.setRet(i, ^uint64(0))
+			}
+			// mremap_to unmapped the destination before it checked the
+			// source range.
+			pr.unmap(dst, dst+n)
+			return
+		}
+	}
 	if uffdArmed(pieces) {
 		// Linux moves several VMAs at once only if none is
 		// userfaultfd-armed (vma_multi_allowed).

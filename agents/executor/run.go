@@ -209,6 +209,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	}
 	trimThreadLogs(p, o)
 	o.Maps = arenaMaps()
+	o.Kernel = kernelRelease()
 	if opt.Corrupt != "" {
 		if err := corrupt(p, o, opt.Corrupt); err != nil {
 			return nil, err
@@ -313,4 +314,13 @@ func arenaMaps() string {
 		}
 	}
 	return out.String()
+}
+
+// kernelRelease is uname -r of the running kernel.
+func kernelRelease() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
 }

@@ -33,6 +33,9 @@ type Observation struct {
 	// Corruption names the test-only corruption the executor applied, if any.
 	// Checkers never read it; it is there so a human reading a finding knows.
 	Corruption string `json:"corruption,omitempty"`
+	// Kernel is the release (uname -r) of the kernel the program ran on;
+	// the reference model follows it where Linux changed behaviour.
+	Kernel string `json:"kernel,omitempty"`
 }
 
 // OpResult is what one operation returned.
