@@ -18,6 +18,9 @@ func (m *machine) mremap(pr *proc, i int) {
 	fixed := op.Flags&prog.MremapFixed != 0
 	dontunmap := op.Flags&prog.MremapDontunmap != 0
 	maymove := op.Flags&prog.MremapMaymove != 0
+	if fixed && m.kernelBefore(6, 17) {
+		defer m.oldFixedFailure(pr, i)
+	}
 	oldN, newN := pagesUp(op.Len), pagesUp(op.NewLen)
 	// check_mremap_params
 	if !aligned(op.Off) {
@@ -284,6 +287,23 @@ func (m *machine) remapUnknown(pr *proc, i, src, oldN, newN, dst int) {
 			m.forget(pr, to, to+newN, i)
 		}
 	}
+}
+
+// oldFixedFailure: before Linux 6.17, mremap_to unmapped the destination
+// before it checked the source range, so a fixed mremap that failed there
+// may have left the destination unmapped. The model does not follow which
+// check failed: it forgets the destination.
+func (m *machine) oldFixedFailure(pr *proc, i int) {
+	op := &m.p.Ops[i]
+	if !m.checking() || m.o.Ops[i].Errno == 0 || !aligned(op.Off) || !aligned(op.ToOff) || op.NewLen == 0 {
+		return
+	}
+	src, dst := gpage(op.Region, op.Off), gpage(op.To, op.ToOff)
+	oldN, newN := pagesUp(op.Len), pagesUp(op.NewLen)
+	if src < dst+newN && dst < src+oldN {
+		return // the overlap check comes first
+	}
+	m.forget(pr, dst, dst+newN, i)
 }
 
 func uffdArmed(pieces []seg) bool {
