@@ -290,8 +290,8 @@ func (m *machine) remapUnknown(pr *proc, i, src, oldN, newN, dst int) {
 }
 
 // oldFixedFailure: before Linux 6.17, mremap_to unmapped the destination
-// before it checked the source range, so a fixed mremap that failed there
-// may have left the destination unmapped. The model does not follow which
+// (and, when shrinking, the source's tail) before it checked the source
+// range, so a fixed mremap that failed there may have left them unmapped. The model does not follow which
 // check failed: it forgets the destination.
 func (m *machine) oldFixedFailure(pr *proc, i int) {
 	op := &m.p.Ops[i]
@@ -304,6 +304,10 @@ func (m *machine) oldFixedFailure(pr *proc, i int) {
 		return // the overlap check comes first
 	}
 	m.forget(pr, dst, dst+newN, i)
+	if oldN > newN {
+		// A shrinking move unmapped the source's tail first, too.
+		m.forget(pr, src+newN, src+oldN, i)
+	}
 }
 
 func uffdArmed(pieces []seg) bool {
