@@ -49,10 +49,17 @@ func (m *machine) mremap(pr *proc, i int) {
 		if fixed {
 			dst = gpage(op.To, op.ToOff)
 			if src < dst+newN && dst < src+oldN {
-				if m.kernelBefore(6, 17) && pr.segAt(src) == nil {
+				if m.kernelBefore(6, 17) {
 					// Older kernels look the source VMA up first.
-					fail(eFAULT, "before Linux 6.17 mremap looks up the source VMA before checking for overlap: nothing mapped (EFAULT)")
-					return
+					switch s := pr.segAt(src); {
+					case s == nil:
+						fail(eFAULT, "before Linux 6.17 mremap looks up the source VMA before checking for overlap: nothing mapped (EFAULT)")
+						return
+					case s.unknown:
+						m.result(pr, i, either("before Linux 6.17 mremap looks up the source VMA first; the model lost track of it", eFAULT, eINVAL))
+						m.setRet(i, ^uint64(0))
+						return
+					}
 				}
 				fail(eINVAL, "source and destination overlap (EINVAL)")
 				return

@@ -251,19 +251,30 @@ func (u *uring) registerBuffer(addr, length uintptr) (errno uintptr) {
 		return uintptr(unix.EBADF)
 	}
 	if u.hasBuf {
-		_, e := rawSyscall6(unix.SYS_IO_URING_REGISTER, uintptr(u.fd), ioringUnregisterBuffers, 0, 0, 0, 0)
+		e := u.register(ioringUnregisterBuffers, 0, 0)
 		if e != 0 && e != uintptr(unix.ENXIO) {
 			return e
 		}
 		u.hasBuf = false
 	}
 	u.iov = uringIovec{base: uint64(addr), len: uint64(length)}
-	_, e := rawSyscall6(unix.SYS_IO_URING_REGISTER, uintptr(u.fd), ioringRegisterBuffers, uintptr(unsafe.Pointer(&u.iov)), 1, 0, 0)
-	if e != 0 {
+	if e := u.register(ioringRegisterBuffers, uintptr(unsafe.Pointer(&u.iov)), 1); e != 0 {
 		return e
 	}
 	u.hasBuf = true
 	return 0
+}
+
+// register calls io_uring_register, again while a signal interrupts it
+// (kernels before 6.3 quiesce the ring interruptibly for buffer updates,
+// and the Go runtime sends its threads signals).
+func (u *uring) register(op, arg, n uintptr) uintptr {
+	for try := 0; ; try++ {
+		_, e := rawSyscall6(unix.SYS_IO_URING_REGISTER, uintptr(u.fd), op, arg, n, 0, 0)
+		if e != uintptr(unix.EINTR) || try == 1000 {
+			return e
+		}
+	}
 }
 
 // readFixed submits one IORING_OP_READ_FIXED (buf_index 0) reading length
