@@ -3,6 +3,7 @@ package executor
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -132,21 +133,11 @@ func (m *machine) setupPinned() {
 			r.uffd = fd
 		} else {
 			r.uffdCode, r.uffdErr = obs.SkipNoUffd, e
-			if containsWPAsync(reason) {
+			if strings.Contains(reason, "WP_ASYNC") {
 				r.uffdCode = obs.SkipNoWPAsync
 			}
 		}
 	}
-}
-
-func containsWPAsync(s string) bool {
-	const w = "WP_ASYNC"
-	for i := 0; i+len(w) <= len(s); i++ {
-		if s[i:i+len(w)] == w {
-			return true
-		}
-	}
-	return false
 }
 
 // cleanupPinned releases the per-program resources. Main process only.

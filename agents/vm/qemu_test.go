@@ -18,6 +18,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/testutil"
 	"github.com/forkfuzz/forkfuzz/kernel"
 )
 
@@ -69,19 +70,7 @@ func staticAgent(t *testing.T) string {
 	return agentPath
 }
 
-func repoRoot(t *testing.T) string {
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = up
-	}
-}
+func repoRoot(t *testing.T) string { return testutil.RepoRoot(t) }
 
 // debianKernel fetches (once, cached) Debian's cloud kernel.
 func debianKernel(t *testing.T) (string, []string) {

@@ -17,6 +17,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents/vm"
 	"github.com/forkfuzz/forkfuzz/checker"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/testutil"
 	"github.com/forkfuzz/forkfuzz/kernel"
 )
 
@@ -27,19 +28,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func repoRoot(t *testing.T) string {
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = up
-	}
-}
+func repoRoot(t *testing.T) string { return testutil.RepoRoot(t) }
 
 func vmasProg(t *testing.T) *prog.Program {
 	b, err := os.ReadFile(filepath.Join(repoRoot(t), "corpus/rollback/vmas.ffz"))
