@@ -43,18 +43,18 @@ vet:
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./fuzz/prog -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
-	$(GO) test ./agents/obs -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
+	$(GO) test ./fuzz/obs -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
 	$(GO) test ./agents/vm -run '^$$' -fuzz FuzzReadMsg -fuzztime $(FUZZTIME)
 	$(GO) test ./agents/vm -run '^$$' -fuzz FuzzParseTargetFile -fuzztime $(FUZZTIME)
 	$(GO) test ./kernel/report -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./checker -run '^$$' -fuzz FuzzCheck -fuzztime $(FUZZTIME)
 	$(GO) test ./fuzz/gen -run '^$$' -fuzz FuzzFromBytes -fuzztime $(FUZZTIME)
 	$(GO) test ./fuzz/gen -run '^$$' -fuzz FuzzMutate -fuzztime $(FUZZTIME)
-	$(GO) test ./kernel/sim -run '^$$' -fuzz FuzzSim -fuzztime $(FUZZTIME)
-	$(GO) test ./fuzz/dist -run '^$$' -fuzz FuzzDecodeWork -fuzztime $(FUZZTIME)
-	$(GO) test ./fuzz/dist -run '^$$' -fuzz FuzzDecodeResult -fuzztime $(FUZZTIME)
-	$(GO) test ./fuzz/dist -run '^$$' -fuzz FuzzDecodeHeartbeat -fuzztime $(FUZZTIME)
-	$(GO) test ./fuzz/dist -run '^$$' -fuzz FuzzParseConfig -fuzztime $(FUZZTIME)
+	$(GO) test ./campaign/simbench -run '^$$' -fuzz FuzzSim -fuzztime $(FUZZTIME)
+	$(GO) test ./campaign/dist -run '^$$' -fuzz FuzzDecodeWork -fuzztime $(FUZZTIME)
+	$(GO) test ./campaign/dist -run '^$$' -fuzz FuzzDecodeResult -fuzztime $(FUZZTIME)
+	$(GO) test ./campaign/dist -run '^$$' -fuzz FuzzDecodeHeartbeat -fuzztime $(FUZZTIME)
+	$(GO) test ./campaign/dist -run '^$$' -fuzz FuzzParseConfig -fuzztime $(FUZZTIME)
 	$(GO) test ./checker/cut -run '^$$' -fuzz FuzzServeWorker -fuzztime $(FUZZTIME)
 
 bench:

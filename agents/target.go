@@ -1,63 +1,120 @@
-// Package agents holds what runs programs: the Target contract that every
-// place programs run on implements (the host kernel today; QEMU VMs and the
-// simulated kernel plug in the same way), and the executor (agents/executor)
-// that does the real system calls.
 package agents
 
 import (
-	"os"
-	"os/exec"
+	"errors"
+	"maps"
 
 	"github.com/forkfuzz/forkfuzz/agents/executor"
-	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
-// Target runs programs somewhere and reports what happened.
+// Target runs programs somewhere and reports what happened. This is the
+// whole contract between targets and everything above them.
 //
-// Run returns an observation, or an error. An *executor.CrashError is an
-// event caused by the program (the executor died or hung running it) and is
-// judged as a finding; any other error is a harness failure (the target
-// could not run the program at all) and is never reported as a finding.
+// Run executes one program with opt and returns one of:
+//   - an observation and nil: the program ran; judge the observation;
+//   - an Event (errors.As(err, &ev) with ev an Event), with or without an
+//     observation: the program made something happen that is itself a
+//     finding (the executor died or hung, the kernel reported on the
+//     console, the VM hung or rebooted). The Event names its oracle,
+//     signature and explanation, and may carry files (EventFiles); an
+//     observation returned with it is judged too;
+//   - any other error: a harness failure (the target could not run the
+//     program at all). It is never a finding; callers count it and give
+//     up after several in a row.
+//
+// Capabilities are optional interfaces: Parallel (how many programs may
+// run at once, each on its own goroutine; default 1, and then Run is not
+// called concurrently).
+//
+// Targets today: Native (host kernel), vm.Target (QEMU VMs), sim.Target
+// (the simulated kernel). Adding one: implement Target, make every event
+// error implement Event, and add it to the CLI's target table.
 type Target interface {
 	Name() string
-	Run(p *prog.Program, opt executor.Options) (*obs.Observation, error)
+	Run(p *prog.Program, opt Options) (*obs.Observation, error)
 	Close() error
 }
 
-// Native runs programs on the host kernel in a separate executor process.
-type Native struct {
-	remote *executor.Remote
+// Options are the per-run switches every target accepts.
+type Options struct {
+	// WordCap bounds the non-zero words recorded per view (0: default).
+	WordCap int
+	// Corrupt is a test-only switch that makes the executor falsify the
+	// observation in a stated way (executor.Corruptions), to prove the
+	// oracles bite. Targets without an executor reject it.
+	Corrupt string
 }
 
-// NewNative returns a target that starts executors with command (nil: this
-// binary with the "executor" subcommand, which must call executor.Serve).
-func NewNative(command func() *exec.Cmd) *Native {
-	if command == nil {
-		command = SelfExecutor
+// Executor returns the executor's options for opt.
+func (opt Options) Executor() executor.Options {
+	return executor.Options{WordCap: opt.WordCap, Corrupt: opt.Corrupt}
+}
+
+// Event is an error a target returns when the program caused something
+// that is a finding by itself (see Target). Implemented by
+// *executor.CrashError, *vm.KernelReportError and *RecordedEvent.
+type Event interface {
+	error
+	// Oracle names the oracle that fired ("executor-crash",
+	// "executor-hang", "kernel-warning", "kernel-bug", ...).
+	Oracle() string
+	// Signature is the deduplication key, safe in a file name.
+	Signature() string
+	// Explanation is the readable account for a kernel developer.
+	Explanation() string
+}
+
+// EventFiles is implemented by events that come with files for the
+// finding directory (a VM's console, the kernel report).
+type EventFiles interface {
+	Files() map[string]string
+}
+
+// Parallel is the capability of a target that runs several programs at once.
+type Parallel interface {
+	Parallel() int
+}
+
+// Parallelism returns how many programs t runs at once (at least 1).
+func Parallelism(t Target) int {
+	if pt, ok := t.(Parallel); ok {
+		return max(1, pt.Parallel())
 	}
-	return &Native{remote: &executor.Remote{Command: command, Stderr: os.Stderr}}
+	return 1
 }
 
-// SelfExecutor runs this binary as "forkfuzz executor".
-func SelfExecutor() *exec.Cmd {
-	exe, err := os.Executable()
-	if err != nil {
-		exe = os.Args[0]
+// AsEvent returns the Event in err's chain, if any.
+func AsEvent(err error) (Event, bool) {
+	var ev Event
+	if err != nil && errors.As(err, &ev) {
+		return ev, true
 	}
-	return exec.Command(exe, "executor")
+	return nil, false
 }
 
-func (n *Native) Name() string { return "native" }
-
-func (n *Native) Run(p *prog.Program, opt executor.Options) (*obs.Observation, error) {
-	return n.remote.Run(p, opt)
+// RecordedEvent is an Event as plain data, for carrying one across a wire
+// (distributed campaigns) or a file: Record(ev) judges exactly like ev.
+type RecordedEvent struct {
+	OracleName  string            `json:"oracle"`
+	Sig         string            `json:"signature"`
+	Text        string            `json:"explanation"`
+	Message     string            `json:"message"`
+	Attachments map[string]string `json:"files,omitempty"`
 }
 
-// Restarts is how many times the executor process was restarted.
-func (n *Native) Restarts() int { return n.remote.Restarts }
-
-func (n *Native) Close() error {
-	n.remote.Close()
-	return nil
+// Record returns ev as plain data.
+func Record(ev Event) *RecordedEvent {
+	r := &RecordedEvent{OracleName: ev.Oracle(), Sig: ev.Signature(), Text: ev.Explanation(), Message: ev.Error()}
+	if f, ok := ev.(EventFiles); ok {
+		r.Attachments = maps.Clone(f.Files())
+	}
+	return r
 }
+
+func (r *RecordedEvent) Error() string            { return r.Message }
+func (r *RecordedEvent) Oracle() string           { return r.OracleName }
+func (r *RecordedEvent) Signature() string        { return r.Sig }
+func (r *RecordedEvent) Explanation() string      { return r.Text }
+func (r *RecordedEvent) Files() map[string]string { return r.Attachments }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -28,6 +28,7 @@ func Check(p *prog.Program, o *obs.Observation) *Verdict {
 			Explanation: fmt.Sprintf("the observation has %d operation results for %d operations", len(o.Ops), len(p.Ops))}}}
 	}
 	m := newMachine(p, o)
+	m.col.excuse = newInjectedExcuses(p, o)
 	m.run()
 	m.checkRollbacks() // rollback.go
 	if m.hasThreads() {
@@ -43,7 +44,9 @@ func Check(p *prog.Program, o *obs.Observation) *Verdict {
 		} else {
 			// An undecided search (porcupine's timeout or memory cap)
 			// is a finding of its own kind: never a pass.
-			for _, f := range cutFindings(p, o, newConcurrency(p), cutTimeout) {
+			c := newConcurrency(p)
+			m.col.v.Stats.Cells = len(judgedCells(p, c))
+			for _, f := range cutFindings(p, o, c, cutTimeout) {
 				m.col.add(f)
 			}
 		}
@@ -71,14 +74,7 @@ func Check(p *prog.Program, o *obs.Observation) *Verdict {
 		m.col.add(Finding{Oracle: "unexpected-view", Signature: "unexpected-view", Proc: v.Proc, View: vi, At: v.At, Op: -1, Region: -1,
 			Explanation: fmt.Sprintf("the observation has a %s, but %s", viewName(v.Proc, v.At), why)})
 	}
-	for _, e := range o.Events {
-		if strings.Contains(e, "main process faulted") && !m.racyFault {
-			m.col.add(Finding{Oracle: "crash", Signature: "crash:main-process-fault", View: -1, Op: -1, Region: -1,
-				Explanation: "the executor's main process took a fault: " + e})
-			continue
-		}
-		m.col.note("executor event: %s", e)
-	}
+	m.judgeEvents(o) // events.go
 	if o.Truncated {
 		m.col.note("the observation is truncated (report buffer full): missing records are not judged")
 	}

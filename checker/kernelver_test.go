@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 )
 
 // TestKernelVersionRules: observations recorded on Debian's 6.1 kernel in

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forkfuzz/forkfuzz/agents/obs"
 	"github.com/forkfuzz/forkfuzz/checker/internal/randprog"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -216,7 +216,7 @@ func perturb(o *obs.Observation, data []byte) {
 				v.VMAs = append(v.VMAs, obs.VMA{Start: next(), End: next(), Prot: string([]byte{byte(x >> 16), 'w', '-', 's', 'x'}[:int(x>>24)%6]), Offset: next()})
 			}
 		case 15:
-			o.Events = append(o.Events, "main process faulted: fuzz")
+			o.Events = append(o.Events, obs.Event{Kind: obs.EventKinds[int(x>>8)%len(obs.EventKinds)], Fork: int(x>>16)%8 - 1, Op: -1, Proc: -1, Thread: -1, Text: "fuzz"})
 		}
 	}
 }

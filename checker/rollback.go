@@ -42,7 +42,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -167,7 +167,7 @@ func (m *machine) checkRollbacks() {
 func judgeRollback(p *prog.Program, rb *obs.Rollback) []Finding {
 	var out []Finding
 	where := injectedWhere(p, rb)
-	add := func(oracle, sig, format string, args ...any) {
+	add := func(oracle Oracle, sig, format string, args ...any) {
 		out = append(out, Finding{Oracle: oracle, Signature: sig, Proc: 0, View: -1, Op: rb.Op, Region: -1,
 			Explanation: where + ": " + fmt.Sprintf(format, args...)})
 	}

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/forkfuzz/forkfuzz/agents/obs"
 	"github.com/forkfuzz/forkfuzz/checker/cut"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -167,11 +167,11 @@ func cutFindings(p *prog.Program, o *obs.Observation, c *concurrency, timeout ti
 		if reg >= 0 {
 			rk = p.Regions[reg].Kind.String()
 		}
-		oracle := "linearizability"
+		oracle := OracleLinearizability
 		if verdict.Result == cut.Unknown {
 			oracle = "linearizability-unknown"
 		}
-		out = append(out, Finding{Oracle: oracle, Signature: oracle + ":" + kind + ":" + rk, Proc: v.Proc, View: vi, At: v.At, Op: fi, Region: reg,
+		out = append(out, Finding{Oracle: oracle, Signature: string(oracle) + ":" + kind + ":" + rk, Proc: v.Proc, View: vi, At: v.At, Op: fi, Region: reg,
 			Explanation: fmt.Sprintf("start view of the child of f%d is not a consistent cut of the threads' stores during `%s` (TSC ticks; the fork call ran from %d to %d): %s",
 				f, p.Ops[fi].String(), h.ForkInv, h.ForkResp, explainCut(p, verdict, region))})
 	}

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 )
 
 // Finding is one violated expectation.
@@ -15,7 +15,7 @@ type Finding struct {
 	// "unexpected-view", "crash", "observation", "pipe", "linearizability"
 	// and "linearizability-unknown" (the consistent-cut check could not
 	// decide: undecided is reported, never passed).
-	Oracle string `json:"oracle"`
+	Oracle Oracle `json:"oracle"`
 	// Signature identifies the kind of bug for deduplication: the oracle,
 	// the operation kinds involved and the memory kind, never addresses,
 	// offsets or operation indexes.
@@ -43,7 +43,7 @@ func (f *Finding) String() string {
 
 // Omitted counts findings left out of a verdict to keep it small.
 type Omitted struct {
-	Oracle string `json:"oracle"`
+	Oracle Oracle `json:"oracle"`
 	Proc   int    `json:"proc"`
 	View   int    `json:"view"`
 	Count  int    `json:"count"`
@@ -66,9 +66,15 @@ type Verdict struct {
 type Stats struct {
 	Views int `json:"views"` // views compared
 	Pages int `json:"pages"` // readable pages whose content was compared
+	// Cells are the thread-written words the consistent-cut oracle judged.
+	Cells int `json:"cells,omitempty"`
 	// Lost counts operations after which the model lost track of some
 	// pages (their state and content were not judged afterwards).
 	Lost int `json:"lost,omitempty"`
+	// Excused counts findings an injected allocation failure the model
+	// does not predict explains (the failed fork's errno, its killed
+	// child's exit status and views).
+	Excused int `json:"excused,omitempty"`
 	// SharedUnjudged: shared memory stopped being judged at some point.
 	SharedUnjudged bool `json:"shared_unjudged,omitempty"`
 }
@@ -143,12 +149,13 @@ const (
 )
 
 type groupKey struct {
-	oracle string
+	oracle Oracle
 	view   int
 }
 
 type collector struct {
 	v      Verdict
+	excuse *injectedExcuses // findings an injected failure explains (events.go)
 	groups map[groupKey]int
 	omit   map[groupKey]int // index into v.Omitted
 }
@@ -158,6 +165,10 @@ func newCollector() *collector {
 }
 
 func (c *collector) add(f Finding) {
+	if c.excuse.excuses(&f) {
+		c.v.Stats.Excused++
+		return
+	}
 	k := groupKey{f.Oracle, f.View}
 	c.groups[k]++
 	if c.groups[k] > MaxPerGroup || len(c.v.Findings) >= maxFindings {

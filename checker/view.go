@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -543,7 +543,7 @@ func (m *machine) comparePage(pr *proc, at, vi int, s *seg, g int, a *actualPage
 		r, p := regionOf(g)
 		d, nz := pageDigest(exp)
 		o := m.contentOracle(pr, at, s, g, 0, 0)
-		m.col.add(Finding{Oracle: o, Signature: o + ":digest:" + s.kind.String(), Proc: pr.id, View: vi, At: at, Op: -1, Region: r, Page: p, Off: uint64(p) * prog.PageSize,
+		m.col.add(Finding{Oracle: o, Signature: string(o) + ":digest:" + s.kind.String(), Proc: pr.id, View: vi, At: at, Op: -1, Region: r, Page: p, Off: uint64(p) * prog.PageSize,
 			Explanation: fmt.Sprintf("%s: r%d (%s) page %d: digest %#x with %d non-zero words, expected %#x with %d (the view's word list was capped, so only digests can be compared)",
 				viewName(pr.id, at), r, s.kind, p, a.digest, a.nonzero, d, nz)})
 		return
@@ -580,7 +580,7 @@ func diffCount(x, y words) int { return len(diffWords(x, y)) }
 
 // contentOracle picks the oracle for a content mismatch that is not an
 // isolation violation.
-func (m *machine) contentOracle(pr *proc, at int, s *seg, g int, e, a uint64) string {
+func (m *machine) contentOracle(pr *proc, at int, s *seg, g int, e, a uint64) Oracle {
 	sharedish := s.kind.Shared()
 	if s.kind == prog.MemfdPrivate {
 		if _, ok := pr.anon[g]; !ok {
@@ -607,7 +607,8 @@ func (m *machine) contentOracle(pr *proc, at int, s *seg, g int, e, a uint64) st
 func (m *machine) wordFinding(pr *proc, at, vi int, s *seg, g int, w uint16, e, a uint64, alts []words) {
 	r, p := regionOf(g)
 	off := uint64(p)*prog.PageSize + uint64(w)*prog.SlotSize
-	oracle, cause := "", ""
+	var oracle Oracle
+	cause := ""
 	ja, _, aok := m.decode(a)
 	je, _, eok := m.decode(e)
 	privateHere := s.kind == prog.AnonPrivate
@@ -670,7 +671,7 @@ func (m *machine) wordFinding(pr *proc, at, vi int, s *seg, g int, w uint16, e, 
 			fmt.Fprintf(&b, "%s by %s", opRef(m.p, j), procName(m.p.Ops[j].Proc))
 		}
 	}
-	m.col.add(Finding{Oracle: oracle, Signature: oracle + ":" + cause + ":" + s.kind.String(), Proc: pr.id, View: vi, At: at, Op: ja,
+	m.col.add(Finding{Oracle: oracle, Signature: string(oracle) + ":" + cause + ":" + s.kind.String(), Proc: pr.id, View: vi, At: at, Op: ja,
 		Region: r, Page: p, Off: off, Expected: e, Actual: a, Explanation: b.String()})
 }
 

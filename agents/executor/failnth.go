@@ -23,7 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -111,7 +111,7 @@ func setupFaultInjection() ([]string, error) {
 type rollbackState struct {
 	pending  map[int]*obs.Rollback // by fork
 	done     []obs.Rollback
-	events   []string
+	events   []obs.Event
 	digest   [512]uint64
 	resident []byte // mincore vector scratch
 	wdStack  []byte // the raw watchdog thread's stack
@@ -155,7 +155,7 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 		}
 		if err != nil {
 			rb.Injection, rb.Reason = obs.InjUnsupported, err.Error()
-			m.rb.events = append(m.rb.events, fmt.Sprintf("fork f%d: fail_nth=%d not injected, the fork ran without it: %v", f, op.FailNth, err))
+			m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: fail_nth=%d not injected, the fork ran without it: %v", f, op.FailNth, err))
 			fd = -1
 		}
 	}
@@ -174,7 +174,7 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 		lim, what, err = armMemcg(op.OOMMemcg)
 		if err != nil {
 			rb.Memcg = "unsupported: " + err.Error()
-			m.rb.events = append(m.rb.events, fmt.Sprintf("fork f%d: oom_memcg=%d not applied, the fork ran without a memory limit: %v", f, op.OOMMemcg, err))
+			m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: oom_memcg=%d not applied, the fork ran without a memory limit: %v", f, op.OOMMemcg, err))
 		} else {
 			rb.Setup = append(rb.Setup, what)
 		}
@@ -494,7 +494,7 @@ func (m *machine) startWatchdog(msg string) (stop func()) {
 	if m.rb.wdStack == nil {
 		st, err := unix.Mmap(-1, 0, watchdogStack, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 		if err != nil {
-			m.rb.events = append(m.rb.events, "write-pass watchdog not started: "+err.Error())
+			m.rb.events = append(m.rb.events, obs.NewEvent(obs.EvMeasureUnavailable, "write-pass watchdog not started: %v", err))
 			return func() {}
 		}
 		m.rb.wdStack = st
@@ -505,7 +505,7 @@ func (m *machine) startWatchdog(msg string) (stop func()) {
 	_, e := rawWatchdogThread(top, &w.flag, &w.deadline, &w.msg[0], len(w.msg), &w.ctid)
 	sigRestore(&old)
 	if e != 0 {
-		m.rb.events = append(m.rb.events, fmt.Sprintf("write-pass watchdog not started: clone: %v", unix.Errno(e)))
+		m.rb.events = append(m.rb.events, obs.NewEvent(obs.EvMeasureUnavailable, "write-pass watchdog not started: clone: %v", unix.Errno(e)))
 		return func() {}
 	}
 	// Start the pass only once the watchdog waits.
@@ -813,7 +813,7 @@ func (m *machine) trapFirstPage() {
 		return
 	}
 	fail := func(what string, e error) {
-		m.rb.events = append(m.rb.events, "rollback-write-hang: "+what+": "+e.Error())
+		m.rb.events = append(m.rb.events, obs.NewEvent(obs.EvMeasureUnavailable, "rollback-write-hang: %s: %v", what, e))
 	}
 	for i := 0; i < m.nvma; i++ {
 		v := m.vmas[i]
@@ -845,7 +845,7 @@ func (m *machine) trapFirstPage() {
 		}
 		return // fd stays open: the executor is about to be ended by the watchdog
 	}
-	m.rb.events = append(m.rb.events, "rollback-write-hang: no anonymous private mapping to trap")
+	m.rb.events = append(m.rb.events, obs.NewEvent(obs.EvMeasureUnavailable, "rollback-write-hang: no anonymous private mapping to trap"))
 }
 
 // corruptRollback applies the test-only rollback corruptions; ok is false

@@ -16,7 +16,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"golang.org/x/sys/unix"
 
-	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -122,6 +122,22 @@ func (e *CrashError) Error() string {
 	}
 	return "executor died: " + e.Status
 }
+
+// Oracle is "executor-hang" or "executor-crash" (CrashError is an
+// agents.Event: the program made the executor die or hang).
+func (e *CrashError) Oracle() string {
+	if e.Hang {
+		return "executor-hang"
+	}
+	return "executor-crash"
+}
+
+// Signature is the oracle: one crash or hang is one bug until its
+// program says otherwise.
+func (e *CrashError) Signature() string { return e.Oracle() }
+
+// Explanation is Error.
+func (e *CrashError) Explanation() string { return e.Error() }
 
 // Remote runs programs in a separate executor process started through
 // go-plugin, so a crash, hang or OOM kill of the executor never takes the

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -198,7 +198,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 		return nil, fmt.Errorf("executor: %w", err)
 	}
 	if fault != "" {
-		o.Events = append(o.Events, fault)
+		o.Events = append(o.Events, obs.NewEvent(obs.EvMainFault, "%s", fault))
 	}
 	o.Threads = threads
 	o.Rollbacks, o.Events = m.rb.done, append(o.Events, m.rb.events...)

@@ -3,7 +3,7 @@ package executor
 import (
 	"testing"
 
-	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/checker/cut"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )

@@ -1,7 +1,7 @@
 package executor
 
 import (
-	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 

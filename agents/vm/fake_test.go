@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -148,7 +149,7 @@ func TestFakeOK(t *testing.T) {
 	defer tg.Close()
 	p := mustParse(t, testProg)
 	for i := 0; i < 3; i++ {
-		o, err := tg.Run(p, executor.Options{})
+		o, err := tg.Run(p, agents.Options{})
 		if err != nil || o == nil || len(o.Ops) != len(p.Ops) {
 			t.Fatalf("run %d: %v %+v", i, err, o)
 		}
@@ -166,7 +167,7 @@ func TestFakeWarningKeepsObservation(t *testing.T) {
 	defer tg.Close()
 	p := mustParse(t, testProg)
 	for i := 0; i < 2; i++ {
-		o, err := tg.Run(p, executor.Options{})
+		o, err := tg.Run(p, agents.Options{})
 		var ke *KernelReportError
 		if !errors.As(err, &ke) || ke.Title != "WARNING in copy_pte_range" || ke.Kind != "warning" || ke.Restarted {
 			t.Fatalf("run %d: got %v (%+v), want a WARNING report without restart", i, err, ke)
@@ -196,7 +197,7 @@ func TestFakePanicRestarts(t *testing.T) {
 	defer tg.Close()
 	p := mustParse(t, testProg)
 	for i := 0; i < 2; i++ {
-		o, err := tg.Run(p, executor.Options{})
+		o, err := tg.Run(p, agents.Options{})
 		var ke *KernelReportError
 		if !errors.As(err, &ke) || ke.Title != "kernel panic: sysrq triggered crash" || !ke.Restarted || o != nil {
 			t.Fatalf("run %d: got %v, want the panic as a kernel report", i, err)
@@ -214,7 +215,7 @@ func TestFakeHang(t *testing.T) {
 	}
 	defer tg.Close()
 	start := time.Now()
-	_, err = tg.Run(mustParse(t, testProg), executor.Options{})
+	_, err = tg.Run(mustParse(t, testProg), agents.Options{})
 	var ke *KernelReportError
 	if !errors.As(err, &ke) || ke.Kind != "hang" || !strings.HasPrefix(ke.Title, "VM hang: no progress for 2s") {
 		t.Fatalf("got %v, want a hang", err)
@@ -230,7 +231,7 @@ func TestFakeVanishIsLostConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	_, err = tg.Run(mustParse(t, testProg), executor.Options{})
+	_, err = tg.Run(mustParse(t, testProg), agents.Options{})
 	var ke *KernelReportError
 	if !errors.As(err, &ke) || ke.Kind != "lost-connection" {
 		t.Fatalf("got %v, want lost connection", err)
@@ -243,7 +244,7 @@ func TestFakeExecutorCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	_, err = tg.Run(mustParse(t, testProg), executor.Options{})
+	_, err = tg.Run(mustParse(t, testProg), agents.Options{})
 	var ce *executor.CrashError
 	if !errors.As(err, &ce) {
 		t.Fatalf("got %v, want an executor.CrashError", err)
@@ -304,7 +305,7 @@ func TestFakePoolConcurrent(t *testing.T) {
 	for g := 0; g < 4; g++ {
 		go func() {
 			for i := 0; i < 3; i++ {
-				_, err := tg.Run(p, executor.Options{})
+				_, err := tg.Run(p, agents.Options{})
 				errs <- err
 			}
 		}()
@@ -370,7 +371,7 @@ func TestFakeBootWarningIsNotAProgramsFinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	if _, err := tg.Run(mustParse(t, testProg), executor.Options{}); err != nil {
+	if _, err := tg.Run(mustParse(t, testProg), agents.Options{}); err != nil {
 		t.Fatalf("the first program got the boot's report: %v", err)
 	}
 	if !strings.Contains(log.String(), "reported while booting: WARNING in copy_pte_range") {

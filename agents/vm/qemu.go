@@ -15,8 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/executor"
-	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 	"github.com/forkfuzz/forkfuzz/kernel/report"
 )
@@ -328,7 +329,7 @@ func (in *instance) stop() {
 
 // run sends one program and waits for its result, watching the console,
 // the heartbeat and QEMU.
-func (in *instance) run(p *prog.Program, opt executor.Options, tt testHooks) (*obs.Observation, error) {
+func (in *instance) run(p *prog.Program, opt agents.Options, tt testHooks) (*obs.Observation, error) {
 	holdMs := tt.holdMs
 	c := in.t.cfg
 	in.nextID++
@@ -369,7 +370,8 @@ func (in *instance) run(p *prog.Program, opt executor.Options, tt testHooks) (*o
 		return err
 	}
 	in.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
-	if err := WriteMsg(in.conn, &Msg{Type: MsgRun, ID: id, Program: text, Options: &opt, HoldMs: holdMs, TestPath: tt.path, TestValue: tt.value}); err != nil {
+	eo := opt.Executor()
+	if err := WriteMsg(in.conn, &Msg{Type: MsgRun, ID: id, Program: text, Options: &eo, HoldMs: holdMs, TestPath: tt.path, TestValue: tt.value}); err != nil {
 		return nil, vmDown(fmt.Sprintf("sending the program failed: %v", err))
 	}
 	hang := time.NewTimer(c.HangTimeout)
@@ -455,7 +457,7 @@ func (in *instance) result(m *Msg, start int64, fromReport func(*report.Report, 
 		return nil, fmt.Errorf("vm %d: observation: %w", in.idx, err)
 	}
 	for _, s := range in.t.forkMod {
-		o.Events = append(o.Events, "vm: "+s)
+		o.Events = append(o.Events, obs.NewEvent(obs.EvNote, "vm: %s", s))
 	}
 	if kr != nil {
 		return &o, kr

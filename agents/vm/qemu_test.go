@@ -17,6 +17,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 	"github.com/forkfuzz/forkfuzz/internal/testutil"
 	"github.com/forkfuzz/forkfuzz/kernel"
@@ -146,7 +147,7 @@ func runPrograms(t *testing.T, tg *Target) {
 	t.Helper()
 	for _, p := range examplePrograms(t) {
 		start := time.Now()
-		o, err := tg.Run(p, executor.Options{})
+		o, err := tg.Run(p, agents.Options{})
 		if err != nil {
 			t.Fatalf("run: %v", err)
 		}
@@ -168,7 +169,7 @@ func capture(t *testing.T, name string, ke *KernelReportError) {
 func sysrqCrash(t *testing.T, tg *Target, name string) {
 	t.Helper()
 	boots := len(tg.Boots)
-	o, err := tg.run(mustParse(t, testProg), executor.Options{}, testHooks{path: "/proc/sysrq-trigger", value: "c"})
+	o, err := tg.run(mustParse(t, testProg), agents.Options{}, testHooks{path: "/proc/sysrq-trigger", value: "c"})
 	var ke *KernelReportError
 	if !errors.As(err, &ke) {
 		t.Fatalf("sysrq crash: got %v, %v; want a kernel report", o, err)
@@ -193,7 +194,7 @@ func lkdtmWarning(t *testing.T, tg *Target, image string) {
 	if !cfg.On("CONFIG_LKDTM") {
 		t.Skipf("kernel lacks CONFIG_LKDTM (per %s): no way to force a WARNING", src)
 	}
-	_, err = tg.run(mustParse(t, testProg), executor.Options{}, testHooks{path: "/sys/kernel/debug/provoke-crash/DIRECT", value: "WARNING"})
+	_, err = tg.run(mustParse(t, testProg), agents.Options{}, testHooks{path: "/sys/kernel/debug/provoke-crash/DIRECT", value: "WARNING"})
 	var ke *KernelReportError
 	if !errors.As(err, &ke) || ke.Kind != "warning" || ke.Restarted {
 		t.Fatalf("LKDTM WARNING: got %v", err)
@@ -222,11 +223,11 @@ fork-mode = prctl 41 0   # PR_SET_THP_DISABLE 0: THP stays allowed
 	if steps := tg.all[0].steps; len(steps) != 2 || !strings.HasSuffix(steps[0], ": ok") || !strings.HasSuffix(steps[1], ": ok") {
 		t.Errorf("set-up steps: %q", steps)
 	}
-	o, err := tg.Run(mustParse(t, testProg), executor.Options{})
+	o, err := tg.Run(mustParse(t, testProg), agents.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(o.Events, "\n"), "fork-mode: prctl 41 0") {
+	if !hasEventText(o.Events, "fork-mode: prctl 41 0") {
 		t.Errorf("observation does not record the fork-mode steps: %q", o.Events)
 	}
 	runPrograms(t, tg)
@@ -238,7 +239,7 @@ fork-mode = prctl 41 0   # PR_SET_THP_DISABLE 0: THP stays allowed
 		runPrograms(t, tg) // the VM is up
 		done := make(chan error, 1)
 		go func() {
-			_, err := tg.run(mustParse(t, testProg), executor.Options{}, testHooks{holdMs: 5000})
+			_, err := tg.run(mustParse(t, testProg), agents.Options{}, testHooks{holdMs: 5000})
 			done <- err
 		}()
 		time.Sleep(2 * time.Second)
@@ -253,7 +254,7 @@ fork-mode = prctl 41 0   # PR_SET_THP_DISABLE 0: THP stays allowed
 	})
 
 	t.Run("reboot-without-report", func(t *testing.T) {
-		_, err := tg.run(mustParse(t, testProg), executor.Options{}, testHooks{path: "/proc/sysrq-trigger", value: "b"})
+		_, err := tg.run(mustParse(t, testProg), agents.Options{}, testHooks{path: "/proc/sysrq-trigger", value: "b"})
 		var ke *KernelReportError
 		if !errors.As(err, &ke) || ke.Kind != "lost-connection" {
 			t.Fatalf("got %v, want lost connection", err)
@@ -265,7 +266,7 @@ fork-mode = prctl 41 0   # PR_SET_THP_DISABLE 0: THP stays allowed
 		done := make(chan error, 1)
 		start := time.Now()
 		go func() {
-			_, err := tg.run(mustParse(t, testProg), executor.Options{}, testHooks{holdMs: 3000})
+			_, err := tg.run(mustParse(t, testProg), agents.Options{}, testHooks{holdMs: 3000})
 			done <- err
 		}()
 		time.Sleep(time.Second)
@@ -309,7 +310,7 @@ func TestQEMUThroughput(t *testing.T) {
 		start := time.Now()
 		for time.Since(start) < d {
 			p := gen.Generate(rand.New(rand.NewPCG(1, uint64(n))), gen.DefaultWeights())
-			if _, err := tg.Run(p, executor.Options{}); err != nil {
+			if _, err := tg.Run(p, agents.Options{}); err != nil {
 				t.Logf("%s: program %d: %v", name, n, err)
 			}
 			n++
@@ -323,10 +324,20 @@ func TestQEMUThroughput(t *testing.T) {
 	nat.Close()
 	bootStart := time.Now()
 	tg := bootTarget(t, image, mods, time.Minute, nil)
-	if _, err := tg.Run(mustParse(t, testProg), executor.Options{}); err != nil {
+	if _, err := tg.Run(mustParse(t, testProg), agents.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("qemu (%s, %s): boot %v, boot to first program's result %v (New to result %v)", tg.Accel(), filepath.Base(image),
 		tg.Boots[0].Round(time.Millisecond), tg.FirstProg.Round(time.Millisecond), time.Since(bootStart).Round(time.Millisecond))
 	measure("qemu-"+tg.Accel(), tg)
+}
+
+// hasEventText reports whether an event's text contains s.
+func hasEventText(es []obs.Event, s string) bool {
+	for _, e := range es {
+		if strings.Contains(e.Text, s) {
+			return true
+		}
+	}
+	return false
 }

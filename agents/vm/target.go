@@ -16,8 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/forkfuzz/forkfuzz/agents/executor"
-	"github.com/forkfuzz/forkfuzz/agents/obs"
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 	"github.com/forkfuzz/forkfuzz/kernel"
 	"github.com/forkfuzz/forkfuzz/kernel/report"
@@ -99,6 +99,16 @@ type KernelReportError struct {
 }
 
 func (e *KernelReportError) Error() string { return "kernel: " + e.Title }
+
+// Files are the console and the report, for the finding directory
+// (KernelReportError is an agents.Event).
+func (e *KernelReportError) Files() map[string]string {
+	files := map[string]string{"console.txt": e.Console}
+	if e.Report != "" {
+		files["kernel-report.txt"] = e.Report
+	}
+	return files
+}
 
 // Oracle names the kernel health oracle that fired: "kernel-" + Kind
 // (kernel-warning, kernel-bug, kernel-panic, kernel-hang,
@@ -276,7 +286,7 @@ func (t *Target) Parallel() int { return t.cfg.VMs }
 // *executor.CrashError means the guest's executor died or hung; other
 // errors are harness faults (QEMU would not start or was killed from
 // outside, the host is out of disk, ...), never findings.
-func (t *Target) Run(p *prog.Program, opt executor.Options) (*obs.Observation, error) {
+func (t *Target) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
 	return t.run(p, opt, testHooks{})
 }
 
@@ -286,7 +296,7 @@ type testHooks struct {
 	path, value string
 }
 
-func (t *Target) run(p *prog.Program, opt executor.Options, tt testHooks) (*obs.Observation, error) {
+func (t *Target) run(p *prog.Program, opt agents.Options, tt testHooks) (*obs.Observation, error) {
 	t.mu.Lock()
 	closed := t.closed
 	t.mu.Unlock()

@@ -90,7 +90,7 @@ wait f0
 			t.Errorf("%s: not detected", name)
 			continue
 		}
-		if w, ok := want[name]; ok && !strings.Contains("|"+w+"|", "|"+v.Findings[0].Oracle+"|") {
+		if w, ok := want[name]; ok && !strings.Contains("|"+w+"|", "|"+string(v.Findings[0].Oracle)+"|") {
 			t.Errorf("%s: oracle %s, want %s", name, v.Findings[0].Oracle, w)
 		}
 		t.Logf("%s:\n%s", name, v.Report())

@@ -17,8 +17,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/forkfuzz/forkfuzz/agents"
-	"github.com/forkfuzz/forkfuzz/fuzz/campaign"
-	"github.com/forkfuzz/forkfuzz/fuzz/dist"
+	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/campaign/dist"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/kernel"
 )

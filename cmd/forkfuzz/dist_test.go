@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forkfuzz/forkfuzz/fuzz/dist"
+	"github.com/forkfuzz/forkfuzz/campaign/dist"
 )
 
 // run --dist goes through an in-process coordinator and agent over an

@@ -18,9 +18,10 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/executor"
-	"github.com/forkfuzz/forkfuzz/agents/obs"
-	"github.com/forkfuzz/forkfuzz/fuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -203,6 +204,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "summary: %d programs, %d forks in %v (%.1f programs/s, %.1f forks/s); %d failing runs, %d unique findings, %d harness errors; seed %d\n",
 			st.Programs, st.Forks, st.Elapsed.Round(time.Millisecond), float64(st.Programs)/st.Elapsed.Seconds(),
 			float64(st.Forks)/st.Elapsed.Seconds(), st.Events, st.Findings, st.HarnessErrors, *seed)
+		fmt.Fprintf(stdout, "judged: %s\n", st.Judged.String())
 		for _, d := range st.Saved {
 			fmt.Fprintf(stdout, "finding: %s\n", d)
 		}
@@ -261,31 +263,47 @@ func cmdExec(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	defer t.Close()
-	o, runErr := t.Run(p, executor.Options{Corrupt: *corrupt})
-	issues, err := campaign.Judge(p, o, runErr)
+	o, runErr := t.Run(p, agents.Options{Corrupt: *corrupt})
+	v, err := judge.Judge(p, o, runErr)
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz exec:", err)
 		return exitError
 	}
-	return printVerdict(stdout, o, issues, *asJSON)
+	return printVerdict(stdout, o, v, *asJSON)
 }
 
-func printVerdict(w io.Writer, o *obs.Observation, issues []campaign.Issue, asJSON bool) int {
+// printVerdict prints v (with what was judged, what was skipped and why)
+// and returns the exit status.
+func printVerdict(w io.Writer, o *obs.Observation, v *judge.Verdict, asJSON bool) int {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", " ")
 		enc.Encode(struct {
-			Observation *obs.Observation `json:"observation,omitempty"`
-			Issues      []campaign.Issue `json:"issues"`
-		}{o, issues})
-	} else if len(issues) == 0 {
-		fmt.Fprintln(w, "ok: every oracle passed")
+			Observation *obs.Observation  `json:"observation,omitempty"`
+			Issues      []judge.Issue     `json:"issues"`
+			Judged      judge.Judged      `json:"judged"`
+			Skipped     []judge.SkippedOp `json:"skipped,omitempty"`
+			Notes       []string          `json:"notes,omitempty"`
+		}{o, v.Issues, v.Judged, v.Skipped, v.Notes})
 	} else {
-		for _, is := range issues {
-			fmt.Fprintf(w, "FAIL %s\n%s\n\n", is.Signature, is.Explanation)
+		if v.OK() {
+			fmt.Fprintln(w, "ok: every oracle passed")
+		}
+		for _, is := range v.Issues {
+			fmt.Fprintf(w, "FAIL [%s] %s\n%s\n\n", is.Oracle, is.Signature, is.Explanation)
+		}
+		if v.Omitted > 0 {
+			fmt.Fprintf(w, "(and %d more findings of the same oracles)\n", v.Omitted)
+		}
+		fmt.Fprintln(w, v.Summary())
+		for _, s := range v.Skipped {
+			fmt.Fprintf(w, "skipped: op %d `%s`: %s\n", s.Op, s.Text, s.Reason)
+		}
+		for _, n := range v.Notes {
+			fmt.Fprintf(w, "note: %s\n", n)
 		}
 	}
-	if len(issues) > 0 {
+	if !v.OK() {
 		return exitFindings
 	}
 	return exitClean
@@ -311,8 +329,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "forkfuzz check:", err)
 		return exitError
 	}
-	issues, _ := campaign.Judge(p, o, nil)
-	return printVerdict(stdout, nil, issues, *asJSON)
+	v, err := judge.Judge(p, o, nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz check:", err)
+		return exitError
+	}
+	return printVerdict(stdout, nil, v, *asJSON)
 }
 
 func readObservation(path string, p *prog.Program) (*obs.Observation, error) {
@@ -381,24 +403,24 @@ func cmdMinimize(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	defer t.Close()
-	opt := executor.Options{Corrupt: *corrupt}
+	opt := agents.Options{Corrupt: *corrupt}
 	o, runErr := t.Run(p, opt)
-	issues, err := campaign.Judge(p, o, runErr)
+	v, err := judge.Judge(p, o, runErr)
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz minimize:", err)
 		return exitError
 	}
 	if *sig == "" {
-		if len(issues) == 0 {
+		if v.OK() {
 			fmt.Fprintln(stderr, "forkfuzz minimize: the program passes every oracle; nothing to minimize")
 			return exitClean
 		}
-		*sig = issues[0].Signature
-	} else if !campaign.HasSignature(issues, *sig) {
+		*sig = v.Issues[0].Signature
+	} else if !v.Has(*sig) {
 		fmt.Fprintf(stderr, "forkfuzz minimize: the program does not show %s\n", *sig)
 		return exitError
 	}
-	f := &campaign.Finding{Issue: campaign.Issue{Signature: *sig}, Program: p}
+	f := &campaign.Finding{Issue: judge.Issue{Signature: *sig}, Program: p}
 	campaign.Reduce(t, f, *runs, 0, *corrupt)
 	fmt.Fprintf(stderr, "minimized %s: %d -> %d ops in %d runs; reproduced %d/%d\n", *sig, len(p.Ops), len(f.Minimized.Ops), f.MinRuns, f.Reproduced, f.Replays)
 	stdout.Write(f.Minimized.Format())

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
-	"github.com/forkfuzz/forkfuzz/kernel/sim"
+	"github.com/forkfuzz/forkfuzz/agents/sim"
+	"github.com/forkfuzz/forkfuzz/campaign/simbench"
 )
 
 func init() {
@@ -63,7 +64,7 @@ func cmdSimBench(args []string, stdout, stderr io.Writer) int {
 		}
 		mode = int(m)
 	}
-	rs := sim.HuntAll(stdout, mode, sim.HuntConfig{Seed: *seed, Budget: *budget, Programs: *programs, MinimizeRuns: *minRuns})
+	rs := simbench.HuntAll(stdout, mode, simbench.HuntConfig{Seed: *seed, Budget: *budget, Programs: *programs, MinimizeRuns: *minRuns})
 	missed := 0
 	for _, r := range rs {
 		if !r.Detected {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/forkfuzz/forkfuzz/fuzz/sweep"
+	"github.com/forkfuzz/forkfuzz/campaign/sweep"
 )
 
 func init() {

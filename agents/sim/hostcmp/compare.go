@@ -1,0 +1,132 @@
+package hostcmp
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// Compare returns the differences between two observations of p (empty:
+// they agree). It ignores fork pids, timestamps, inode numbers (only
+// whether a VMA is file-backed), addresses outside the arena, whether
+// MADV_COLLAPSE succeeded and where adjacent equal anonymous VMAs were
+// merged.
+func Compare(p *prog.Program, a, b *obs.Observation) []string {
+	var d []string
+	add := func(format string, args ...any) {
+		if len(d) < 20 {
+			d = append(d, fmt.Sprintf(format, args...))
+		}
+	}
+	for i := range p.Ops {
+		x, y := a.Ops[i], b.Ops[i]
+		if op := &p.Ops[i]; op.Kind == prog.OpMadvise && op.Advice == prog.AdvCollapse {
+			// Whether MADV_COLLAPSE succeeds depends on THP availability
+			// (the reference model leaves it unpredictable too); it
+			// never changes content.
+			y.Errno = x.Errno
+		}
+		if x.Ran != y.Ran || x.Errno != y.Errno || x.Skipped != y.Skipped {
+			add("op %d %v: ran %v/%v errno %d/%d skipped %d/%d", i, p.Ops[i], x.Ran, y.Ran, x.Errno, y.Errno, x.Skipped, y.Skipped)
+			continue
+		}
+		switch p.Ops[i].Kind {
+		case prog.OpWait:
+			if x.Ret != y.Ret {
+				add("op %d %v: ret %d/%d", i, p.Ops[i], x.Ret, y.Ret)
+			}
+		case prog.OpMremap, prog.OpMmap:
+			in := func(r uint64) bool { return r >= prog.ArenaBase && r < prog.ArenaBase+prog.MaxRegions*prog.SpanBytes }
+			if x.Errno == 0 && (in(x.Ret) || in(y.Ret)) && x.Ret != y.Ret {
+				add("op %d %v: ret %#x/%#x", i, p.Ops[i], x.Ret, y.Ret)
+			}
+		}
+	}
+	if len(a.Views) != len(b.Views) {
+		add("views: %d/%d", len(a.Views), len(b.Views))
+		return d
+	}
+	for vi := range a.Views {
+		x, y := &a.Views[vi], &b.Views[vi]
+		where := fmt.Sprintf("view %d (proc %d at %d)", vi, x.Proc, x.At)
+		if x.Proc != y.Proc || x.At != y.At {
+			add("%s: other is proc %d at %d", where, y.Proc, y.At)
+			continue
+		}
+		if fmt.Sprint(vmas(x.VMAs)) != fmt.Sprint(vmas(y.VMAs)) {
+			add("%s: vmas\n  %v\n  %v", where, vmas(x.VMAs), vmas(y.VMAs))
+		}
+		if fmt.Sprint(x.Runs) != fmt.Sprint(y.Runs) {
+			add("%s: runs\n  %v\n  %v", where, x.Runs, y.Runs)
+		}
+		wx, wy := words(x), words(y)
+		n := 0
+		for k, v := range wx {
+			if wy[k] != v && n < 5 {
+				n++
+				add("%s: r%d+%#x = %s / %s", where, k.r, k.off, val(v), val(wy[k]))
+			}
+		}
+		for k, v := range wy {
+			if _, ok := wx[k]; !ok && n < 5 {
+				n++
+				add("%s: r%d+%#x = %s / %s", where, k.r, k.off, val(0), val(v))
+			}
+		}
+		if n == 0 && fmt.Sprint(x.Pages) != fmt.Sprint(y.Pages) {
+			add("%s: page digests differ", where)
+		}
+	}
+	return d
+}
+
+type key struct {
+	r   int
+	off uint64
+}
+
+func words(v *obs.View) map[key]uint64 {
+	m := make(map[key]uint64, len(v.Words))
+	for _, w := range v.Words {
+		m[key{w.Region, w.Off}] = w.Value
+	}
+	return m
+}
+
+func val(v uint64) string {
+	if v == 0 {
+		return "0"
+	}
+	if op, k, ok := prog.DecodeSlotValue(v); ok {
+		return fmt.Sprintf("op%d[%d]", op, k)
+	}
+	return fmt.Sprintf("%#x", v)
+}
+
+// vmas renders VMAs for comparison. Adjacent anonymous VMAs with the same
+// protection are joined first: whether Linux merges them depends on
+// anon_vma chains the simulator approximates, and the reference model
+// accepts either (a boundary between equal segments may or may not be
+// there).
+func vmas(vs []obs.VMA) []string {
+	var joined []obs.VMA
+	for _, v := range vs {
+		if n := len(joined); n > 0 && v.Inode == 0 && joined[n-1].Inode == 0 && joined[n-1].End == v.Start && joined[n-1].Prot == v.Prot {
+			joined[n-1].End = v.End
+			continue
+		}
+		joined = append(joined, v)
+	}
+	var out []string
+	for _, v := range joined {
+		file := ""
+		if v.Inode != 0 {
+			file = fmt.Sprintf(" off=%#x file", v.Offset)
+		}
+		out = append(out, fmt.Sprintf("%#x-%#x %s%s", v.Start, v.End, v.Prot, file))
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,5 @@
+package sim
+
+import "github.com/forkfuzz/forkfuzz/agents"
+
+var execOpts = agents.Options{}

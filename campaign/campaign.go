@@ -1,0 +1,302 @@
+// Package campaign runs a fuzzing campaign against one target: it generates
+// and mutates programs from a logged seed, runs them, judges every
+// observation with the oracles, and saves each new finding (deduplicated by
+// signature) with a minimized reproducer.
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/corpus"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// Config describes a campaign.
+type Config struct {
+	Target   agents.Target
+	Seed     uint64
+	Duration time.Duration // 0: no time limit
+	Programs int           // 0: no program limit
+	Workdir  string        // findings go to Workdir/findings
+	Weights  gen.Weights
+	// Progress receives a status line every ProgressEvery (nil: none).
+	Progress      io.Writer
+	ProgressEvery time.Duration
+	// Log receives one line per event worth keeping (seed, findings).
+	Log io.Writer
+	// MinimizeRuns and MinimizeTime bound the target runs and the time
+	// spent minimizing one finding (0: 300 runs, no time bound).
+	MinimizeRuns int
+	MinimizeTime time.Duration
+	// Corrupt is passed to the executor (test-only; see executor.Corruptions).
+	Corrupt string
+	// MaxHarnessErrors aborts the campaign after this many consecutive
+	// harness errors (default 5).
+	MaxHarnessErrors int
+}
+
+// Stats summarize a campaign.
+type Stats struct {
+	Programs      int64
+	Forks         int64
+	Findings      int64 // unique signatures
+	Events        int64 // failing runs, including duplicates
+	HarnessErrors int64
+	Elapsed       time.Duration
+	// Judged is what the verdicts rested on, over every program.
+	Judged judge.Tally
+	Saved  []string // finding directories
+}
+
+// ProgramSeed is the seed of program i of a campaign with seed s. A program
+// is generated or mutated from rand.New(rand.NewPCG(ProgramSeed(s, i), s)).
+func ProgramSeed(s uint64, i int64) uint64 {
+	x := s + uint64(i)*0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// ProgramRand returns the random source of program i.
+func ProgramRand(s uint64, i int64) *rand.Rand {
+	return rand.New(rand.NewPCG(ProgramSeed(s, i), s))
+}
+
+// NewProgram produces program i of the campaign from the pool of earlier
+// programs: mostly fresh ones, sometimes mutations and splices.
+func NewProgram(s uint64, i int64, pool []*prog.Program, w gen.Weights) *prog.Program {
+	r := ProgramRand(s, i)
+	if len(pool) > 0 && r.IntN(3) == 0 {
+		return gen.Mutate(r, pool[r.IntN(len(pool))], pool, w)
+	}
+	return gen.Generate(r, w)
+}
+
+// PoolMax bounds the pool of programs that mutations draw on.
+const PoolMax = 256
+
+// Pool is what mutations draw on: the seed corpus, then every program that
+// ran, up to PoolMax; past that, program i replaces slot i%PoolMax.
+type Pool struct{ Progs []*prog.Program }
+
+// NewPool returns a pool holding the seed corpus.
+func NewPool() *Pool {
+	p := &Pool{}
+	for _, e := range corpus.Seeds() {
+		p.Progs = append(p.Progs, e.Prog)
+	}
+	return p
+}
+
+// Add puts program i, which ran, into the pool and returns its slot.
+func (p *Pool) Add(i int64, q *prog.Program) int {
+	if len(p.Progs) < PoolMax {
+		p.Progs = append(p.Progs, q)
+		return len(p.Progs) - 1
+	}
+	slot := int(i) % PoolMax
+	p.Progs[slot] = q
+	return slot
+}
+
+// Set puts q into slot (a pool restored from storage), growing the pool
+// as needed; it ignores slots out of range.
+func (p *Pool) Set(slot int, q *prog.Program) {
+	if slot < 0 || slot >= PoolMax {
+		return
+	}
+	for len(p.Progs) <= slot {
+		p.Progs = append(p.Progs, q)
+	}
+	p.Progs[slot] = q
+}
+
+// Run runs the campaign until ctx ends or a limit is reached.
+func Run(ctx context.Context, cfg Config) (*Stats, error) {
+	if cfg.Target == nil {
+		return nil, errors.New("campaign: no target")
+	}
+	if cfg.MaxHarnessErrors <= 0 {
+		cfg.MaxHarnessErrors = 5
+	}
+	if cfg.ProgressEvery <= 0 {
+		cfg.ProgressEvery = time.Second
+	}
+	if cfg.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
+		defer cancel()
+	}
+	st := &Stats{}
+	start := time.Now()
+	logf(cfg.Log, "campaign: target %s, seed %d (program i uses campaign.ProgramSeed(%d, i))", cfg.Target.Name(), cfg.Seed, cfg.Seed)
+	store := &FindingStore{Dir: cfg.Workdir}
+	if err := store.Open(); err != nil {
+		return nil, err
+	}
+	pool := NewPool()
+	var programs, forks atomic.Int64
+	stopProgress := make(chan struct{})
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		if cfg.Progress == nil {
+			return
+		}
+		t := time.NewTicker(cfg.ProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopProgress:
+				return
+			case <-t.C:
+				el := time.Since(start).Seconds()
+				fmt.Fprintf(cfg.Progress, "\r%s  programs %d (%.1f/s)  forks %d (%.1f/s)  findings %d   ",
+					time.Since(start).Round(time.Second), programs.Load(), float64(programs.Load())/el,
+					forks.Load(), float64(forks.Load())/el, atomic.LoadInt64(&st.Findings))
+			}
+		}
+	}()
+	defer func() {
+		close(stopProgress)
+		<-progressDone
+		if cfg.Progress != nil {
+			fmt.Fprintln(cfg.Progress)
+		}
+	}()
+
+	// A target with several machines (a VM pool) runs that many programs
+	// at once. Program i still draws from its own seed, but a mutation picks
+	// from the pool as it stands, which then depends on completion order:
+	// with one machine a seed replays the whole campaign, with several every
+	// finding keeps its program. Judging, the pool and saving findings are
+	// serialized.
+	workers := agents.Parallelism(cfg.Target)
+	var (
+		mu          sync.Mutex
+		next        int64
+		harnessErrs int
+		fatal       error
+		wg          sync.WaitGroup
+	)
+	worker := func() {
+		defer wg.Done()
+		for {
+			mu.Lock()
+			i := next
+			if fatal != nil || ctx.Err() != nil || (cfg.Programs > 0 && i >= int64(cfg.Programs)) {
+				mu.Unlock()
+				return
+			}
+			next++
+			p := NewProgram(cfg.Seed, i, pool.Progs, cfg.Weights)
+			mu.Unlock()
+			o, err := cfg.Target.Run(p, agents.Options{Corrupt: cfg.Corrupt})
+			v, herr := judge.Judge(p, o, err)
+			mu.Lock()
+			found, err := record(cfg, st, store, pool, &harnessErrs, i, p, o, v, herr, &programs, &forks)
+			if err != nil && fatal == nil {
+				fatal = err
+			}
+			mu.Unlock()
+			// New findings are saved at once, then minimized and saved
+			// again, without the lock: other machines keep fuzzing.
+			for _, f := range found {
+				if err := saveAndReduce(cfg, st, store, &mu, f); err != nil {
+					mu.Lock()
+					if fatal == nil {
+						fatal = err
+					}
+					mu.Unlock()
+				}
+			}
+		}
+	}
+	wg.Add(workers)
+	for w := 0; w < workers; w++ {
+		go worker()
+	}
+	wg.Wait()
+	if fatal != nil {
+		st.Programs, st.Forks, st.Elapsed = programs.Load(), forks.Load(), time.Since(start)
+		return st, fatal
+	}
+	st.Programs = programs.Load()
+	st.Forks = forks.Load()
+	st.Elapsed = time.Since(start)
+	return st, nil
+}
+
+// record takes in the outcome of program i (with the campaign's lock
+// held), returns the findings with signatures never seen before (claimed:
+// no other worker saves them), and a fatal error when the campaign must
+// stop.
+func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, harnessErrs *int, i int64, p *prog.Program,
+	o *obs.Observation, v *judge.Verdict, herr error, programs, forks *atomic.Int64) ([]*Finding, error) {
+	if herr != nil {
+		st.HarnessErrors++
+		*harnessErrs++
+		logf(cfg.Log, "program %d (seed %d): harness error: %v", i, ProgramSeed(cfg.Seed, i), herr)
+		if *harnessErrs >= cfg.MaxHarnessErrors {
+			return nil, fmt.Errorf("campaign: %d harness errors in a row, last: %w", *harnessErrs, herr)
+		}
+		return nil, nil
+	}
+	*harnessErrs = 0
+	programs.Add(1)
+	forks.Add(int64(p.NumForks()))
+	pool.Add(i, p)
+	st.Judged.Add(v)
+	if v.OK() {
+		return nil, nil
+	}
+	st.Events++
+	var found []*Finding
+	for _, is := range v.Issues {
+		if store.Seen(is.Signature) {
+			continue
+		}
+		atomic.AddInt64(&st.Findings, 1)
+		logf(cfg.Log, "program %d (seed %d): new finding %s", i, ProgramSeed(cfg.Seed, i), is.Signature)
+		found = append(found, &Finding{
+			Issue: is, Program: p, Observation: o, CampaignSeed: cfg.Seed, Index: i, Judged: v.Summary(),
+			ProgramSeed: ProgramSeed(cfg.Seed, i), Target: cfg.Target.Name(), Corrupt: cfg.Corrupt,
+		})
+	}
+	return found, nil
+}
+
+// saveAndReduce puts f on disk as seen, then minimizes it and saves it
+// again. It takes mu only to update st.
+func saveAndReduce(cfg Config, st *Stats, store *FindingStore, mu *sync.Mutex, f *Finding) error {
+	dir, err := store.Save(f)
+	if err != nil {
+		return err
+	}
+	Reduce(cfg.Target, f, cfg.MinimizeRuns, cfg.MinimizeTime, cfg.Corrupt)
+	if dir, err = store.Save(f); err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	st.Saved = append(st.Saved, dir)
+	logf(cfg.Log, "  saved %s (minimized to %d ops, reproduced %d/%d)", dir, len(f.Minimized.Ops), f.Reproduced, f.Replays)
+	return nil
+}
+
+func logf(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", args...)
+	}
+}

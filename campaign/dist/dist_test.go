@@ -1,0 +1,235 @@
+package dist
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/sim"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// testServer starts an embedded server on a free loopback port.
+func testServer(t testing.TB, sec Security) *Server {
+	t.Helper()
+	s, err := StartServer(ServerConfig{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Security: sec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+// testConnected starts a server and opens the store over the in-process
+// connection.
+func testConnected(t testing.TB) (*Server, *Store) {
+	t.Helper()
+	return testConnectedTo(t, ServerConfig{Listen: "127.0.0.1:0", StoreDir: t.TempDir()})
+}
+
+// testConnectedTo is testConnected with a server configuration.
+func testConnectedTo(t testing.TB, cfg ServerConfig) (*Server, *Store) {
+	t.Helper()
+	srv, err := StartServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return srv, testStore(t, nc)
+}
+
+func testStore(t testing.TB, nc *nats.Conn) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func testLog(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return nil
+}
+
+func simTarget(t testing.TB, mutant string) *sim.Target {
+	tg, err := sim.NewTarget(sim.Config{Mode: sim.Mode(2), Mutant: mutant, SchedSeed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
+// TestInProcessCampaign runs a coordinator and three agents in one process
+// on a simulated kernel with a bug, and checks that every program has one
+// Done record, findings are stored once per signature with their
+// directories, and the status shows it.
+func TestInProcessCampaign(t *testing.T) {
+	_, st := testConnected(t)
+	const n = 150
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	actx, stopAgents := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for k := 0; k < 3; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := RunAgent(actx, AgentConfig{Store: st, ID: fmt.Sprintf("a%d", k), Kind: "sim",
+				Target: simTarget(t, "async-mprotect-nosync"), MinimizeRuns: 50, Log: testLog(t)})
+			if err != nil && actx.Err() == nil {
+				t.Error(err)
+			}
+		}()
+	}
+	workdir := t.TempDir()
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "t1", Seed: 3, Programs: n, Target: "sim",
+		Weights: gen.DefaultWeights(), Workdir: workdir, Queue: 16, AckWait: 5 * time.Second, Log: testLog(t)})
+	stopAgents()
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", *cs)
+	if cs.Done != n || cs.Programs+cs.HarnessErrors != n {
+		t.Fatalf("done %d, programs %d, harness errors %d; want %d done", cs.Done, cs.Programs, cs.HarnessErrors, n)
+	}
+	if cs.Findings == 0 {
+		t.Fatal("the mutant async-mprotect-nosync was not found in 150 programs")
+	}
+	keys := doneKeys(t, st, "t1")
+	for i := int64(0); i < n; i++ {
+		if !keys[i] {
+			t.Errorf("program %d has no done record", i)
+		}
+	}
+	if len(keys) != n {
+		t.Errorf("%d done records, want %d", len(keys), n)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(workdir, "findings", "*", "signature"))
+	if int64(len(dirs)) != cs.Findings {
+		t.Errorf("%d finding directories for %d findings", len(dirs), cs.Findings)
+	}
+	minimized, _ := filepath.Glob(filepath.Join(workdir, "findings", "*", "minimized.ffz"))
+	if len(minimized) == 0 {
+		t.Error("no finding carries a minimized program")
+	}
+	status, err := ReadStatus(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	status.Print(&b, time.Now(), 5*time.Second)
+	t.Logf("status:\n%s", b.String())
+	for _, want := range []string{"campaign t1 (finished", fmt.Sprintf("%d done of %d", n, n), "agents: 3", "a0 ", "stopped"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status lacks %q", want)
+		}
+	}
+	// A second coordinator of the finished campaign finds nothing to do
+	// and counts what the first stored.
+	cs2, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "t1", Programs: n, Target: "sim", Weights: gen.DefaultWeights(), Workdir: workdir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cs2.Resumed || cs2.Done != n || cs2.Findings != cs.Findings || cs2.Published != 0 {
+		t.Fatalf("resumed finished campaign: %+v", *cs2)
+	}
+}
+
+// doneKeys returns the indices with a done record in campaign c.
+func doneKeys(t testing.TB, st *Store, c string) map[int64]bool {
+	t.Helper()
+	keys := map[int64]bool{}
+	err := watchAll(context.Background(), st.Done, c+".>", func(key string, v []byte) error {
+		var i int64
+		if _, err := fmt.Sscanf(strings.TrimPrefix(key, c+"."), "%d", &i); err != nil {
+			return err
+		}
+		var d Done
+		if err := json.Unmarshal(v, &d); err != nil {
+			return err
+		}
+		keys[i] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// brokenTarget cannot run anything: every run is a harness error.
+type brokenTarget struct{ noopTarget }
+
+func (brokenTarget) Run(*prog.Program, agents.Options) (*obs.Observation, error) {
+	return nil, errors.New("qemu would not start")
+}
+
+// An agent whose target keeps failing hands work back (another agent may
+// do better), records a program as a harness error on its third delivery,
+// and gives up after five harness errors in a row, saying why.
+func TestAgentGivesUpOnBrokenTarget(t *testing.T) {
+	_, st := testConnected(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second) // generous: CI runs QEMU tests beside it
+	defer cancel()
+	cctx, stopCoord := context.WithCancel(ctx)
+	coordDone := make(chan *Stats, 1)
+	go func() {
+		cs, _ := RunCoordinator(cctx, CoordinatorConfig{Store: st, Campaign: "broken", Seed: 1, Programs: 3, Target: "noop",
+			Weights: gen.DefaultWeights(), Queue: 1})
+		coordDone <- cs
+	}()
+	_, err := RunAgent(ctx, AgentConfig{Store: st, ID: "b", Kind: "noop", Target: brokenTarget{}})
+	if err == nil || !strings.Contains(err.Error(), "5 harness errors in a row, last: qemu would not start") {
+		t.Fatalf("agent: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	stopCoord()
+	cs := <-coordDone
+	if cs.HarnessErrors < 1 || cs.Programs != 0 {
+		t.Fatalf("coordinator: %+v", *cs)
+	}
+	t.Logf("agent: %v; coordinator stored %d harness errors", err, cs.HarnessErrors)
+}
+
+// With a duration, the coordinator stops publishing when it ends and
+// waits for the work it published.
+func TestCoordinatorDuration(t *testing.T) {
+	_, st := testConnected(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second) // generous: CI runs QEMU tests beside it
+	defer cancel()
+	actx, stopAgent := context.WithCancel(ctx)
+	defer stopAgent()
+	go RunAgent(actx, AgentConfig{Store: st, ID: "d", Kind: "sim", Target: simTarget(t, "")})
+	start := time.Now()
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "dur", Seed: 1, Duration: time.Second, Target: "sim",
+		Weights: gen.DefaultWeights(), Queue: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el < time.Second || el > 100*time.Second || cs.Done == 0 || cs.Done != cs.Published {
+		t.Fatalf("after %v: %+v", el, *cs)
+	}
+}

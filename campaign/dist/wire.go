@@ -1,0 +1,320 @@
+package dist
+
+import (
+	"bytes"
+	"encoding/gob"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// WireVersion is the version of every message below. A peer that speaks
+// another version is refused with an error naming both versions.
+const WireVersion = 2
+
+// Work is one program to run: published by the coordinator on the work
+// stream, pulled by exactly one agent at a time.
+type Work struct {
+	V            int    `json:"v"`
+	Campaign     string `json:"campaign"`
+	CampaignSeed uint64 `json:"campaign_seed"`
+	Index        int64  `json:"index"`
+	// Seed is campaign.ProgramSeed(CampaignSeed, Index): the random source
+	// the program was generated or mutated from.
+	Seed    uint64 `json:"seed"`
+	Program string `json:"program"`
+	// Target is the target kind the program is meant for (native, qemu,
+	// sim); Kernel the SHA-256 of the kernel image in the object store
+	// (qemu only); Corrupt the test-only executor corruption.
+	Target  string `json:"target"`
+	Kernel  string `json:"kernel,omitempty"`
+	Corrupt string `json:"corrupt,omitempty"`
+}
+
+// RunError is a target's error, carried as data so the coordinator judges
+// it exactly as it would be judged where it happened.
+type RunError struct {
+	// Kind: "event" (the program made something happen that is a
+	// finding: the executor died or hung, the kernel reported; Event
+	// says what) or "harness" (the target could not run the program:
+	// never a finding).
+	Kind    string                `json:"kind"`
+	Message string                `json:"message"`
+	Event   *agents.RecordedEvent `json:"event,omitempty"`
+}
+
+// Minimized is an agent's reduction of one failing signature.
+type Minimized struct {
+	Signature   string           `json:"signature"`
+	Program     string           `json:"program"`
+	Observation *obs.Observation `json:"observation,omitempty"`
+	Explanation string           `json:"explanation,omitempty"`
+	Runs        int              `json:"runs"`
+	Replays     int              `json:"replays"`
+	Reproduced  int              `json:"reproduced"`
+}
+
+// Result is what an agent publishes for one Work.
+type Result struct {
+	V            int    `json:"v"`
+	Campaign     string `json:"campaign"`
+	CampaignSeed uint64 `json:"campaign_seed"`
+	Index        int64  `json:"index"`
+	Seed         uint64 `json:"seed"`
+	Agent        string `json:"agent"`
+	// Delivered is the work message's delivery count (>1: redelivered).
+	Delivered uint64 `json:"delivered"`
+	Target    string `json:"target"`
+	Program   string `json:"program"`
+	// Observation travels gob-encoded and zstd-compressed in
+	// ObservationGob: a fraction of its JSON size and nine times faster to
+	// decode, which is what bounds the coordinator's rate (EncodeResult).
+	// One too large for a message is put in the object store, named by
+	// ObservationRef, and fetched by the coordinator.
+	Observation    *obs.Observation `json:"-"`
+	ObservationGob []byte           `json:"observation_gob,omitempty"`
+	ObservationRef string           `json:"observation_ref,omitempty"`
+	Err            *RunError        `json:"error,omitempty"`
+	Minimized      []Minimized      `json:"minimized,omitempty"`
+	Started        time.Time        `json:"started"`
+	RunNanos       int64            `json:"run_ns"`
+}
+
+// Heartbeat is an agent's periodic report, kept in the agents bucket.
+type Heartbeat struct {
+	V        int       `json:"v"`
+	Agent    string    `json:"agent"`
+	Host     string    `json:"host"`
+	Target   string    `json:"target"`
+	Workers  int       `json:"workers"`
+	Busy     int       `json:"busy"`
+	Programs int64     `json:"programs"`
+	Errors   int64     `json:"harness_errors"`
+	Time     time.Time `json:"time"`
+	Stopped  bool      `json:"stopped,omitempty"`
+}
+
+// NewRunError encodes a target's error (nil: nil).
+func NewRunError(err error) *RunError {
+	if err == nil {
+		return nil
+	}
+	if ev, ok := agents.AsEvent(err); ok {
+		return &RunError{Kind: "event", Message: err.Error(), Event: agents.Record(ev)}
+	}
+	return &RunError{Kind: "harness", Message: err.Error()}
+}
+
+// Err turns it back into an error that judges like the target's (nil: nil).
+func (e *RunError) Err() error {
+	if e == nil {
+		return nil
+	}
+	if e.Kind == "event" && e.Event != nil {
+		return e.Event
+	}
+	return errors.New(e.Message)
+}
+
+// DecodeError says which message failed to decode and why.
+type DecodeError struct {
+	What string
+	Err  error
+}
+
+func (e *DecodeError) Error() string { return "dist: decoding " + e.What + ": " + e.Err.Error() }
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the message")
+	}
+	return nil
+}
+
+func checkVersion(v int) error {
+	if v != WireVersion {
+		return fmt.Errorf("wire version %d, this forkfuzz speaks %d", v, WireVersion)
+	}
+	return nil
+}
+
+// DecodeWork decodes and validates a Work: its version, campaign name,
+// index and program (which must parse).
+func DecodeWork(b []byte) (*Work, *prog.Program, error) {
+	var w Work
+	fail := func(err error) (*Work, *prog.Program, error) { return nil, nil, &DecodeError{What: "work", Err: err} }
+	if err := decodeStrict(b, &w); err != nil {
+		return fail(err)
+	}
+	if err := checkVersion(w.V); err != nil {
+		return fail(err)
+	}
+	if err := ValidName(w.Campaign); err != nil {
+		return fail(fmt.Errorf("field campaign: %w", err))
+	}
+	if w.Index < 0 {
+		return fail(fmt.Errorf("field index: %d is negative", w.Index))
+	}
+	p, err := prog.Parse([]byte(w.Program))
+	if err != nil {
+		return fail(fmt.Errorf("field program: %w", err))
+	}
+	return &w, p, nil
+}
+
+// EncodeResult encodes r for the wire.
+func EncodeResult(r *Result) ([]byte, error) {
+	c := *r
+	c.ObservationGob = nil
+	if r.Observation != nil {
+		b, err := EncodeObservation(r.Observation)
+		if err != nil {
+			return nil, fmt.Errorf("dist: encoding the observation of program %d: %w", r.Index, err)
+		}
+		c.ObservationGob = b
+	}
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return nil, fmt.Errorf("dist: encoding the result of program %d: %w", r.Index, err)
+	}
+	return b, nil
+}
+
+// DecodeResult decodes and validates a Result: its version, campaign,
+// index, program, error kind, and that the observation (if any) has one
+// result per operation of the program.
+func DecodeResult(b []byte) (*Result, *prog.Program, error) {
+	var r Result
+	var err error
+	fail := func(err error) (*Result, *prog.Program, error) {
+		return nil, nil, &DecodeError{What: "result", Err: err}
+	}
+	if err := decodeStrict(b, &r); err != nil {
+		return fail(err)
+	}
+	if err := checkVersion(r.V); err != nil {
+		return fail(err)
+	}
+	if len(r.ObservationGob) > 0 && r.ObservationRef != "" {
+		return fail(errors.New("both observation_gob and observation_ref"))
+	}
+	if len(r.ObservationGob) > 0 {
+		if r.Observation, err = DecodeObservation(r.ObservationGob); err != nil {
+			return fail(fmt.Errorf("field observation_gob: %w", err))
+		}
+		r.ObservationGob = nil
+	}
+	if err := ValidName(r.Campaign); err != nil {
+		return fail(fmt.Errorf("field campaign: %w", err))
+	}
+	if r.Index < 0 {
+		return fail(fmt.Errorf("field index: %d is negative", r.Index))
+	}
+	p, err := prog.Parse([]byte(r.Program))
+	if err != nil {
+		return fail(fmt.Errorf("field program: %w", err))
+	}
+	if r.Err != nil {
+		switch r.Err.Kind {
+		case "harness":
+		case "event":
+			if r.Err.Event == nil || r.Err.Event.Sig == "" || r.Err.Event.OracleName == "" {
+				return fail(errors.New("field error: kind event without an event (oracle and signature)"))
+			}
+		default:
+			return fail(fmt.Errorf("field error: unknown kind %q", r.Err.Kind))
+		}
+	}
+	if o := r.Observation; o != nil {
+		if o.Version != obs.Version {
+			return fail(fmt.Errorf("field observation: version %d, this forkfuzz reads %d", o.Version, obs.Version))
+		}
+		if len(o.Ops) != len(p.Ops) {
+			return fail(fmt.Errorf("field observation: %d op results for a program of %d operations", len(o.Ops), len(p.Ops)))
+		}
+	} else if r.Err == nil && r.ObservationRef == "" {
+		return fail(errors.New("neither observation nor error"))
+	}
+	for k, m := range r.Minimized {
+		if m.Signature == "" {
+			return fail(fmt.Errorf("field minimized[%d]: no signature", k))
+		}
+		if _, err := prog.Parse([]byte(m.Program)); err != nil {
+			return fail(fmt.Errorf("field minimized[%d].program: %w", k, err))
+		}
+	}
+	return &r, p, nil
+}
+
+// maxObservation bounds a decompressed observation (a VM's console is
+// 256 KiB; views of 16 regions of 1024 pages stay far below this).
+const maxObservation = 256 << 20
+
+var (
+	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxObservation), zstd.WithDecoderConcurrency(0))
+)
+
+// EncodeObservation is the observation's wire form: gob, then zstd.
+func EncodeObservation(o *obs.Observation) ([]byte, error) {
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(o); err != nil {
+		return nil, err
+	}
+	return zenc.EncodeAll(b.Bytes(), nil), nil
+}
+
+// DecodeObservation decodes EncodeObservation's output.
+func DecodeObservation(b []byte) (*obs.Observation, error) {
+	raw, err := zdec.DecodeAll(b, nil)
+	if err != nil {
+		return nil, err
+	}
+	o := new(obs.Observation)
+	if err := gob.NewDecoder(bytes.NewReader(raw)).Decode(o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// DecodeHeartbeat decodes and validates a Heartbeat.
+func DecodeHeartbeat(b []byte) (*Heartbeat, error) {
+	var h Heartbeat
+	if err := decodeStrict(b, &h); err != nil {
+		return nil, &DecodeError{What: "heartbeat", Err: err}
+	}
+	if err := checkVersion(h.V); err != nil {
+		return nil, &DecodeError{What: "heartbeat", Err: err}
+	}
+	if err := ValidName(h.Agent); err != nil {
+		return nil, &DecodeError{What: "heartbeat", Err: fmt.Errorf("field agent: %w", err)}
+	}
+	return &h, nil
+}
+
+// ValidName checks a campaign or agent name: 1 to 64 characters of
+// [A-Za-z0-9_-], so it can be a subject token and a key.
+func ValidName(s string) error {
+	if s == "" || len(s) > 64 {
+		return fmt.Errorf("name %q must have 1 to 64 characters", s)
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("name %q: character %q is not one of A-Z a-z 0-9 _ -", s, c)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,257 @@
+package campaign
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/fuzz/minimize"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// Finding is a saved failure.
+type Finding struct {
+	Issue       judge.Issue
+	Program     *prog.Program
+	Observation *obs.Observation
+	Minimized   *prog.Program
+	MinObs      *obs.Observation
+	MinIssue    judge.Issue // the issue as seen on the minimized program
+	// Judged is what the verdict on the original run rested on
+	// (judge.Verdict.Summary), so a reader knows what was not judged.
+	Judged       string
+	Target       string
+	CampaignSeed uint64
+	Index        int64
+	ProgramSeed  uint64
+	Corrupt      string
+	Replays      int // runs of the minimized program after minimizing
+	Reproduced   int // of which reproduced the signature
+	MinRuns      int // target runs spent minimizing
+}
+
+// Reduce minimizes f.Program while the same signature reproduces on target,
+// spending at most maxRuns target runs (0: 300) and, if maxTime > 0, about
+// that much time, then replays the result to state its reliability.
+func Reduce(target agents.Target, f *Finding, maxRuns int, maxTime time.Duration, corrupt string) {
+	if maxRuns <= 0 {
+		maxRuns = 300
+	}
+	opt := agents.Options{Corrupt: corrupt}
+	sig := f.Issue.Signature
+	runs := 0
+	deadline := time.Now().Add(maxTime)
+	reproduces := func(q *prog.Program) bool {
+		if runs >= maxRuns || (maxTime > 0 && time.Now().After(deadline)) {
+			return false
+		}
+		runs++
+		o, err := target.Run(q, opt)
+		v, herr := judge.Judge(q, o, err)
+		return herr == nil && v.Has(sig)
+	}
+	min, _ := minimize.Minimize(f.Program, reproduces, minimize.MaxAttempts(maxRuns))
+	f.Minimized, f.MinRuns = min, runs
+	f.Replays = 5
+	for k := 0; k < f.Replays; k++ {
+		o, err := target.Run(min, opt)
+		v, herr := judge.Judge(min, o, err)
+		if herr != nil || !v.Has(sig) {
+			continue
+		}
+		f.Reproduced++
+		if f.MinObs == nil {
+			f.MinObs = o
+			for _, is := range v.Issues {
+				if is.Signature == sig {
+					f.MinIssue = is
+					break
+				}
+			}
+		}
+	}
+}
+
+// FindingStore keeps one directory per signature under Dir/findings.
+type FindingStore struct {
+	Dir  string
+	seen map[string]bool
+}
+
+// Open creates the store and loads the signatures already saved there.
+func (s *FindingStore) Open() error {
+	s.seen = make(map[string]bool)
+	if s.Dir == "" {
+		return nil
+	}
+	root := filepath.Join(s.Dir, "findings")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("findings: %w", err)
+	}
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return fmt.Errorf("findings: %w", err)
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".saving-") {
+			os.RemoveAll(filepath.Join(root, e.Name())) // a save a kill interrupted
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(root, e.Name(), "signature"))
+		if err == nil {
+			s.seen[strings.TrimSpace(string(b))] = true
+		}
+	}
+	return nil
+}
+
+// Seen reports whether sig was saved before and marks it seen.
+func (s *FindingStore) Seen(sig string) bool {
+	if s.seen[sig] {
+		return true
+	}
+	s.seen[sig] = true
+	return false
+}
+
+// DirName is the directory name of a signature: readable and unique.
+func DirName(sig string) string {
+	h := sha256.Sum256([]byte(sig))
+	var b strings.Builder
+	for _, c := range sig {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-':
+			b.WriteRune(c)
+		default:
+			b.WriteByte('_')
+		}
+		if b.Len() >= 60 {
+			break
+		}
+	}
+	return b.String() + "-" + hex.EncodeToString(h[:4])
+}
+
+// Save writes a finding directory and returns its path. The directory
+// appears whole or not at all: it is written under a temporary name and
+// renamed over any earlier version (a finding is saved once as soon as it
+// is seen, and again once minimized), so a kill mid-save never leaves a
+// partial finding that would count as seen.
+func (s *FindingStore) Save(f *Finding) (string, error) {
+	if s.Dir == "" {
+		return "", nil
+	}
+	root := filepath.Join(s.Dir, "findings")
+	dir := filepath.Join(root, DirName(f.Issue.Signature))
+	tmp, err := os.MkdirTemp(root, ".saving-")
+	if err != nil {
+		return "", fmt.Errorf("findings: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	files := map[string][]byte{
+		"signature":   []byte(f.Issue.Signature + "\n"),
+		"program.ffz": f.Program.Format(),
+		"seed":        []byte(fmt.Sprintf("campaign-seed %d\nprogram-index %d\nprogram-seed %d\n", f.CampaignSeed, f.Index, f.ProgramSeed)),
+		"report.txt":  []byte(f.Report()),
+	}
+	if f.Minimized != nil {
+		files["minimized.ffz"] = f.Minimized.Format()
+	}
+	for name, o := range map[string]*obs.Observation{"observation.json": f.Observation, "minimized-observation.json": f.MinObs} {
+		if o == nil {
+			continue
+		}
+		b, err := json.MarshalIndent(o, "", " ")
+		if err != nil {
+			return "", fmt.Errorf("findings: %s: %w", name, err)
+		}
+		files[name] = b
+	}
+	for name, text := range f.Issue.Files {
+		files[name] = []byte(text)
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(tmp, name), b, 0o644); err != nil {
+			return "", fmt.Errorf("findings: %w", err)
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", fmt.Errorf("findings: %w", err)
+	}
+	old := ""
+	if _, err := os.Stat(dir); err == nil {
+		old = tmp + ".old"
+		if err := os.Rename(dir, old); err != nil {
+			return "", fmt.Errorf("findings: %w", err)
+		}
+		defer os.RemoveAll(old)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return "", fmt.Errorf("findings: %w", err)
+	}
+	return dir, nil
+}
+
+// Report is the human-readable report of a finding.
+func (f *Finding) Report() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "forkfuzz finding: %s\n", f.Issue.Signature)
+	fmt.Fprintf(&b, "oracle:   %s\n", f.Issue.Oracle)
+	if f.Target == "native" {
+		fmt.Fprintf(&b, "target:   native (host kernel: %s)\n", kernelRelease())
+	} else {
+		fmt.Fprintf(&b, "target:   %s\n", f.Target)
+	}
+	fmt.Fprintf(&b, "seed:     campaign %d, program %d, program seed %d\n", f.CampaignSeed, f.Index, f.ProgramSeed)
+	if f.Corrupt != "" {
+		fmt.Fprintf(&b, "NOTE:     the executor ran with the test-only corruption %q\n", f.Corrupt)
+	}
+	if f.Judged != "" {
+		fmt.Fprintf(&b, "judged:   %s\n", f.Judged)
+	}
+	if f.Minimized == nil {
+		b.WriteString("minimized: not yet (saved as soon as seen; minimization follows)\n")
+	} else {
+		fmt.Fprintf(&b, "minimized: %d ops (from %d) in %d target runs; reproduced %d/%d replays\n",
+			len(f.Minimized.Ops), len(f.Program.Ops), f.MinRuns, f.Reproduced, f.Replays)
+		fmt.Fprintf(&b, "replay:   forkfuzz exec minimized.ffz\n")
+	}
+	b.WriteString("\n")
+	if f.Minimized != nil && f.MinObs != nil {
+		fmt.Fprintf(&b, "What went wrong (minimized program):\n%s\n\nMinimized program:\n%s\n", indent(f.MinIssue.Explanation), indent(string(f.Minimized.Format())))
+	}
+	fmt.Fprintf(&b, "What went wrong (original program):\n%s\n\nOriginal program:\n%s", indent(f.Issue.Explanation), indent(string(f.Program.Format())))
+	return b.String()
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return "  " + strings.Join(lines, "\n  ")
+}
+
+func kernelRelease() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return "unknown kernel"
+	}
+	return "Linux " + unix.ByteSliceToString(u.Release[:])
+}
+
+// Exists reports whether the directory of sig is on disk.
+func (s *FindingStore) Exists(sig string) bool {
+	if s.Dir == "" {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(s.Dir, "findings", DirName(sig), "signature"))
+	return err == nil
+}

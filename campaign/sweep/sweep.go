@@ -1,0 +1,189 @@
+// Package sweep drives fork into every failure point it has: for each fork
+// of the main process of a program, it runs the program with fail_nth=K on
+// that fork for K = 1, 2, ... until the fork passes all its failure points
+// without consuming the fault (the kernel's fail-nth reads back non-zero),
+// judging every run with all oracles. Every run's program carries its
+// fail_nth, so a finding replays exactly.
+package sweep
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// Options tune a sweep.
+type Options struct {
+	// MaxK stops the sweep of one fork after this many failure points
+	// (0: 100000); the result says the fork was not swept to its end.
+	MaxK int
+	// Stride tries K = 1, 1+Stride, 1+2*Stride, ... (0 or 1: every K).
+	// The sweep ends when K is past the fork's last failure point; the
+	// count of failure points is exact either way (fail-nth reads back how
+	// many were left).
+	Stride int
+	// Forks limits the sweep to these fork numbers (nil: every fork of the
+	// main process).
+	Forks []int
+	// Log receives one line per run (nil: none).
+	Log io.Writer
+}
+
+// Finding is one issue found at one failure point.
+type Finding struct {
+	Fork, K int
+	Issue   judge.Issue
+	Program *prog.Program // the program that found it, with fail_nth=K
+}
+
+// ForkResult is the sweep of one fork.
+type ForkResult struct {
+	Fork, Op int
+	// Points is the number of failure points fork passed with this program:
+	// K = Points+1 was never reached. -1 if the sweep stopped earlier.
+	Points int
+	// Runs, and of those: Failed (fork returned an error), Tolerated (the
+	// fault was injected but fork returned success: the kernel handled
+	// the failed allocation, or, under Async-fork, it hit the child's
+	// copy after fork returned).
+	Runs, Failed, Tolerated int
+	Errnos                  map[int]int // errno -> runs
+	// Sites counts the runs by where the kernel said the fault struck
+	// (obs.Rollback.Site; "" when it did not say).
+	Sites    map[string]int
+	Elapsed  time.Duration
+	Stopped  string // why the sweep of this fork ended
+	Findings []Finding
+}
+
+// Result is a whole sweep.
+type Result struct {
+	Forks   []ForkResult
+	Elapsed time.Duration
+}
+
+// UnsupportedError says the target cannot inject faults into fork.
+type UnsupportedError struct{ Reason string }
+
+func (e *UnsupportedError) Error() string {
+	return "fault injection into fork is not available on this target: " + e.Reason
+}
+
+// Run sweeps the forks of p on target t. It returns an *UnsupportedError
+// when the target cannot inject faults (never a clean result), and other
+// errors when the harness fails.
+func Run(t agents.Target, p *prog.Program, o Options) (*Result, error) {
+	if o.MaxK <= 0 {
+		o.MaxK = 100000
+	}
+	if o.Stride <= 0 {
+		o.Stride = 1
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	want := map[int]bool{}
+	for _, f := range o.Forks {
+		want[f] = true
+	}
+	start := time.Now()
+	res := &Result{}
+	for i, op := range p.Ops {
+		if op.Kind != prog.OpFork || op.Proc != 0 || (len(want) > 0 && !want[op.Fork]) {
+			continue
+		}
+		fr, err := sweepFork(t, p, i, o)
+		if err != nil {
+			return res, err
+		}
+		res.Forks = append(res.Forks, *fr)
+	}
+	if len(res.Forks) == 0 {
+		return nil, errors.New("sweep: the program has no fork of the main process to sweep")
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult, error) {
+	f := p.Ops[i].Fork
+	fr := &ForkResult{Fork: f, Op: i, Points: -1, Errnos: map[int]int{}, Sites: map[string]int{}}
+	start := time.Now()
+	seen := map[string]bool{}
+	defer func() { fr.Elapsed = time.Since(start) }()
+	for k := 1; k <= o.MaxK; k += o.Stride {
+		q := p.Clone()
+		for j := range q.Ops {
+			q.Ops[j].FailNth = 0
+		}
+		q.Ops[i].FailNth = k
+		ob, runErr := t.Run(q, agents.Options{})
+		fr.Runs++
+		v, err := judge.Judge(q, ob, runErr)
+		if err != nil {
+			return fr, fmt.Errorf("sweep fork f%d at fail_nth=%d: %w", f, k, err)
+		}
+		for _, is := range v.Issues {
+			if !seen[is.Signature] {
+				seen[is.Signature] = true
+				fr.Findings = append(fr.Findings, Finding{Fork: f, K: k, Issue: is, Program: q})
+			}
+		}
+		if ob == nil {
+			// The executor or the kernel died: the fault is somewhere in
+			// there, but its outcome is unknown. Go on with the next K.
+			logf(o.Log, "fork f%d fail_nth=%d: no observation (%v)", f, k, runErr)
+			continue
+		}
+		rb := rollbackOf(ob, i)
+		if rb == nil {
+			if v.OK() {
+				return fr, fmt.Errorf("sweep fork f%d at fail_nth=%d: the observation has no rollback measurement", f, k)
+			}
+			continue // judged above (rollback:missing, a crash, ...)
+		}
+		if rb.Injection == obs.InjUnsupported {
+			return fr, &UnsupportedError{rb.Reason}
+		}
+		if rb.Errno != 0 {
+			fr.Failed++
+			fr.Errnos[rb.Errno]++
+		} else if rb.Injection == obs.InjInjected {
+			fr.Tolerated++
+		}
+		if rb.Injection == obs.InjInjected {
+			fr.Sites[rb.Site]++
+		}
+		logf(o.Log, "fork f%d fail_nth=%d: %s, errno %d, %d issues; %s", f, k, rb.Injection, rb.Errno, len(v.Issues), rb.Site)
+		if rb.Injection == obs.InjNotReached {
+			// fail-nth counts down once per failure point: fork passed
+			// k - Remaining of them.
+			fr.Points = k - rb.Remaining
+			fr.Stopped = fmt.Sprintf("fork passed all its failure points: fail_nth=%d read back %d", k, rb.Remaining)
+			return fr, nil
+		}
+	}
+	fr.Stopped = fmt.Sprintf("stopped at the limit of %d failure points", o.MaxK)
+	return fr, nil
+}
+
+func rollbackOf(o *obs.Observation, op int) *obs.Rollback {
+	for j := range o.Rollbacks {
+		if o.Rollbacks[j].Op == op {
+			return &o.Rollbacks[j]
+		}
+	}
+	return nil
+}
+
+func logf(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", args...)
+	}
+}

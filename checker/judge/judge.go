@@ -1,0 +1,302 @@
+// Package judge is the one place a run is judged: from (program,
+// observation, the target's error) to a verdict of typed issues plus what
+// was judged and what was not. The campaign, sweeps, distributed
+// coordinator, the simulated kernel's mutant hunt and every CLI command
+// call Judge; nothing else classifies a target's answer.
+//
+// It sits above the targets (it knows the agents.Event contract, never a
+// concrete backend) and below orchestration.
+//
+// Adding an oracle: add it to the checker (checker/oracle.go says how);
+// Judge passes every checker finding through with its typed oracle. A new
+// kind of target event needs only to implement agents.Event.
+package judge
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/checker"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// Issue is one thing wrong with one run.
+type Issue struct {
+	// Oracle is the rule that broke: a checker.Oracle, or the oracle a
+	// target event names ("executor-crash", "kernel-warning", ...).
+	Oracle      checker.Oracle `json:"oracle"`
+	Signature   string         `json:"signature"`
+	Explanation string         `json:"explanation"`
+	// Evidence locates a checker finding (process, view, operation,
+	// region, page, expected and actual word); nil for target events.
+	Evidence *checker.Finding `json:"evidence,omitempty"`
+	// Files are extra files for the finding directory (a VM's console,
+	// the kernel report, porcupine's visualization).
+	Files map[string]string `json:"-"`
+}
+
+// SkippedOp is an operation the executor did not perform, and why.
+type SkippedOp struct {
+	Op     int    `json:"op"`
+	Text   string `json:"text"` // the operation as written
+	Reason string `json:"reason"`
+}
+
+// Verdict is the judgement of one run.
+type Verdict struct {
+	Issues []Issue `json:"issues,omitempty"`
+	// Judged says how much the oracles compared.
+	Judged Judged `json:"judged"`
+	// Skipped lists operations the target could not perform (the kernel
+	// or the machine lacks what they need); their effects were not judged.
+	Skipped []SkippedOp `json:"skipped,omitempty"`
+	// Notes are what was not judged and why, and harness remarks.
+	Notes []string `json:"notes,omitempty"`
+	// Omitted counts findings left out of Issues to keep it small.
+	Omitted int `json:"omitted,omitempty"`
+}
+
+// Judged counts what a verdict rests on.
+type Judged struct {
+	Ops   int `json:"ops"`   // operations that ran and whose results were compared
+	Views int `json:"views"` // process views compared with the model
+	Pages int `json:"pages"` // readable pages whose content was compared
+	// Cells are the thread-written words the consistent-cut oracle judged.
+	Cells int `json:"cells,omitempty"`
+	// Lost: operations after which the model lost track of some pages.
+	Lost int `json:"lost,omitempty"`
+	// SharedUnjudged: shared memory stopped being judged at some point.
+	SharedUnjudged bool `json:"shared_unjudged,omitempty"`
+	// Excused: findings explained by an injected failure (not issues).
+	Excused int `json:"excused,omitempty"`
+	// Observation is false when there was none to judge (a crash).
+	Observation bool `json:"observation"`
+}
+
+// OK reports whether no oracle failed.
+func (v *Verdict) OK() bool { return len(v.Issues) == 0 }
+
+// Has reports whether v has an issue with signature sig.
+func (v *Verdict) Has(sig string) bool {
+	for _, is := range v.Issues {
+		if is.Signature == sig {
+			return true
+		}
+	}
+	return false
+}
+
+// Signatures returns the distinct signatures, sorted.
+func (v *Verdict) Signatures() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, is := range v.Issues {
+		if !seen[is.Signature] {
+			seen[is.Signature] = true
+			out = append(out, is.Signature)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// HTMLTimeout bounds porcupine's visualization of a linearizability issue.
+var HTMLTimeout = 10 * time.Second
+
+// Judge judges one run of p: o is the observation (nil if none) and
+// runErr the target's error. A target event (agents.Event) is an issue;
+// any other error is a harness failure, returned as the error and never
+// judged as a finding.
+func Judge(p *prog.Program, o *obs.Observation, runErr error) (*Verdict, error) {
+	v := &Verdict{}
+	if runErr != nil {
+		ev, ok := agents.AsEvent(runErr)
+		if !ok {
+			return nil, runErr
+		}
+		is := Issue{Oracle: checker.Oracle(ev.Oracle()), Signature: ev.Signature(), Explanation: ev.Explanation()}
+		if f, ok := ev.(agents.EventFiles); ok {
+			is.Files = f.Files()
+		}
+		v.Issues = append(v.Issues, is)
+	}
+	if o == nil {
+		if runErr == nil {
+			return nil, fmt.Errorf("judge: the target returned neither an observation nor an error")
+		}
+		v.Notes = append(v.Notes, "no observation: only the target's event was judged")
+		return v, nil
+	}
+	cv := checker.Check(p, o)
+	v.Judged = Judged{Views: cv.Stats.Views, Pages: cv.Stats.Pages, Cells: cv.Stats.Cells, Lost: cv.Stats.Lost,
+		SharedUnjudged: cv.Stats.SharedUnjudged, Excused: cv.Stats.Excused, Observation: true}
+	var html map[string][]byte
+	for i := range cv.Findings {
+		f := cv.Findings[i]
+		is := Issue{Oracle: f.Oracle, Signature: f.Signature, Explanation: f.String(), Evidence: &f}
+		if f.Oracle == checker.OracleLinearizability {
+			if html == nil {
+				html = checker.LinearizabilityHTML(p, o, HTMLTimeout)
+			}
+			is.Files = make(map[string]string, len(html))
+			for name, b := range html {
+				is.Files[name] = string(b)
+			}
+		}
+		v.Issues = append(v.Issues, is)
+	}
+	for _, om := range cv.Omitted {
+		v.Omitted += om.Count
+	}
+	v.Notes = append(v.Notes, cv.Notes...)
+	for i, r := range o.Ops {
+		if i >= len(p.Ops) {
+			break
+		}
+		switch {
+		case r.Skip != "":
+			v.Skipped = append(v.Skipped, SkippedOp{Op: i, Text: p.Ops[i].String(), Reason: r.Skip})
+		case r.Ran:
+			v.Judged.Ops++
+		}
+	}
+	return v, nil
+}
+
+// Summary says in one line what was judged and what was not: "judged 12
+// ops, 5 views, 340 pages; 2 ops skipped (uffdwp: ...); 1 note".
+func (v *Verdict) Summary() string {
+	j := v.Judged
+	if !j.Observation {
+		return "no observation to judge"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "judged %d ops, %d views, %d pages", j.Ops, j.Views, j.Pages)
+	if j.Cells > 0 {
+		fmt.Fprintf(&b, ", %d thread cells", j.Cells)
+	}
+	if n := len(v.Skipped); n > 0 {
+		reasons := map[string]bool{}
+		var rs []string
+		for _, s := range v.Skipped {
+			if !reasons[s.Reason] {
+				reasons[s.Reason] = true
+				rs = append(rs, s.Reason)
+			}
+		}
+		fmt.Fprintf(&b, "; %d ops skipped, not judged (%s)", n, strings.Join(rs, "; "))
+	}
+	if j.Lost > 0 {
+		fmt.Fprintf(&b, "; model lost track of some pages after %d ops", j.Lost)
+	}
+	if j.SharedUnjudged {
+		b.WriteString("; shared memory partly unjudged")
+	}
+	if j.Excused > 0 {
+		fmt.Fprintf(&b, "; %d findings excused by injected failures", j.Excused)
+	}
+	if n := len(v.Notes); n > 0 {
+		fmt.Fprintf(&b, "; %d notes", n)
+	}
+	return b.String()
+}
+
+// Report prints the verdict readably: issues, what was judged, skipped
+// operations and notes.
+func (v *Verdict) Report() string {
+	var b strings.Builder
+	if v.OK() {
+		b.WriteString("verdict: pass\n")
+	} else {
+		fmt.Fprintf(&b, "verdict: FAIL, %d issues, %d signatures\n", len(v.Issues)+v.Omitted, len(v.Signatures()))
+		for i, is := range v.Issues {
+			fmt.Fprintf(&b, "%d. [%s] %s\n    %s\n", i+1, is.Oracle, is.Signature, strings.ReplaceAll(is.Explanation, "\n", "\n    "))
+		}
+		if v.Omitted > 0 {
+			fmt.Fprintf(&b, "   ... and %d more findings of the same oracles\n", v.Omitted)
+		}
+	}
+	fmt.Fprintf(&b, "%s\n", v.Summary())
+	for _, s := range v.Skipped {
+		fmt.Fprintf(&b, "skipped: op %d `%s`: %s\n", s.Op, s.Text, s.Reason)
+	}
+	for _, n := range v.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	return b.String()
+}
+
+// Tally accumulates what many verdicts judged, for campaign summaries.
+type Tally struct {
+	Runs, Ops, Views, Pages, Cells int
+	// SkippedOps counts skipped operations by reason.
+	SkippedOps map[string]int
+	// Unjudged counts runs where the model lost track of some memory.
+	Unjudged int
+	Notes    int
+}
+
+// Add counts v.
+func (t *Tally) Add(v *Verdict) {
+	if v == nil {
+		return
+	}
+	t.Runs++
+	t.Ops += v.Judged.Ops
+	t.Views += v.Judged.Views
+	t.Pages += v.Judged.Pages
+	t.Cells += v.Judged.Cells
+	if v.Judged.Lost > 0 || v.Judged.SharedUnjudged {
+		t.Unjudged++
+	}
+	t.Notes += len(v.Notes)
+	for _, s := range v.Skipped {
+		if t.SkippedOps == nil {
+			t.SkippedOps = map[string]int{}
+		}
+		t.SkippedOps[skipClass(s)]++
+	}
+}
+
+// skipClass groups skip reasons by operation kind.
+func skipClass(s SkippedOp) string {
+	kind, _, _ := strings.Cut(strings.TrimSpace(s.Text), " ")
+	if i := strings.Index(kind, ":"); i >= 0 {
+		// "t1: uffdwp ..." or "f0: ..."
+		rest := strings.TrimSpace(s.Text[i+1:])
+		kind, _, _ = strings.Cut(rest, " ")
+	}
+	return kind
+}
+
+// String is the tally as one line for a campaign summary.
+func (t *Tally) String() string {
+	if t.Runs == 0 {
+		return "judged: nothing"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "judged %d ops, %d views, %d pages", t.Ops, t.Views, t.Pages)
+	if t.Cells > 0 {
+		fmt.Fprintf(&b, ", %d thread cells", t.Cells)
+	}
+	if len(t.SkippedOps) > 0 {
+		var ks []string
+		for k := range t.SkippedOps {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		var parts []string
+		for _, k := range ks {
+			parts = append(parts, fmt.Sprintf("%s %d", k, t.SkippedOps[k]))
+		}
+		fmt.Fprintf(&b, "; ops skipped by the target, not judged: %s", strings.Join(parts, ", "))
+	}
+	if t.Unjudged > 0 {
+		fmt.Fprintf(&b, "; %d runs with memory the model lost track of", t.Unjudged)
+	}
+	return b.String()
+}

@@ -1,4 +1,0 @@
-// Package gofuzz holds the go-fuzz entry point (file gofuzz.go, build tag
-// gofuzz): see that file. The native Go fuzz target doing the same is
-// kernel/sim's FuzzSim.
-package gofuzz

@@ -1,5 +1,0 @@
-package sim
-
-import "github.com/forkfuzz/forkfuzz/agents/executor"
-
-var execOpts = executor.Options{}
