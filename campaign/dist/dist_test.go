@@ -205,7 +205,9 @@ func TestAgentGivesUpOnBrokenTarget(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "5 harness errors in a row, last: qemu would not start") {
 		t.Fatalf("agent: %v", err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitFor(t, 30*time.Second, "the coordinator stores a harness error", func() bool {
+		return len(doneKeys(t, st, "broken")) > 0
+	})
 	stopCoord()
 	cs := <-coordDone
 	if cs.HarnessErrors < 1 || cs.Programs != 0 {
@@ -231,5 +233,17 @@ func TestCoordinatorDuration(t *testing.T) {
 	}
 	if el := time.Since(start); el < time.Second || el > 100*time.Second || cs.Done == 0 || cs.Done != cs.Published {
 		t.Fatalf("after %v: %+v", el, *cs)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after timeout.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting until %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -180,7 +180,7 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	var m *dist.Metrics
 	if cfg.MetricsAddr != "" {
 		m = dist.NewMetrics()
-		addr, err := m.Serve(ctx, cfg.MetricsAddr)
+		addr, _, err := m.Serve(ctx, cfg.MetricsAddr, log)
 		if err != nil {
 			return fail(err)
 		}
@@ -271,7 +271,7 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 	var kernelHash string
 	if kind == "qemu" && fs.Lookup("kernel").Value.String() == "" {
 		// The campaign's kernel, fetched once by hash.
-		if kernelHash, err = campaignKernel(ctx, st); err != nil {
+		if kernelHash, err = dist.CampaignKernel(ctx, st); err != nil {
 			return fail(err)
 		}
 		if kernelHash != "" {
@@ -313,29 +313,6 @@ func dialStore(ctx context.Context, cfg *dist.Config, name string) (*nats.Conn, 
 		return nil, nil, err
 	}
 	return nc, st, nil
-}
-
-// campaignKernel is the kernel of the newest unfinished qemu campaign.
-func campaignKernel(ctx context.Context, st *dist.Store) (string, error) {
-	keys, err := st.State.Keys(ctx)
-	if err != nil {
-		return "", nil // no campaign yet
-	}
-	var best dist.State
-	for _, k := range keys {
-		e, err := st.State.Get(ctx, k)
-		if err != nil {
-			continue
-		}
-		var s dist.State
-		if json.Unmarshal(e.Value(), &s) != nil || s.Target != "qemu" || s.Finished || s.Kernel == "" {
-			continue
-		}
-		if s.Updated.After(best.Updated) {
-			best = s
-		}
-	}
-	return best.Kernel, nil
 }
 
 func sanitizeName(s string) string {
