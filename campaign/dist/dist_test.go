@@ -131,9 +131,11 @@ func TestInProcessCampaign(t *testing.T) {
 	if int64(len(dirs)) != cs.Findings {
 		t.Errorf("%d finding directories for %d findings", len(dirs), cs.Findings)
 	}
+	// The coordinator asked an agent to minimize each new finding and
+	// did not finish before every answer was in its directory.
 	minimized, _ := filepath.Glob(filepath.Join(workdir, "findings", "*", "minimized.ffz"))
-	if len(minimized) == 0 {
-		t.Error("no finding carries a minimized program")
+	if int64(len(minimized)) != cs.Findings {
+		t.Errorf("%d of %d findings carry a minimized program", len(minimized), cs.Findings)
 	}
 	status, err := ReadStatus(ctx, st)
 	if err != nil {
@@ -155,6 +157,57 @@ func TestInProcessCampaign(t *testing.T) {
 	}
 	if !cs2.Resumed || cs2.Done != n || cs2.Findings != cs.Findings || cs2.Published != 0 {
 		t.Fatalf("resumed finished campaign: %+v", *cs2)
+	}
+}
+
+// An agent that does not minimize answers the coordinator's request so;
+// the finding keeps its program, says why it is not minimized, and the
+// campaign finishes.
+func TestMinimizeSkipped(t *testing.T) {
+	_, st := testConnected(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	actx, stopAgent := context.WithCancel(ctx)
+	agentDone := make(chan struct{})
+	go func() {
+		defer close(agentDone)
+		RunAgent(actx, AgentConfig{Store: st, ID: "nomin", Kind: "sim", Target: simTarget(t, "async-mprotect-nosync")})
+	}()
+	workdir := t.TempDir()
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "nomin", Seed: 3, Programs: 150, Target: "sim",
+		Weights: gen.DefaultWeights(), Workdir: workdir, Queue: 16})
+	stopAgent()
+	<-agentDone
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Findings == 0 {
+		t.Fatal("the mutant async-mprotect-nosync was not found in 150 programs; the test proves nothing")
+	}
+	n := 0
+	err = watchAll(ctx, st.Findings, ">", func(key string, v []byte) error {
+		b, err := st.Repro.GetBytes(ctx, key)
+		if err != nil {
+			return err
+		}
+		var rec FindingRecord
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return err
+		}
+		n++
+		if rec.Minimized != nil || !strings.Contains(rec.MinimizeSkipped, "agent nomin does not minimize") {
+			t.Errorf("finding %s: minimized %v, skipped %q", rec.Meta.Signature, rec.Minimized != nil, rec.MinimizeSkipped)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(n) != cs.Findings {
+		t.Errorf("%d finding records for %d findings", n, cs.Findings)
+	}
+	if m, _ := filepath.Glob(filepath.Join(workdir, "findings", "*", "minimized.ffz")); len(m) != 0 {
+		t.Errorf("%d minimized programs from an agent that does not minimize", len(m))
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // Names of the JetStream objects a campaign lives in.
 const (
 	WorkStream    = "FFZ_WORK"    // work queue: ffz.work.<target kind>
-	ResultStream  = "FFZ_RESULTS" // work queue: ffz.result.<campaign>
+	ResultStream  = "FFZ_RESULTS" // work queue: ffz.result.<campaign>, ffz.result.<campaign>.min
 	StateBucket   = "ffz-state"   // campaign name -> State
 	DoneBucket    = "ffz-done"    // <campaign>.<index> -> Done: one per program, ever
 	FindingBucket = "ffz-findings"
@@ -30,10 +30,23 @@ const (
 func workSubject(kind string) string { return "ffz.work." + kind }
 func resultSubject(c string) string  { return "ffz.result." + c }
 
+// minimizedSubject carries a campaign's MinimizeResults (on the result
+// stream, beside its Results but consumed apart).
+func minimizedSubject(c string) string { return "ffz.result." + c + ".min" }
+
+// minimizeMsgID is the message ID of the request to minimize a finding
+// and of its answer: one of each per finding within the dedup window.
+func minimizeMsgID(c, sig string) string { return c + "/min/" + FindingKey(sig) }
+
 // AgentConsumer is the durable consumer all agents of one target kind
 // share: each work item goes to one of them; unacknowledged work is
 // redelivered after the ack wait.
 func AgentConsumer(kind string) string { return "agents-" + kind }
+
+// corpusSubject is the subject a corpus bucket Put of slot goes to.
+func corpusSubject(c string, slot int) string {
+	return fmt.Sprintf("$KV.%s.%s.%d", CorpusBucket, c, slot)
+}
 
 func doneKey(c string, i int64) string { return fmt.Sprintf("%s.%d", c, i) }
 
