@@ -113,27 +113,6 @@ func (op Op) String() string {
 	return b.String()
 }
 
-var mremapFlagNames = []struct {
-	f    MremapFlags
-	name string
-}{{MremapMaymove, "maymove"}, {MremapFixed, "fixed"}, {MremapDontunmap, "dontunmap"}}
-
-func (f MremapFlags) String() string {
-	if f == 0 {
-		return "none"
-	}
-	var parts []string
-	for _, n := range mremapFlagNames {
-		if f&n.f != 0 {
-			parts = append(parts, n.name)
-		}
-	}
-	if rest := f &^ mremapAll; rest != 0 {
-		parts = append(parts, fmt.Sprintf("%#x", uint8(rest)))
-	}
-	return strings.Join(parts, "|")
-}
-
 // token is a word of a line with its 1-based column.
 type token struct {
 	s   string
@@ -506,9 +485,9 @@ func (ps *parser) opArgs(op *Op, toks []token) error {
 		col := t.col
 		for _, part := range strings.Split(t.s, "|") {
 			found := false
-			for _, n := range mremapFlagNames {
-				if n.name == part {
-					op.Flags |= n.f
+			for _, n := range mremapFlagTable {
+				if n.Name == part {
+					op.Flags |= n.Flag
 					found = true
 				}
 			}

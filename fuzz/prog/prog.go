@@ -52,8 +52,6 @@
 // say which operation wrote a value it found.
 package prog
 
-import "fmt"
-
 // Version is the current program format version.
 const Version = 1
 
@@ -93,21 +91,6 @@ const (
 	numRegionKinds
 )
 
-var regionKindNames = [...]string{"anon-private", "anon-shared", "memfd-private", "memfd-shared"}
-
-func (k RegionKind) String() string {
-	if int(k) < len(regionKindNames) {
-		return regionKindNames[k]
-	}
-	return fmt.Sprintf("kind(%d)", k)
-}
-
-// Shared reports whether writes through the mapping reach the backing object.
-func (k RegionKind) Shared() bool { return k == AnonShared || k == MemfdShared }
-
-// Memfd reports whether the region is backed by a memfd.
-func (k RegionKind) Memfd() bool { return k == MemfdPrivate || k == MemfdShared }
-
 // THP is the transparent-huge-page advice applied when a region is created.
 type THP uint8
 
@@ -115,16 +98,8 @@ const (
 	THPDefault THP = iota
 	THPOn          // MADV_HUGEPAGE
 	THPOff         // MADV_NOHUGEPAGE
+	numTHPs
 )
-
-var thpNames = [...]string{"default", "on", "off"}
-
-func (t THP) String() string {
-	if int(t) < len(thpNames) {
-		return thpNames[t]
-	}
-	return fmt.Sprintf("thp(%d)", t)
-}
 
 // Region is one named memory region; region I is called "rI".
 type Region struct {
@@ -168,35 +143,6 @@ const (
 	numOpKinds
 )
 
-var opNames = [...]string{"store", "pwrite", "mmap", "munmap", "mprotect", "madvise", "mremap",
-	"mlock", "munlock", "fork", "wait", "kill", "check", "storeloop", "join",
-	"procmem", "pvwrite", "odirect", "vmsplice", "readpipe", "uringreg", "uringread", "uffdwp"}
-
-func (k OpKind) String() string {
-	if int(k) < len(opNames) {
-		return opNames[k]
-	}
-	return fmt.Sprintf("op(%d)", k)
-}
-
-// OpKinds lists every operation kind.
-func OpKinds() []OpKind {
-	ks := make([]OpKind, numOpKinds)
-	for i := range ks {
-		ks[i] = OpKind(i)
-	}
-	return ks
-}
-
-// HasRange reports whether operations of this kind take a region, off and len.
-func (k OpKind) HasRange() bool {
-	switch k {
-	case OpMmap, OpMunmap, OpMprotect, OpMadvise, OpMremap, OpMlock, OpMunlock:
-		return true
-	}
-	return false
-}
-
 // ChangesVMA reports whether the operation changes mappings (VMA-level
 // changes force a whole-VMA synchronization in Async-fork).
 func (k OpKind) ChangesVMA() bool { return k.HasRange() }
@@ -210,15 +156,6 @@ const (
 	ProtRW
 	numProts
 )
-
-var protNames = [...]string{"none", "r", "rw"}
-
-func (p Prot) String() string {
-	if int(p) < len(protNames) {
-		return protNames[p]
-	}
-	return fmt.Sprintf("prot(%d)", p)
-}
 
 // Advice is a madvise advice.
 type Advice uint8
@@ -237,25 +174,6 @@ const (
 	AdvCold
 	numAdvices
 )
-
-var adviceNames = [...]string{"dontneed", "free", "dontfork", "dofork", "wipeonfork",
-	"keeponfork", "hugepage", "nohugepage", "collapse", "pageout", "cold"}
-
-func (a Advice) String() string {
-	if int(a) < len(adviceNames) {
-		return adviceNames[a]
-	}
-	return fmt.Sprintf("advice(%d)", a)
-}
-
-// Advices lists every advice.
-func Advices() []Advice {
-	as := make([]Advice, numAdvices)
-	for i := range as {
-		as[i] = Advice(i)
-	}
-	return as
-}
 
 // MremapFlags are the flags of an mremap.
 type MremapFlags uint8
