@@ -269,6 +269,8 @@ func (m *machine) exec(pr *proc, i int) {
 	default:
 		if op.Kind.Pinned() {
 			m.execPinned(pr, i)
+		} else {
+			m.unhandled(pr, i)
 		}
 	}
 	switch op.Kind {
@@ -276,6 +278,14 @@ func (m *machine) exec(pr *proc, i int) {
 		m.forgetPending(pr)
 		m.rewild(pr)
 	}
+}
+
+// unhandled is the model's answer to an operation kind it has no rule
+// for: nothing is predicted and a note says so (TestEveryOpKindModelled
+// runs every kind, so this is reached only by a kind added without one).
+func (m *machine) unhandled(pr *proc, i int) {
+	m.result(pr, i, unpredictable("unhandled operation kind"))
+	m.col.note("%s: the model has no rule for %s operations (unhandled operation kind); nothing after it is judged reliably", opRef(m.p, i), m.p.Ops[i].Kind)
 }
 
 // notRun handles an operation the observation says did not run although
@@ -804,6 +814,12 @@ func (m *machine) applyAdvice(pr *proc, i, lo, hi int) {
 				return set(&s.thp, prog.THPOff)
 			}
 		})
+	case prog.AdvPageout, prog.AdvCold, prog.AdvCollapse:
+		// Reclaim hints and THP collapse change neither content nor
+		// the mapping's attributes.
+	default:
+		m.col.note("%s: the model has no rule for advice %v (unhandled advice); its effect is not judged", opRef(m.p, i), op.Advice)
+		m.forget(pr, lo, hi, i)
 	}
 }
 
