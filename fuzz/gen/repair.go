@@ -2,15 +2,12 @@ package gen
 
 import "github.com/forkfuzz/forkfuzz/fuzz/prog"
 
-var (
-	numOpKinds = len(prog.OpKinds())
-	numAdvices = len(prog.Advices())
-)
-
 const (
-	numRegionKinds = int(prog.MemfdShared) + 1
-	numTHP         = int(prog.THPOff) + 1
-	numProts       = int(prog.ProtRW) + 1
+	numOpKinds     = prog.NumOpKinds
+	numAdvices     = prog.NumAdvices
+	numRegionKinds = prog.NumRegionKinds
+	numTHP         = prog.NumTHPs
+	numProts       = prog.NumProts
 	mremapAll      = prog.MremapMaymove | prog.MremapFixed | prog.MremapDontunmap
 )
 
