@@ -50,6 +50,42 @@
 // Every store and pwrite writes 8-byte slots with values that identify the
 // operation and slot (SlotValue), so an oracle can tell every write apart and
 // say which operation wrote a value it found.
+//
+// # Enums
+//
+// Each enum (OpKind, Advice, RegionKind, THP, Prot, MremapFlags) has one
+// descriptor table in enums.go: its name in the text format, the Linux
+// constant it stands for, and the properties the generator, the model and
+// the executors read; NumOpKinds, NumAdvices, ... count the values. Every
+// interpreter has a table test that iterates 0..N-1.
+//
+// # Adding an operation
+//
+//  1. prog: a constant before numOpKinds (pinned ones between OpProcMem
+//     and OpUffdWP), its row in opTable with name, syscall, properties and
+//     a minimal Example; its fields in the Op doc, Format and parseOp
+//     (format.go), Validate (validate.go). go test ./fuzz/prog checks the
+//     table and the example.
+//  2. Executor (agents/executor): a case in machine.exec (pinned kinds in
+//     execPinned, pinned.go; on threads, worker.run). Without one it is
+//     skipped as unhandled: TestEveryOpKindHandled fails.
+//  3. Model (checker): see "Adding an operation" in package checker;
+//     TestEveryOpKindModelled fails without a rule.
+//  4. Simulated kernel (agents/sim): a case in machine.exec (run.go), or a
+//     Skip reason saying it is not modelled; TestEveryOpKindSimulated
+//     runs it on every model and judges it.
+//  5. Generator (fuzz/gen): a weight (weights.go, and the profiles that
+//     should use it), a generator case (ops.go, pinned.go), Repair's
+//     clamping (repair.go), mutation if it has arguments; the units test
+//     draws every kind from NumOpKinds and TestEveryValueGenerated requires
+//     the kind to be generated.
+//  6. README: the format section and, if it needs a kernel feature, the
+//     skip reason (fuzz/obs skip.go).
+//
+// Adding an advice, protection or mremap flag is a row in its table (with
+// its Linux value: agents/executor TestLinuxConstants checks it against
+// x/sys/unix) plus its rule in the model and the sim; an executor never
+// indexes past a table (a value without a row is skipped as unhandled).
 package prog
 
 // Version is the current program format version.
