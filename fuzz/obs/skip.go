@@ -9,11 +9,11 @@ import (
 // them where it sets up what pinned operations need; the text says what is
 // missing, so a user knows which feature their kernel or machine lacks.
 const (
-	SkipNoUring    = 1 // io_uring_setup failed
-	SkipNoODirect  = 2 // the scratch file cannot be opened with O_DIRECT
-	SkipNoUffd     = 3 // userfaultfd cannot be opened
-	SkipNoWPAsync  = 4 // the kernel lacks UFFD_FEATURE_WP_ASYNC
-	SkipNoScratch  = 5 // no scratch file for odirect/uringread data
+	SkipNoUring   = 1 // io_uring_setup failed
+	SkipNoODirect = 2 // the scratch file cannot be opened with O_DIRECT
+	SkipNoUffd    = 3 // userfaultfd cannot be opened
+	SkipNoWPAsync = 4 // the kernel lacks UFFD_FEATURE_WP_ASYNC
+	SkipNoScratch = 5 // no scratch file for odirect/uringread data
 	// SkipUnhandled: the executor has no handler for the operation's
 	// kind or argument (a new enum value not taught to it: a bug in
 	// forkfuzz, caught by the executor's table tests).
