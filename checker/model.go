@@ -669,37 +669,33 @@ func (m *machine) populate(pr *proc, s *seg, lo, hi int, lock tri, onlyIfLocked 
 // adviceOK says whether advice a is accepted on segment s: yes, no, or
 // maybe (unknown lock state).
 func adviceOK(a prog.Advice, s *seg) tri {
-	lockedBad := func() tri {
+	d := a.Info()
+	if d.AnonPrivateOnly && s.kind != prog.AnonPrivate {
+		return no
+	}
+	if d.NotLocked {
 		switch s.lock {
 		case yes:
 			return no
 		case maybe:
 			return maybe
 		}
-		return yes
-	}
-	switch a {
-	case prog.AdvDontneed, prog.AdvPageout, prog.AdvCold:
-		return lockedBad()
-	case prog.AdvFree:
-		if s.kind != prog.AnonPrivate {
-			return no
-		}
-		return lockedBad()
-	case prog.AdvWipeonfork:
-		if s.kind != prog.AnonPrivate {
-			return no
-		}
 	}
 	return yes
 }
 
-var adviceWhy = map[prog.Advice]string{
-	prog.AdvDontneed:   "MADV_DONTNEED fails with EINVAL on VM_LOCKED mappings",
-	prog.AdvFree:       "MADV_FREE works only on unlocked private anonymous mappings (EINVAL otherwise)",
-	prog.AdvWipeonfork: "MADV_WIPEONFORK works only on private anonymous mappings (EINVAL otherwise)",
-	prog.AdvPageout:    "MADV_PAGEOUT fails with EINVAL on VM_LOCKED mappings",
-	prog.AdvCold:       "MADV_COLD fails with EINVAL on VM_LOCKED mappings",
+// adviceWhy says why an advice fails with EINVAL (from its descriptor).
+func adviceWhy(a prog.Advice) string {
+	d := a.Info()
+	switch {
+	case d.NotLocked && d.AnonPrivateOnly:
+		return d.Linux + " works only on unlocked private anonymous mappings (EINVAL otherwise)"
+	case d.AnonPrivateOnly:
+		return d.Linux + " works only on private anonymous mappings (EINVAL otherwise)"
+	case d.NotLocked:
+		return d.Linux + " fails with EINVAL on VM_LOCKED mappings"
+	}
+	return ""
 }
 
 func (m *machine) madvise(pr *proc, i int) {
@@ -743,7 +739,7 @@ func (m *machine) madvise(pr *proc, i int) {
 			break
 		}
 		if ok == no {
-			errno, why = eINVAL, adviceWhy[op.Advice]
+			errno, why = eINVAL, adviceWhy(op.Advice)
 			break
 		}
 		steps = append(steps, step{g, e})

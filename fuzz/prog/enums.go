@@ -124,20 +124,25 @@ type AdviceInfo struct {
 	Name  string // in the text format
 	Linux string // the MADV_ constant
 	Value int    // its value on Linux (all architectures forkfuzz runs on)
+	// What the reference model (checker) needs to predict its errno:
+	// NotLocked: EINVAL on a VM_LOCKED mapping; AnonPrivateOnly: EINVAL
+	// unless the mapping is private anonymous. (The simulated kernel
+	// keeps its own rules, so the two stay independent witnesses.)
+	NotLocked, AnonPrivateOnly bool
 }
 
 var adviceTable = [numAdvices]AdviceInfo{
-	AdvDontneed:   {"dontneed", "MADV_DONTNEED", 4},
-	AdvFree:       {"free", "MADV_FREE", 8},
-	AdvDontfork:   {"dontfork", "MADV_DONTFORK", 10},
-	AdvDofork:     {"dofork", "MADV_DOFORK", 11},
-	AdvWipeonfork: {"wipeonfork", "MADV_WIPEONFORK", 18},
-	AdvKeeponfork: {"keeponfork", "MADV_KEEPONFORK", 19},
-	AdvHugepage:   {"hugepage", "MADV_HUGEPAGE", 14},
-	AdvNohugepage: {"nohugepage", "MADV_NOHUGEPAGE", 15},
-	AdvCollapse:   {"collapse", "MADV_COLLAPSE", 25},
-	AdvPageout:    {"pageout", "MADV_PAGEOUT", 21},
-	AdvCold:       {"cold", "MADV_COLD", 20},
+	AdvDontneed:   {Name: "dontneed", Linux: "MADV_DONTNEED", Value: 4, NotLocked: true},
+	AdvFree:       {Name: "free", Linux: "MADV_FREE", Value: 8, NotLocked: true, AnonPrivateOnly: true},
+	AdvDontfork:   {Name: "dontfork", Linux: "MADV_DONTFORK", Value: 10},
+	AdvDofork:     {Name: "dofork", Linux: "MADV_DOFORK", Value: 11},
+	AdvWipeonfork: {Name: "wipeonfork", Linux: "MADV_WIPEONFORK", Value: 18, AnonPrivateOnly: true},
+	AdvKeeponfork: {Name: "keeponfork", Linux: "MADV_KEEPONFORK", Value: 19},
+	AdvHugepage:   {Name: "hugepage", Linux: "MADV_HUGEPAGE", Value: 14},
+	AdvNohugepage: {Name: "nohugepage", Linux: "MADV_NOHUGEPAGE", Value: 15},
+	AdvCollapse:   {Name: "collapse", Linux: "MADV_COLLAPSE", Value: 25},
+	AdvPageout:    {Name: "pageout", Linux: "MADV_PAGEOUT", Value: 21, NotLocked: true},
+	AdvCold:       {Name: "cold", Linux: "MADV_COLD", Value: 20, NotLocked: true},
 }
 
 // Info describes the advice (the zero AdviceInfo for a value out of range:
