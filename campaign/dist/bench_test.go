@@ -91,7 +91,7 @@ func benchDispatch(b *testing.B, tg agents.Target, nagents, queue int, j func(*p
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			RunAgent(ctx, AgentConfig{Store: ast, ID: fmt.Sprintf("a%d", k), Kind: "bench", Target: tg})
+			RunWorker(ctx, WorkerConfig{Store: ast, ID: fmt.Sprintf("a%d", k), Kind: "bench", Target: tg})
 		}()
 	}
 	b.ResetTimer()

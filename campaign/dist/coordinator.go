@@ -152,7 +152,7 @@ func RunCoordinator(ctx context.Context, cfg CoordinatorConfig) (*Stats, error) 
 	if err := c.loadState(ctx); err != nil {
 		return nil, err
 	}
-	if _, err := EnsureAgentConsumer(ctx, c.s.JS, cfg.Target, cfg.AckWait); err != nil {
+	if _, err := EnsureWorkerConsumer(ctx, c.s.JS, cfg.Target, cfg.AckWait); err != nil {
 		return nil, err
 	}
 	if err := c.restore(ctx); err != nil {

@@ -96,7 +96,7 @@ func TestInProcessCampaign(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := RunAgent(actx, AgentConfig{Store: st, ID: fmt.Sprintf("a%d", k), Kind: "sim",
+			_, err := RunWorker(actx, WorkerConfig{Store: st, ID: fmt.Sprintf("a%d", k), Kind: "sim",
 				Target: simTarget(t, "async-mprotect-nosync"), MinimizeRuns: 50, Log: testLog(t)})
 			if err != nil && actx.Err() == nil {
 				t.Error(err)
@@ -165,13 +165,13 @@ func TestInProcessCampaign(t *testing.T) {
 // campaign finishes.
 func TestMinimizeSkipped(t *testing.T) {
 	_, st := testConnected(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second) // generous: CI runs QEMU tests beside it
 	defer cancel()
 	actx, stopAgent := context.WithCancel(ctx)
 	agentDone := make(chan struct{})
 	go func() {
 		defer close(agentDone)
-		RunAgent(actx, AgentConfig{Store: st, ID: "nomin", Kind: "sim", Target: simTarget(t, "async-mprotect-nosync")})
+		RunWorker(actx, WorkerConfig{Store: st, ID: "nomin", Kind: "sim", Target: simTarget(t, "async-mprotect-nosync")})
 	}()
 	workdir := t.TempDir()
 	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "nomin", Seed: 3, Programs: 150, Target: "sim",
@@ -180,6 +180,9 @@ func TestMinimizeSkipped(t *testing.T) {
 	<-agentDone
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cs.Done != 150 {
+		t.Fatalf("%d of 150 programs done before the timeout", cs.Done)
 	}
 	if cs.Findings == 0 {
 		t.Fatal("the mutant async-mprotect-nosync was not found in 150 programs; the test proves nothing")
@@ -254,7 +257,7 @@ func TestAgentGivesUpOnBrokenTarget(t *testing.T) {
 			Weights: gen.DefaultWeights(), Queue: 1})
 		coordDone <- cs
 	}()
-	_, err := RunAgent(ctx, AgentConfig{Store: st, ID: "b", Kind: "noop", Target: brokenTarget{}})
+	_, err := RunWorker(ctx, WorkerConfig{Store: st, ID: "b", Kind: "noop", Target: brokenTarget{}})
 	if err == nil || !strings.Contains(err.Error(), "5 harness errors in a row, last: qemu would not start") {
 		t.Fatalf("agent: %v", err)
 	}
@@ -277,7 +280,7 @@ func TestCoordinatorDuration(t *testing.T) {
 	defer cancel()
 	actx, stopAgent := context.WithCancel(ctx)
 	defer stopAgent()
-	go RunAgent(actx, AgentConfig{Store: st, ID: "d", Kind: "sim", Target: simTarget(t, "")})
+	go RunWorker(actx, WorkerConfig{Store: st, ID: "d", Kind: "sim", Target: simTarget(t, "")})
 	start := time.Now()
 	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "dur", Seed: 1, Duration: time.Second, Target: "sim",
 		Weights: gen.DefaultWeights(), Queue: 8})

@@ -195,7 +195,7 @@ func TestKillAgentsAndRestartCoordinator(t *testing.T) {
 		qcancel()
 		if os.Getenv("DIST_TRACE") != "" {
 			line := ""
-			for _, cn := range [][2]string{{WorkStream, AgentConsumer("sim")}, {ResultStream, "coordinator-kill"}} {
+			for _, cn := range [][2]string{{WorkStream, WorkerConsumer("sim")}, {ResultStream, "coordinator-kill"}} {
 				if c, err := js.Consumer(ctx, cn[0], cn[1]); err == nil {
 					if ci, err := c.Info(ctx); err == nil {
 						line += fmt.Sprintf(" [%s pending %d ackpending %d waiting %d redelivered %d]", cn[1], ci.NumPending, ci.NumAckPending, ci.NumWaiting, ci.NumRedelivered)

@@ -78,7 +78,7 @@ func TestMetrics(t *testing.T) {
 	agentDone := make(chan struct{})
 	go func() {
 		defer close(agentDone)
-		RunAgent(actx, AgentConfig{Store: st, ID: "m1", Kind: "sim", Target: simTarget(t, ""), Heartbeat: 50 * time.Millisecond})
+		RunWorker(actx, WorkerConfig{Store: st, ID: "m1", Kind: "sim", Target: simTarget(t, ""), Heartbeat: 50 * time.Millisecond})
 	}()
 	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "m", Seed: 2, Programs: 40, Target: "sim",
 		Weights: gen.DefaultWeights(), Metrics: m})
@@ -169,11 +169,11 @@ func TestLargeObservations(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	actx, stopAgent := context.WithCancel(ctx)
-	var as *AgentStats
+	var as *WorkerStats
 	agentDone := make(chan struct{})
 	go func() {
 		defer close(agentDone)
-		as, _ = RunAgent(actx, AgentConfig{Store: st, ID: "big", Kind: "sim", Target: simTarget(t, "")})
+		as, _ = RunWorker(actx, WorkerConfig{Store: st, ID: "big", Kind: "sim", Target: simTarget(t, "")})
 	}()
 	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "big", Seed: 4, Programs: 40, Target: "sim", Weights: gen.DefaultWeights()})
 	stopAgent()

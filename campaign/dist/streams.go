@@ -38,10 +38,10 @@ func minimizedSubject(c string) string { return "ffz.result." + c + ".min" }
 // and of its answer: one of each per finding within the dedup window.
 func minimizeMsgID(c, sig string) string { return c + "/min/" + FindingKey(sig) }
 
-// AgentConsumer is the durable consumer all agents of one target kind
+// WorkerConsumer is the durable consumer all workers of one target kind
 // share: each work item goes to one of them; unacknowledged work is
 // redelivered after the ack wait.
-func AgentConsumer(kind string) string { return "agents-" + kind }
+func WorkerConsumer(kind string) string { return "agents-" + kind }
 
 // corpusSubject is the subject a corpus bucket Put of slot goes to.
 func corpusSubject(c string, slot int) string {
@@ -110,15 +110,15 @@ func EnsureStore(ctx context.Context, js jetstream.JetStream) (*Store, error) {
 	return s, nil
 }
 
-// EnsureAgentConsumer creates the consumer of one target kind's work.
+// EnsureWorkerConsumer creates the consumer of one target kind's work.
 // AckWait is how long an agent may hold a program without a sign of life
 // before it goes to another agent (agents extend it while they run).
-func EnsureAgentConsumer(ctx context.Context, js jetstream.JetStream, kind string, ackWait time.Duration) (jetstream.Consumer, error) {
+func EnsureWorkerConsumer(ctx context.Context, js jetstream.JetStream, kind string, ackWait time.Duration) (jetstream.Consumer, error) {
 	if ackWait <= 0 {
 		ackWait = 30 * time.Second
 	}
 	c, err := js.CreateOrUpdateConsumer(ctx, WorkStream, jetstream.ConsumerConfig{
-		Durable: AgentConsumer(kind), FilterSubject: workSubject(kind),
+		Durable: WorkerConsumer(kind), FilterSubject: workSubject(kind),
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, MaxDeliver: -1,
 		MaxAckPending: 100000, MaxWaiting: 4096,
 	})

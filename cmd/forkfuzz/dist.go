@@ -25,9 +25,11 @@ import (
 
 func init() {
 	commands = append(commands,
-		command{name: "coordinator", args: "[flags]", help: "run a distributed campaign: publish work to agents over NATS JetStream, keep corpus and findings", run: cmdCoordinator},
-		command{name: "agent", args: "--coordinator URL", help: "run programs for a coordinator on this machine's targets", run: cmdAgent},
-		command{name: "status", args: "--coordinator URL", help: "print distributed campaigns, agents and findings at a glance", run: cmdStatus},
+		command{name: "coordinator", args: "[flags]", help: "run a distributed campaign: publish work to workers over NATS JetStream, keep corpus and findings", run: cmdCoordinator},
+		command{name: "worker", args: "--coordinator URL", help: "run programs for a coordinator on this machine's targets", run: cmdWorker},
+		// "agent" is the worker's former name, kept so scripts go on working.
+		command{name: "agent", args: "--coordinator URL", help: "the former name of worker", run: cmdWorker, hidden: true},
+		command{name: "status", args: "--coordinator URL", help: "print distributed campaigns, workers and findings at a glance", run: cmdStatus},
 	)
 }
 
@@ -167,7 +169,7 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 		log.Info("NATS server with JetStream", "url", srv.URL, "store", cfg.StoreDir)
-		fmt.Fprintf(stdout, "coordinator: agents connect with: forkfuzz agent --coordinator %s --target %s\n", srv.URL, *target)
+		fmt.Fprintf(stdout, "coordinator: workers connect with: forkfuzz worker --coordinator %s --target %s\n", srv.URL, *target)
 		if nc, err = srv.Connect("forkfuzz-coordinator"); err != nil {
 			return fail(err)
 		}
@@ -232,11 +234,11 @@ func printDistSummary(w io.Writer, cs *dist.Stats, name string) {
 	}
 }
 
-func cmdAgent(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("agent", stderr)
+func cmdWorker(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("worker", stderr)
 	conn := connFlags(fs, false)
 	openTarget := targetFlags(fs, "native")
-	id := fs.String("id", "", "agent name (default HOST-PID)")
+	id := fs.String("id", "", "worker name (default HOST-PID)")
 	minRuns := fs.Int("minimize-runs", 300, "target runs to spend minimizing a new finding (0: leave it unminimized)")
 	minTime := fs.Duration("minimize-time", 2*time.Minute, "time to spend minimizing a new finding")
 	cache := fs.String("cache", kernel.CacheDir(), "where kernel images fetched from the coordinator are kept")
@@ -244,7 +246,7 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 	if fs.Parse(args) != nil {
 		return exitError
 	}
-	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz agent:", err); return exitError }
+	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz worker:", err); return exitError }
 	cfg, err := conn()
 	if err != nil {
 		return fail(err)
@@ -289,7 +291,7 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 	}
 	defer t.Close()
 	log.Info("agent", "id", *id, "coordinator", cfg.Coordinator, "target", t.Name())
-	as, err := dist.RunAgent(ctx, dist.AgentConfig{Store: st, ID: *id, Kind: kind, Target: t, Kernel: kernelHash,
+	as, err := dist.RunWorker(ctx, dist.WorkerConfig{Store: st, ID: *id, Kind: kind, Target: t, Kernel: kernelHash,
 		MinimizeRuns: *minRuns, MinimizeTime: *minTime, Log: log})
 	if as != nil {
 		fmt.Fprintf(stdout, "agent %s: %d results published (%d redelivered work, %d duplicates dropped by the stream), %d harness errors\n",
@@ -399,7 +401,7 @@ func runDist(t agents.Target, kind string, cfg campaign.Config, minRuns int, min
 	agentDone := make(chan struct{})
 	go func() {
 		defer close(agentDone)
-		_, err := dist.RunAgent(actx, dist.AgentConfig{Store: st, ID: "local", Kind: kind, Target: t,
+		_, err := dist.RunWorker(actx, dist.WorkerConfig{Store: st, ID: "local", Kind: kind, Target: t,
 			MinimizeRuns: minRuns, MinimizeTime: minTime, Log: log})
 		if err != nil && actx.Err() == nil {
 			agentErr = err

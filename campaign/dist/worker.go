@@ -19,10 +19,12 @@ import (
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
-// AgentConfig describes an agent: it pulls work for its target kind, runs
-// it on its own target (as many programs at once as the target has
+// WorkerConfig describes a worker (the `forkfuzz worker` process; it was
+// called an agent, which is also what the wire fields, the JetStream names
+// and the metric labels still say): it pulls work for its target kind,
+// runs it on its own target (as many programs at once as the target has
 // machines), and publishes the results.
-type AgentConfig struct {
+type WorkerConfig struct {
 	Store  *Store
 	ID     string
 	Kind   string // target kind: the work it pulls
@@ -41,8 +43,8 @@ type AgentConfig struct {
 	Log              *slog.Logger
 }
 
-// AgentStats count what an agent did.
-type AgentStats struct {
+// WorkerStats count what a worker did.
+type WorkerStats struct {
 	Programs      int64 // results published
 	Redelivered   int64 // of which were redelivered work
 	Duplicates    int64 // results the stream already had (dropped there)
@@ -50,18 +52,18 @@ type AgentStats struct {
 	Large         int64 // results whose observation went through the object store
 }
 
-type agent struct {
-	cfg     AgentConfig
+type worker struct {
+	cfg     WorkerConfig
 	log     *slog.Logger
-	st      AgentStats
+	st      WorkerStats
 	busy    atomic.Int64
 	harness atomic.Int64 // in a row
 	fatal   chan error
 	abort   context.CancelFunc // stops the agent after a fatal error
 }
 
-// RunAgent serves work until ctx ends or the target fails too often.
-func RunAgent(ctx context.Context, cfg AgentConfig) (*AgentStats, error) {
+// RunWorker serves work until ctx ends or the target fails too often.
+func RunWorker(ctx context.Context, cfg WorkerConfig) (*WorkerStats, error) {
 	if err := ValidName(cfg.ID); err != nil {
 		return nil, fmt.Errorf("dist: agent id: %w", err)
 	}
@@ -74,7 +76,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig) (*AgentStats, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	a := &agent{cfg: cfg, log: cfg.Log.With("agent", cfg.ID), fatal: make(chan error, 1)}
+	a := &worker{cfg: cfg, log: cfg.Log.With("agent", cfg.ID), fatal: make(chan error, 1)}
 	workers := 1
 	if pt, ok := cfg.Target.(interface{ Parallel() int }); ok {
 		workers = max(1, pt.Parallel())
@@ -133,8 +135,8 @@ func RunAgent(ctx context.Context, cfg AgentConfig) (*AgentStats, error) {
 	}
 }
 
-func (a *agent) stats() *AgentStats {
-	return &AgentStats{Programs: atomic.LoadInt64(&a.st.Programs), Redelivered: atomic.LoadInt64(&a.st.Redelivered),
+func (a *worker) stats() *WorkerStats {
+	return &WorkerStats{Programs: atomic.LoadInt64(&a.st.Programs), Redelivered: atomic.LoadInt64(&a.st.Redelivered),
 		Duplicates: atomic.LoadInt64(&a.st.Duplicates), HarnessErrors: atomic.LoadInt64(&a.st.HarnessErrors),
 		Large: atomic.LoadInt64(&a.st.Large)}
 }
@@ -147,10 +149,10 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // consumer waits for the coordinator to create the work consumer.
-func (a *agent) consumer(ctx context.Context) (jetstream.Consumer, error) {
+func (a *worker) consumer(ctx context.Context) (jetstream.Consumer, error) {
 	logged := false
 	for {
-		c, err := a.cfg.Store.JS.Consumer(ctx, WorkStream, AgentConsumer(a.cfg.Kind))
+		c, err := a.cfg.Store.JS.Consumer(ctx, WorkStream, WorkerConsumer(a.cfg.Kind))
 		if err == nil {
 			return c, nil
 		}
@@ -165,7 +167,7 @@ func (a *agent) consumer(ctx context.Context) (jetstream.Consumer, error) {
 	}
 }
 
-func (a *agent) heartbeats(ctx context.Context, workers int) chan struct{} {
+func (a *worker) heartbeats(ctx context.Context, workers int) chan struct{} {
 	done := make(chan struct{})
 	host, _ := os.Hostname()
 	put := func(stopped bool) {
@@ -201,7 +203,7 @@ func (a *agent) heartbeats(ctx context.Context, workers int) chan struct{} {
 }
 
 // serve runs one work item and acknowledges it once its result is stored.
-func (a *agent) serve(ctx context.Context, m jetstream.Msg) {
+func (a *worker) serve(ctx context.Context, m jetstream.Msg) {
 	a.busy.Add(1)
 	defer a.busy.Add(-1)
 	md, err := m.Metadata()
@@ -270,7 +272,7 @@ func (a *agent) serve(ctx context.Context, m jetstream.Msg) {
 
 // publish publishes b until JetStream stores it (or drops it as a
 // duplicate); false if ctx ended first.
-func (a *agent) publish(ctx context.Context, subject, msgID string, b []byte) bool {
+func (a *worker) publish(ctx context.Context, subject, msgID string, b []byte) bool {
 	for {
 		ack, err := a.cfg.Store.JS.Publish(ctx, subject, b, jetstream.WithMsgID(msgID))
 		if err == nil {
@@ -288,7 +290,7 @@ func (a *agent) publish(ctx context.Context, subject, msgID string, b []byte) bo
 }
 
 // ack acknowledges work whose answer is stored.
-func (a *agent) ack(ctx context.Context, m jetstream.Msg, w *Work) {
+func (a *worker) ack(ctx context.Context, m jetstream.Msg, w *Work) {
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := m.DoubleAck(actx); err != nil {
@@ -300,7 +302,7 @@ func (a *agent) ack(ctx context.Context, m jetstream.Msg, w *Work) {
 
 // encode encodes r; an observation too large for a message goes to the
 // object store first.
-func (a *agent) encode(ctx context.Context, r *Result) ([]byte, error) {
+func (a *worker) encode(ctx context.Context, r *Result) ([]byte, error) {
 	b, err := EncodeResult(r)
 	if err != nil {
 		return nil, err
@@ -348,7 +350,7 @@ func keepAlive(m jetstream.Msg) func() {
 // program while its signature reproduces on this agent's target (Reduce
 // judges its own runs) and publishes the MinimizeResult. The coordinator
 // updates the finding with it.
-func (a *agent) minimize(ctx context.Context, m jetstream.Msg, w *Work, p *prog.Program) {
+func (a *worker) minimize(ctx context.Context, m jetstream.Msg, w *Work, p *prog.Program) {
 	r := &MinimizeResult{V: WireVersion, Campaign: w.Campaign, Index: w.Index, Agent: a.cfg.ID, Minimized: Minimized{Signature: w.Minimize}}
 	if a.cfg.MinimizeRuns <= 0 {
 		r.Skipped = fmt.Sprintf("agent %s does not minimize (--minimize-runs 0)", a.cfg.ID)
