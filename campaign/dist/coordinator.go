@@ -111,8 +111,9 @@ type coord struct {
 	saved      time.Time // when state was last saved
 	pool       *campaign.Pool
 	st         Stats
-	done       map[int64]bool  // indices with a Done record (the record decides)
-	minPending map[string]bool // findings (by key) whose minimization is awaited
+	done       map[int64]bool          // indices with a Done record (the record decides)
+	minPending map[string]bool         // findings (by key) whose minimization is awaited
+	firstOf    map[string]findingOwner // findings (by key) known to be stored, and by whom
 	wake       chan struct{}
 }
 
@@ -142,7 +143,7 @@ func RunCoordinator(ctx context.Context, cfg CoordinatorConfig) (*Stats, error) 
 	}
 	c := &coord{cfg: cfg, s: cfg.Store, log: cfg.Log.With("campaign", cfg.Campaign), judge: cfg.judge,
 		files: &campaign.FindingStore{Dir: cfg.Workdir}, pool: campaign.NewPool(), done: map[int64]bool{},
-		minPending: map[string]bool{}, wake: make(chan struct{}, 1)}
+		minPending: map[string]bool{}, firstOf: map[string]findingOwner{}, wake: make(chan struct{}, 1)}
 	if c.judge == nil {
 		c.judge = judge.Judge
 	}

@@ -51,6 +51,12 @@ func (rec *FindingRecord) minimizePending() bool {
 	return rec.Minimized == nil && rec.MinimizeSkipped == ""
 }
 
+// findingOwner is the program that showed a signature first.
+type findingOwner struct {
+	campaign string
+	index    int64
+}
+
 // saveFinding creates the finding of is.Signature if no program showed it
 // before, and reports whether this program is the one that showed it first.
 // A new finding's record is stored, its directory written, and an agent
@@ -58,6 +64,14 @@ func (rec *FindingRecord) minimizePending() bool {
 func (c *coord) saveFinding(ctx context.Context, r *Result, is judge.Issue) (bool, error) {
 	key := FindingKey(is.Signature)
 	meta := FindingMeta{Signature: is.Signature, Campaign: c.cfg.Campaign, Index: r.Index, Agent: r.Agent, Time: time.Now()}
+	// Findings entries are never deleted: one known to belong to another
+	// program needs no round trip to the bucket.
+	c.mu.Lock()
+	first, known := c.firstOf[key]
+	c.mu.Unlock()
+	if known && first != (findingOwner{meta.Campaign, meta.Index}) {
+		return false, nil // seen before
+	}
 	mb, _ := json.Marshal(meta)
 	if _, err := c.s.Findings.Create(ctx, key, mb); errors.Is(err, jetstream.ErrKeyExists) {
 		e, err := c.s.Findings.Get(ctx, key)
@@ -65,7 +79,13 @@ func (c *coord) saveFinding(ctx context.Context, r *Result, is judge.Issue) (boo
 			return false, fmt.Errorf("finding %s: %w", key, err)
 		}
 		var old FindingMeta
-		if json.Unmarshal(e.Value(), &old) != nil || old.Campaign != meta.Campaign || old.Index != meta.Index {
+		if json.Unmarshal(e.Value(), &old) != nil {
+			return false, nil // not ours to judge
+		}
+		c.mu.Lock()
+		c.firstOf[key] = findingOwner{old.Campaign, old.Index}
+		c.mu.Unlock()
+		if old.Campaign != meta.Campaign || old.Index != meta.Index {
 			return false, nil // seen before
 		}
 		// This very program created it before a crash (or is being
@@ -73,6 +93,10 @@ func (c *coord) saveFinding(ctx context.Context, r *Result, is judge.Issue) (boo
 		meta = old
 	} else if err != nil {
 		return false, fmt.Errorf("finding %s: %w", key, err)
+	} else {
+		c.mu.Lock()
+		c.firstOf[key] = findingOwner{meta.Campaign, meta.Index}
+		c.mu.Unlock()
 	}
 	c.recMu.Lock()
 	defer c.recMu.Unlock()
