@@ -127,7 +127,10 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executors falsify observations")
 	logLevel := fs.String("log-level", "info", "debug (every program's seed), info, warn, error")
 	quiet := fs.Bool("q", false, "no progress line")
-	if fs.Parse(args) != nil {
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
+	}
+	if !noArgs(fs, stderr) {
 		return exitError
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz coordinator:", err); return exitError }
@@ -217,7 +220,7 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	if ctx.Err() != nil {
 		fmt.Fprintf(stdout, "interrupted: run the coordinator again with --campaign %s to resume\n", *name)
 	}
-	if cs.Findings > 0 {
+	if cs.Findings > 0 || cs.Events > 0 {
 		return exitFindings
 	}
 	return exitClean
@@ -241,7 +244,10 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 	minTime := fs.Duration("minimize-time", 2*time.Minute, "time to spend minimizing a new finding")
 	cache := fs.String("cache", kernel.CacheDir(), "where kernel images fetched from the coordinator are kept")
 	logLevel := fs.String("log-level", "info", "debug, info, warn, error")
-	if fs.Parse(args) != nil {
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
+	}
+	if !noArgs(fs, stderr) {
 		return exitError
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz agent:", err); return exitError }
@@ -356,7 +362,10 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	conn := connFlags(fs, false)
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	stale := fs.Duration("stale", 10*time.Second, "an agent silent this long is marked STALE")
-	if fs.Parse(args) != nil {
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
+	}
+	if !noArgs(fs, stderr) {
 		return exitError
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz status:", err); return exitError }
@@ -442,7 +451,7 @@ func runDist(t agents.Target, kind string, cfg campaign.Config, minRuns int, min
 	if agentErr != nil {
 		return fail(agentErr)
 	}
-	if cs.Findings > 0 {
+	if cs.Findings > 0 || cs.Events > 0 {
 		return exitFindings
 	}
 	return exitClean
