@@ -117,8 +117,32 @@ func targetFlags(fs *flag.FlagSet, def string) func() (agents.Target, error) {
 	return targetSetup(fs, def).Open
 }
 
+// Size limits of input files, checked while reading: a program of MaxOps
+// operations is well under 1 MiB of text.
+const (
+	maxProgramFile     = 16 << 20
+	maxObservationFile = 256 << 20
+)
+
+// readLimited reads path, failing once it exceeds limit bytes.
+func readLimited(path string, limit int64, what string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: %s larger than %d MiB, the limit", path, what, limit>>20)
+	}
+	return b, nil
+}
+
 func readProgram(path string) (*prog.Program, error) {
-	b, err := os.ReadFile(path)
+	b, err := readLimited(path, maxProgramFile, "program")
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +421,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 }
 
 func readObservation(path string, p *prog.Program) (*obs.Observation, error) {
-	b, err := os.ReadFile(path)
+	b, err := readLimited(path, maxObservationFile, "observation")
 	if err != nil {
 		return nil, err
 	}
@@ -422,6 +446,9 @@ func readObservation(path string, p *prog.Program) (*obs.Observation, error) {
 	}
 	if len(o.Ops) != len(p.Ops) {
 		return nil, fmt.Errorf("%s: field ops: %d results for a program of %d operations", path, len(o.Ops), len(p.Ops))
+	}
+	if err := validateObservation(&o, p); err != nil {
+		return nil, fmt.Errorf("%s: observation invalid: %w", path, err)
 	}
 	return &o, nil
 }
