@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -150,11 +149,6 @@ func cmdKernelCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	rep, err := kernel.Check(fs.Arg(0))
 	if err != nil {
-		var ne *kernel.NoConfigError
-		if errors.As(err, &ne) {
-			fmt.Fprintln(stdout, err)
-			return exitError
-		}
 		fmt.Fprintln(stderr, "forkfuzz kernel check:", err)
 		return exitError
 	}
