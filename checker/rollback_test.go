@@ -188,7 +188,9 @@ func TestPageTablesLeakWithOtherProcesses(t *testing.T) {
 		{"sibling reaped before the measurement", "forkfuzz v1\nregion r0 anon-private pages=1 thp=default\nfork f0\nkill f0\nfork f1\nwait f1\nwait f0\n", 4,
 			func(o *obs.Observation, rb *obs.Rollback) { rb.PageTablesAfter += 192 }, "rollback:pagetables-leak", ""},
 		{"older sibling alive across both measurements", "forkfuzz v1\nregion r0 anon-private pages=1 thp=default\nfork f0\nfork f1\nkill f1\nwait f1\nwait f0\n", 3,
-			func(o *obs.Observation, rb *obs.Rollback) { rb.Fork, rb.Op, rb.PageTablesAfter = 1, 1, rb.PageTablesAfter+64 }, "", "not judged: the program's process f0 was alive"},
+			func(o *obs.Observation, rb *obs.Rollback) {
+				rb.Fork, rb.Op, rb.PageTablesAfter = 1, 1, rb.PageTablesAfter+64
+			}, "", "not judged: the program's process f0 was alive"},
 		{"sibling's fork failed: no process", issue13, 3, func(o *obs.Observation, rb *obs.Rollback) {
 			o.Ops[2].Errno, o.Ops[2].Ret = eNOMEM, 0
 			o.Ops[4].Errno, o.Ops[4].Ret = eCHILD, 0
