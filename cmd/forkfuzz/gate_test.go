@@ -164,6 +164,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"kernel", "check", "/bin/ls"}, "not a kernel image"},
 		{[]string{"run", "--target", "qemu", "--kernel", filepath.Join(dir, "no-such-bzImage"), "--programs", "1"}, "no-such-bzImage"},
 		{[]string{"version", "extra"}, `unexpected argument "extra"`},
+		{[]string{"exec", "testdata/clean.ffz", "--target", "sim"}, `unexpected argument "--target" (flags go before PROG)`},
 	} {
 		code, out, errs := forkfuzz(t, c.args...)
 		lines := strings.Split(strings.TrimRight(errs, "\n"), "\n")

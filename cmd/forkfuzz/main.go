@@ -304,8 +304,7 @@ func cmdExec(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: forkfuzz exec [flags] PROG")
+	if !wantArgs(fs, 1, "PROG", stderr) {
 		return exitError
 	}
 	p, err := readProgram(fs.Arg(0))
@@ -398,8 +397,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
-	if fs.NArg() != 2 {
-		fmt.Fprintln(stderr, "usage: forkfuzz check PROG OBS")
+	if !wantArgs(fs, 2, "PROG OBS", stderr) {
 		return exitError
 	}
 	p, err := readProgram(fs.Arg(0))
@@ -474,8 +472,7 @@ func cmdMinimize(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: forkfuzz minimize [flags] PROG")
+	if !wantArgs(fs, 1, "PROG", stderr) {
 		return exitError
 	}
 	if *runs < 1 {

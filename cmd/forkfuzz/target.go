@@ -226,3 +226,17 @@ func noArgs(fs *flag.FlagSet, stderr io.Writer) bool {
 	fmt.Fprintf(stderr, "%s: unexpected argument %q (flags after it would be ignored)\n", fs.Name(), fs.Arg(0))
 	return false
 }
+
+// wantArgs checks that fs has exactly n positional arguments; extra ones
+// are named (flags after a positional argument are not parsed).
+func wantArgs(fs *flag.FlagSet, n int, usage string, stderr io.Writer) bool {
+	switch {
+	case fs.NArg() > n:
+		fmt.Fprintf(stderr, "%s: unexpected argument %q (flags go before %s)\n", fs.Name(), fs.Arg(n), usage)
+		return false
+	case fs.NArg() < n:
+		fmt.Fprintf(stderr, "usage: %s [flags] %s\n", fs.Name(), usage)
+		return false
+	}
+	return true
+}
