@@ -14,6 +14,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/version"
 )
 
 // FindingMeta is a findings bucket entry: the first program that showed a
@@ -40,6 +41,11 @@ type FindingRecord struct {
 	Program      string            `json:"program"`
 	Observation  *obs.Observation  `json:"observation,omitempty"`
 	Minimized    *Minimized        `json:"minimized,omitempty"`
+	// TargetArgs, KernelID and Version: the replay flags and kernel of the
+	// agent that found it, and the coordinator's forkfuzz version.
+	TargetArgs []string          `json:"target_args,omitempty"`
+	KernelID   campaign.KernelID `json:"kernel_id,omitzero"`
+	Version    string            `json:"version,omitempty"`
 }
 
 // saveFinding creates the finding of is.Signature if no program showed it
@@ -63,7 +69,10 @@ func (c *coord) saveFinding(ctx context.Context, r *Result, is judge.Issue) (boo
 	}
 	rec := FindingRecord{Meta: meta, Oracle: string(is.Oracle), Explanation: is.Explanation, Files: is.Files,
 		CampaignSeed: r.CampaignSeed, ProgramSeed: r.Seed, Target: r.Target, Corrupt: c.state.Corrupt,
-		Program: r.Program, Observation: r.Observation}
+		Program: r.Program, Observation: r.Observation, TargetArgs: r.TargetArgs, Version: version.String()}
+	if r.KernelID != nil {
+		rec.KernelID = *r.KernelID
+	}
 	for k := range r.Minimized {
 		if r.Minimized[k].Signature == is.Signature {
 			rec.Minimized = &r.Minimized[k]
@@ -127,6 +136,7 @@ func (rec *FindingRecord) Finding() (*campaign.Finding, error) {
 		Issue:   judge.Issue{Oracle: checker.Oracle(rec.Oracle), Signature: rec.Meta.Signature, Explanation: rec.Explanation, Files: rec.Files},
 		Program: p, Observation: rec.Observation, Target: rec.Target, CampaignSeed: rec.CampaignSeed,
 		Index: rec.Meta.Index, ProgramSeed: rec.ProgramSeed, Corrupt: rec.Corrupt,
+		TargetArgs: rec.TargetArgs, Kernel: rec.KernelID, Version: rec.Version,
 	}
 	if m := rec.Minimized; m != nil {
 		if f.Minimized, err = prog.Parse([]byte(m.Program)); err != nil {

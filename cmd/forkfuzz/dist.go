@@ -238,7 +238,8 @@ func printDistSummary(w io.Writer, cs *dist.Stats, name string) {
 func cmdAgent(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("agent", stderr)
 	conn := connFlags(fs, false)
-	openTarget := targetFlags(fs, "native")
+	sel := targetSetup(fs, "native")
+	openTarget := sel.Open
 	id := fs.String("id", "", "agent name (default HOST-PID)")
 	minRuns := fs.Int("minimize-runs", 300, "target runs to spend minimizing a new finding (0: leave it unminimized)")
 	minTime := fs.Duration("minimize-time", 2*time.Minute, "time to spend minimizing a new finding")
@@ -296,7 +297,7 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 	defer t.Close()
 	log.Info("agent", "id", *id, "coordinator", cfg.Coordinator, "target", t.Name())
 	as, err := dist.RunAgent(ctx, dist.AgentConfig{Store: st, ID: *id, Kind: kind, Target: t, Kernel: kernelHash,
-		MinimizeRuns: *minRuns, MinimizeTime: *minTime, Log: log})
+		MinimizeRuns: *minRuns, MinimizeTime: *minTime, Log: log, TargetArgs: sel.ReplayArgs(t), KernelID: sel.Kernel(t)})
 	if as != nil {
 		fmt.Fprintf(stdout, "agent %s: %d results published (%d redelivered work, %d duplicates dropped by the stream), %d harness errors\n",
 			*id, as.Programs, as.Redelivered, as.Duplicates, as.HarnessErrors)
@@ -432,7 +433,7 @@ func runDist(t agents.Target, kind string, cfg campaign.Config, minRuns int, min
 	go func() {
 		defer close(agentDone)
 		_, err := dist.RunAgent(actx, dist.AgentConfig{Store: st, ID: "local", Kind: kind, Target: t,
-			MinimizeRuns: minRuns, MinimizeTime: minTime, Log: log})
+			MinimizeRuns: minRuns, MinimizeTime: minTime, Log: log, TargetArgs: cfg.TargetArgs, KernelID: cfg.Kernel})
 		if err != nil && actx.Err() == nil {
 			agentErr = err
 			stopCoord() // the agent gave up: so does the campaign
