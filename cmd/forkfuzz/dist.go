@@ -208,6 +208,9 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 		Queue: *queue, AckWait: *ackWait, Log: log, Metrics: m}
 	if !*quiet {
 		ccfg.Progress = stderr
+		if !isTerminal(stderr) {
+			ccfg.ProgressLines, ccfg.ProgressEvery = true, 10*time.Second
+		}
 	}
 	if _, err := st.State.Get(ctx, *name); err == nil {
 		ccfg.Seed = 0 // resume with the stored seed
@@ -442,7 +445,7 @@ func runDist(t agents.Target, kind string, cfg campaign.Config, minRuns int, min
 	fmt.Fprintf(stdout, "campaign: target %s over JetStream (in-process), seed %d (program i uses campaign.ProgramSeed(%d, i))\n", t.Name(), cfg.Seed, cfg.Seed)
 	cs, err := dist.RunCoordinator(cctx, dist.CoordinatorConfig{Store: st, Campaign: "run", Seed: cfg.Seed,
 		Programs: cfg.Programs, Duration: cfg.Duration, Target: kind, Corrupt: cfg.Corrupt, Weights: cfg.Weights,
-		Workdir: cfg.Workdir, Queue: 4, Progress: cfg.Progress, Log: log})
+		Workdir: cfg.Workdir, Queue: 4, Progress: cfg.Progress, ProgressLines: cfg.ProgressLines, ProgressEvery: cfg.ProgressEvery, Log: log})
 	stopAgent()
 	<-agentDone
 	if err != nil {
