@@ -134,6 +134,17 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz coordinator:", err); return exitError }
+	switch {
+	case *programs < 0:
+		return fail(fmt.Errorf("--programs %d: want a positive number (or 0 for no limit)", *programs))
+	case *duration < 0:
+		return fail(fmt.Errorf("--duration %v: want a positive duration (or 0 for no limit)", *duration))
+	case *queue < 1:
+		return fail(fmt.Errorf("--queue %d: want at least 1", *queue))
+	}
+	if err := checkCorrupt(*target, *corrupt); err != nil {
+		return fail(err)
+	}
 	cfg, err := conn()
 	if err != nil {
 		return fail(err)

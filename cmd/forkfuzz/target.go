@@ -84,6 +84,11 @@ func (s *targetSel) Open() (agents.Target, error) {
 // checkCorrupt rejects an unknown --corrupt, or one on a target without an
 // executor, before anything runs.
 func (s *targetSel) checkCorrupt(name string) error {
+	return checkCorrupt(*s.name, name)
+}
+
+// checkCorrupt rejects --corrupt name for target kind.
+func checkCorrupt(kind, name string) error {
 	if name == "" {
 		return nil
 	}
@@ -100,7 +105,7 @@ func (s *targetSel) checkCorrupt(name string) error {
 		sort.Strings(known)
 		return fmt.Errorf("--corrupt: unknown corruption %q (known: %s)", name, strings.Join(known, ", "))
 	}
-	if *s.name == "sim" {
+	if kind == "sim" {
 		return errors.New("--corrupt falsifies the executor's observations; --target sim has no executor (use --mutant)")
 	}
 	return nil
