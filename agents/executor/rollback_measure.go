@@ -28,6 +28,7 @@ func (m *machine) measureBefore(rb *obs.Rollback) {
 		rb.BaselineFaults, _, _ = m.writePass(rb, "before")
 	}
 	rb.PageTablesBefore, rb.VmPTEBefore = pageTableCounters()
+	rb.OthersVmPTEBefore, _, rb.OthersMeasured = descendantsVmPTE()
 	if n := otherProcesses(); n > quietProcesses {
 		// PageTables is a machine-wide counter: with other processes
 		// running (the host, not a forkfuzz VM) it moves for reasons of
@@ -89,6 +90,9 @@ func (m *machine) measureAfter(rb *obs.Rollback, at int) {
 	rb.Comparable = m.comparable(rb)
 	rb.ChildrenAfter = threadChildren()
 	rb.PageTablesAfter, rb.VmPTEAfter = pageTableCounters()
+	var okAfter bool
+	rb.OthersVmPTEAfter, rb.OthersAfter, okAfter = descendantsVmPTE()
+	rb.OthersMeasured = rb.OthersMeasured && okAfter
 	if rb.PageTablesBefore < 0 {
 		rb.PageTablesAfter = -1
 	}
@@ -97,8 +101,11 @@ func (m *machine) measureAfter(rb *obs.Rollback, at int) {
 		// what stays, so look again a few times and keep the smallest.
 		time.Sleep(20 * time.Millisecond)
 		pt, pte := pageTableCounters()
-		if pt-pte < rb.PageTablesAfter-rb.VmPTEAfter {
+		others, pids, ok := descendantsVmPTE()
+		if pt-pte-others < rb.PageTablesAfter-rb.VmPTEAfter-rb.OthersVmPTEAfter {
 			rb.PageTablesAfter, rb.VmPTEAfter = pt, pte
+			rb.OthersVmPTEAfter, rb.OthersAfter = others, pids
+			rb.OthersMeasured = rb.OthersMeasured && ok
 		}
 	}
 	_, rb.PMDAfter = readPMDs()
@@ -114,7 +121,52 @@ func (m *machine) measureAfter(rb *obs.Rollback, at int) {
 }
 
 func leakKB(rb *obs.Rollback) int64 {
-	return (rb.PageTablesAfter - rb.PageTablesBefore) - (rb.VmPTEAfter - rb.VmPTEBefore)
+	return (rb.PageTablesAfter - rb.PageTablesBefore) - (rb.VmPTEAfter - rb.VmPTEBefore) - (rb.OthersVmPTEAfter - rb.OthersVmPTEBefore)
+}
+
+// descendantsVmPTE sums VmPTE (kB) over every descendant of this process
+// (the program's other processes: children of any thread, their
+// children), and lists their pids. A process without an mm (a zombie)
+// counts 0. ok is false when /proc could not be walked.
+func descendantsVmPTE() (kb int64, pids []int, ok bool) {
+	queue := []int{os.Getpid()}
+	seen := map[int]bool{os.Getpid(): true}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		if err != nil {
+			if pid == os.Getpid() {
+				return 0, nil, false
+			}
+			continue // exited meanwhile
+		}
+		for _, t := range tasks {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
+			if err != nil {
+				if pid == os.Getpid() && os.IsNotExist(err) {
+					return 0, nil, false // no CONFIG_PROC_CHILDREN
+				}
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil && !seen[c] {
+					seen[c] = true
+					queue = append(queue, c)
+					pids = append(pids, c)
+				}
+			}
+		}
+	}
+	for _, c := range pids {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(c) + "/status"); err == nil {
+			if v := kbField(b, "VmPTE:"); v > 0 {
+				kb += v
+			}
+		}
+	}
+	sort.Ints(pids)
+	return kb, pids, true
 }
 
 // comparable reports whether nothing but the fork, a kill of its child

@@ -43,8 +43,11 @@ type CoordinatorConfig struct {
 	Judges  int
 	Log     *slog.Logger
 	Metrics *Metrics
-	// Progress receives a status line every ProgressEvery (nil: none).
+	// Progress receives a status line every ProgressEvery (nil: none);
+	// with ProgressLines, plain lines instead of one line rewritten with
+	// a carriage return (for a log file or a CI console).
 	Progress      io.Writer
+	ProgressLines bool
 	ProgressEvery time.Duration
 
 	// judge replaces campaign.Judge (the dispatch benchmark: no judging).
@@ -671,16 +674,23 @@ func (c *coord) progress(start time.Time) func() {
 		for {
 			select {
 			case <-stop:
-				fmt.Fprintln(c.cfg.Progress)
+				if !c.cfg.ProgressLines {
+					fmt.Fprintln(c.cfg.Progress)
+				}
 				return
 			case <-t.C:
 				c.mu.Lock()
 				st, next := c.st, c.state.Next
 				c.mu.Unlock()
 				el := time.Since(start).Seconds()
-				fmt.Fprintf(c.cfg.Progress, "\r%s  programs %d (%.1f/s)  forks %d (%.1f/s)  queued %d  redelivered %d  findings %d   ",
+				line := fmt.Sprintf("%s  programs %d (%.1f/s)  forks %d (%.1f/s)  queued %d  redelivered %d  findings %d",
 					time.Since(start).Round(time.Second), st.Programs, float64(st.Programs)/el, st.Forks, float64(st.Forks)/el,
 					next-st.Done, st.Redelivered, st.Findings)
+				if c.cfg.ProgressLines {
+					fmt.Fprintf(c.cfg.Progress, "progress: %s\n", line)
+				} else {
+					fmt.Fprintf(c.cfg.Progress, "\r%s   ", line)
+				}
 			}
 		}
 	}()

@@ -15,6 +15,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/version"
 )
 
 // FindingMeta is a findings bucket entry: the first program that showed a
@@ -43,6 +44,11 @@ type FindingRecord struct {
 	Minimized    *Minimized        `json:"minimized,omitempty"`
 	// MinimizeSkipped says why no agent minimized it (Minimized is nil).
 	MinimizeSkipped string `json:"minimize_skipped,omitempty"`
+	// TargetArgs, KernelID and Version: the replay flags and kernel of the
+	// agent that found it, and the coordinator's forkfuzz version.
+	TargetArgs []string          `json:"target_args,omitempty"`
+	KernelID   campaign.KernelID `json:"kernel_id,omitzero"`
+	Version    string            `json:"version,omitempty"`
 }
 
 // minimizePending reports whether the finding still waits for an agent's
@@ -110,7 +116,10 @@ func (c *coord) saveFinding(ctx context.Context, r *Result, is judge.Issue) (boo
 		c.mu.Unlock()
 		rec = &FindingRecord{Meta: meta, Oracle: string(is.Oracle), Explanation: is.Explanation, Files: is.Files,
 			CampaignSeed: r.CampaignSeed, ProgramSeed: r.Seed, Target: r.Target, Corrupt: corrupt,
-			Program: r.Program, Observation: r.Observation}
+			Program: r.Program, Observation: r.Observation, TargetArgs: r.TargetArgs, Version: version.String()}
+		if r.KernelID != nil {
+			rec.KernelID = *r.KernelID
+		}
 		if err := c.putRecord(ctx, key, rec); err != nil {
 			return false, err
 		}
@@ -287,6 +296,7 @@ func (rec *FindingRecord) Finding() (*campaign.Finding, error) {
 		Issue:   judge.Issue{Oracle: checker.Oracle(rec.Oracle), Signature: rec.Meta.Signature, Explanation: rec.Explanation, Files: rec.Files},
 		Program: p, Observation: rec.Observation, Target: rec.Target, CampaignSeed: rec.CampaignSeed,
 		Index: rec.Meta.Index, ProgramSeed: rec.ProgramSeed, Corrupt: rec.Corrupt,
+		TargetArgs: rec.TargetArgs, Kernel: rec.KernelID, Version: rec.Version,
 	}
 	if m := rec.Minimized; m != nil {
 		if f.Minimized, err = prog.Parse([]byte(m.Program)); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -89,6 +90,10 @@ type Result struct {
 	Err            *RunError        `json:"error,omitempty"`
 	Started        time.Time        `json:"started"`
 	RunNanos       int64            `json:"run_ns"`
+	// TargetArgs and KernelID: how to reopen the agent's target and which
+	// kernel it ran (campaign.Finding's replay command and identity).
+	TargetArgs []string           `json:"target_args,omitempty"`
+	KernelID   *campaign.KernelID `json:"kernel_id,omitempty"`
 }
 
 // Heartbeat is an agent's periodic report, kept in the agents bucket.

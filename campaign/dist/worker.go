@@ -37,6 +37,12 @@ type WorkerConfig struct {
 	// minimize).
 	MinimizeRuns int
 	MinimizeTime time.Duration
+	// TargetArgs are the `forkfuzz exec` flags that reopen Target as this
+	// agent runs it, and KernelID the kernel it runs: findings carry both
+	// (their replay command and kernel identity are the agent's, not the
+	// coordinator's).
+	TargetArgs []string
+	KernelID   campaign.KernelID
 	// MaxHarnessErrors stops the agent after this many in a row (default 5).
 	MaxHarnessErrors int
 	Heartbeat        time.Duration // default 1s
@@ -235,7 +241,13 @@ func (a *worker) serve(ctx context.Context, m jetstream.Msg) {
 	o, runErr := a.cfg.Target.Run(p, agents.Options{Corrupt: w.Corrupt})
 	r := &Result{V: WireVersion, Campaign: w.Campaign, CampaignSeed: w.CampaignSeed, Index: w.Index, Seed: w.Seed,
 		Agent: a.cfg.ID, Delivered: md.NumDelivered, Target: a.cfg.Target.Name(), Program: w.Program, Observation: o,
-		Err: NewRunError(runErr), Started: start, RunNanos: int64(time.Since(start))}
+		Err: NewRunError(runErr), Started: start, RunNanos: int64(time.Since(start)), TargetArgs: a.cfg.TargetArgs}
+	if kid := a.cfg.KernelID; kid != (campaign.KernelID{}) || o != nil {
+		if o != nil {
+			kid.Observed = o.Kernel
+		}
+		r.KernelID = &kid
+	}
 	if r.Err != nil && r.Err.Kind == "harness" {
 		atomic.AddInt64(&a.st.HarnessErrors, 1)
 		n := a.harness.Add(1)

@@ -83,6 +83,9 @@ func TestRemoveEveryUnit(t *testing.T) {
 			}
 			// A fork's unit may start with a storeloop that runs until it.
 			head := u[0]
+			if last := u[len(u)-1]; p.Ops[last].Kind == prog.OpJoin {
+				head = last // a join's unit holds the operations it joins
+			}
 			for _, j := range u {
 				if p.Ops[j].Kind == prog.OpFork {
 					head = j

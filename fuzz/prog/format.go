@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The text format, version 1:
@@ -144,8 +145,26 @@ type parser struct {
 	prog *Program
 }
 
+// maxEcho bounds how much of an offending token an error message quotes.
+const maxEcho = 64
+
 func (ps *parser) errf(col int, format string, args ...any) error {
+	for i, a := range args {
+		if s, ok := a.(string); ok && len(s) > maxEcho {
+			args[i] = truncated(s)
+		}
+	}
 	return &SyntaxError{Line: ps.line, Col: col, Msg: fmt.Sprintf(format, args...)}
+}
+
+// truncated is a long token cut to maxEcho bytes (at a rune boundary) for
+// an error message, saying how long it was.
+func truncated(s string) string {
+	n := maxEcho
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:n], len(s))
 }
 
 // Parse reads a program in the text format and validates it. Errors name
@@ -179,6 +198,9 @@ func Parse(text []byte) (*Program, error) {
 				return nil, err
 			}
 			continue
+		}
+		if len(ps.prog.Ops) >= MaxOps {
+			return nil, ps.errf(toks[0].col, "too many operations (max %d)", MaxOps)
 		}
 		if err := ps.parseOp(toks); err != nil {
 			return nil, err
