@@ -57,6 +57,7 @@ type Stats struct {
 	// Judged is what the verdicts rested on, over every program.
 	Judged judge.Tally
 	Saved  []string // finding directories
+	stats  *statsLog
 }
 
 // ProgramSeed is the seed of program i of a campaign with seed s. A program
@@ -147,6 +148,8 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	}
 	pool := NewPool()
 	var programs, forks atomic.Int64
+	st.stats = newStatsLog(cfg, start)
+	defer st.stats.start(st, &programs, &forks, start)()
 	stopProgress := make(chan struct{})
 	progressDone := make(chan struct{})
 	go func() {
@@ -246,6 +249,7 @@ func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, harnessErrs 
 	o *obs.Observation, v *judge.Verdict, herr error, programs, forks *atomic.Int64) ([]*Finding, error) {
 	if herr != nil {
 		st.HarnessErrors++
+		st.stats.harnessError()
 		*harnessErrs++
 		logf(cfg.Log, "program %d (seed %d): harness error: %v", i, ProgramSeed(cfg.Seed, i), herr)
 		if *harnessErrs >= cfg.MaxHarnessErrors {
@@ -258,6 +262,7 @@ func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, harnessErrs 
 	forks.Add(int64(p.NumForks()))
 	pool.Add(i, p)
 	st.Judged.Add(v)
+	st.stats.saw(o, v)
 	if v.OK() {
 		return nil, nil
 	}
