@@ -175,6 +175,8 @@ func forkMode(target, kernel string) string {
 			return fmt.Sprintf("simulated %s fork with mutant %s", mode, mutant)
 		}
 		return "simulated " + mode + " fork"
+	case target == "sim":
+		return "the simulated kernel (each agent's --fork and --mutant)"
 	case target == "native":
 		return "the host kernel's fork"
 	case target == "qemu":
@@ -278,8 +280,8 @@ func CampaignPage(c *Campaign) []byte {
 		failS.segs = append(failS.segs, es)
 	}
 	b.f(`<section id="plots"><h2>Over time</h2><div class="scroll">%s %s</div>`,
-		lineChart("programs and forks per second", []series{progS, forkS}, 640, 230),
-		lineChart("findings", []series{findS, failS}, 640, 230))
+		lineChart("programs and forks per second", []series{progS, forkS}, 600, 230),
+		lineChart("findings", []series{findS, failS}, 600, 230))
 	if len(c.Samples) == 0 {
 		b.f(`<p class="note">No samples in %s yet (a run writes one every %s).</p>`, campaign.StatsFile, campaign.StatsEvery)
 	} else {

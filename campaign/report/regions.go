@@ -148,7 +148,7 @@ func slotText(p *prog.Program, v uint64) string {
 // pageHistory is the bad page's story: every operation that wrote to it
 // or changed its mapping, then what every view held at the bad word.
 func pageHistory(p *prog.Program, o *obs.Observation, ev *checker.Finding) string {
-	if ev == nil || ev.Region < 0 || ev.Region >= len(p.Regions) || (ev.Expected == 0 && ev.Actual == 0 && ev.View < 0) {
+	if ev == nil || ev.Region < 0 || ev.Region >= len(p.Regions) || ev.Expected == 0 && ev.Actual == 0 {
 		return ""
 	}
 	page := ev.Page

@@ -68,11 +68,11 @@ func rollbackSection(p *prog.Program, o *obs.Observation, ev *checker.Finding) s
 		b.f(`<table style="margin-top:6px"><tr><th>measurement</th><th class="num">before</th><th class="num">after</th></tr>`)
 		row := func(name string, before, after any) {
 			bs, as := fmt.Sprint(before), fmt.Sprint(after)
-			cls := ""
+			cls := "num mono"
 			if bs != as {
-				cls = ` class="changed"`
+				cls += " changed"
 			}
-			b.f(`<tr><td>%s</td><td class="num mono"%s>%s</td><td class="num mono"%s>%s</td></tr>`, esc(name), cls, esc(bs), cls, esc(as))
+			b.f(`<tr><td>%s</td><td class="%s">%s</td><td class="%s">%s</td></tr>`, esc(name), cls, esc(bs), cls, esc(as))
 		}
 		row("children of the forking thread", fmt.Sprint(rb.ChildrenBefore), fmt.Sprint(rb.ChildrenAfter))
 		row("content digest", fmt.Sprintf("%#x", rb.DigestBefore), fmt.Sprintf("%#x", rb.DigestAfter))
@@ -109,11 +109,11 @@ func rollbackSection(p *prog.Program, o *obs.Observation, ev *checker.Finding) s
 			sort.Slice(addrs, func(i, j int) bool { return addrs[i] < addrs[j] })
 			for _, a := range addrs {
 				bs, as := pmdFlags(m[a].before), pmdFlags(m[a].after)
-				cls := ""
+				cls := "mono"
 				if bs != as {
-					cls = ` class="changed"`
+					cls += " changed"
 				}
-				b.f(`<tr><td class="mono">%#x%s</td><td class="mono"%s>%s</td><td class="mono"%s>%s</td></tr>`, a, esc(regionOf(a)), cls, bs, cls, as)
+				b.f(`<tr><td class="mono">%#x%s</td><td class="%s">%s</td><td class="%s">%s</td></tr>`, a, esc(regionOf(a)), cls, bs, cls, as)
 			}
 			b.f(`</table>`)
 		}

@@ -47,7 +47,11 @@ func threadSection(p *prog.Program, o *obs.Observation, ev *checker.Finding, att
 		b.f(`<p>Porcupine's view of this history: <a href="%s">%s</a></p>`, esc(a), esc(a))
 	}
 	if len(pick) == 0 {
-		b.f(`<p class="note">%d threads stored %d times; every child start view judged (%d) is a consistent cut of their stores.</p>`, len(o.Threads), countStores(o), len(ws))
+		if len(ws) == 0 {
+			b.f(`<p class="note">%d threads stored %d times; no child start view of a main-process fork was judged against them.</p>`, len(o.Threads), countStores(o))
+		} else {
+			b.f(`<p class="note">%d threads stored %d times; all %d child start views judged are consistent cuts of their stores.</p>`, len(o.Threads), countStores(o), len(ws))
+		}
 		return b.String()
 	}
 	for _, w := range pick {

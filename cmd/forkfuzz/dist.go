@@ -127,6 +127,7 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executors falsify observations")
 	logLevel := fs.String("log-level", "info", "debug (every program's seed), info, warn, error")
 	quiet := fs.Bool("q", false, "no progress line")
+	httpAddr := fs.String("http", "", "serve the live campaign page (rates, findings, agents) on this address, e.g. :8080")
 	if fs.Parse(args) != nil {
 		return exitError
 	}
@@ -185,6 +186,13 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		log.Info("metrics", "url", "http://"+addr+"/metrics")
+	}
+	if *httpAddr != "" {
+		addr, err := serveLive(ctx, *httpAddr, st, *name, *workdir, 10*time.Second)
+		if err != nil {
+			return fail(err)
+		}
+		log.Info("campaign page", "url", "http://"+addr+"/")
 	}
 	var kernelHash string
 	if *kernelImage != "" {
