@@ -248,7 +248,11 @@ func runSections(p *prog.Program, o *obs.Observation, is judge.Issue, which stri
 			kv("operation", fmt.Sprintf("op %d <code>%s</code>", ev.Op, esc(p.Ops[ev.Op].String())))
 		}
 		if ev.Region >= 0 && ev.Region < len(p.Regions) {
-			kv("memory", esc(fmt.Sprintf("r%d (%s) page %d offset %#x", ev.Region, p.Regions[ev.Region].Kind, ev.Page, ev.Off)))
+			if ev.Page != 0 || ev.Off != 0 || ev.Expected != 0 || ev.Actual != 0 {
+				kv("memory", esc(fmt.Sprintf("r%d (%s) page %d offset %#x", ev.Region, p.Regions[ev.Region].Kind, ev.Page, ev.Off)))
+			} else {
+				kv("memory", esc(fmt.Sprintf("r%d (%s)", ev.Region, p.Regions[ev.Region].Kind)))
+			}
 		}
 		if ev.Expected != 0 || ev.Actual != 0 {
 			kv("expected", `<span class="exp mono">`+esc(slotText(p, ev.Expected))+`</span>`)
