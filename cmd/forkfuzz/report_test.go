@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents/sim"
+	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/campaign/dist"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/internal/testutil"
+)
+
+// forkfuzz report writes the campaign page of a run's workdir; a missing
+// workdir is a clear error.
+func TestReportCommand(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := forkfuzz(t, "run", "--target", "sim", "--fork", "async", "--mutant", "async-rollback-partial",
+		"--programs", "100", "--seed", "5", "--workdir", dir, "--minimize-runs", "30", "-q")
+	if code != exitFindings {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, campaign.StatsFile)); err != nil {
+		t.Fatalf("run wrote no stats: %v", err)
+	}
+	code, out, errs = forkfuzz(t, "report", dir)
+	if code != exitClean || strings.TrimSpace(out) != filepath.Join(dir, "index.html") {
+		t.Fatalf("report: exit %d\n%s\n%s", code, out, errs)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "index.html"))
+	if !strings.Contains(string(b), "sim-async+async-rollback-partial") || !strings.Contains(string(b), "report.html") {
+		t.Errorf("the campaign page lacks the target or finding links")
+	}
+	code, _, errs = forkfuzz(t, "report", filepath.Join(dir, "nope"))
+	if code != exitError || !strings.Contains(errs, "nope: not a workdir") {
+		t.Errorf("report of a missing workdir: exit %d, %q", code, errs)
+	}
+}
+
+// The coordinator's live page (--http), with two agents fuzzing, renders
+// in headless Chromium: both agents in the agents table, the plots, one
+// findings row per finding directory, and every finding link served.
+func TestCoordinatorPageInBrowser(t *testing.T) {
+	bin := testutil.Chromium(t)
+	old := campaign.StatsEvery
+	campaign.StatsEvery = 300 * time.Millisecond
+	defer func() { campaign.StatsEvery = old }()
+	srv, err := dist.StartServer(dist.ServerConfig{Listen: "127.0.0.1:0", StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := dist.Open(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd := t.TempDir()
+	addr, err := serveLive(ctx, "127.0.0.1:0", st, "live", wd, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, stopAgents := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, id := range []string{"agent-a", "agent-b"} {
+		tg, err := sim.NewTarget(sim.Config{Mode: sim.Async, Mutant: "async-rollback-partial"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dist.RunAgent(actx, dist.AgentConfig{Store: st, ID: id, Kind: "sim", Target: tg, MinimizeRuns: 30, Heartbeat: 200 * time.Millisecond})
+		}()
+	}
+	defer func() { stopAgents(); wg.Wait() }()
+	w, _ := gen.Profile("default")
+	cs, err := dist.RunCoordinator(ctx, dist.CoordinatorConfig{Store: st, Campaign: "live", Seed: 3, Programs: 300,
+		Target: "sim", Weights: w, Workdir: wd, Queue: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Findings == 0 {
+		t.Fatal("the campaign found nothing")
+	}
+	time.Sleep(time.Second) // a poll after the last result
+	url := "http://" + addr + "/"
+	dom := testutil.DumpDOM(t, bin, url)
+	if testutil.BodyAttr(dom, "data-rendered") != "1" {
+		t.Fatal("the live page's load handler did not run")
+	}
+	if n, _ := strconv.Atoi(testutil.BodyAttr(dom, "data-svg")); n < 2 {
+		t.Errorf("live page: %d plots rendered, want 2", n)
+	}
+	for _, a := range []string{"<td>agent-a</td><td>ok</td>", "<td>agent-b</td><td>ok</td>"} {
+		if !strings.Contains(dom, a) {
+			t.Errorf("live page lacks agent row %q", a)
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(wd, "findings", "*", "signature"))
+	rows := regexp.MustCompile(`<tr><td class="mono"><a href="(findings/[^"]+/report.html)">`).FindAllStringSubmatch(dom, -1)
+	if len(rows) != len(dirs) || len(rows) == 0 {
+		t.Errorf("findings table: %d rows for %d finding directories", len(rows), len(dirs))
+	}
+	for _, r := range rows {
+		resp, err := http.Get(url + r[1])
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %v %v", r[1], err, resp)
+			continue
+		}
+		resp.Body.Close()
+	}
+	testutil.Screenshot(t, bin, url, filepath.Join(testutil.ArtifactDir(t), "live.png"), 1300, 1400)
+}
