@@ -48,16 +48,17 @@ type SigCount struct {
 
 // statsLog collects what samples need beyond Stats.
 type statsLog struct {
-	mu     sync.Mutex
-	path   string
-	sample Sample
+	mu       sync.Mutex
+	path     string
+	sample   Sample
+	onSample func(Sample)
 }
 
 func newStatsLog(cfg Config, start time.Time) *statsLog {
 	if cfg.Workdir == "" {
 		return nil
 	}
-	return &statsLog{path: filepath.Join(cfg.Workdir, StatsFile), sample: Sample{
+	return &statsLog{path: filepath.Join(cfg.Workdir, StatsFile), onSample: cfg.OnSample, sample: Sample{
 		Run: start.UTC().Format(time.RFC3339Nano), Target: cfg.Target.Name(), Seed: cfg.Seed,
 		Signatures: map[string]*SigCount{}}}
 }
@@ -140,6 +141,9 @@ func (l *statsLog) write(st *Stats, programs, forks int64, start time.Time) {
 	s.Signatures = sigs
 	b, err := json.Marshal(s)
 	l.mu.Unlock()
+	if l.onSample != nil {
+		l.onSample(s)
+	}
 	if err != nil {
 		return
 	}

@@ -165,6 +165,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("q", false, "no progress line")
 	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", ")+" (part of what a seed replays)")
 	overJS := fs.Bool("dist", false, "run through a coordinator and an agent in this process over an embedded NATS JetStream server")
+	resume := runFlags(fs)
 	if fs.Parse(args) != nil {
 		return exitError
 	}
@@ -198,6 +199,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if *overJS {
 		stop()
 		return runDist(t, fs.Lookup("target").Value.String(), cfg, *minRuns, *minTime, stdout, stderr)
+	}
+	if err := resume(ctx, &cfg, t); err != nil {
+		fmt.Fprintln(stderr, "forkfuzz run:", err)
+		return exitError
 	}
 	st, err := campaign.Run(ctx, cfg)
 	if st != nil {

@@ -2,11 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/campaign/dist"
 	"github.com/forkfuzz/forkfuzz/campaign/report"
@@ -89,4 +96,65 @@ func distSnapshot(ctx context.Context, st *dist.Store, name string, stale time.D
 			Busy: h.Busy, Workers: h.Workers, Programs: h.Programs, Errors: h.Errors, LastSeen: now.Sub(h.Time)})
 	}
 	return snap, nil
+}
+
+// runFlags registers run's --resume and --metrics-addr; the function it
+// returns, called once the target is open, points cfg at the workdir's
+// corpus for this target and kernel build and serves the metrics.
+func runFlags(fs *flag.FlagSet) func(ctx context.Context, cfg *campaign.Config, t agents.Target) error {
+	resume := fs.Bool("resume", true, "keep the mutation corpus in WORKDIR/corpus/TARGET-KERNEL and continue from it")
+	metrics := fs.String("metrics-addr", "", "serve Prometheus metrics on this address (e.g. :9464; updated with every stats sample)")
+	return func(ctx context.Context, cfg *campaign.Config, t agents.Target) error {
+		if *resume {
+			kernel := ""
+			if k := fs.Lookup("kernel"); k != nil {
+				kernel = k.Value.String()
+			}
+			cfg.Corpus = filepath.Join(cfg.Workdir, "corpus", campaign.CorpusScope(t.Name(), kernelID(t.Name(), kernel)))
+		}
+		if *metrics == "" {
+			return nil
+		}
+		m := dist.NewMetrics()
+		addr, err := m.Serve(ctx, *metrics)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cfg.Log, "metrics: http://%s/metrics\n", addr)
+		var prev campaign.Sample
+		cfg.OnSample = func(s campaign.Sample) {
+			m.Programs.Add(float64(s.Programs - prev.Programs))
+			m.Forks.Add(float64(s.Forks - prev.Forks))
+			m.Events.Add(float64(s.Events - prev.Events))
+			m.Findings.Add(float64(s.Findings - prev.Findings))
+			m.HarnessErrors.Add(float64(s.HarnessErrors - prev.HarnessErrors))
+			prev = s
+		}
+		return nil
+	}
+}
+
+// kernelID names the kernel build a target runs: the host kernel's release
+// and a hash of its version string, a VM kernel image's SHA-256 prefix, or
+// nothing for the simulated kernel (its target name says the model).
+func kernelID(target, image string) string {
+	switch {
+	case target == "native":
+		var u unix.Utsname
+		if unix.Uname(&u) != nil {
+			return "unknown"
+		}
+		h := sha256.Sum256(u.Version[:])
+		return unix.ByteSliceToString(u.Release[:]) + "-" + hex.EncodeToString(h[:4])
+	case image != "":
+		fd, err := os.Open(image)
+		if err != nil {
+			return "unknown"
+		}
+		defer fd.Close()
+		h := sha256.New()
+		io.Copy(h, fd)
+		return hex.EncodeToString(h.Sum(nil)[:6])
+	}
+	return ""
 }

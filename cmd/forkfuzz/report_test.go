@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -125,4 +127,65 @@ func TestCoordinatorPageInBrowser(t *testing.T) {
 		resp.Body.Close()
 	}
 	testutil.Screenshot(t, bin, url, filepath.Join(testutil.ArtifactDir(t), "live.png"), 1300, 1400)
+}
+
+// TestRunKilledHelper is the run that TestRunKilledResumes kills; it does
+// nothing on its own.
+func TestRunKilledHelper(t *testing.T) {
+	wd := os.Getenv("FORKFUZZ_KILL_WORKDIR")
+	if wd == "" {
+		t.Skip("the process TestRunKilledResumes starts and kills")
+	}
+	forkfuzz(t, "run", "--target", "sim", "--fork", "async", "--duration", "2m", "--seed", "21", "--workdir", wd, "-q")
+}
+
+// A run killed with SIGKILL and started again on the same workdir
+// continues from its corpus: the second run restores the programs the
+// first kept and mutates some of them.
+func TestRunKilledResumes(t *testing.T) {
+	wd := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRunKilledHelper$")
+	cmd.Env = append(os.Environ(), "FORKFUZZ_KILL_WORKDIR="+wd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(wd, "corpus", "sim-async")
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if names, _ := filepath.Glob(filepath.Join(dir, "*.ffz")); len(names) >= 30 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("the first run kept no 30 programs in 2 minutes")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	kept := map[string]bool{}
+	names, _ := filepath.Glob(filepath.Join(dir, "*.ffz"))
+	finds, _ := filepath.Glob(filepath.Join(dir, campaign.CorpusFindings, "*.ffz"))
+	for _, n := range append(names, finds...) {
+		kept[strings.TrimSuffix(filepath.Base(n), ".ffz")] = true
+	}
+	t.Logf("killed the first run with %d programs kept", len(kept))
+	code, out, errs := forkfuzz(t, "run", "--target", "sim", "--fork", "async", "--programs", "80", "--seed", "22", "--workdir", wd, "-q")
+	if code == exitError {
+		t.Fatalf("second run: exit %d\n%s\n%s", code, out, errs)
+	}
+	if want := fmt.Sprintf("restored %d programs", len(kept)); !strings.Contains(out, want) {
+		t.Fatalf("second run does not say %q:\n%s", want, out)
+	}
+	ms := regexp.MustCompile(`program \d+: mutated from restored corpus program ([0-9a-f]+)`).FindAllStringSubmatch(out, -1)
+	if len(ms) == 0 {
+		t.Fatalf("the second run mutated no program of the killed one:\n%s", out)
+	}
+	for _, m := range ms {
+		if !kept[m[1]] {
+			t.Errorf("mutated %s, which the killed run did not keep", m[1])
+		}
+	}
+	t.Logf("%d logged mutations of the killed run's programs, e.g. %q", len(ms), ms[0][0])
 }
