@@ -129,6 +129,9 @@ func checkLinks(t *testing.T, dom, dir string) int {
 // findings table lists every finding directory and every link resolves.
 // Screenshots go to testdata/out (or $FORKFUZZ_ARTIFACTS).
 func TestPagesInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the browser test runs campaigns and Chromium (about 30 s)")
+	}
 	bin := testutil.Chromium(t)
 	wd := simCampaign(t, "async-rollback-partial", "default", 200, 5)
 	td := simCampaign(t, "async-sync-pte-only", "threads", 40, 5)

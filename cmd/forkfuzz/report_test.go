@@ -51,6 +51,9 @@ func TestReportCommand(t *testing.T) {
 // in headless Chromium: both agents in the agents table, the plots, one
 // findings row per finding directory, and every finding link served.
 func TestCoordinatorPageInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the browser test runs campaigns and Chromium (about 30 s)")
+	}
 	bin := testutil.Chromium(t)
 	old := campaign.StatsEvery
 	campaign.StatsEvery = 300 * time.Millisecond
