@@ -67,6 +67,14 @@ func openCorpus(cfg Config, pool *Pool) (*savedCorpus, error) {
 			c.log("corpus: %v", err)
 		}
 		for _, e := range es {
+			if len(pool.Progs) >= PoolMax {
+				// Beyond the bound (programs of a run killed between
+				// keeping a program and deleting the one it evicted).
+				if d == dir {
+					os.Remove(filepath.Join(dir.Path(), e.Name))
+				}
+				continue
+			}
 			pool.Add(int64(len(pool.Progs)), e.Prog)
 			c.restored[e.Prog] = e.Name
 			n++
