@@ -266,7 +266,7 @@ func CampaignPage(c *Campaign) []byte {
 			} else {
 				dp, df, dt = float64(s.Programs-r[i-1].Programs), float64(s.Forks-r[i-1].Forks), s.Elapsed-r[i-1].Elapsed
 			}
-			if dt > 0.2 {
+			if dt >= 1 {
 				ps = append(ps, pt{s.Time, dp / dt})
 				fs = append(fs, pt{s.Time, df / dt})
 			}

@@ -66,8 +66,13 @@ func rollbackSection(p *prog.Program, o *obs.Observation, ev *checker.Finding) s
 		kv("PMD flags from", rb.PMDSource)
 		b.f(`</div>`)
 		b.f(`<table style="margin-top:6px"><tr><th>measurement</th><th class="num">before</th><th class="num">after</th></tr>`)
+		hidden := 0
 		row := func(name string, before, after any) {
 			bs, as := fmt.Sprint(before), fmt.Sprint(after)
+			if (bs == "0" || bs == "0x0") && bs == as {
+				hidden++ // zero before and after: not measured, or nothing to measure
+				return
+			}
 			cls := "num mono"
 			if bs != as {
 				cls += " changed"
@@ -81,6 +86,9 @@ func rollbackSection(p *prog.Program, o *obs.Observation, ev *checker.Finding) s
 		row("PageTables (kB, system)", kb(rb.PageTablesBefore), kb(rb.PageTablesAfter))
 		row("VmPTE (kB, main process)", kb(rb.VmPTEBefore), kb(rb.VmPTEAfter))
 		b.f(`</table>`)
+		if hidden > 0 {
+			b.f(`<p class="note">%d measurements that were zero before and after are left out.</p>`, hidden)
+		}
 		if rb.WritePages > 0 {
 			b.f(`<p class="note">write pass: %d pages in %s</p>`, rb.WritePages, dur(rb.PassNanos))
 		}
