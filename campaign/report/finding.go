@@ -45,10 +45,20 @@ type Meta struct {
 
 // Files returns report.html and report.json for a finding directory
 // (campaign.FindingFiles calls it on every save).
-func Files(f *campaign.Finding) map[string][]byte {
+func Files(f *campaign.Finding) (files map[string][]byte) {
 	m := MetaOf(f)
 	mb, _ := json.MarshalIndent(m, "", " ")
-	return map[string][]byte{FindingHTML: FindingPage(f), FindingJSON: append(mb, '\n')}
+	files = map[string][]byte{FindingJSON: append(mb, '\n')}
+	defer func() {
+		// A page must never cost a campaign its finding.
+		if r := recover(); r != nil {
+			files[FindingHTML] = page("forkfuzz: "+f.Issue.Signature, template.HTML(fmt.Sprintf(
+				`<main><section><h2>%s</h2><p class="warn">report.html could not be drawn: %s</p><p>See report.txt.</p></section></main>`,
+				esc(f.Issue.Signature), esc(fmt.Sprint(r)))))
+		}
+	}()
+	files[FindingHTML] = FindingPage(f)
+	return files
 }
 
 func init() {

@@ -67,7 +67,7 @@ func regionMap(p *prog.Program, o *obs.Observation, ev *checker.Finding) string 
 				if run.Region != r {
 					continue
 				}
-				for pg := run.First; pg < run.First+run.N && pg < n; pg++ {
+				for pg := max(run.First, 0); pg < run.First+run.N && pg < n; pg++ {
 					state[pg] = run.State
 				}
 			}

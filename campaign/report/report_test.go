@@ -9,9 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/sim"
 	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/checker"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 	"github.com/forkfuzz/forkfuzz/internal/testutil"
 )
 
@@ -82,6 +87,15 @@ func TestFindingPages(t *testing.T) {
 	for _, want := range []string{"Rollback measurements", "PMD (2 MiB at)", "present RW", "present read-only", "the finding's fork"} {
 		if !strings.Contains(pt, want) {
 			t.Errorf("pagetable page lacks %q", want)
+		}
+	}
+	// A thread finding's page draws the consistent-cut witness and links
+	// porcupine's view.
+	td := simCampaign(t, "async-sync-pte-only", "threads", 40, 5)
+	th := read(t, filepath.Join(findingDir(t, td, "linearizability_"), FindingHTML))
+	for _, want := range []string{`class="witness"`, "violation", `stroke="#d0021b" stroke-width="2"`, `href="linearizability-f`} {
+		if !strings.Contains(th, want) {
+			t.Errorf("thread page lacks %q", want)
 		}
 	}
 	// The page of a finding directory read back equals what Save wrote,
@@ -186,4 +200,34 @@ func TestPagesInBrowser(t *testing.T) {
 		t.Error("the thread finding's page does not link porcupine's view")
 	}
 	t.Logf("screenshots in %s", out)
+}
+
+// A page is drawn whatever the observation holds: truncated results,
+// views of unknown processes, odd runs and evidence out of range.
+func TestFindingPageOnOddInput(t *testing.T) {
+	tg, err := sim.NewTarget(sim.Config{Mode: sim.Async})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := gen.DefaultWeights()
+	for i := int64(0); i < 30; i++ {
+		p := campaign.NewProgram(17, i, nil, w)
+		o, _ := tg.Run(p, agents.Options{})
+		if o == nil {
+			continue
+		}
+		ev := &checker.Finding{Oracle: checker.OracleSnapshot, Proc: int(i % 4), View: int(i%5) - 1, Op: int(i*7) % (len(p.Ops) + 3),
+			Region: int(i%3) - 1, Page: int(i), Off: uint64(i) * 8, Expected: prog.SlotValue(int(i), 0), Actual: uint64(i)}
+		f := &campaign.Finding{Issue: judge.Issue{Oracle: ev.Oracle, Signature: "snapshot:test", Evidence: ev}, Program: p, Observation: o, Target: "sim-async"}
+		if b := FindingPage(f); !strings.HasSuffix(string(b), "</html>\n") {
+			t.Fatalf("program %d: page incomplete", i)
+		}
+		// Now break the observation.
+		o.Ops = o.Ops[:len(o.Ops)/2]
+		o.Views = append(o.Views, obs.View{Proc: 99, At: 12345, Runs: []obs.Run{{Region: 0, First: -3, N: 5, State: obs.Readable}, {Region: 40, First: 0, N: 1}}})
+		ev.View = len(o.Views) - 1
+		if b := FindingPage(f); !strings.HasSuffix(string(b), "</html>\n") {
+			t.Fatalf("program %d, broken observation: page incomplete", i)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/checker"
@@ -27,6 +28,11 @@ const (
 func threadSection(p *prog.Program, o *obs.Observation, ev *checker.Finding, attachments []string) string {
 	if o == nil || len(o.Threads) == 0 {
 		return ""
+	}
+	if ev == nil || !strings.HasPrefix(string(ev.Oracle), string(checker.OracleLinearizability)) {
+		// Not a thread finding: the witnesses would cost a consistent-cut
+		// check per fork for nothing.
+		return fmt.Sprintf(`<p class="note">%d threads stored %d times (timed); this finding is not about them.</p>`, len(o.Threads), countStores(o))
 	}
 	ws := checker.CutWitnesses(p, o, WitnessTimeout)
 	var pick []checker.CutWitness

@@ -357,6 +357,9 @@ func spanEnd(evs []event, o *obs.Observation, i, c int) int {
 		if e.op < 0 {
 			continue
 		}
+		if e.op >= len(o.Ops) {
+			break
+		}
 		if r := o.Ops[e.op]; r.Ran && r.Start < end {
 			last = j
 		} else if r.Ran {
