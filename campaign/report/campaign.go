@@ -308,35 +308,31 @@ func CampaignPage(c *Campaign) []byte {
 	if len(c.Findings) == 0 {
 		b.f(`<p>No findings.</p>`)
 	} else {
-		b.f(`<p class="note">Grouped by oracle; within a group, one row per signature (root-cause grouping is not available). Count: failing runs that showed the signature (from %s).</p>`, campaign.StatsFile)
-		b.f(`<table class="findings"><tr><th>signature</th><th class="num">count</th><th>first seen</th><th>last seen</th><th class="num">ops (min)</th><th class="num">replay rate</th><th>program</th><th>report</th></tr>`)
-		group := ""
-		for _, r := range c.Findings {
-			if r.Oracle != group {
-				group = r.Oracle
-				n := 0
-				for _, q := range c.Findings {
-					if q.Oracle == group {
-						n++
-					}
+		b.f(`<p class="note">Grouped by probable root cause, a heuristic (forkfuzz does not bisect causes): signatures one program showed first together, and one symptom (operation and memory kind) under several oracles; the findings in no group follow. Count: failing runs that showed the signature (from %s).</p>`, campaign.StatsFile)
+		b.f(`<table class="findings"><tr><th>signature</th><th>oracle</th><th class="num">count</th><th>first seen</th><th>last seen</th><th class="num">ops (min)</th><th class="num">replay rate</th><th>program</th><th>report</th></tr>`)
+		for _, g := range groupByProgram(c.Findings) {
+			if len(g) > 1 {
+				b.f(`<tr><th colspan="9">%s</th></tr>`, esc(groupTitle(g)))
+			} else if g[0].single {
+				b.f(`<tr><th colspan="9">in no group</th></tr>`)
+			}
+			for _, r := range g {
+				replay := "—"
+				if r.Replays > 0 {
+					replay = fmt.Sprintf("%d/%d (%.0f%%)", r.Reproduced, r.Replays, 100*float64(r.Reproduced)/float64(r.Replays))
 				}
-				b.f(`<tr><th colspan="8"><span class="badge b-%s">%s</span>%d signatures</th></tr>`, esc(group), esc(group), n)
+				ops := fmt.Sprint(r.Ops)
+				if r.Minimized {
+					ops = fmt.Sprintf("%d → %d", r.Ops, r.MinOps)
+				}
+				count := "—"
+				if r.Count > 0 {
+					count = fmt.Sprint(r.Count)
+				}
+				link := c.LinkPrefix + r.Dir + "/"
+				b.f(`<tr><td class="mono"><a href="%s%s">%s</a></td><td><span class="badge b-%s">%s</span></td><td class="num">%s</td><td>%s</td><td>%s</td><td class="num">%s</td><td class="num">%s</td><td class="mono">%d / %d</td><td><a href="%s%s">report</a> · <a href="%sreport.txt">text</a></td></tr>`,
+					esc(link), FindingHTML, esc(r.Signature), esc(r.Oracle), esc(r.Oracle), count, tfmt(r.First), tfmt(r.Last), ops, replay, r.CampaignSeed, r.Index, esc(link), FindingHTML, esc(link))
 			}
-			replay := "—"
-			if r.Replays > 0 {
-				replay = fmt.Sprintf("%d/%d (%.0f%%)", r.Reproduced, r.Replays, 100*float64(r.Reproduced)/float64(r.Replays))
-			}
-			ops := fmt.Sprint(r.Ops)
-			if r.Minimized {
-				ops = fmt.Sprintf("%d → %d", r.Ops, r.MinOps)
-			}
-			count := "—"
-			if r.Count > 0 {
-				count = fmt.Sprint(r.Count)
-			}
-			link := c.LinkPrefix + r.Dir + "/"
-			b.f(`<tr><td class="mono"><a href="%s%s">%s</a></td><td class="num">%s</td><td>%s</td><td>%s</td><td class="num">%s</td><td class="num">%s</td><td class="mono">%d / %d</td><td><a href="%s%s">report</a> · <a href="%sreport.txt">text</a></td></tr>`,
-				esc(link), FindingHTML, esc(r.Signature), count, tfmt(r.First), tfmt(r.Last), ops, replay, r.CampaignSeed, r.Index, esc(link), FindingHTML, esc(link))
 		}
 		b.f(`</table>`)
 	}
@@ -346,6 +342,120 @@ func CampaignPage(c *Campaign) []byte {
 		out = []byte(strings.Replace(string(out), "<head>", fmt.Sprintf(`<head><meta http-equiv="refresh" content="%d">`, c.Refresh), 1))
 	}
 	return out
+}
+
+// groupRow is a finding row in a group; single marks the first of the
+// rows in no group.
+type groupRow struct {
+	FindingRow
+	single bool
+}
+
+// symptom is a signature without its oracle ("lost-store:anon-private"):
+// the same symptom under two oracles (a child's snapshot and a process's
+// own memory) usually has one cause.
+func symptom(sig string) string {
+	_, rest, ok := strings.Cut(sig, ":")
+	if !ok {
+		return sig
+	}
+	return rest
+}
+
+// groupByProgram groups findings that probably share a root cause: those
+// first shown by the same program (campaign seed and index), and those
+// with the same symptom under different oracles. Groups of several come
+// first, in order of first sight, then the findings in no group.
+func groupByProgram(rows []FindingRow) [][]groupRow {
+	parent := make([]int, len(rows))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		if parent[i] != i {
+			parent[i] = find(parent[i])
+		}
+		return parent[i]
+	}
+	byKey := map[string]int{}
+	for i, r := range rows {
+		for _, k := range []string{fmt.Sprintf("program %d/%d", r.CampaignSeed, r.Index), "symptom " + symptom(r.Signature)} {
+			if j, ok := byKey[k]; ok {
+				parent[find(i)] = find(j)
+			} else {
+				byKey[k] = i
+			}
+		}
+	}
+	by := map[int][]groupRow{}
+	var roots []int
+	for i, r := range rows {
+		root := find(i)
+		if _, ok := by[root]; !ok {
+			roots = append(roots, root)
+		}
+		by[root] = append(by[root], groupRow{FindingRow: r})
+	}
+	first := func(g []groupRow) time.Time {
+		t := g[0].First
+		for _, r := range g {
+			if r.First.Before(t) {
+				t = r.First
+			}
+		}
+		return t
+	}
+	var multi, single [][]groupRow
+	for _, root := range roots {
+		g := by[root]
+		sort.SliceStable(g, func(i, j int) bool {
+			if symptom(g[i].Signature) != symptom(g[j].Signature) {
+				return symptom(g[i].Signature) < symptom(g[j].Signature)
+			}
+			return g[i].Oracle < g[j].Oracle
+		})
+		if len(g) > 1 {
+			multi = append(multi, g)
+		} else {
+			single = append(single, g)
+		}
+	}
+	sort.SliceStable(multi, func(i, j int) bool { return first(multi[i]).Before(first(multi[j])) })
+	sort.SliceStable(single, func(i, j int) bool {
+		if single[i][0].Oracle != single[j][0].Oracle {
+			return single[i][0].Oracle < single[j][0].Oracle
+		}
+		return single[i][0].First.Before(single[j][0].First)
+	})
+	if len(single) > 0 {
+		single[0][0].single = true
+	}
+	return append(multi, single...)
+}
+
+// groupTitle says why a group's findings are together.
+func groupTitle(g []groupRow) string {
+	progs, symptoms := map[string]int{}, map[string]int{}
+	var pl, sl []string
+	for _, r := range g {
+		p := fmt.Sprintf("%d (seed %d)", r.Index, r.CampaignSeed)
+		if progs[p]++; progs[p] == 2 {
+			pl = append(pl, p)
+		}
+		s := symptom(r.Signature)
+		if symptoms[s]++; symptoms[s] == 2 {
+			sl = append(sl, s)
+		}
+	}
+	var why []string
+	if len(pl) > 0 {
+		why = append(why, "first seen together in program "+strings.Join(pl, ", "))
+	}
+	if len(sl) > 0 {
+		why = append(why, "the same symptom under several oracles: "+strings.Join(sl, ", "))
+	}
+	return fmt.Sprintf("%d signatures, probably one cause: %s", len(g), strings.Join(why, "; "))
 }
 
 func tfmt(t time.Time) string {

@@ -231,3 +231,39 @@ func TestFindingPageOnOddInput(t *testing.T) {
 		}
 	}
 }
+
+// Findings first shown by one program, or showing one symptom under
+// several oracles, are grouped; the rest follow, one per group.
+func TestGroupByProgram(t *testing.T) {
+	row := func(sig string, index int64) FindingRow {
+		return FindingRow{Meta: Meta{Signature: sig, Oracle: strings.SplitN(sig, ":", 2)[0], CampaignSeed: 1, Index: index}}
+	}
+	gs := groupByProgram([]FindingRow{
+		row("snapshot:lost-store:anon-private", 1), row("memory:lost-store:anon-private", 5),
+		row("pagetable:pmd-rw-not-restored", 7), row("pagetable:write-fault-hang", 7),
+		row("memory:stale-store:memfd-private", 9), row("linearizability:no-cut:memory", 11),
+	})
+	var got []string
+	for _, g := range gs {
+		var sigs []string
+		for _, r := range g {
+			sigs = append(sigs, r.Signature)
+		}
+		got = append(got, strings.Join(sigs, " "))
+	}
+	want := []string{
+		"memory:lost-store:anon-private snapshot:lost-store:anon-private",
+		"pagetable:pmd-rw-not-restored pagetable:write-fault-hang",
+		"linearizability:no-cut:memory",
+		"memory:stale-store:memfd-private",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("groups:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !gs[2][0].single || gs[3][0].single {
+		t.Error("the first finding in no group is not marked")
+	}
+	if title := groupTitle(gs[1]); !strings.Contains(title, "first seen together in program 7") {
+		t.Errorf("group title %q", title)
+	}
+}
