@@ -229,7 +229,8 @@ func pageHistory(p *prog.Program, o *obs.Observation, ev *checker.Finding) strin
 		}
 		wc := ""
 		switch {
-		case st != obs.Readable:
+		case st != obs.Readable || vi != ev.View:
+			// Other views may rightly hold either value.
 		case val == ev.Expected:
 			wc = ` class="exp"`
 		case val == ev.Actual:
