@@ -291,7 +291,7 @@ func CampaignPage(c *Campaign) []byte {
 
 	// Agents.
 	if len(c.Agents) > 0 {
-		b.f(`<section id="agents"><h2>Agents</h2><table><tr><th>agent</th><th>health</th><th>target</th><th>host</th><th class="num">busy</th><th class="num">programs</th><th class="num">harness errors</th><th class="num">last heartbeat</th></tr>`)
+		b.f(`<section id="agents"><h2>Agents</h2><table><tr><th>agent</th><th>health</th><th>target</th><th>host</th><th class="num">busy / VMs or workers</th><th class="num">programs</th><th class="num">harness errors</th><th class="num">last heartbeat</th></tr>`)
 		for _, a := range c.Agents {
 			cls := ""
 			if a.Health != "ok" {

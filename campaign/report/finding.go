@@ -273,7 +273,7 @@ func runSections(p *prog.Program, o *obs.Observation, is judge.Issue, which stri
 	svg, trunc := timelineSVG(p, o, ev)
 	b.f(`<section id="timeline"><h2>Timeline (%s)</h2><p class="note">One lane per process and thread; operations in the order they ran (by their start times), views where they were taken. A bar under an operation runs as long as it lasted (a wait spans its child's life). Hover for details.</p>%s<div class="scroll">%s</div>`, which, timelineLegend, svg)
 	if trunc > 0 {
-		b.f(`<p class="note">%d more events not drawn.</p>`, trunc)
+		b.f(`<p class="note">%d of %d events drawn, around the finding; %d not drawn (all operations are in the table below).</p>`, MaxTimelineEvents, MaxTimelineEvents+trunc, trunc)
 	}
 	b.f(`<details><summary>Operations and results</summary><table><tr><th class="num">op</th><th>process</th><th>operation</th><th>result</th><th class="num">start</th></tr>`)
 	for i, op := range p.Ops {

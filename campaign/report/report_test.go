@@ -267,3 +267,27 @@ func TestGroupByProgram(t *testing.T) {
 		t.Errorf("group title %q", title)
 	}
 }
+
+// A timeline too long to draw shows the window around the finding.
+func TestTimelineWindow(t *testing.T) {
+	old := MaxTimelineEvents
+	MaxTimelineEvents = 10
+	defer func() { MaxTimelineEvents = old }()
+	var p *prog.Program
+	for i := int64(0); p == nil || len(p.Ops) < 40; i++ {
+		p = campaign.NewProgram(5, i, nil, gen.DefaultWeights())
+	}
+	tg, _ := sim.NewTarget(sim.Config{Mode: sim.Async})
+	o, err := tg.Run(p, agents.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := len(p.Ops) - 3
+	svg, trunc := timelineSVG(p, o, &checker.Finding{Op: op, View: -1, Region: -1})
+	if trunc != len(order(p, o))-10 {
+		t.Errorf("%d events not drawn, want %d", trunc, len(order(p, o))-10)
+	}
+	if !strings.Contains(svg, "<title>op "+strconv.Itoa(op)+":") || strings.Contains(svg, "<title>op 0:") {
+		t.Errorf("the window does not hold op %d alone of the far ones", op)
+	}
+}

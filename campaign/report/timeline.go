@@ -10,7 +10,7 @@ import (
 )
 
 // MaxTimelineEvents bounds the columns of a timeline.
-const MaxTimelineEvents = 400
+var MaxTimelineEvents = 400
 
 // lane is one row of the timeline: a process's main thread or a thread of
 // the main process.
@@ -197,10 +197,19 @@ func timelineSVG(p *prog.Program, o *obs.Observation, ev *checker.Finding) (stri
 		laneOf[[2]int{l.proc, l.thread}] = i
 	}
 	evs := order(p, o)
-	truncated := 0
+	truncated, first := 0, 0
 	if len(evs) > MaxTimelineEvents {
+		// Draw the window around the finding's operation or view.
+		if ev != nil {
+			for j, e := range evs {
+				if e.op >= 0 && e.op == ev.Op || e.op < 0 && e.view == ev.View {
+					first = min(max(j-MaxTimelineEvents/2, 0), len(evs)-MaxTimelineEvents)
+					break
+				}
+			}
+		}
 		truncated = len(evs) - MaxTimelineEvents
-		evs = evs[:MaxTimelineEvents]
+		evs = evs[first : first+MaxTimelineEvents]
 	}
 	const (
 		left  = 150
@@ -261,8 +270,8 @@ func timelineSVG(p *prog.Program, o *obs.Observation, ev *checker.Finding) (stri
 	}
 	// Column numbers every 5 columns.
 	for c := range evs {
-		if c%5 == 0 {
-			b.f(`<text x="%d" y="14" font-size="10" fill="#8a93a3" text-anchor="middle">%d</text>`, x(c), c)
+		if (first+c)%5 == 0 {
+			b.f(`<text x="%d" y="14" font-size="10" fill="#8a93a3" text-anchor="middle">%d</text>`, x(c), first+c)
 		}
 	}
 	// Fork and wait arrows.
