@@ -291,3 +291,32 @@ func TestTimelineWindow(t *testing.T) {
 		t.Errorf("the window does not hold op %d alone of the far ones", op)
 	}
 }
+
+// BenchmarkFindingPage draws report.html of a saved finding (the original
+// program and the minimized one), as FindingStore.Save does on every save.
+func BenchmarkFindingPage(b *testing.B) {
+	tg, err := sim.NewTarget(sim.Config{Mode: sim.Async, Mutant: "async-rollback-partial"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	st, err := campaign.Run(context.Background(), campaign.Config{Target: tg, Seed: 5, Programs: 200, Workdir: dir,
+		Weights: gen.DefaultWeights(), MinimizeRuns: 60})
+	if err != nil || len(st.Saved) == 0 {
+		b.Fatalf("no finding: %v", err)
+	}
+	var fs []*campaign.Finding
+	for _, d := range st.Saved {
+		f, err := LoadFinding(d)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fs = append(fs, f)
+	}
+	b.ResetTimer()
+	bytes := 0
+	for i := 0; i < b.N; i++ {
+		bytes += len(FindingPage(fs[i%len(fs)]))
+	}
+	b.ReportMetric(float64(bytes)/float64(b.N), "B/page")
+}
