@@ -127,7 +127,7 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executors falsify observations")
 	logLevel := fs.String("log-level", "info", "debug (every program's seed), info, warn, error")
 	quiet := fs.Bool("q", false, "no progress line")
-	httpAddr := fs.String("http", "", "serve the live campaign page (rates, findings, agents) on this address, e.g. :8080")
+	httpAddr := fs.String("http", "", "serve the live campaign page (rates, findings, agents; read-only, no authentication) on this address, e.g. 127.0.0.1:8080")
 	if fs.Parse(args) != nil {
 		return exitError
 	}
