@@ -68,7 +68,14 @@ func lineChart(title string, ss []series, w, h int) string {
 	span := t1.Sub(t0)
 	for i := 0; i <= 4; i++ {
 		t := t0.Add(span * time.Duration(i) / 4)
-		b.f(`<text x="%.1f" y="%d" font-size="10" fill="#6b7280" text-anchor="middle">%s</text>`, x(t), h-bottom+14, t.Local().Format("15:04:05"))
+		anchor := "middle"
+		switch i {
+		case 0:
+			anchor = "start"
+		case 4:
+			anchor = "end"
+		}
+		b.f(`<text x="%.1f" y="%d" font-size="10" fill="#6b7280" text-anchor="%s">%s</text>`, x(t), h-bottom+14, anchor, t.Local().Format("15:04:05"))
 	}
 	b.f(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#9aa3b2"/>`, left, h-bottom, w-right, h-bottom)
 	for _, s := range ss {
