@@ -129,6 +129,7 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executors falsify observations")
 	logLevel := fs.String("log-level", "info", "debug (every program's seed), info, warn, error")
 	quiet := fs.Bool("q", false, "no progress line")
+	httpAddr := fs.String("http", "", "serve the live campaign page (rates, findings, agents; read-only, no authentication) on this address, e.g. 127.0.0.1:8080")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
@@ -201,6 +202,13 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		log.Info("metrics", "url", "http://"+addr+"/metrics")
+	}
+	if *httpAddr != "" {
+		addr, err := serveLive(ctx, *httpAddr, st, *name, *workdir, 10*time.Second)
+		if err != nil {
+			return fail(err)
+		}
+		log.Info("campaign page", "url", "http://"+addr+"/")
 	}
 	var kernelHash string
 	if *kernelImage != "" {

@@ -175,6 +175,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("q", false, "no progress line")
 	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", ")+" (part of what a seed replays)")
 	overJS := fs.Bool("dist", false, "run through a coordinator and an agent in this process over an embedded NATS JetStream server")
+	resume := runFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
@@ -233,6 +234,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return runDist(t, sel.Kind(), cfg, *minRuns, *minTime, stdout, stderr)
 	}
 	fmt.Fprintf(stdout, "campaign: %s, kernel %s\n", version.String(), cfg.Kernel)
+	if err := resume(ctx, &cfg, t); err != nil {
+		fmt.Fprintln(stderr, "forkfuzz run:", err)
+		return exitError
+	}
 	st, err := campaign.Run(ctx, cfg)
 	if st != nil {
 		fmt.Fprintf(stdout, "summary: %d programs, %d forks in %v (%.1f programs/s, %.1f forks/s); %d failing runs, %d unique findings, %d harness errors; seed %d\n",
