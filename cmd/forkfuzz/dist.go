@@ -124,6 +124,7 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	target := fs.String("target", "native", "target kind the agents run: native, qemu or sim")
 	kernelImage := fs.String("kernel-image", "", "qemu: publish this kernel image to the object store; agents fetch it by hash")
 	queue := fs.Int("queue", 256, "programs published and not yet done, at most")
+	judges := fs.Int("judges", 0, "goroutines that judge and store results (0: 2 per CPU, at least 4)")
 	ackWait := fs.Duration("ack-wait", 30*time.Second, "an agent silent this long loses its work to another agent")
 	workdir := fs.String("workdir", "workdir", "finding directories are written here too")
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executors falsify observations")
@@ -226,7 +227,7 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	}
 	ccfg := dist.CoordinatorConfig{Store: st, Campaign: *name, Seed: *seed, Programs: *programs, Duration: *duration,
 		Target: *target, Kernel: kernelHash, Corrupt: *corrupt, Weights: weights, Workdir: *workdir,
-		Queue: *queue, AckWait: *ackWait, Log: log, Metrics: m}
+		Queue: *queue, Judges: *judges, AckWait: *ackWait, Log: log, Metrics: m}
 	if !*quiet {
 		ccfg.Progress = stderr
 		if !isTerminal(stderr) {
