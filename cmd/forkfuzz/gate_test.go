@@ -179,7 +179,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(".", "workdir")); err == nil {
 		t.Errorf("a run wrote ./workdir")
 	}
-	for _, args := range [][]string{{"-h"}, {"--help"}, {"run", "-h"}, {"exec", "--help"}, {"run", "--target", "sim", "-h"}} {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"run", "-h"}, {"exec", "--help"}, {"run", "--target", "sim", "-h"}, {"kernel", "-h"}, {"kernel", "check", "-h"}, {"version", "-h"}} {
 		if code, _, _ := forkfuzz(t, args...); code != exitClean {
 			t.Errorf("forkfuzz %s: exit %d, want 0", strings.Join(args, " "), code)
 		}
