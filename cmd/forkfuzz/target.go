@@ -128,7 +128,7 @@ type imageTarget interface {
 // ReplayArgs are the flags that reopen t as it was opened: --target and
 // the flags of its kind that change what a program does (not the ones
 // that only change how fast or where logs go), paths made absolute, and
-// for a VM target the image it booted.
+// for a VM target the image it booted (Kernel gives its sha256).
 func (s *targetSel) ReplayArgs(t agents.Target) []string {
 	kind := targetKinds[*s.name]
 	args := []string{"--target", *s.name}
@@ -153,7 +153,9 @@ func (s *targetSel) ReplayArgs(t agents.Target) []string {
 		}
 		args = append(args, "--"+f.Name, v)
 	})
-	if isImage {
+	if isImage && (s.fs.Lookup("kernel").Value.String() != "" || s.fs.Lookup("target-file").Value.String() != "") {
+		// (Without either, the default image replays as the default: a
+		// --kernel naming it would lose the modules fetched with it.)
 		p := img.KernelImage()
 		if a, err := filepath.Abs(p); err == nil {
 			p = a
