@@ -153,7 +153,7 @@ func (s *targetSel) ReplayArgs(t agents.Target) []string {
 		}
 		args = append(args, "--"+f.Name, v)
 	})
-	if isImage && (s.fs.Lookup("kernel").Value.String() != "" || s.fs.Lookup("target-file").Value.String() != "") {
+	if isImage && (s.flagValue("kernel") != "" || s.flagValue("target-file") != "") {
 		// (Without either, the default image replays as the default: a
 		// --kernel naming it would lose the modules fetched with it.)
 		p := img.KernelImage()
@@ -163,6 +163,14 @@ func (s *targetSel) ReplayArgs(t agents.Target) []string {
 		args = append(args, "--kernel", p)
 	}
 	return args
+}
+
+// flagValue is the value of flag name, "" if there is none.
+func (s *targetSel) flagValue(name string) string {
+	if f := s.fs.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
 }
 
 // Kernel identifies the kernel t runs programs on.
