@@ -166,6 +166,9 @@ type FindingRecord struct {
 	reproProg *prog.Program
 	origProg  *prog.Program
 	origEv    *checker.Finding
+	// reproSigs are the signatures the minimized reproducer's recorded
+	// run showed.
+	reproSigs []string
 }
 
 // Group is a set of findings with one root cause.
@@ -599,7 +602,7 @@ func (g *gate) check(ph *Phase) {
 		notes = append(notes, n)
 	}
 	if len(g.cfg.CheckImages) == 0 {
-		ph.Note = "no kernel image to check (target " + g.cfg.Kernel.Target + ")"
+		ph.Note = "no kernel image to check (the target has none)"
 		return
 	}
 	ph.Note = strings.Join(notes, "\n")
@@ -990,14 +993,15 @@ func readFinding(dir string) (*FindingRecord, error) {
 	}
 	// Re-judge the recorded observations for the evidence (the first bad
 	// process, op, page) and the explanation of this signature.
-	if is := rejudge(f.origProg, filepath.Join(dir, "observation.json"), f.Signature); is != nil {
+	if is, _ := rejudge(f.origProg, filepath.Join(dir, "observation.json"), f.Signature); is != nil {
 		f.origEv = is.Evidence
 		f.Oracle = string(is.Oracle)
 		f.Explanation = is.Explanation
 		f.Evidence = is.Evidence
 	}
 	if f.Minimized != "" {
-		if is := rejudge(f.reproProg, filepath.Join(dir, "minimized-observation.json"), f.Signature); is != nil {
+		if is, sigs := rejudge(f.reproProg, filepath.Join(dir, "minimized-observation.json"), f.Signature); is != nil {
+			f.reproSigs = sigs
 			f.Evidence = is.Evidence
 			f.Explanation = is.Explanation
 		}
@@ -1013,25 +1017,27 @@ func readProg(path string) (*prog.Program, error) {
 	return corpus.ParseFile(path, b)
 }
 
-func rejudge(p *prog.Program, obsPath, sig string) *judge.Issue {
+// rejudge judges a recorded observation of p again and returns the issue
+// with signature sig and every signature the run showed.
+func rejudge(p *prog.Program, obsPath, sig string) (*judge.Issue, []string) {
 	b, err := os.ReadFile(obsPath)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	var o obs.Observation
 	if json.Unmarshal(b, &o) != nil || len(o.Ops) != len(p.Ops) {
-		return nil
+		return nil, nil
 	}
 	v, err := judge.Judge(p, &o, nil)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	for i := range v.Issues {
 		if v.Issues[i].Signature == sig {
-			return &v.Issues[i]
+			return &v.Issues[i], v.Signatures()
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 func progHash(p *prog.Program) string {
@@ -1188,6 +1194,20 @@ func (g *gate) group() {
 		if f.Evidence != nil {
 			e := f.Evidence
 			unite(i, fmt.Sprintf("ev:%s:%d:%d:%d:%d", progHash(f.reproProg), e.Proc, e.Op, e.Region, e.Page), "same first bad (process, op, page) in the same program")
+		}
+	}
+	// A reproducer that shows other findings' signatures too is their
+	// reproducer as well.
+	bySig := map[string]int{}
+	for i := range fs {
+		bySig[fs[i].Signature] = i
+	}
+	for i := range fs {
+		for _, s := range fs[i].reproSigs {
+			if j, ok := bySig[s]; ok && j != i {
+				unite(i, "sig:"+s, "one reproducer shows both signatures")
+				unite(j, "sig:"+s, "one reproducer shows both signatures")
+			}
 		}
 	}
 	members := map[int][]int{}
