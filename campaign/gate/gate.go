@@ -553,10 +553,19 @@ func Run(ctx context.Context, cfg Config) *Result {
 	r.Programs = r.CorpusPrograms + r.FuzzPrograms
 	r.Judged = judged.String()
 
+	// Collecting runs whatever happened (also after a signal): the
+	// findings on disk are the gate's record.
+	t0 := time.Now()
 	g.collect()
 	if cfg.OpenBaseline != nil {
 		g.phase("baseline", time.Until(g.hard), g.baseline)
 	}
+	// The evidence for grouping comes last: it only groups, never gates.
+	t1 := time.Now()
+	enriched := g.enrich(g.hard.Add(reserve / 2))
+	d := time.Since(t1) + t1.Sub(t0) - g.res.phaseDuration("baseline")
+	r.Phases = append(r.Phases, Phase{Name: "collect", Duration: d, Seconds: d.Seconds(),
+		Note: fmt.Sprintf("%d finding directories read, %d re-judged for evidence", len(r.Findings), enriched)})
 	// Reporting runs whatever happened (also after a signal).
 	g.reportStart = time.Now()
 	if g.tut != nil {
@@ -564,7 +573,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 	}
 	g.classify()
 	g.finish()
-	d := time.Since(g.reportStart)
+	d = time.Since(g.reportStart)
 	r.Phases = append(r.Phases, Phase{Name: "report", Duration: d, Seconds: d.Seconds(), ShareSeconds: reserve.Seconds(),
 		Note: "closing the target, classifying and grouping findings, writing the files"})
 	r.reportStart = g.reportStart
@@ -572,6 +581,17 @@ func Run(ctx context.Context, cfg Config) *Result {
 }
 
 func (g *gate) check(ph *Phase) {
+	// The workdir must not hide findings: an earlier run's findings would
+	// make the campaign skip their signatures.
+	root := filepath.Join(g.cfg.Workdir, "findings")
+	if ents, err := os.ReadDir(root); err == nil {
+		for _, e := range ents {
+			if !strings.HasPrefix(e.Name(), ".") {
+				ph.Error = fmt.Sprintf("workdir %s already holds findings of an earlier run (%s); use a fresh --workdir and pass the old one with --replay-findings", g.cfg.Workdir, e.Name())
+				return
+			}
+		}
+	}
 	var notes []string
 	for _, img := range g.cfg.CheckImages {
 		rep, err := kernel.Check(img)
@@ -606,17 +626,6 @@ func (g *gate) check(ph *Phase) {
 		return
 	}
 	ph.Note = strings.Join(notes, "\n")
-	// The workdir must not hide findings: an earlier run's findings would
-	// make the campaign skip their signatures.
-	root := filepath.Join(g.cfg.Workdir, "findings")
-	if ents, err := os.ReadDir(root); err == nil {
-		for _, e := range ents {
-			if !strings.HasPrefix(e.Name(), ".") {
-				ph.Error = fmt.Sprintf("workdir %s already holds findings of an earlier run (%s); use a fresh --workdir and pass the old one with --replay-findings", g.cfg.Workdir, e.Name())
-				return
-			}
-		}
-	}
 }
 
 func (g *gate) boot(ph *Phase) {
@@ -991,22 +1000,71 @@ func readFinding(dir string) (*FindingRecord, error) {
 		}
 		f.Explanation = string(b)
 	}
-	// Re-judge the recorded observations for the evidence (the first bad
-	// process, op, page) and the explanation of this signature.
-	if is, _ := rejudge(f.origProg, filepath.Join(dir, "observation.json"), f.Signature); is != nil {
-		f.origEv = is.Evidence
-		f.Oracle = string(is.Oracle)
-		f.Explanation = is.Explanation
-		f.Evidence = is.Evidence
+	return f, nil
+}
+
+// enrich re-judges the recorded observations of the findings for the
+// evidence (the first bad process, op, page) and the explanation of each
+// signature, until deadline; it returns how many it did.
+func (g *gate) enrich(deadline time.Time) int {
+	type key struct{ prog, obs string }
+	type val struct {
+		is   *checker.Finding
+		sigs []string
 	}
-	if f.Minimized != "" {
-		if is, sigs := rejudge(f.reproProg, filepath.Join(dir, "minimized-observation.json"), f.Signature); is != nil {
-			f.reproSigs = sigs
-			f.Evidence = is.Evidence
-			f.Explanation = is.Explanation
+	cache := map[key]map[string]val{}
+	check := func(p *prog.Program, obsPath, sig string) (*checker.Finding, []string) {
+		b, err := os.ReadFile(obsPath)
+		if err != nil {
+			return nil, nil
+		}
+		h := sha256.Sum256(b)
+		k := key{progHash(p), string(h[:])}
+		if m, ok := cache[k]; ok {
+			return m[sig].is, m[sig].sigs
+		}
+		m := map[string]val{}
+		cache[k] = m
+		cv := rejudge(p, b)
+		if cv == nil {
+			return nil, nil
+		}
+		var sigs []string
+		for i := range cv.Findings {
+			sigs = append(sigs, cv.Findings[i].Signature)
+		}
+		sort.Strings(sigs)
+		for i := range cv.Findings {
+			f := &cv.Findings[i]
+			if _, ok := m[f.Signature]; !ok {
+				m[f.Signature] = val{f, sigs}
+			}
+		}
+		return m[sig].is, m[sig].sigs
+	}
+	n := 0
+	for i := range g.res.Findings {
+		if time.Now().After(deadline) {
+			g.res.Warnings = append(g.res.Warnings, fmt.Sprintf("budget spent: %d of %d findings not re-judged for evidence; grouped by program only", len(g.res.Findings)-n, len(g.res.Findings)))
+			break
+		}
+		f := &g.res.Findings[i]
+		n++
+		if is, _ := check(f.origProg, filepath.Join(f.Dir, "observation.json"), f.Signature); is != nil {
+			f.origEv = is
+			f.Oracle = string(is.Oracle)
+			f.Explanation = is.String()
+			f.Evidence = is
+		}
+		if f.Minimized != "" {
+			if is, sigs := check(f.reproProg, filepath.Join(f.Dir, "minimized-observation.json"), f.Signature); is != nil {
+				f.reproSigs = sigs
+				f.Evidence = is
+				f.Explanation = is.String()
+			}
 		}
 	}
-	return f, nil
+	return n
 }
 
 func readProg(path string) (*prog.Program, error) {
@@ -1017,27 +1075,14 @@ func readProg(path string) (*prog.Program, error) {
 	return corpus.ParseFile(path, b)
 }
 
-// rejudge judges a recorded observation of p again and returns the issue
-// with signature sig and every signature the run showed.
-func rejudge(p *prog.Program, obsPath, sig string) (*judge.Issue, []string) {
-	b, err := os.ReadFile(obsPath)
-	if err != nil {
-		return nil, nil
-	}
+// rejudge checks a recorded observation of p again (checker.Check, as
+// judge.Judge does, without judge's porcupine visualization).
+func rejudge(p *prog.Program, b []byte) *checker.Verdict {
 	var o obs.Observation
 	if json.Unmarshal(b, &o) != nil || len(o.Ops) != len(p.Ops) {
-		return nil, nil
+		return nil
 	}
-	v, err := judge.Judge(p, &o, nil)
-	if err != nil {
-		return nil, nil
-	}
-	for i := range v.Issues {
-		if v.Issues[i].Signature == sig {
-			return &v.Issues[i], v.Signatures()
-		}
-	}
-	return nil, nil
+	return checker.Check(p, &o)
 }
 
 func progHash(p *prog.Program) string {
