@@ -366,8 +366,11 @@ type budgetTarget struct {
 	agents.Target
 	stopAt  atomic.Int64 // unix nanoseconds; 0: no stop
 	refused atomic.Int64
-	runs    atomic.Int64
-	forks   atomic.Int64
+	// uncorrupted counts programs the test-only corruption did not apply
+	// to, run again without it.
+	uncorrupted atomic.Int64
+	runs        atomic.Int64
+	forks       atomic.Int64
 }
 
 func (b *budgetTarget) setStop(t time.Time) { b.stopAt.Store(t.UnixNano()) }
@@ -380,6 +383,13 @@ func (b *budgetTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observatio
 		return nil, errBudget
 	}
 	o, err := b.Target.Run(p, opt)
+	if err != nil && opt.Corrupt != "" && strings.Contains(err.Error(), "corruption "+opt.Corrupt+": no ") {
+		// The test-only corruption has nothing to falsify in p: run it
+		// as it is rather than count a harness error.
+		b.uncorrupted.Add(1)
+		opt.Corrupt = ""
+		o, err = b.Target.Run(p, opt)
+	}
 	if _, ev := agents.AsEvent(err); err == nil || ev {
 		b.runs.Add(1)
 		b.forks.Add(int64(p.NumForks()))
@@ -397,6 +407,7 @@ type gate struct {
 	store       *campaign.FindingStore
 	corpusF     map[string]string // signature -> corpus case name
 	reportStart time.Time
+	baseCh      chan baselineOpen
 	weights     gen.Weights
 	mu          sync.Mutex
 }
@@ -518,6 +529,10 @@ func Run(ctx context.Context, cfg Config) *Result {
 	}()
 
 	g.phase("check", 0, g.check)
+	if r.harnessErr == "" && cfg.OpenBaseline != nil && ctx.Err() == nil {
+		g.startBaseline()
+	}
+	defer g.closeBaseline()
 	if w, err := gen.Profile(cfg.Profile); err != nil {
 		r.harnessErr = "profile: " + err.Error()
 	} else {
@@ -562,7 +577,11 @@ func Run(ctx context.Context, cfg Config) *Result {
 	}
 	// The evidence for grouping comes last: it only groups, never gates.
 	t1 := time.Now()
-	enriched := g.enrich(g.hard.Add(reserve / 2))
+	deadline := g.hard.Add(reserve / 2)
+	if ctx.Err() != nil {
+		deadline = time.Now().Add(2 * time.Second) // a signal: report promptly
+	}
+	enriched := g.enrich(deadline)
 	d := time.Since(t1) + t1.Sub(t0) - g.res.phaseDuration("baseline")
 	r.Phases = append(r.Phases, Phase{Name: "collect", Duration: d, Seconds: d.Seconds(),
 		Note: fmt.Sprintf("%d finding directories read, %d re-judged for evidence", len(r.Findings), enriched)})
@@ -571,6 +590,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 	if g.tut != nil {
 		closeWithin(g.tut.Target, max(time.Until(g.hard.Add(reserve/2)), time.Second))
 	}
+	g.closeBaseline()
 	g.classify()
 	g.finish()
 	d = time.Since(g.reportStart)
@@ -908,7 +928,14 @@ func (g *gate) fuzz(ph *Phase, share time.Duration) *campaign.Stats {
 		st, err := campaign.Run(g.ctx, cfg)
 		ch <- res{st, err}
 	}()
-	wait := time.NewTimer(time.Until(g.hard))
+	// Wait for the campaign (a program in flight, the last minimization)
+	// until the hard stop, or with a baseline until half its share is
+	// gone: comparing findings matters more than the last program.
+	waitUntil := g.hard
+	if g.cfg.OpenBaseline != nil {
+		waitUntil = stop.Add(g.hard.Sub(stop) / 2)
+	}
+	wait := time.NewTimer(time.Until(waitUntil))
 	defer wait.Stop()
 	var got res
 	select {
@@ -1090,9 +1117,51 @@ func progHash(p *prog.Program) string {
 	return hex.EncodeToString(s[:8])
 }
 
+// startBaseline opens the baseline in the background from the start of
+// the gate (a QEMU boot takes as long as the kernel under test's), so the
+// baseline phase only replays.
+func (g *gate) startBaseline() {
+	ch := make(chan baselineOpen, 1)
+	g.baseCh = ch
+	go func() {
+		t0 := time.Now()
+		t, err := g.cfg.OpenBaseline()
+		ch <- baselineOpen{t, err, time.Since(t0)}
+	}()
+}
+
+type baselineOpen struct {
+	t    agents.Target
+	err  error
+	took time.Duration
+}
+
+// closeBaseline closes the baseline target when it comes up (if the
+// baseline phase did not take it).
+func (g *gate) closeBaseline() {
+	if g.baseCh == nil {
+		return
+	}
+	ch := g.baseCh
+	g.baseCh = nil
+	select {
+	case r := <-ch:
+		if r.t != nil {
+			closeWithin(r.t, 5*time.Second)
+		}
+	default:
+		go func() {
+			if r := <-ch; r.t != nil {
+				r.t.Close()
+			}
+		}()
+	}
+}
+
 // baseline replays every reproducer not already known on the baseline
-// kernel, BaselineReplays times; a finding whose signature shows there
-// is pre-existing.
+// kernel, in rounds of one run each, up to BaselineReplays runs; a
+// reproducer that shows its finding's signature there once is settled:
+// the finding is pre-existing.
 func (g *gate) baseline(ph *Phase) {
 	var todo []int
 	for i := range g.res.Findings {
@@ -1106,12 +1175,29 @@ func (g *gate) baseline(ph *Phase) {
 		ph.Skipped = "no finding to compare"
 		return
 	}
-	bt, err := g.openWithin(g.cfg.OpenBaseline)
-	if err != nil {
-		ph.Error = "opening the baseline: " + err.Error()
+	ch := g.baseCh
+	g.baseCh = nil
+	var bo baselineOpen
+	timer := time.NewTimer(time.Until(g.hard))
+	defer timer.Stop()
+	select {
+	case bo = <-ch:
+	case <-timer.C:
+		bo.err = fmt.Errorf("the baseline did not come up within the budget")
+	case <-g.ctx.Done():
+		bo.err = fmt.Errorf("interrupted while the baseline booted")
+	}
+	if bo.err != nil {
+		go func() {
+			if r := <-ch; r.t != nil {
+				r.t.Close()
+			}
+		}()
+		ph.Error = "opening the baseline: " + bo.err.Error()
 		return
 	}
-	defer bt.Close()
+	bt := bo.t
+	defer closeWithin(bt, 5*time.Second)
 	if g.res.Baseline != nil && (g.res.Baseline.Target == "" || g.res.Baseline.Target == "qemu") {
 		g.res.Baseline.Target = bt.Name()
 	}
@@ -1120,46 +1206,84 @@ func (g *gate) baseline(ph *Phase) {
 	}
 	b := &budgetTarget{Target: bt}
 	b.setStop(g.hard)
+	stopWatch := make(chan struct{})
+	defer close(stopWatch)
 	go func() {
 		select {
 		case <-g.ctx.Done():
 			b.setStop(time.Now())
-		case <-time.After(time.Until(g.hard)):
+		case <-stopWatch:
 		}
 	}()
-	// One set of runs per distinct reproducer: every signature it shows.
-	seen := map[string]map[string]int{} // program hash -> signature -> runs showing it
-	runs := map[string]int{}
-	notes := map[string]string{}
+	// Distinct reproducers, in the order of their findings.
+	type repro struct {
+		p     *prog.Program
+		sigs  map[string]bool // the signatures of findings it stands for
+		shown map[string]int  // signature -> runs that showed it
+		runs  int
+		note  string
+	}
+	var order []string
+	rs := map[string]*repro{}
 	for _, i := range todo {
 		f := &g.res.Findings[i]
 		h := progHash(f.reproProg)
-		if _, ok := seen[h]; !ok {
-			seen[h] = map[string]int{}
-			for k := 0; k < g.cfg.BaselineReplays; k++ {
-				o, err := b.Run(f.reproProg, agents.Options{Corrupt: g.cfg.Corrupt})
-				v, herr := judge.Judge(f.reproProg, o, err)
-				if herr != nil {
-					notes[h] = herr.Error()
-					if errors.Is(herr, errBudget) {
-						notes[h] = "baseline replays cut short: budget spent"
-						break
-					}
-					continue
-				}
-				runs[h]++
-				for _, s := range v.Signatures() {
-					seen[h][s]++
-				}
+		r, ok := rs[h]
+		if !ok {
+			r = &repro{p: f.reproProg, sigs: map[string]bool{}, shown: map[string]int{}}
+			rs[h] = r
+			order = append(order, h)
+		}
+		r.sigs[f.Signature] = true
+	}
+	settled := func(r *repro) bool {
+		for s := range r.sigs {
+			if r.shown[s] == 0 {
+				return false
 			}
 		}
+		return true
+	}
+	total := 0
+rounds:
+	for k := 0; k < g.cfg.BaselineReplays; k++ {
+		for _, h := range order {
+			r := rs[h]
+			if settled(r) || r.runs > k {
+				continue
+			}
+			o, err := b.Run(r.p, agents.Options{Corrupt: g.cfg.Corrupt})
+			v, herr := judge.Judge(r.p, o, err)
+			if herr != nil {
+				if errors.Is(herr, errBudget) {
+					for _, r := range rs {
+						if !settled(r) && r.runs < g.cfg.BaselineReplays {
+							r.note = fmt.Sprintf("baseline replays cut short after %d runs: budget spent", r.runs)
+						}
+					}
+					break rounds
+				}
+				r.note = "harness error on the baseline: " + herr.Error()
+				continue
+			}
+			r.runs++
+			total++
+			for _, s := range v.Signatures() {
+				r.shown[s]++
+			}
+		}
+	}
+	for _, i := range todo {
+		f := &g.res.Findings[i]
+		r := rs[progHash(f.reproProg)]
 		repro := f.Program
 		if f.Minimized != "" {
 			repro = f.Minimized
 		}
-		f.Baseline = &BaselineReplay{Runs: runs[h], Reproduced: seen[h][f.Signature], Command: g.replayCmd(repro, true), Note: notes[h]}
+		f.Baseline = &BaselineReplay{Runs: r.runs, Reproduced: r.shown[f.Signature], Command: g.replayCmd(repro, true), Note: r.note}
 	}
-	ph.Note = fmt.Sprintf("%d reproducers replayed on %s (%d findings)", len(seen), bt.Name(), len(todo))
+	ph.Note = fmt.Sprintf("baseline %s up in %v (booted in the background from the start); %d distinct reproducers of %d findings, %d runs (up to %d each, stopping at the first reproduction)",
+		bt.Name(), bo.took.Round(time.Millisecond), len(order), len(todo), total, g.cfg.BaselineReplays)
 }
 
 // classify sets every finding's status and groups.
@@ -1362,6 +1486,9 @@ func (g *gate) finish() {
 	if g.tut != nil {
 		if n := g.tut.refused.Load(); n > 0 {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("%d target runs (minimization, replays) were refused because the budget was spent; reproducibility counts may be low", n))
+		}
+		if n := g.tut.uncorrupted.Load(); n > 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("the test-only corruption %q did not apply to %d runs; they ran again without it", g.cfg.Corrupt, n))
 		}
 	}
 	switch {
