@@ -73,6 +73,7 @@ func shellQuote(args []string) string {
 }
 
 func cmdCI(args []string, stdout, stderr io.Writer) int {
+	start := time.Now()
 	fs := newFlags("ci", stderr)
 	openTarget, tflags := ciTargetFlags(fs)
 	budget := fs.Duration("budget", 30*time.Minute, "hard wall-clock budget for the whole gate (check, boot, corpus replay, fuzzing, minimization, baseline, reporting)")
@@ -169,7 +170,7 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 	cfg := gate.Config{
 		Open: openTarget, Budget: *budget, Seed: *seed, Profile: *profile, Workdir: *workdir,
 		CorpusDirs: corpusDirs, ReplayFindings: replayFindings, Known: known, MinPrograms: *minProgs,
-		BaselineReplays: *baseReplays, MinimizeRuns: *minRuns, Corrupt: *corrupt, Log: stdout,
+		BaselineReplays: *baseReplays, MinimizeRuns: *minRuns, Corrupt: *corrupt, Log: stdout, Start: start,
 	}
 	if len(corpusDirs) == 0 {
 		cfg.OptionalCorpusDirs = []string{"corpus/regress", "corpus/rollback"}
