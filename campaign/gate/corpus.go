@@ -15,13 +15,24 @@ import (
 	"github.com/forkfuzz/forkfuzz/corpus"
 )
 
-// corpusEntries lists the programs to replay, in order.
+// corpusEntries lists the programs to replay, in order: earlier
+// findings, regression directories, seeds.
 func (g *gate) corpusEntries(ph *Phase) []CorpusCase {
 	var cs []CorpusCase
-	for _, e := range corpus.Seeds() {
-		cs = append(cs, CorpusCase{Name: "seeds/" + e.Name, Source: "seeds", Path: "(embedded) corpus/seeds/" + e.Name, prog: e.Prog})
-	}
 	var notes []string
+	// Earlier findings first (has an old bug come back?), then the
+	// regression programs, then the seeds: what the replay share cuts
+	// off last matters least.
+	for _, d := range g.cfg.ReplayFindings {
+		fs, err := findingPrograms(d)
+		if err != nil {
+			notes = append(notes, err.Error())
+			if ph.Error == "" {
+				ph.Error = err.Error()
+			}
+		}
+		cs = append(cs, fs...)
+	}
 	addDir := func(dir string, optional bool) {
 		if _, err := os.Stat(dir); err != nil && optional {
 			notes = append(notes, fmt.Sprintf("corpus directory %s not found, not replayed", dir))
@@ -42,15 +53,8 @@ func (g *gate) corpusEntries(ph *Phase) []CorpusCase {
 	for _, d := range g.cfg.OptionalCorpusDirs {
 		addDir(d, true)
 	}
-	for _, d := range g.cfg.ReplayFindings {
-		fs, err := findingPrograms(d)
-		if err != nil {
-			notes = append(notes, err.Error())
-			if ph.Error == "" {
-				ph.Error = err.Error()
-			}
-		}
-		cs = append(cs, fs...)
+	for _, e := range corpus.Seeds() {
+		cs = append(cs, CorpusCase{Name: "seeds/" + e.Name, Source: "seeds", Path: "(embedded) corpus/seeds/" + e.Name, prog: e.Prog})
 	}
 	ph.Note = strings.Join(notes, "\n")
 	return cs

@@ -139,6 +139,39 @@ func TestCIGateFailsMutant(t *testing.T) {
 	if code != exitClean {
 		t.Fatalf("baseline replay %q: exit %d\n%s", f.Baseline.Command, code, out)
 	}
+
+	// A later gate replays these findings with the corpus: they fail on
+	// the mutant and pass on the unmodified model.
+	for _, mutant := range []bool{true, false} {
+		// Replaying a failing program costs up to 1.5 s (judging, saving
+		// the finding) and the replay share is a quarter of the budget:
+		// on the mutant, the share ends before every finding replayed.
+		args := []string{"--budget", "10s", "--replay-findings", r.res.Workdir, "--target", "sim", "--fork", "async", "--fail-rate", "0.5", "-q"}
+		if mutant {
+			args = append(args, "--mutant", "async-rollback-partial")
+		}
+		r2 := runCI(t, args...)
+		n, ran := 0, 0
+		for _, c := range r2.res.Corpus {
+			if c.Source != "finding" {
+				continue
+			}
+			n++
+			if c.Status == "skipped" && mutant {
+				continue
+			}
+			ran++
+			if want := map[bool]string{true: "fail", false: "pass"}[mutant]; c.Status != want {
+				t.Errorf("mutant %v: replayed finding %s: %s, want %s", mutant, c.Name, c.Status, want)
+			}
+		}
+		if n != len(r.res.Findings) || ran < 3 {
+			t.Errorf("mutant %v: %d earlier findings listed (%d ran), want %d", mutant, n, ran, len(r.res.Findings))
+		}
+		if mutant && r2.code != exitFindings {
+			t.Errorf("the mutant with its own earlier findings replayed: exit %d, want 1", r2.code)
+		}
+	}
 }
 
 // TestCIGatePreexisting: the mutant as its own baseline: every finding is
