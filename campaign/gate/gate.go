@@ -329,7 +329,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 	t1 := time.Now()
 	deadline := g.hard.Add(reserve / 2)
 	if ctx.Err() != nil {
-		deadline = time.Now().Add(2 * time.Second) // a signal: report promptly
+		deadline = time.Now().Add(500 * time.Millisecond) // a signal: report promptly
 	}
 	enriched := g.enrich(deadline)
 	d := time.Since(t1) + t1.Sub(t0) - g.res.phaseDuration("baseline")
@@ -476,8 +476,8 @@ func (g *gate) fuzz(ph *Phase, share time.Duration) *campaign.Stats {
 		g.tut.setStop(time.Now())
 		select {
 		case got = <-ch:
-		case <-time.After(2 * time.Second):
-			ph.Note = "interrupted; the campaign did not end within 2 s; counting runs at the target"
+		case <-time.After(time.Second):
+			ph.Note = "interrupted; the campaign did not end within 1 s; counting runs at the target"
 		}
 	}
 	if got.err != nil {
