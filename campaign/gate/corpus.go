@@ -209,7 +209,12 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 		c.Signatures = v.Signatures()
 		var ex []string
 		for _, is := range v.Issues {
-			ex = append(ex, fmt.Sprintf("[%s] %s\n%s", is.Oracle, is.Signature, is.Explanation))
+			head := fmt.Sprintf("[%s] %s", is.Oracle, is.Signature)
+			if strings.HasPrefix(is.Explanation, head) {
+				ex = append(ex, is.Explanation) // checker findings name themselves
+			} else {
+				ex = append(ex, head+"\n"+is.Explanation)
+			}
 		}
 		c.Explanation = strings.Join(ex, "\n\n")
 		// Each new signature becomes a finding, saved at once.
