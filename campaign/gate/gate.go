@@ -338,7 +338,11 @@ func Run(ctx context.Context, cfg Config) *Result {
 	// Reporting runs whatever happened (also after a signal).
 	g.reportStart = time.Now()
 	if g.tut != nil {
-		closeWithin(g.tut.Target, max(time.Until(g.hard.Add(reserve/2)), time.Second))
+		d := max(time.Until(g.hard.Add(reserve/2)), time.Second)
+		if ctx.Err() != nil {
+			d = 3 * time.Second // a signal: CI kills soon after
+		}
+		closeWithin(g.tut.Target, min(d, 30*time.Second))
 	}
 	g.closeBaseline()
 	g.classify()
