@@ -208,7 +208,7 @@ func (r *Result) JUnit() *JUnitSuites {
 			line := fmt.Sprintf("%s [group %s, %s]", f.Signature, f.Group, f.Status)
 			if f.Status == StatusNew {
 				newF = append(newF, f.Signature)
-				fmt.Fprintf(&text, "== %s\n%s\n\nreplay: %s\nreproduced %d/%d\n\n", line, f.Explanation, f.Replay, f.Reproduced, f.Replays)
+				fmt.Fprintf(&text, "== %s\n%s\n\nreplay: %s\n%s\n\n", line, f.Explanation, f.Replay, f.Reproducibility())
 			} else {
 				other = append(other, line+": "+f.StatusReason)
 			}

@@ -237,7 +237,7 @@ func (r *Result) Summary() string {
 	}
 	for _, f := range r.Findings {
 		if f.Status == StatusNew {
-			fmt.Fprintf(&b, "ci:   new %s (%s): reproduced %d/%d; %s; replay: %s\n", f.Signature, f.Group, f.Reproduced, f.Replays, f.StatusReason, f.Replay)
+			fmt.Fprintf(&b, "ci:   new %s (%s): %s; %s; replay: %s\n", f.Signature, f.Group, f.Reproducibility(), f.StatusReason, f.Replay)
 		}
 	}
 	for _, w := range r.Warnings {
@@ -264,4 +264,16 @@ func (r *Result) findingBySig(sigs []string) *FindingRecord {
 		}
 	}
 	return nil
+}
+
+// Reproducibility says how reliably the reproducer showed the finding on
+// the kernel under test.
+func (f *FindingRecord) Reproducibility() string {
+	if f.Replays == 0 {
+		if f.Minimized == "" {
+			return "not minimized or replayed (budget spent first)"
+		}
+		return "not replayed"
+	}
+	return fmt.Sprintf("reproduced %d/%d", f.Reproduced, f.Replays)
 }
