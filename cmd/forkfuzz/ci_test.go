@@ -364,3 +364,32 @@ func TestCIBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestCIGateNative: the host kernel with the executor's test-only
+// corruption: exit 1; programs the corruption cannot falsify run
+// uncorrupted (a warning) instead of ending the campaign with harness
+// errors; kernel report oracles are skipped outside QEMU.
+func TestCIGateNative(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	r := runCI(t, "--target", "native", "--corrupt", "child-misses-write", "--budget", "8s", "-q", "--corpus", "../../corpus/regress")
+	if r.code != exitFindings || r.res.Counts.New == 0 || r.res.HarnessErrors != 0 {
+		t.Fatalf("exit %d (%s), %d new, %d harness errors", r.code, r.res.Reason, r.res.Counts.New, r.res.HarnessErrors)
+	}
+	if r.res.Kernel.Target != "native" || r.res.Kernel.Release == "" {
+		t.Fatalf("kernel identity %+v", r.res.Kernel)
+	}
+	warned := false
+	for _, w := range r.res.Warnings {
+		warned = warned || strings.Contains(w, "did not apply")
+	}
+	for _, o := range r.res.Oracles {
+		if strings.HasPrefix(o.Oracle, "kernel-") && o.NotApplicable == "" {
+			t.Errorf("oracle %s applicable on the native target", o.Oracle)
+		}
+	}
+	if !warned {
+		t.Errorf("no warning about programs the corruption did not apply to: %q", r.res.Warnings)
+	}
+}
