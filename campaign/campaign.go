@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/version"
 )
 
 // Config describes a campaign.
@@ -41,6 +43,15 @@ type Config struct {
 	MinimizeTime time.Duration
 	// Corrupt is passed to the executor (test-only; see executor.Corruptions).
 	Corrupt string
+	// TargetArgs are the `forkfuzz exec` flags that select the target as
+	// this campaign runs it; findings carry them in their replay command.
+	TargetArgs []string
+	// Kernel identifies the kernel under test (findings add what the
+	// executor observed).
+	Kernel KernelID
+	// ProgressLines prints the status as plain lines (for a log file or a
+	// CI console) instead of one line rewritten with a carriage return.
+	ProgressLines bool
 	// MaxHarnessErrors aborts the campaign after this many consecutive
 	// harness errors (default 5).
 	MaxHarnessErrors int
@@ -48,10 +59,15 @@ type Config struct {
 
 // Stats summarize a campaign.
 type Stats struct {
-	Programs      int64
-	Forks         int64
-	Findings      int64 // unique signatures
-	Events        int64 // failing runs, including duplicates
+	Programs int64
+	Forks    int64
+	Findings int64 // new unique signatures
+	Events   int64 // failing runs, including duplicates
+	// Known counts the signatures this campaign saw that were already saved
+	// in the workdir by an earlier run; KnownDirs are their directories.
+	// They are not saved again but still count as failures.
+	Known         int64
+	KnownDirs     []string
 	HarnessErrors int64
 	Elapsed       time.Duration
 	// Judged is what the verdicts rested on, over every program.
@@ -133,6 +149,9 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = time.Second
 	}
+	// Minimization honours signals (the caller's ctx), not the duration:
+	// a finding seen in time is minimized even when the clock ran out.
+	sigCtx := ctx
 	if cfg.Duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
@@ -162,16 +181,21 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 				return
 			case <-t.C:
 				el := time.Since(start).Seconds()
-				fmt.Fprintf(cfg.Progress, "\r%s  programs %d (%.1f/s)  forks %d (%.1f/s)  findings %d   ",
+				line := fmt.Sprintf("%s  programs %d (%.1f/s)  forks %d (%.1f/s)  findings %d",
 					time.Since(start).Round(time.Second), programs.Load(), float64(programs.Load())/el,
 					forks.Load(), float64(forks.Load())/el, atomic.LoadInt64(&st.Findings))
+				if cfg.ProgressLines {
+					fmt.Fprintf(cfg.Progress, "progress: %s\n", line)
+				} else {
+					fmt.Fprintf(cfg.Progress, "\r%s   ", line)
+				}
 			}
 		}
 	}()
 	defer func() {
 		close(stopProgress)
 		<-progressDone
-		if cfg.Progress != nil {
+		if cfg.Progress != nil && !cfg.ProgressLines {
 			fmt.Fprintln(cfg.Progress)
 		}
 	}()
@@ -213,7 +237,7 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 			// New findings are saved at once, then minimized and saved
 			// again, without the lock: other machines keep fuzzing.
 			for _, f := range found {
-				if err := saveAndReduce(cfg, st, store, &mu, f); err != nil {
+				if err := saveAndReduce(sigCtx, cfg, st, store, &mu, f); err != nil {
 					mu.Lock()
 					if fatal == nil {
 						fatal = err
@@ -265,13 +289,23 @@ func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, harnessErrs 
 	var found []*Finding
 	for _, is := range v.Issues {
 		if store.Seen(is.Signature) {
+			if dir, ok := store.Known(is.Signature); ok && !slices.Contains(st.KnownDirs, dir) {
+				st.Known++
+				st.KnownDirs = append(st.KnownDirs, dir)
+				logf(cfg.Log, "program %d (seed %d): known finding %s (saved by an earlier run: %s)", i, ProgramSeed(cfg.Seed, i), is.Signature, dir)
+			}
 			continue
 		}
 		atomic.AddInt64(&st.Findings, 1)
 		logf(cfg.Log, "program %d (seed %d): new finding %s", i, ProgramSeed(cfg.Seed, i), is.Signature)
+		kid := cfg.Kernel
+		if o != nil {
+			kid.Observed = o.Kernel
+		}
 		found = append(found, &Finding{
 			Issue: is, Program: p, Observation: o, CampaignSeed: cfg.Seed, Index: i, Judged: v.Summary(),
 			ProgramSeed: ProgramSeed(cfg.Seed, i), Target: cfg.Target.Name(), Corrupt: cfg.Corrupt,
+			TargetArgs: cfg.TargetArgs, Kernel: kid, Version: version.String(),
 		})
 	}
 	return found, nil
@@ -279,12 +313,12 @@ func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, harnessErrs 
 
 // saveAndReduce puts f on disk as seen, then minimizes it and saves it
 // again. It takes mu only to update st.
-func saveAndReduce(cfg Config, st *Stats, store *FindingStore, mu *sync.Mutex, f *Finding) error {
+func saveAndReduce(ctx context.Context, cfg Config, st *Stats, store *FindingStore, mu *sync.Mutex, f *Finding) error {
 	dir, err := store.Save(f)
 	if err != nil {
 		return err
 	}
-	Reduce(cfg.Target, f, cfg.MinimizeRuns, cfg.MinimizeTime, cfg.Corrupt)
+	ReduceContext(ctx, cfg.Target, f, cfg.MinimizeRuns, cfg.MinimizeTime, cfg.Corrupt)
 	if dir, err = store.Save(f); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -38,12 +39,27 @@ type Finding struct {
 	Replays      int // runs of the minimized program after minimizing
 	Reproduced   int // of which reproduced the signature
 	MinRuns      int // target runs spent minimizing
+	// TargetArgs are the `forkfuzz exec` flags that select the target as
+	// the campaign ran it (Replay adds Corrupt and the program file).
+	TargetArgs []string
+	// Kernel identifies the kernel the finding was seen on.
+	Kernel KernelID
+	// Version is the forkfuzz that found it (version.String).
+	Version string
+	// Interrupted: minimization or its replays were cut short by a signal.
+	Interrupted bool
 }
 
 // Reduce minimizes f.Program while the same signature reproduces on target,
 // spending at most maxRuns target runs (0: 300) and, if maxTime > 0, about
 // that much time, then replays the result to state its reliability.
 func Reduce(target agents.Target, f *Finding, maxRuns int, maxTime time.Duration, corrupt string) {
+	ReduceContext(context.Background(), target, f, maxRuns, maxTime, corrupt)
+}
+
+// ReduceContext is Reduce that stops minimizing and replaying when ctx
+// ends (a signal): f then keeps what was reached and says Interrupted.
+func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRuns int, maxTime time.Duration, corrupt string) {
 	if maxRuns <= 0 {
 		maxRuns = 300
 	}
@@ -52,7 +68,7 @@ func Reduce(target agents.Target, f *Finding, maxRuns int, maxTime time.Duration
 	runs := 0
 	deadline := time.Now().Add(maxTime)
 	reproduces := func(q *prog.Program) bool {
-		if runs >= maxRuns || (maxTime > 0 && time.Now().After(deadline)) {
+		if runs >= maxRuns || (maxTime > 0 && time.Now().After(deadline)) || ctx.Err() != nil {
 			return false
 		}
 		runs++
@@ -62,8 +78,13 @@ func Reduce(target agents.Target, f *Finding, maxRuns int, maxTime time.Duration
 	}
 	min, _ := minimize.Minimize(f.Program, reproduces, minimize.MaxAttempts(maxRuns))
 	f.Minimized, f.MinRuns = min, runs
+	f.Interrupted = ctx.Err() != nil
 	f.Replays = 5
 	for k := 0; k < f.Replays; k++ {
+		if ctx.Err() != nil {
+			f.Replays, f.Interrupted = k, true
+			break
+		}
 		o, err := target.Run(min, opt)
 		v, herr := judge.Judge(min, o, err)
 		if herr != nil || !v.Has(sig) {
@@ -86,11 +107,14 @@ func Reduce(target agents.Target, f *Finding, maxRuns int, maxTime time.Duration
 type FindingStore struct {
 	Dir  string
 	seen map[string]bool
+	// known maps the signatures found on disk at Open to their directories.
+	known map[string]string
 }
 
 // Open creates the store and loads the signatures already saved there.
 func (s *FindingStore) Open() error {
 	s.seen = make(map[string]bool)
+	s.known = make(map[string]string)
 	if s.Dir == "" {
 		return nil
 	}
@@ -109,7 +133,9 @@ func (s *FindingStore) Open() error {
 		}
 		b, err := os.ReadFile(filepath.Join(root, e.Name(), "signature"))
 		if err == nil {
-			s.seen[strings.TrimSpace(string(b))] = true
+			sig := strings.TrimSpace(string(b))
+			s.seen[sig] = true
+			s.known[sig] = filepath.Join(root, e.Name())
 		}
 	}
 	return nil
@@ -122,6 +148,13 @@ func (s *FindingStore) Seen(sig string) bool {
 	}
 	s.seen[sig] = true
 	return false
+}
+
+// Known returns the directory of sig if it was on disk before Open
+// (found by an earlier run in this workdir).
+func (s *FindingStore) Known(sig string) (string, bool) {
+	d, ok := s.known[sig]
+	return d, ok
 }
 
 // DirName is the directory name of a signature: readable and unique.
@@ -163,6 +196,7 @@ func (s *FindingStore) Save(f *Finding) (string, error) {
 		"program.ffz": f.Program.Format(),
 		"seed":        []byte(fmt.Sprintf("campaign-seed %d\nprogram-index %d\nprogram-seed %d\n", f.CampaignSeed, f.Index, f.ProgramSeed)),
 		"report.txt":  []byte(f.Report()),
+		"replay":      []byte(f.Replay() + "\n"),
 	}
 	if f.Minimized != nil {
 		files["minimized.ffz"] = f.Minimized.Format()
@@ -212,6 +246,10 @@ func (f *Finding) Report() string {
 	} else {
 		fmt.Fprintf(&b, "target:   %s\n", f.Target)
 	}
+	fmt.Fprintf(&b, "kernel:   %s\n", f.Kernel)
+	if f.Version != "" {
+		fmt.Fprintf(&b, "version:  %s\n", f.Version)
+	}
 	fmt.Fprintf(&b, "seed:     campaign %d, program %d, program seed %d\n", f.CampaignSeed, f.Index, f.ProgramSeed)
 	if f.Corrupt != "" {
 		fmt.Fprintf(&b, "NOTE:     the executor ran with the test-only corruption %q\n", f.Corrupt)
@@ -219,13 +257,18 @@ func (f *Finding) Report() string {
 	if f.Judged != "" {
 		fmt.Fprintf(&b, "judged:   %s\n", f.Judged)
 	}
-	if f.Minimized == nil {
+	switch {
+	case f.Minimized == nil:
 		b.WriteString("minimized: not yet (saved as soon as seen; minimization follows)\n")
-	} else {
+	case f.Interrupted:
+		fmt.Fprintf(&b, "minimized: %d ops (from %d) in %d target runs, then interrupted; reproduced %d/%d replays\n",
+			len(f.Minimized.Ops), len(f.Program.Ops), f.MinRuns, f.Reproduced, f.Replays)
+	default:
 		fmt.Fprintf(&b, "minimized: %d ops (from %d) in %d target runs; reproduced %d/%d replays\n",
 			len(f.Minimized.Ops), len(f.Program.Ops), f.MinRuns, f.Reproduced, f.Replays)
-		fmt.Fprintf(&b, "replay:   forkfuzz exec minimized.ffz\n")
 	}
+	fmt.Fprintf(&b, "replay:   %s\n", f.Replay())
+	b.WriteString("          (in this directory; exit status 1 and the signature above when it reproduces)\n")
 	b.WriteString("\n")
 	if f.Minimized != nil && f.MinObs != nil {
 		fmt.Fprintf(&b, "What went wrong (minimized program):\n%s\n\nMinimized program:\n%s\n", indent(f.MinIssue.Explanation), indent(string(f.Minimized.Format())))

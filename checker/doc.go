@@ -121,4 +121,29 @@
 // the view, fork, region, page, offset, expected and actual values and the
 // operations that wrote them. A verdict keeps MaxPerGroup findings per
 // oracle and view and counts the rest in Omitted.
+//
+// # Adding an oracle
+//
+//  1. A constant in oracle.go (Oracle...) and its row in Oracles.
+//  2. The rule: emit Findings with that Oracle and a Signature starting
+//     with its name ("name:kinds:memory", never addresses or indexes)
+//     and an Explanation a kernel developer can act on.
+//  3. If it reads a new kind of typed event (fuzz/obs Event), give the
+//     event kind its rule (TestEveryEventKindHasARule fails otherwise).
+//  4. A case in oracle_test.go: an observation that fires it, and the
+//     oracle the judge names for it (checker/judge passes it through; a
+//     target event's oracle comes from the event, agents.Event).
+//  5. A line in the list above, and in the README if users see it.
+//  6. Clean runs stay clean: go test ./checker/... ./agents/sim (the clean
+//     models) and, where the host allows, ./checker/hosttest.
+//
+// # Adding an operation (the model's part)
+//
+// See the checklist in package fuzz/prog. Here: a case in machine.exec
+// (model.go; pinned kinds in execPinned, pinned.go) that predicts its
+// result (certain, or unpredictable with a reason) and applies its effect;
+// taintOp for when it did not complete; threadOp if it may run on a
+// thread; opSig for its signature. An operation kind or argument without a
+// rule is noted as unhandled, which TestEveryOpKindModelled and
+// TestEveryArgumentModelled catch.
 package checker

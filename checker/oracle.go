@@ -6,10 +6,8 @@ package checker
 // named by the event itself.
 type Oracle string
 
-// Oracles of the checker. Adding one: a constant here, a row in Oracles,
-// the finding's Signature starting with its name, a table-test case in
-// oracle_test.go showing an observation that fires it, and a line in the
-// package doc's list.
+// Oracles of the checker. Adding one: see "Adding an oracle" in the
+// package doc (doc.go).
 const (
 	OracleSnapshot        Oracle = "snapshot"        // a child's start view differs from the parent at fork
 	OracleIsolation       Oracle = "isolation"       // a write crossed between parent and child private memory

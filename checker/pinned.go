@@ -109,6 +109,8 @@ func (m *machine) execPinned(pr *proc, i int) {
 			return
 		}
 		m.setAttr(pr, lo, hi, func(s *seg) bool { return set(&s.uffd, true) })
+	default:
+		m.unhandled(pr, i)
 	}
 }
 

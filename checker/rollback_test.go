@@ -155,3 +155,71 @@ func TestRollbackKilledChild(t *testing.T) {
 		t.Fatalf("faults: %v", got)
 	}
 }
+
+// TestPageTablesLeakWithOtherProcesses: PageTables is machine-wide, so the
+// page tables of the program's other live processes must not be taken
+// for a leak of the measured fork (issue 13: on the reference kernel,
+// "fork f0; kill f0; fork f1; wait f0; wait f1" was flagged because f1's
+// 192 kB were counted).
+func TestPageTablesLeakWithOtherProcesses(t *testing.T) {
+	const issue13 = "forkfuzz v1\nregion r0 anon-private pages=1 thp=default\nfork f0\nkill f0\nfork f1\nwait f0\nwait f1\n"
+	for _, c := range []struct {
+		name, prog string
+		at         int // the wait of f0
+		edit       func(o *obs.Observation, rb *obs.Rollback)
+		want       string // signature; "" for none
+		note       string // a note the verdict must carry
+	}{
+		{"sibling alive, not measured (older executor)", issue13, 3, func(o *obs.Observation, rb *obs.Rollback) {
+			rb.PageTablesAfter += 192
+		}, "", "not judged: the program's process f1 was alive"},
+		{"sibling alive, its VmPTE measured", issue13, 3, func(o *obs.Observation, rb *obs.Rollback) {
+			rb.PageTablesAfter += 192
+			rb.OthersMeasured, rb.OthersVmPTEAfter, rb.OthersAfter = true, 192, []int{4242}
+		}, "", ""},
+		{"sibling alive, measured, PGD not in VmPTE", issue13, 3, func(o *obs.Observation, rb *obs.Rollback) {
+			rb.PageTablesAfter += 192 + LeakSlackKB + OtherProcSlackKB
+			rb.OthersMeasured, rb.OthersVmPTEAfter, rb.OthersAfter = true, 192, []int{4242}
+		}, "", ""},
+		{"sibling alive, measured, and a real leak", issue13, 3, func(o *obs.Observation, rb *obs.Rollback) {
+			rb.PageTablesAfter += 192 + 40
+			rb.OthersMeasured, rb.OthersVmPTEAfter, rb.OthersAfter = true, 192, []int{4242}
+		}, "rollback:pagetables-leak", ""},
+		{"sibling reaped before the measurement", "forkfuzz v1\nregion r0 anon-private pages=1 thp=default\nfork f0\nkill f0\nfork f1\nwait f1\nwait f0\n", 4,
+			func(o *obs.Observation, rb *obs.Rollback) { rb.PageTablesAfter += 192 }, "rollback:pagetables-leak", ""},
+		{"older sibling alive across both measurements", "forkfuzz v1\nregion r0 anon-private pages=1 thp=default\nfork f0\nfork f1\nkill f1\nwait f1\nwait f0\n", 3,
+			func(o *obs.Observation, rb *obs.Rollback) {
+				rb.Fork, rb.Op, rb.PageTablesAfter = 1, 1, rb.PageTablesAfter+64
+			}, "", "not judged: the program's process f0 was alive"},
+		{"sibling's fork failed: no process", issue13, 3, func(o *obs.Observation, rb *obs.Rollback) {
+			o.Ops[2].Errno, o.Ops[2].Ret = eNOMEM, 0
+			o.Ops[4].Errno, o.Ops[4].Ret = eCHILD, 0
+			rb.PageTablesAfter += 192
+		}, "rollback:pagetables-leak", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := prog.Parse([]byte(c.prog))
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := Expected(p)
+			o.Rollbacks = []obs.Rollback{{Fork: 0, Op: 0, At: c.at, Cause: obs.CauseKill, ChildrenBefore: []int{}, ChildrenAfter: []int{},
+				MapsBefore: "m", MapsAfter: "m", WritePages: 1, Faults: 1, PageTablesBefore: 1000, PageTablesAfter: 1000, VmPTEBefore: 60, VmPTEAfter: 60,
+				PMDSource: "absent: test"}}
+			c.edit(o, &o.Rollbacks[0])
+			v := Check(p, o)
+			var got []string
+			for _, f := range v.Findings {
+				if f.Oracle == "rollback" || f.Oracle == "pagetable" {
+					got = append(got, f.Signature)
+				}
+			}
+			if c.want == "" && len(got) != 0 || c.want != "" && (len(got) != 1 || got[0] != c.want) {
+				t.Fatalf("rollback findings %v, want %q\n%s", got, c.want, v.Report())
+			}
+			if c.note != "" && !strings.Contains(strings.Join(v.Notes, "\n"), c.note) {
+				t.Fatalf("notes %q lack %q", v.Notes, c.note)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package kernel
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,7 +90,8 @@ func TestFindConfig(t *testing.T) {
 	zw := gzip.NewWriter(&cfg)
 	zw.Write([]byte("CONFIG_KCOV=y\nCONFIG_MMU=y\n"))
 	zw.Close()
-	img := append([]byte("\x00\x00HdrSkernel..IKCFG_ST"), cfg.Bytes()...)
+	hdr := func(rest string) []byte { return append(append(make([]byte, 0x202), "HdrS"...), rest...) }
+	img := append(hdr("kernel..IKCFG_ST"), cfg.Bytes()...)
 	img = append(img, "IKCFG_ED..."...)
 	p := filepath.Join(dir, "bzImage")
 	os.WriteFile(p, img, 0o644)
@@ -99,13 +101,22 @@ func TestFindConfig(t *testing.T) {
 	}
 	// An image without one, with config-VERSION beside it.
 	p = filepath.Join(dir, "vmlinuz-6.1.0-test")
-	os.WriteFile(p, []byte("\x00HdrS no config here"), 0o644)
+	os.WriteFile(p, hdr(" no config here"), 0o644)
 	if _, _, err := FindConfig(p); err == nil || !strings.Contains(err.Error(), "cannot tell") {
 		t.Errorf("no config: %v", err)
 	}
 	os.WriteFile(filepath.Join(dir, "config-6.1.0-test"), []byte("CONFIG_MMU=y\n"), 0o644)
 	if c, src, err := FindConfig(p); err != nil || c["CONFIG_MMU"] != "y" || filepath.Base(src) != "config-6.1.0-test" {
 		t.Errorf("beside: %v %q %v", c, src, err)
+	}
+	// Neither an image nor a .config: an ELF program, a text file.
+	for name, text := range map[string]string{"ls": "\x7fELF\x02\x01 a program", "notes.txt": "hello"} {
+		p = filepath.Join(dir, name)
+		os.WriteFile(p, []byte(text), 0o644)
+		var ne *NotImageError
+		if _, _, err := FindConfig(p); !errors.As(err, &ne) {
+			t.Errorf("%s: %v, want a NotImageError", name, err)
+		}
 	}
 	// The reference kernel, when present.
 	if m, _ := filepath.Glob("../../shared/kernels/bzImage-*"); len(m) > 0 {

@@ -54,6 +54,23 @@ func (e *NoConfigError) Error() string {
 	return fmt.Sprintf("%s: cannot tell which oracles this kernel supports: no embedded configuration (CONFIG_IKCONFIG, gzip-compressed image) and no config file beside it (config-VERSION, .config); pass the .config", e.Image)
 }
 
+// NotImageError says that a file is neither a kernel image nor a .config.
+type NotImageError struct{ Path string }
+
+func (e *NotImageError) Error() string {
+	return fmt.Sprintf("%s: not a kernel image (no bzImage header, no ELF vmlinux with a Linux version string) and not a .config", e.Path)
+}
+
+// IsImage reports whether b looks like a kernel image: an x86 boot image
+// (bzImage/vmlinuz: the "HdrS" setup header magic at 0x202) or an ELF
+// vmlinux (it carries a "Linux version " banner).
+func IsImage(b []byte) bool {
+	if len(b) > 0x206 && string(b[0x202:0x206]) == "HdrS" {
+		return true
+	}
+	return bytes.HasPrefix(b, []byte("\x7fELF")) && bytes.Contains(b, []byte("Linux version "))
+}
+
 // FindConfig returns the configuration of a kernel given as a .config, or
 // as an image: the configuration embedded with CONFIG_IKCONFIG (for
 // gzip-compressed images), else a config file beside it (Debian's
@@ -68,6 +85,9 @@ func FindConfig(path string) (Config, string, error) {
 	if bytes.Contains(b[:min(len(b), 1<<16)], []byte("CONFIG_")) && !bytes.HasPrefix(b, []byte("\x7fELF")) && !bytes.Contains(b[:min(len(b), 4096)], []byte("HdrS")) {
 		c, err := ParseConfig(b)
 		return c, path, err
+	}
+	if !IsImage(b) {
+		return nil, "", &NotImageError{Path: path}
 	}
 	if cfg := ikconfig(b); cfg != nil {
 		c, err := ParseConfig(cfg)

@@ -227,7 +227,8 @@ func (m *machine) execPinned(i int) (errno uintptr, ret uint64, skipped int) {
 		}
 		return uffdWriteProtect(r.uffd, addr, length), 0, 0
 	}
-	return uintptr(unix.ENOSYS), 0, 0
+	m.recSkip(i, obs.SkipUnhandled, uintptr(unix.ENOSYS))
+	return 0, 0, 0
 }
 
 // okRet turns a raw syscall's result into (errno, ret, skipped), with

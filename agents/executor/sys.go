@@ -26,14 +26,6 @@ func sys3(trap, a1, a2, a3 uintptr) (uintptr, uintptr) {
 	return rawSyscall6(trap, a1, a2, a3, 0, 0, 0)
 }
 
-var protBits = [...]uintptr{unix.PROT_NONE, unix.PROT_READ, unix.PROT_READ | unix.PROT_WRITE}
-
-var adviceBits = [...]uintptr{
-	unix.MADV_DONTNEED, unix.MADV_FREE, unix.MADV_DONTFORK, unix.MADV_DOFORK,
-	unix.MADV_WIPEONFORK, unix.MADV_KEEPONFORK, unix.MADV_HUGEPAGE, unix.MADV_NOHUGEPAGE,
-	unix.MADV_COLLAPSE, unix.MADV_PAGEOUT, unix.MADV_COLD,
-}
-
 func sysMmap(addr, length, prot, flags uintptr, fd int, off uintptr) (uintptr, uintptr) {
 	return rawSyscall6(unix.SYS_MMAP, addr, length, prot, flags, uintptr(fd), off)
 }

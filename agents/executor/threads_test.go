@@ -26,6 +26,7 @@ fork f0
 store r0 off=0x200000 count=1 stride=0x8
 wait f0
 join t1
+join t2
 `
 	for it := 0; it < n; it++ {
 		p, o := run(t, text, Options{})

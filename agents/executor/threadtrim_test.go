@@ -18,6 +18,7 @@ region r0 anon-private pages=1
 t1: storeloop r0 off=0x0 count=2 stride=0x8 until=f0
 fork f0
 wait f0
+join t1
 `))
 	if err != nil {
 		t.Fatal(err)

@@ -81,8 +81,9 @@
 // Config.FailNth / FailRate make the n-th page-table or VMA allocation of a
 // fork fail (counted from the fork call, through the copier and the
 // parent's syncs), the simulated kernel's fail-nth. Observations then carry
-// "sim-inject:" events naming the fork; Judge excuses exactly the fork's
-// ENOMEM and the killed child, and judges everything else.
+// injected-fork-fail / injected-copy-fail events naming the fork; the checker
+// excuses exactly the fork's ENOMEM and the killed child, and judges
+// everything else.
 //
 // # Simplifications (all keep programs valid and contents exact)
 //

@@ -223,6 +223,8 @@ func (m *MM) Madvise(a, length uint64, adv prog.Advice) int {
 			if v.Flags&VMLocked != 0 {
 				err = EINVAL
 			}
+		default:
+			err = EINVAL // as a kernel that does not know the advice
 		}
 		if err != 0 {
 			break

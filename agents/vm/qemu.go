@@ -1,94 +1,33 @@
 package vm
 
+// QEMU, the hypervisor forkfuzz boots VMs with (see hypervisor in
+// instance.go): the guest agent's channel is a virtio-serial port backed by
+// a Unix socket QEMU creates, the console is the first serial port on
+// QEMU's stdout.
+
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
-	"time"
-
-	"github.com/forkfuzz/forkfuzz/agents"
-	"github.com/forkfuzz/forkfuzz/agents/executor"
-	"github.com/forkfuzz/forkfuzz/fuzz/obs"
-	"github.com/forkfuzz/forkfuzz/fuzz/prog"
-	"github.com/forkfuzz/forkfuzz/kernel/report"
 )
 
 const portName = "forkfuzz.0"
 
-// instance is one VM: a QEMU process, its console and its agent
-// connection. It is used by one goroutine at a time (the pool hands it
-// out).
-type instance struct {
-	idx int
-	t   *Target
+type qemu struct{}
 
-	cmd     *exec.Cmd
-	sockDir string
-	conn    net.Conn
-	msgs    chan *Msg
-	readErr chan error
-	quit    chan struct{} // closed by stop: the connection's reader exits
-	exited  chan struct{} // closed when QEMU has exited
-	exitErr error         // QEMU's exit, valid once exited is closed
-	stderr  *limitedBuffer
-	con     *console
-	pipe    *pipeCapture
-	mark    int64 // console offset up to which reports were attributed
-	nextID  uint64
-	uname   string
-	steps   []string
-	boots   int
-	started time.Time
-	ran     bool
-}
+func (qemu) name() string { return "QEMU" }
 
-// BootError is a harness error: a VM did not reach the agent's hello.
-// Console is the console's tail; Report the kernel report in it, if any.
-type BootError struct {
-	VM      int
-	Reason  string
-	Console string
-	Report  string
-	Command string
-}
-
-func (e *BootError) Error() string {
-	s := fmt.Sprintf("vm %d: boot failed: %s", e.VM, e.Reason)
-	if e.Report != "" {
-		s += " (console shows: " + e.Report + ")"
-	}
-	if e.Console != "" {
-		s += "\n--- console tail ---\n" + lastBytes([]byte(e.Console), 2000)
-	}
-	return s
-}
-
-func (in *instance) running() bool {
-	if in.cmd == nil {
-		return false
-	}
-	select {
-	case <-in.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-func (in *instance) args(sock string) []string {
-	c := in.t.cfg
+func (qemu) args(t *Target, sock string) []string {
+	c := t.cfg
 	// -cpu max: QEMU's default CPU model lacks instructions Go code uses.
 	accel, cpu := "tcg,thread=multi", "max"
-	if in.t.accel == "kvm" {
+	if t.accel == "kvm" {
 		accel, cpu = "kvm", "host"
 	}
 	cmdline := "console=ttyS0 panic=-1 nokaslr printk.time=1 rdinit=" + AgentBinary
@@ -101,368 +40,56 @@ func (in *instance) args(sock string) []string {
 		"-m", strconv.Itoa(c.Memory), "-smp", strconv.Itoa(c.CPUs),
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 		"-serial", "stdio", "-monitor", "none",
-		"-kernel", c.Kernel, "-initrd", in.t.initrd, "-append", cmdline,
+		"-kernel", c.Kernel, "-initrd", t.initrd, "-append", cmdline,
 		"-chardev", "socket,id=ff0,path=" + sock + ",server=on,wait=off",
 		"-device", "virtio-serial-pci", "-device", "virtserialport,chardev=ff0,name=" + portName,
 	}
 }
 
-// CommandLine is the QEMU command line VM idx would run, for reproducing
-// a boot by hand.
-func (t *Target) CommandLine() string {
-	in := &instance{t: t}
-	return t.cfg.QEMU + " " + strings.Join(in.args("SOCKET"), " ")
+func (q qemu) commandLine(t *Target, sock string) string {
+	return t.cfg.QEMU + " " + strings.Join(q.args(t, sock), " ")
 }
 
-// bootAttempts is how many times a VM is booted before its boot failure
-// is reported: a TCG guest on an overloaded host occasionally stalls
-// early in boot.
-const bootAttempts = 2
-
-// boot boots the VM, retrying a boot that timed out or broke.
-func (in *instance) boot() error {
-	var err error
-	for i := 0; i < bootAttempts; i++ {
-		err = in.boot1()
-		var be *BootError
-		if err == nil || !errors.As(err, &be) || be.Report != "" {
-			return err // booted, QEMU would not start, or the kernel reported why
-		}
-		fmt.Fprintf(in.t.cfg.Log, "vm %d: boot attempt %d failed: %s\n", in.idx, i+1, be.Reason)
-	}
-	return err
-}
-
-// boot1 starts QEMU and waits for the agent's hello.
-func (in *instance) boot1() error {
-	in.stop()
-	c := in.t.cfg
-	in.boots++
-	dir := filepath.Join(c.Workdir, fmt.Sprintf("vm-%d", in.idx))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("vm %d: %w", in.idx, err)
-	}
-	// Unix socket paths are short: keep the socket in a short temp dir.
-	sockDir, err := os.MkdirTemp("", "ffvm")
-	if err != nil {
-		return fmt.Errorf("vm %d: %w", in.idx, err)
-	}
-	in.sockDir = sockDir
-	sock := filepath.Join(sockDir, "s")
-	in.con = newConsole(filepath.Join(dir, "console.log"))
-	fmt.Fprintf(in.con, "\n=== forkfuzz: boot %d of vm %d at %s ===\n", in.boots, in.idx, time.Now().UTC().Format(time.RFC3339))
-	in.mark = in.con.Len()
-	args := in.args(sock)
-	cmd := c.Command(c.QEMU, args...)
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("vm %d: %w", in.idx, err)
-	}
-	cmd.Stdout = pw
-	in.stderr = &limitedBuffer{max: 64 << 10}
-	cmd.Stderr = in.stderr
+func (q qemu) start(t *Target, sock string, console *os.File) (vmProcess, error) {
+	c := t.cfg
+	cmd := c.Command(c.QEMU, q.args(t, sock)...)
+	cmd.Stdout = console
+	p := &qemuProcess{cmd: cmd, stderr: &limitedBuffer{max: 64 << 10}, done: make(chan struct{})}
+	cmd.Stderr = p.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	in.started = time.Now()
-	in.ran = false
-	in.pipe = nil
-	bootErr := func(reason string) error {
-		if in.pipe != nil {
-			in.pipe.catchUp(100 * time.Millisecond)
-		}
-		tail := string(in.con.Tail(16 << 10))
-		e := &BootError{VM: in.idx, Reason: reason, Console: tail, Command: c.QEMU + " " + strings.Join(args, " ")}
-		if r := scanReports([]byte(tail)); r != nil {
-			e.Report = r.Title
-		}
-		in.stop()
-		return e
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start QEMU (%s): %w", c.QEMU, err)
 	}
-	err = cmd.Start()
-	pw.Close()
-	if err != nil {
-		pr.Close()
-		in.stop()
-		return fmt.Errorf("vm %d: start QEMU (%s): %w", in.idx, c.QEMU, err)
-	}
-	in.pipe = capturePipe(pr, in.con)
-	in.cmd = cmd
-	in.exited = make(chan struct{})
-	go func(ch chan struct{}) {
-		in.exitErr = cmd.Wait()
-		close(ch)
-	}(in.exited)
-	deadline := time.Now().Add(c.BootTimeout)
-	for {
-		conn, err := net.Dial("unix", sock)
-		if err == nil {
-			in.conn = conn
-			break
-		}
-		select {
-		case <-in.exited:
-			return bootErr(fmt.Sprintf("QEMU exited (%v) before its socket was ready: %s", in.exitErr, strings.TrimSpace(in.stderr.String())))
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) || time.Since(in.started) > 30*time.Second {
-			return bootErr("QEMU did not create its virtio-serial socket within 30s")
-		}
-	}
-	in.msgs = make(chan *Msg, 16)
-	in.readErr = make(chan error, 1)
-	in.quit = make(chan struct{})
-	go func(conn net.Conn, msgs chan *Msg, errs chan error, quit chan struct{}) {
-		r := bufio.NewReaderSize(conn, 1<<16)
-		for {
-			m, err := ReadMsg(r)
-			if err != nil {
-				errs <- err
-				return
-			}
-			select {
-			case msgs <- m:
-			case <-quit:
-				return
-			}
-		}
-	}(in.conn, in.msgs, in.readErr, in.quit)
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	for {
-		select {
-		case m := <-in.msgs:
-			if m.Type == MsgHello {
-				d := time.Since(in.started)
-				in.t.mu.Lock()
-				in.uname, in.steps = m.Uname, m.Steps
-				in.t.Boots = append(in.t.Boots, d)
-				in.t.mu.Unlock()
-				fmt.Fprintf(c.Log, "vm %d: booted %s under %s in %v\n", in.idx, strings.Fields(in.uname + " ?")[0], in.t.accel, d.Round(time.Millisecond))
-				// Reports printed while booting belong to no program: log
-				// them, and start attributing console output from here.
-				in.pipe.catchUp(100 * time.Millisecond)
-				cons, end := in.con.Since(in.mark)
-				in.mark = end
-				for _, r := range report.Parse(cons) {
-					fmt.Fprintf(c.Log, "vm %d: the kernel reported while booting: %s (see %s)\n", in.idx, r.Title, filepath.Join(dir, "console.log"))
-				}
-				for _, s := range in.steps {
-					fmt.Fprintf(c.Log, "vm %d: %s\n", in.idx, s)
-				}
-				return nil
-			}
-		case err := <-in.readErr:
-			<-waitOr(in.exited, 5*time.Second)
-			return bootErr(fmt.Sprintf("agent connection broke during boot: %v (QEMU: %v)", err, in.exitStatus()))
-		case <-in.exited:
-			return bootErr(fmt.Sprintf("QEMU exited during boot (%v) %s", in.exitErr, strings.TrimSpace(in.stderr.String())))
-		case <-timer.C:
-			return bootErr(fmt.Sprintf("no hello from the agent within %v", c.BootTimeout))
-		}
-	}
-}
-
-func waitOr(ch chan struct{}, d time.Duration) <-chan struct{} {
-	out := make(chan struct{})
 	go func() {
-		select {
-		case <-ch:
-		case <-time.After(d):
-		}
-		close(out)
+		p.err = cmd.Wait()
+		close(p.done)
 	}()
-	return out
+	return p, nil
 }
 
-func (in *instance) exitStatus() string {
-	select {
-	case <-in.exited:
-		if in.exitErr == nil {
-			return "exited with status 0"
-		}
-		return in.exitErr.Error()
-	default:
-		return "still running"
-	}
+func (qemu) dial(sock string) (net.Conn, error) { return net.Dial("unix", sock) }
+
+// qemuProcess is a running QEMU.
+type qemuProcess struct {
+	cmd    *exec.Cmd
+	stderr *limitedBuffer
+	done   chan struct{}
+	err    error // valid once done is closed
 }
 
-// killedFromOutside: QEMU died of a signal it did not ask for (the guest
-// cannot make QEMU die of a signal; a guest reboot or power-off with
-// -no-reboot is a normal exit).
-func (in *instance) killedFromOutside() bool {
-	select {
-	case <-in.exited:
-	default:
-		return false
-	}
+func (p *qemuProcess) exited() <-chan struct{} { return p.done }
+func (p *qemuProcess) exitErr() error          { return p.err }
+func (p *qemuProcess) kill()                   { p.cmd.Process.Kill() }
+func (p *qemuProcess) diagnostics() string     { return strings.TrimSpace(p.stderr.String()) }
+
+func (p *qemuProcess) signaled() bool {
 	var ee *exec.ExitError
-	if errors.As(in.exitErr, &ee) {
+	if errors.As(p.err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			return true
 		}
 	}
 	return false
-}
-
-// stop kills QEMU and forgets the connection.
-func (in *instance) stop() {
-	if in.quit != nil {
-		close(in.quit)
-		in.quit = nil
-	}
-	if in.conn != nil {
-		in.conn.Close()
-		in.conn = nil
-	}
-	if in.cmd != nil && in.cmd.Process != nil {
-		in.cmd.Process.Kill()
-		<-waitOr(in.exited, 10*time.Second)
-	}
-	in.cmd = nil
-	if in.sockDir != "" {
-		os.RemoveAll(in.sockDir)
-		in.sockDir = ""
-	}
-	if in.con != nil {
-		in.con.Close()
-	}
-}
-
-// run sends one program and waits for its result, watching the console,
-// the heartbeat and QEMU.
-func (in *instance) run(p *prog.Program, opt agents.Options, tt testHooks) (*obs.Observation, error) {
-	holdMs := tt.holdMs
-	c := in.t.cfg
-	in.nextID++
-	id := in.nextID
-	text := string(p.Format())
-	start := in.mark
-	kerr := func(kind, title, rep string, restart bool) *KernelReportError {
-		cons, end := in.con.Since(start)
-		in.mark = end
-		e := &KernelReportError{Title: title, Kind: kind, Report: rep, Console: lastBytes(cons, 256<<10),
-			VM: in.idx, Kernel: c.Kernel + " (" + in.uname + ")", Program: text, Restarted: restart}
-		e.Steps = append(append(e.Steps, in.steps...), in.t.forkMod...)
-		return e
-	}
-	fromReport := func(r *report.Report, restart bool) *KernelReportError {
-		return kerr(string(r.Kind), r.Title, r.Text, restart)
-	}
-	// vmDown handles QEMU's exit or a broken connection mid-program.
-	vmDown := func(why string) error {
-		<-waitOr(in.exited, 10*time.Second)
-		in.pipe.wait(2 * time.Second)
-		cons, _ := in.con.Since(start)
-		r := scanReports(cons)
-		outside := in.killedFromOutside()
-		status := in.exitStatus()
-		var err error
-		switch {
-		case r != nil:
-			err = fromReport(r, true)
-		case outside:
-			in.mark = in.con.Len()
-			err = fmt.Errorf("vm %d: QEMU was killed from outside (%s) while running a program; the VM will be restarted (harness event, not a finding)", in.idx, status)
-		default:
-			err = kerr("lost-connection", "lost connection to VM", "", true)
-			err.(*KernelReportError).Report = fmt.Sprintf("%s; QEMU %s; no kernel report on the console", why, status)
-		}
-		in.stop()
-		return err
-	}
-	in.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
-	eo := opt.Executor()
-	if err := WriteMsg(in.conn, &Msg{Type: MsgRun, ID: id, Program: text, Options: &eo, HoldMs: holdMs, TestPath: tt.path, TestValue: tt.value}); err != nil {
-		return nil, vmDown(fmt.Sprintf("sending the program failed: %v", err))
-	}
-	hang := time.NewTimer(c.HangTimeout)
-	defer hang.Stop()
-	overall := time.NewTimer(c.ProgramTimeout + c.HangTimeout + time.Duration(holdMs)*time.Millisecond)
-	defer overall.Stop()
-	for {
-		select {
-		case m := <-in.msgs:
-			if !hang.Stop() {
-				select {
-				case <-hang.C:
-				default:
-				}
-			}
-			hang.Reset(c.HangTimeout)
-			if m.Type != MsgResult || m.ID != id {
-				continue
-			}
-			if !in.ran {
-				in.ran = true
-				if in.idx == 0 && in.boots == 1 {
-					in.t.mu.Lock()
-					in.t.FirstProg = time.Since(in.started)
-					in.t.mu.Unlock()
-				}
-			}
-			return in.result(m, start, fromReport)
-		case err := <-in.readErr:
-			return nil, vmDown(fmt.Sprintf("agent connection broke: %v", err))
-		case <-in.exited:
-			return nil, vmDown("QEMU exited")
-		case <-hang.C:
-			return nil, in.hung(start, fmt.Sprintf("no progress for %v", c.HangTimeout), kerr, fromReport)
-		case <-overall.C:
-			return nil, in.hung(start, fmt.Sprintf("no result within %v", c.ProgramTimeout+c.HangTimeout), kerr, fromReport)
-		}
-	}
-}
-
-func (in *instance) hung(start int64, why string, kerr func(kind, title, rep string, restart bool) *KernelReportError, fromReport func(*report.Report, bool) *KernelReportError) error {
-	in.pipe.catchUp(100 * time.Millisecond)
-	cons, _ := in.con.Since(start)
-	var e *KernelReportError
-	if r := scanReports(cons); r != nil {
-		e = fromReport(r, true)
-	} else {
-		e = kerr("hang", "VM hang: "+why, "", true)
-	}
-	in.stop()
-	return e
-}
-
-// result turns the agent's reply into what Run returns, with any kernel
-// report the console shows since the program started.
-func (in *instance) result(m *Msg, start int64, fromReport func(*report.Report, bool) *KernelReportError) (*obs.Observation, error) {
-	in.pipe.catchUp(time.Second)
-	cons, _ := in.con.Since(start)
-	var kr *KernelReportError
-	if r := scanReports(cons); r != nil {
-		restart := r.Fatal || (r.Kind != report.Warning && r.Kind != report.RSS)
-		kr = fromReport(r, restart)
-		if restart {
-			in.stop()
-		}
-	} else {
-		_, in.mark = in.con.Since(start)
-	}
-	switch {
-	case m.Crash != nil:
-		if kr != nil {
-			return nil, kr
-		}
-		return nil, &executor.CrashError{Hang: m.Crash.Hang, Status: "in vm: " + m.Crash.Status}
-	case m.Err != "":
-		if kr != nil {
-			return nil, kr
-		}
-		return nil, fmt.Errorf("vm %d: %s", in.idx, m.Err)
-	}
-	var o obs.Observation
-	if err := json.Unmarshal(m.Observation, &o); err != nil {
-		return nil, fmt.Errorf("vm %d: observation: %w", in.idx, err)
-	}
-	for _, s := range in.t.forkMod {
-		o.Events = append(o.Events, obs.NewEvent(obs.EvNote, "vm: %s", s))
-	}
-	if kr != nil {
-		return &o, kr
-	}
-	return &o, nil
 }
 
 // limitedBuffer keeps the first max bytes written to it.

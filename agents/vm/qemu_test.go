@@ -243,7 +243,7 @@ fork-mode = prctl 41 0   # PR_SET_THP_DISABLE 0: THP stays allowed
 			done <- err
 		}()
 		time.Sleep(2 * time.Second)
-		tg.all[0].cmd.Process.Kill()
+		tg.all[0].proc.kill()
 		err := <-done
 		var ke *KernelReportError
 		var ce *executor.CrashError
@@ -270,7 +270,7 @@ fork-mode = prctl 41 0   # PR_SET_THP_DISABLE 0: THP stays allowed
 			done <- err
 		}()
 		time.Sleep(time.Second)
-		tg.all[0].cmd.Process.Signal(syscall.SIGSTOP)
+		tg.all[0].proc.(*qemuProcess).cmd.Process.Signal(syscall.SIGSTOP)
 		err := <-done
 		var ke *KernelReportError
 		if !errors.As(err, &ke) || ke.Kind != "hang" {

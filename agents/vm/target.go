@@ -274,6 +274,9 @@ func (t *Target) KernelRelease() string {
 	return ""
 }
 
+// KernelImage is the path of the kernel image the VMs boot.
+func (t *Target) KernelImage() string { return t.cfg.Kernel }
+
 // Accel is the accelerator in use ("kvm" or "tcg").
 func (t *Target) Accel() string { return t.accel }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/checker"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
@@ -32,48 +34,87 @@ func noJudge(*prog.Program, *obs.Observation, error) (*judge.Verdict, error) {
 	return &judge.Verdict{}, nil
 }
 
+// expectedTarget answers every program with the model's expected
+// observation: a correct kernel at no kernel cost, so the real judge
+// compares every page of every view (noopTarget's empty observations fail
+// at the first operation and cost the judge next to nothing).
+type expectedTarget struct{ noopTarget }
+
+func (expectedTarget) Run(p *prog.Program, _ agents.Options) (*obs.Observation, error) {
+	return checker.Expected(p), nil
+}
+
 // BenchmarkDispatch measures the coordinator's dispatch capacity: programs
 // per second through JetStream (generate, publish, pull, publish the
-// result, store it exactly once, acknowledge) with agents that do no work
-// and a coordinator that does not judge. Sub-benchmarks vary the number of
-// agents and the queue depth.
+// result, judge it, store it exactly once, acknowledge) with agents that
+// do no work. Sub-benchmarks vary the number of agents and the queue
+// depth, and run with the coordinator's real judge (judge=on) and without
+// (judge=off). target=noop answers with empty observations (the judge
+// rejects them at once: this is dispatch capacity); target=expected
+// answers with the model's observation, which the judge compares in full
+// (it is computed on the agents, which on one machine share the CPUs with
+// the coordinator).
 func BenchmarkDispatch(b *testing.B) {
-	for _, c := range []struct{ agents, queue int }{{4, 256}, {16, 1024}} {
-		b.Run(fmt.Sprintf("agents=%d/queue=%d", c.agents, c.queue), func(b *testing.B) {
-			srv, st := testConnected(b)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			var wg sync.WaitGroup
-			for k := 0; k < c.agents; k++ {
-				anc, err := nats.Connect(srv.URL)
-				if err != nil {
-					b.Fatal(err)
+	for _, c := range []struct {
+		target string
+		agents int
+		queue  int
+	}{{"noop", 4, 256}, {"noop", 16, 1024}, {"expected", 4, 256}} {
+		for _, judged := range []bool{false, true} {
+			name := fmt.Sprintf("target=%s/agents=%d/queue=%d/judge=%s", c.target, c.agents, c.queue, map[bool]string{false: "off", true: "on"}[judged])
+			b.Run(name, func(b *testing.B) {
+				var tg agents.Target = noopTarget{}
+				if c.target == "expected" {
+					tg = expectedTarget{}
 				}
-				defer anc.Close()
-				ast := testStore(b, anc)
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					RunAgent(ctx, AgentConfig{Store: ast, ID: fmt.Sprintf("noop%d", k), Kind: "noop", Target: noopTarget{}})
-				}()
-			}
-			b.ResetTimer()
-			start := time.Now()
-			cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "bench", Seed: 1, Programs: b.N, Target: "noop",
-				Weights: gen.DefaultWeights(), Queue: c.queue, judge: noJudge})
-			el := time.Since(start)
-			b.StopTimer()
-			cancel()
-			wg.Wait()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if cs.Done != int64(b.N) {
-				b.Fatalf("%d done of %d", cs.Done, b.N)
-			}
-			b.ReportMetric(float64(b.N)/el.Seconds(), "programs/s")
-		})
+				var j func(*prog.Program, *obs.Observation, error) (*judge.Verdict, error) = noJudge
+				if judged {
+					j = judge.Judge
+				}
+				benchDispatch(b, tg, c.agents, c.queue, j)
+			})
+		}
 	}
+}
+
+func benchDispatch(b *testing.B, tg agents.Target, nagents, queue int, j func(*prog.Program, *obs.Observation, error) (*judge.Verdict, error)) {
+	srv, st := testConnected(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for k := 0; k < nagents; k++ {
+		anc, err := nats.Connect(srv.URL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer anc.Close()
+		ast := testStore(b, anc)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			RunWorker(ctx, WorkerConfig{Store: ast, ID: fmt.Sprintf("a%d", k), Kind: "bench", Target: tg})
+		}()
+	}
+	b.ResetTimer()
+	start, cpu0 := time.Now(), processCPU()
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "bench", Seed: 1, Programs: b.N, Target: "bench",
+		Weights: gen.DefaultWeights(), Queue: queue, judge: j})
+	el, cpu := time.Since(start), processCPU()-cpu0
+	b.StopTimer()
+	cancel()
+	wg.Wait()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if cs.Done != int64(b.N) {
+		b.Fatalf("%d done of %d", cs.Done, b.N)
+	}
+	b.ReportMetric(float64(b.N)/el.Seconds(), "programs/s")
+	// CPU time of the whole process (server, coordinator and agents): on
+	// a shared machine a steadier measure than wall time.
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/program")
+	b.ReportMetric(float64(cs.Events)/float64(b.N), "failing/program")
+	b.ReportMetric(float64(cs.Findings), "findings")
 }
 
 // BenchmarkDispatchBaseline is the same traffic without JetStream: the
@@ -148,3 +189,10 @@ func BenchmarkDispatchBaseline(b *testing.B) {
 }
 
 var noOpts agents.Options
+
+// processCPU is the process's user and system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

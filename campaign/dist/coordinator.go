@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,10 +38,16 @@ type CoordinatorConfig struct {
 	Queue int
 	// AckWait: how long an agent may hold work without a sign of life.
 	AckWait time.Duration
+	// Judges is the number of goroutines that judge and store results
+	// (default: 2 per CPU, at least 4; storing waits on JetStream).
+	Judges  int
 	Log     *slog.Logger
 	Metrics *Metrics
-	// Progress receives a status line every ProgressEvery (nil: none).
+	// Progress receives a status line every ProgressEvery (nil: none);
+	// with ProgressLines, plain lines instead of one line rewritten with
+	// a carriage return (for a log file or a CI console).
 	Progress      io.Writer
+	ProgressLines bool
 	ProgressEvery time.Duration
 
 	// judge replaces campaign.Judge (the dispatch benchmark: no judging).
@@ -98,14 +105,19 @@ type coord struct {
 	log   *slog.Logger
 	judge func(*prog.Program, *obs.Observation, error) (*judge.Verdict, error)
 	files *campaign.FindingStore
+	// recMu serializes the read-modify-write of finding records and the
+	// writing of finding directories (rare: new findings, minimizations).
+	recMu sync.Mutex
 
-	mu    sync.Mutex // protects everything below
-	state State
-	saved time.Time // when state was last saved
-	pool  *campaign.Pool
-	st    Stats
-	done  map[int64]bool // indices with a Done record (the record decides)
-	wake  chan struct{}
+	mu         sync.Mutex // protects everything below
+	state      State
+	saved      time.Time // when state was last saved
+	pool       *campaign.Pool
+	st         Stats
+	done       map[int64]bool          // indices with a Done record (the record decides)
+	minPending map[string]bool         // findings (by key) whose minimization is awaited
+	firstOf    map[string]findingOwner // findings (by key) known to be stored, and by whom
+	wake       chan struct{}
 }
 
 // RunCoordinator runs (or resumes) a campaign: it publishes work, stores
@@ -129,8 +141,12 @@ func RunCoordinator(ctx context.Context, cfg CoordinatorConfig) (*Stats, error) 
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = time.Second
 	}
+	if cfg.Judges <= 0 {
+		cfg.Judges = max(4, 2*runtime.GOMAXPROCS(0))
+	}
 	c := &coord{cfg: cfg, s: cfg.Store, log: cfg.Log.With("campaign", cfg.Campaign), judge: cfg.judge,
-		files: &campaign.FindingStore{Dir: cfg.Workdir}, pool: campaign.NewPool(), done: map[int64]bool{}, wake: make(chan struct{}, 1)}
+		files: &campaign.FindingStore{Dir: cfg.Workdir}, pool: campaign.NewPool(), done: map[int64]bool{},
+		minPending: map[string]bool{}, firstOf: map[string]findingOwner{}, wake: make(chan struct{}, 1)}
 	if c.judge == nil {
 		c.judge = judge.Judge
 	}
@@ -140,7 +156,7 @@ func RunCoordinator(ctx context.Context, cfg CoordinatorConfig) (*Stats, error) 
 	if err := c.loadState(ctx); err != nil {
 		return nil, err
 	}
-	if _, err := EnsureAgentConsumer(ctx, c.s.JS, cfg.Target, cfg.AckWait); err != nil {
+	if _, err := EnsureWorkerConsumer(ctx, c.s.JS, cfg.Target, cfg.AckWait); err != nil {
 		return nil, err
 	}
 	if err := c.restore(ctx); err != nil {
@@ -161,6 +177,17 @@ func RunCoordinator(ctx context.Context, cfg CoordinatorConfig) (*Stats, error) 
 	if err != nil {
 		return nil, fmt.Errorf("dist: result consumer: %w", err)
 	}
+	mname := rname + "-min"
+	if err := c.s.JS.DeleteConsumer(ctx, ResultStream, mname); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("dist: minimize result consumer: %w", err)
+	}
+	mc, err := c.s.JS.CreateOrUpdateConsumer(ctx, ResultStream, jetstream.ConsumerConfig{
+		Durable: mname, FilterSubject: minimizedSubject(cfg.Campaign),
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxDeliver: -1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dist: minimize result consumer: %w", err)
+	}
 	if cfg.Metrics != nil {
 		stop := cfg.Metrics.watchAgents(ctx, c.s.Agents)
 		defer stop()
@@ -168,7 +195,7 @@ func RunCoordinator(ctx context.Context, cfg CoordinatorConfig) (*Stats, error) 
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
 	rerr := make(chan error, 1)
-	go func() { rerr <- c.consumeResults(rctx, rc) }()
+	go func() { rerr <- c.consumeResults(rctx, rc, mc) }()
 	stopProgress := c.progress(start)
 	defer stopProgress()
 
@@ -236,8 +263,8 @@ func (c *coord) saveState(ctx context.Context) error {
 }
 
 // restore reloads what earlier coordinators stored: the counts from the
-// done records, the mutation pool, and finding directories that a crash
-// kept from being written.
+// done records, the mutation pool, finding directories that a crash kept
+// from being written, and minimizations still awaited (asked for again).
 func (c *coord) restore(ctx context.Context) error {
 	cid := c.cfg.Campaign
 	err := watchAll(ctx, c.s.Done, cid+".>", func(key string, v []byte) error {
@@ -276,7 +303,7 @@ func (c *coord) restore(ctx context.Context) error {
 		if json.Unmarshal(v, &m) != nil || m.Campaign != cid {
 			return nil
 		}
-		return c.writeFindingDir(ctx, key, false)
+		return c.restoreFinding(ctx, key)
 	})
 }
 
@@ -330,7 +357,8 @@ func (c *coord) limitReached(deadline time.Time) bool {
 }
 
 // produce publishes work while fewer than Queue programs are outstanding,
-// and returns when every published program is done after the limit.
+// and returns when every published program is done after the limit and
+// every new finding's minimization is stored.
 func (c *coord) produce(ctx context.Context, start time.Time) error {
 	var deadline time.Time
 	if c.cfg.Duration > 0 {
@@ -351,7 +379,7 @@ func (c *coord) produce(ctx context.Context, start time.Time) error {
 		c.mu.Lock()
 		limit := c.limitReached(deadline)
 		outstanding := c.state.Next - c.st.Done
-		if limit && outstanding <= 0 {
+		if limit && outstanding <= 0 && len(c.minPending) == 0 {
 			c.state.Finished = true
 			err := c.saveState(ctx)
 			c.mu.Unlock()
@@ -430,15 +458,63 @@ func (c *coord) publish(ctx context.Context, batch []*Work) error {
 	return c.saveState(ctx)
 }
 
-func (c *coord) consumeResults(ctx context.Context, rc jetstream.Consumer) error {
+// consumeResults pulls results and minimize results and hands them to
+// cfg.Judges goroutines, each of which judges and stores one message at a
+// time. Storing is idempotent and exactly-once by the KV Creates (findings,
+// Done), so messages are handled in any order and concurrently.
+func (c *coord) consumeResults(ctx context.Context, rc, mc jetstream.Consumer) error {
+	msgs := make(chan jetstream.Msg)
+	var pullers, judges sync.WaitGroup
+	for _, cons := range []jetstream.Consumer{rc, mc} {
+		pullers.Add(1)
+		go func() {
+			defer pullers.Done()
+			c.pull(ctx, cons, msgs)
+		}()
+	}
+	minSubject := minimizedSubject(c.cfg.Campaign)
+	for range c.cfg.Judges {
+		judges.Add(1)
+		go func() {
+			defer judges.Done()
+			for {
+				var m jetstream.Msg
+				select {
+				case <-ctx.Done():
+					return
+				case m = <-msgs:
+				}
+				var err error
+				if m.Subject() == minSubject {
+					err = c.handleMinimized(ctx, m)
+				} else {
+					err = c.handle(ctx, m)
+				}
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					c.log.Warn("storing a result failed; it will be redelivered", "subject", m.Subject(), "err", err)
+					m.NakWithDelay(time.Second)
+				}
+			}
+		}()
+	}
+	pullers.Wait()
+	judges.Wait()
+	return nil
+}
+
+// pull sends cons's messages to msgs until ctx ends.
+func (c *coord) pull(ctx context.Context, cons jetstream.Consumer, msgs chan<- jetstream.Msg) {
 	for ctx.Err() == nil {
-		it, err := rc.Messages(jetstream.PullMaxMessages(256))
+		it, err := cons.Messages(jetstream.PullMaxMessages(256))
 		if err != nil {
 			c.log.Warn("result consumer", "err", err)
-			time.Sleep(500 * time.Millisecond)
+			sleep(ctx, 500*time.Millisecond)
 			continue
 		}
-		go func() { <-ctx.Done(); it.Stop() }()
+		stopIt := context.AfterFunc(ctx, it.Stop)
 		for {
 			m, err := it.Next()
 			if err != nil {
@@ -447,20 +523,19 @@ func (c *coord) consumeResults(ctx context.Context, rc jetstream.Consumer) error
 				}
 				break
 			}
-			if err := c.handle(ctx, m); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				c.log.Warn("storing a result failed; it will be redelivered", "err", err)
-				m.NakWithDelay(time.Second)
+			select {
+			case msgs <- m:
+			case <-ctx.Done():
+				// Not acknowledged: redelivered to the next coordinator.
 			}
 		}
+		stopIt()
 		it.Stop()
 	}
-	return nil
 }
 
-// handle stores one result: it judges it, keeps new findings, adds the
+// handle stores one result: it judges it (the only place a result is
+// judged), keeps new findings (asking an agent to minimize each), adds the
 // program to the pool, records the index as done, and only then
 // acknowledges it. Each step is idempotent, so a result redelivered after
 // a crash anywhere in between is stored once.
@@ -495,11 +570,8 @@ func (c *coord) handle(ctx context.Context, m jetstream.Msg) error {
 		d.Harness = herr.Error()
 		c.log.Warn("harness error", "index", r.Index, "seed", r.Seed, "agent", r.Agent, "err", herr)
 	} else {
-		c.mu.Lock()
-		slot := c.pool.Add(r.Index, p)
-		c.mu.Unlock()
-		if _, err := c.s.Corpus.Put(ctx, fmt.Sprintf("%s.%d", c.cfg.Campaign, slot), []byte(r.Program)); err != nil {
-			return fmt.Errorf("corpus: %w", err)
+		if err := c.addToPool(ctx, r.Index, p, r.Program); err != nil {
+			return err
 		}
 		sigs := map[string]bool{}
 		for _, is := range v.Issues {
@@ -544,6 +616,31 @@ func (c *coord) handle(ctx context.Context, m jetstream.Msg) error {
 	return nil
 }
 
+// addToPool puts a program that ran into the pool and its slot in the
+// corpus bucket. The slot's KV write is published under c.mu, so writes
+// to one slot reach the bucket in the order the pool took them (one
+// connection keeps its publishes in order) and the stored corpus matches
+// the pool; the acknowledgement is awaited outside the lock.
+func (c *coord) addToPool(ctx context.Context, i int64, p *prog.Program, text string) error {
+	c.mu.Lock()
+	slot := c.pool.Add(i, p)
+	f, err := c.s.JS.PublishAsync(corpusSubject(c.cfg.Campaign, slot), []byte(text))
+	c.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("corpus slot %d: %w", slot, err)
+	}
+	select {
+	case <-f.Ok():
+		return nil
+	case err := <-f.Err():
+		return fmt.Errorf("corpus slot %d: %w", slot, err)
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("corpus slot %d: no acknowledgement from JetStream in 30s", slot)
+	}
+}
+
 // dropObservation deletes the stored observation of a stored or duplicate
 // result (best effort: a leftover costs only space).
 func (c *coord) dropObservation(ctx context.Context, r *Result) {
@@ -577,16 +674,23 @@ func (c *coord) progress(start time.Time) func() {
 		for {
 			select {
 			case <-stop:
-				fmt.Fprintln(c.cfg.Progress)
+				if !c.cfg.ProgressLines {
+					fmt.Fprintln(c.cfg.Progress)
+				}
 				return
 			case <-t.C:
 				c.mu.Lock()
 				st, next := c.st, c.state.Next
 				c.mu.Unlock()
 				el := time.Since(start).Seconds()
-				fmt.Fprintf(c.cfg.Progress, "\r%s  programs %d (%.1f/s)  forks %d (%.1f/s)  queued %d  redelivered %d  findings %d   ",
+				line := fmt.Sprintf("%s  programs %d (%.1f/s)  forks %d (%.1f/s)  queued %d  redelivered %d  findings %d",
 					time.Since(start).Round(time.Second), st.Programs, float64(st.Programs)/el, st.Forks, float64(st.Forks)/el,
 					next-st.Done, st.Redelivered, st.Findings)
+				if c.cfg.ProgressLines {
+					fmt.Fprintf(c.cfg.Progress, "progress: %s\n", line)
+				} else {
+					fmt.Fprintf(c.cfg.Progress, "\r%s   ", line)
+				}
 			}
 		}
 	}()

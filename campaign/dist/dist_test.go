@@ -96,7 +96,7 @@ func TestInProcessCampaign(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := RunAgent(actx, AgentConfig{Store: st, ID: fmt.Sprintf("a%d", k), Kind: "sim",
+			_, err := RunWorker(actx, WorkerConfig{Store: st, ID: fmt.Sprintf("a%d", k), Kind: "sim",
 				Target: simTarget(t, "async-mprotect-nosync"), MinimizeRuns: 50, Log: testLog(t)})
 			if err != nil && actx.Err() == nil {
 				t.Error(err)
@@ -131,9 +131,11 @@ func TestInProcessCampaign(t *testing.T) {
 	if int64(len(dirs)) != cs.Findings {
 		t.Errorf("%d finding directories for %d findings", len(dirs), cs.Findings)
 	}
+	// The coordinator asked an agent to minimize each new finding and
+	// did not finish before every answer was in its directory.
 	minimized, _ := filepath.Glob(filepath.Join(workdir, "findings", "*", "minimized.ffz"))
-	if len(minimized) == 0 {
-		t.Error("no finding carries a minimized program")
+	if int64(len(minimized)) != cs.Findings {
+		t.Errorf("%d of %d findings carry a minimized program", len(minimized), cs.Findings)
 	}
 	status, err := ReadStatus(ctx, st)
 	if err != nil {
@@ -155,6 +157,60 @@ func TestInProcessCampaign(t *testing.T) {
 	}
 	if !cs2.Resumed || cs2.Done != n || cs2.Findings != cs.Findings || cs2.Published != 0 {
 		t.Fatalf("resumed finished campaign: %+v", *cs2)
+	}
+}
+
+// An agent that does not minimize answers the coordinator's request so;
+// the finding keeps its program, says why it is not minimized, and the
+// campaign finishes.
+func TestMinimizeSkipped(t *testing.T) {
+	_, st := testConnected(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second) // generous: CI runs QEMU tests beside it
+	defer cancel()
+	actx, stopAgent := context.WithCancel(ctx)
+	agentDone := make(chan struct{})
+	go func() {
+		defer close(agentDone)
+		RunWorker(actx, WorkerConfig{Store: st, ID: "nomin", Kind: "sim", Target: simTarget(t, "async-mprotect-nosync")})
+	}()
+	workdir := t.TempDir()
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "nomin", Seed: 3, Programs: 150, Target: "sim",
+		Weights: gen.DefaultWeights(), Workdir: workdir, Queue: 16})
+	stopAgent()
+	<-agentDone
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Done != 150 {
+		t.Fatalf("%d of 150 programs done before the timeout", cs.Done)
+	}
+	if cs.Findings == 0 {
+		t.Fatal("the mutant async-mprotect-nosync was not found in 150 programs; the test proves nothing")
+	}
+	n := 0
+	err = watchAll(ctx, st.Findings, ">", func(key string, v []byte) error {
+		b, err := st.Repro.GetBytes(ctx, key)
+		if err != nil {
+			return err
+		}
+		var rec FindingRecord
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return err
+		}
+		n++
+		if rec.Minimized != nil || !strings.Contains(rec.MinimizeSkipped, "agent nomin does not minimize") {
+			t.Errorf("finding %s: minimized %v, skipped %q", rec.Meta.Signature, rec.Minimized != nil, rec.MinimizeSkipped)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(n) != cs.Findings {
+		t.Errorf("%d finding records for %d findings", n, cs.Findings)
+	}
+	if m, _ := filepath.Glob(filepath.Join(workdir, "findings", "*", "minimized.ffz")); len(m) != 0 {
+		t.Errorf("%d minimized programs from an agent that does not minimize", len(m))
 	}
 }
 
@@ -201,11 +257,13 @@ func TestAgentGivesUpOnBrokenTarget(t *testing.T) {
 			Weights: gen.DefaultWeights(), Queue: 1})
 		coordDone <- cs
 	}()
-	_, err := RunAgent(ctx, AgentConfig{Store: st, ID: "b", Kind: "noop", Target: brokenTarget{}})
+	_, err := RunWorker(ctx, WorkerConfig{Store: st, ID: "b", Kind: "noop", Target: brokenTarget{}})
 	if err == nil || !strings.Contains(err.Error(), "5 harness errors in a row, last: qemu would not start") {
 		t.Fatalf("agent: %v", err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitFor(t, 30*time.Second, "the coordinator stores a harness error", func() bool {
+		return len(doneKeys(t, st, "broken")) > 0
+	})
 	stopCoord()
 	cs := <-coordDone
 	if cs.HarnessErrors < 1 || cs.Programs != 0 {
@@ -222,7 +280,7 @@ func TestCoordinatorDuration(t *testing.T) {
 	defer cancel()
 	actx, stopAgent := context.WithCancel(ctx)
 	defer stopAgent()
-	go RunAgent(actx, AgentConfig{Store: st, ID: "d", Kind: "sim", Target: simTarget(t, "")})
+	go RunWorker(actx, WorkerConfig{Store: st, ID: "d", Kind: "sim", Target: simTarget(t, "")})
 	start := time.Now()
 	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "dur", Seed: 1, Duration: time.Second, Target: "sim",
 		Weights: gen.DefaultWeights(), Queue: 8})
@@ -231,5 +289,17 @@ func TestCoordinatorDuration(t *testing.T) {
 	}
 	if el := time.Since(start); el < time.Second || el > 100*time.Second || cs.Done == 0 || cs.Done != cs.Published {
 		t.Fatalf("after %v: %+v", el, *cs)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after timeout.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting until %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

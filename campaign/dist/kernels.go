@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -76,4 +77,37 @@ func fileSHA256(path string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// CampaignKernel is the kernel of the newest unfinished qemu campaign (""
+// when there is none). Only a missing campaign means ""; a store that
+// cannot be read is an error, so an agent does not boot the default
+// kernel instead of the campaign's.
+func CampaignKernel(ctx context.Context, st *Store) (string, error) {
+	keys, err := st.State.Keys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) || errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", nil // no campaign yet
+	} else if err != nil {
+		return "", fmt.Errorf("campaign state: %w", err)
+	}
+	var best State
+	for _, k := range keys {
+		e, err := st.State.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // deleted since it was listed
+		} else if err != nil {
+			return "", fmt.Errorf("campaign state %s: %w", k, err)
+		}
+		var s State
+		if err := json.Unmarshal(e.Value(), &s); err != nil {
+			return "", fmt.Errorf("campaign state %s: %w", k, err)
+		}
+		if s.Target != "qemu" || s.Finished || s.Kernel == "" {
+			continue
+		}
+		if s.Updated.After(best.Updated) {
+			best = s
+		}
+	}
+	return best.Kernel, nil
 }

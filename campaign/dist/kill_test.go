@@ -195,7 +195,7 @@ func TestKillAgentsAndRestartCoordinator(t *testing.T) {
 		qcancel()
 		if os.Getenv("DIST_TRACE") != "" {
 			line := ""
-			for _, cn := range [][2]string{{WorkStream, AgentConsumer("sim")}, {ResultStream, "coordinator-kill"}} {
+			for _, cn := range [][2]string{{WorkStream, WorkerConsumer("sim")}, {ResultStream, "coordinator-kill"}} {
 				if c, err := js.Consumer(ctx, cn[0], cn[1]); err == nil {
 					if ci, err := c.Info(ctx); err == nil {
 						line += fmt.Sprintf(" [%s pending %d ackpending %d waiting %d redelivered %d]", cn[1], ci.NumPending, ci.NumAckPending, ci.NumWaiting, ci.NumRedelivered)
@@ -291,13 +291,19 @@ func TestKillAgentsAndRestartCoordinator(t *testing.T) {
 	if len(dirs) != findings {
 		t.Errorf("%d finding directories for %d findings", len(dirs), findings)
 	}
+	// Every new finding was minimized by some agent (they all minimize)
+	// before the campaign finished, whoever was killed meanwhile.
+	minimized, _ := filepath.Glob(filepath.Join(workdir, "findings", "*", "minimized.ffz"))
+	if len(minimized) != findings {
+		t.Errorf("%d minimized programs for %d findings", len(minimized), findings)
+	}
 	wi, err := st.Work.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("COUNTS: %d programs, %d stored results (one per index: %v), %d redelivered before being stored, "+
-		"%d findings (each new once), %d finding dirs, %d work messages left, %d agent kills, 1 coordinator kill",
-		n, len(keys), len(lost) == 0 && len(twice) == 0, redelivered, findings, len(dirs), wi.State.Msgs, killed)
+		"%d findings (each new once), %d finding dirs (%d minimized), %d work messages left, %d agent kills, 1 coordinator kill",
+		n, len(keys), len(lost) == 0 && len(twice) == 0, redelivered, findings, len(dirs), len(minimized), wi.State.Msgs, killed)
 	if wi.State.Msgs != 0 {
 		t.Errorf("%d work messages left in the queue after the campaign", wi.State.Msgs)
 	}

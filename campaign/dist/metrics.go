@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -99,23 +100,29 @@ func (m *Metrics) watchAgents(ctx context.Context, kv jetstream.KeyValue) func()
 }
 
 // Serve serves the registry on addr (/metrics) until ctx ends, and returns
-// the address it listens on.
-func (m *Metrics) Serve(ctx context.Context, addr string) (string, error) {
+// the address it listens on. An address it cannot bind is an error here; a
+// server that fails later is logged on log (nil: discarded) and reported
+// on the returned channel, which is closed when the server stops.
+func (m *Metrics) Serve(ctx context.Context, addr string, log *slog.Logger) (string, <-chan error, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", fmt.Errorf("metrics: %w", err)
+		return "", nil, fmt.Errorf("metrics: listening on %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	stop := context.AfterFunc(ctx, func() { srv.Close() })
+	errc := make(chan error, 1)
 	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	go func() {
+		defer close(errc)
+		defer stop()
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			_ = err
+			err = fmt.Errorf("metrics server on %s: %w", ln.Addr(), err)
+			if log != nil {
+				log.Error("metrics server stopped", "err", err)
+			}
+			errc <- err
 		}
 	}()
-	return ln.Addr().String(), nil
+	return ln.Addr().String(), errc, nil
 }

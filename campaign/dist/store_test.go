@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -68,7 +70,7 @@ func TestMetrics(t *testing.T) {
 	m := NewMetrics()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	addr, err := m.Serve(ctx, "127.0.0.1:0")
+	addr, _, err := m.Serve(ctx, "127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,20 +78,23 @@ func TestMetrics(t *testing.T) {
 	agentDone := make(chan struct{})
 	go func() {
 		defer close(agentDone)
-		RunAgent(actx, AgentConfig{Store: st, ID: "m1", Kind: "sim", Target: simTarget(t, ""), Heartbeat: 50 * time.Millisecond})
+		RunWorker(actx, WorkerConfig{Store: st, ID: "m1", Kind: "sim", Target: simTarget(t, ""), Heartbeat: 50 * time.Millisecond})
 	}()
 	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "m", Seed: 2, Programs: 40, Target: "sim",
 		Weights: gen.DefaultWeights(), Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // a heartbeat reaches the gauges
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	var body []byte
+	waitFor(t, 10*time.Second, "a heartbeat reaches the gauges", func() bool {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return strings.Contains(string(body), `forkfuzz_agent_programs{agent="m1",target="sim"}`)
+	})
 	stopAgent()
 	<-agentDone
 	for _, want := range []string{
@@ -105,6 +110,58 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// A metrics address that cannot be bound is an error when the server
+// starts, not a silent absence of metrics.
+func TestMetricsBindFailure(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, _, err = NewMetrics().Serve(context.Background(), ln.Addr().String(), nil)
+	if err == nil || !strings.Contains(err.Error(), "metrics: listening on "+ln.Addr().String()) {
+		t.Fatalf("serving on a bound port: %v", err)
+	}
+}
+
+// CampaignKernel names the newest unfinished qemu campaign's kernel, ""
+// when there is no campaign, and an error when the store cannot be read
+// (an agent must not boot the default kernel then).
+func TestCampaignKernel(t *testing.T) {
+	srv, st := testConnected(t)
+	ctx := context.Background()
+	if k, err := CampaignKernel(ctx, st); k != "" || err != nil {
+		t.Fatalf("empty store: %q, %v", k, err)
+	}
+	put := func(name string, s State) {
+		b, _ := json.Marshal(s)
+		if _, err := st.State.Put(ctx, name, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	put("old", State{Campaign: "old", Target: "qemu", Kernel: "k-old", Updated: now.Add(-time.Hour)})
+	put("new", State{Campaign: "new", Target: "qemu", Kernel: "k-new", Updated: now})
+	put("done", State{Campaign: "done", Target: "qemu", Kernel: "k-done", Finished: true, Updated: now.Add(time.Hour)})
+	put("sim", State{Campaign: "sim", Target: "sim", Updated: now.Add(time.Hour)})
+	if k, err := CampaignKernel(ctx, st); k != "k-new" || err != nil {
+		t.Fatalf("campaigns: %q, %v; want k-new", k, err)
+	}
+	if _, err := st.State.Put(ctx, "junk", []byte("{")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CampaignKernel(ctx, st); err == nil || !strings.Contains(err.Error(), "campaign state junk") {
+		t.Fatalf("an unreadable state: %v", err)
+	}
+	st.State.Delete(ctx, "junk")
+	srv.Shutdown()
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if k, err := CampaignKernel(cctx, st); err == nil {
+		t.Fatalf("a store that is gone: %q and no error", k)
+	}
+}
+
 // Observations too large for a message go through the object store, are
 // judged like the others, and are deleted once stored.
 func TestLargeObservations(t *testing.T) {
@@ -112,11 +169,11 @@ func TestLargeObservations(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	actx, stopAgent := context.WithCancel(ctx)
-	var as *AgentStats
+	var as *WorkerStats
 	agentDone := make(chan struct{})
 	go func() {
 		defer close(agentDone)
-		as, _ = RunAgent(actx, AgentConfig{Store: st, ID: "big", Kind: "sim", Target: simTarget(t, "")})
+		as, _ = RunWorker(actx, WorkerConfig{Store: st, ID: "big", Kind: "sim", Target: simTarget(t, "")})
 	}()
 	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "big", Seed: 4, Programs: 40, Target: "sim", Weights: gen.DefaultWeights()})
 	stopAgent()

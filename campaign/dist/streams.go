@@ -14,7 +14,7 @@ import (
 // Names of the JetStream objects a campaign lives in.
 const (
 	WorkStream    = "FFZ_WORK"    // work queue: ffz.work.<target kind>
-	ResultStream  = "FFZ_RESULTS" // work queue: ffz.result.<campaign>
+	ResultStream  = "FFZ_RESULTS" // work queue: ffz.result.<campaign>, ffz.result.<campaign>.min
 	StateBucket   = "ffz-state"   // campaign name -> State
 	DoneBucket    = "ffz-done"    // <campaign>.<index> -> Done: one per program, ever
 	FindingBucket = "ffz-findings"
@@ -30,10 +30,23 @@ const (
 func workSubject(kind string) string { return "ffz.work." + kind }
 func resultSubject(c string) string  { return "ffz.result." + c }
 
-// AgentConsumer is the durable consumer all agents of one target kind
+// minimizedSubject carries a campaign's MinimizeResults (on the result
+// stream, beside its Results but consumed apart).
+func minimizedSubject(c string) string { return "ffz.result." + c + ".min" }
+
+// minimizeMsgID is the message ID of the request to minimize a finding
+// and of its answer: one of each per finding within the dedup window.
+func minimizeMsgID(c, sig string) string { return c + "/min/" + FindingKey(sig) }
+
+// WorkerConsumer is the durable consumer all workers of one target kind
 // share: each work item goes to one of them; unacknowledged work is
 // redelivered after the ack wait.
-func AgentConsumer(kind string) string { return "agents-" + kind }
+func WorkerConsumer(kind string) string { return "agents-" + kind }
+
+// corpusSubject is the subject a corpus bucket Put of slot goes to.
+func corpusSubject(c string, slot int) string {
+	return fmt.Sprintf("$KV.%s.%s.%d", CorpusBucket, c, slot)
+}
 
 func doneKey(c string, i int64) string { return fmt.Sprintf("%s.%d", c, i) }
 
@@ -97,15 +110,15 @@ func EnsureStore(ctx context.Context, js jetstream.JetStream) (*Store, error) {
 	return s, nil
 }
 
-// EnsureAgentConsumer creates the consumer of one target kind's work.
+// EnsureWorkerConsumer creates the consumer of one target kind's work.
 // AckWait is how long an agent may hold a program without a sign of life
 // before it goes to another agent (agents extend it while they run).
-func EnsureAgentConsumer(ctx context.Context, js jetstream.JetStream, kind string, ackWait time.Duration) (jetstream.Consumer, error) {
+func EnsureWorkerConsumer(ctx context.Context, js jetstream.JetStream, kind string, ackWait time.Duration) (jetstream.Consumer, error) {
 	if ackWait <= 0 {
 		ackWait = 30 * time.Second
 	}
 	c, err := js.CreateOrUpdateConsumer(ctx, WorkStream, jetstream.ConsumerConfig{
-		Durable: AgentConsumer(kind), FilterSubject: workSubject(kind),
+		Durable: WorkerConsumer(kind), FilterSubject: workSubject(kind),
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, MaxDeliver: -1,
 		MaxAckPending: 100000, MaxWaiting: 4096,
 	})

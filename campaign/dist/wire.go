@@ -11,13 +11,14 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
 // WireVersion is the version of every message below. A peer that speaks
 // another version is refused with an error naming both versions.
-const WireVersion = 2
+const WireVersion = 3
 
 // Work is one program to run: published by the coordinator on the work
 // stream, pulled by exactly one agent at a time.
@@ -36,6 +37,11 @@ type Work struct {
 	Target  string `json:"target"`
 	Kernel  string `json:"kernel,omitempty"`
 	Corrupt string `json:"corrupt,omitempty"`
+	// Minimize, when set, makes this a minimization request instead of
+	// a program to run once: reduce Program (the first program that
+	// showed the signature Minimize, program Index of the campaign) while
+	// the signature reproduces, and publish a MinimizeResult.
+	Minimize string `json:"minimize,omitempty"`
 }
 
 // RunError is a target's error, carried as data so the coordinator judges
@@ -50,7 +56,7 @@ type RunError struct {
 	Event   *agents.RecordedEvent `json:"event,omitempty"`
 }
 
-// Minimized is an agent's reduction of one failing signature.
+// Minimized is an agent's reduction of one finding's program.
 type Minimized struct {
 	Signature   string           `json:"signature"`
 	Program     string           `json:"program"`
@@ -82,9 +88,12 @@ type Result struct {
 	ObservationGob []byte           `json:"observation_gob,omitempty"`
 	ObservationRef string           `json:"observation_ref,omitempty"`
 	Err            *RunError        `json:"error,omitempty"`
-	Minimized      []Minimized      `json:"minimized,omitempty"`
 	Started        time.Time        `json:"started"`
 	RunNanos       int64            `json:"run_ns"`
+	// TargetArgs and KernelID: how to reopen the agent's target and which
+	// kernel it ran (campaign.Finding's replay command and identity).
+	TargetArgs []string           `json:"target_args,omitempty"`
+	KernelID   *campaign.KernelID `json:"kernel_id,omitempty"`
 }
 
 // Heartbeat is an agent's periodic report, kept in the agents bucket.
@@ -248,15 +257,54 @@ func DecodeResult(b []byte) (*Result, *prog.Program, error) {
 	} else if r.Err == nil && r.ObservationRef == "" {
 		return fail(errors.New("neither observation nor error"))
 	}
-	for k, m := range r.Minimized {
-		if m.Signature == "" {
-			return fail(fmt.Errorf("field minimized[%d]: no signature", k))
-		}
-		if _, err := prog.Parse([]byte(m.Program)); err != nil {
-			return fail(fmt.Errorf("field minimized[%d].program: %w", k, err))
-		}
-	}
 	return &r, p, nil
+}
+
+// MinimizeResult is an agent's answer to a minimization request (a Work
+// with Minimize set): the reduced program, or why there is none.
+type MinimizeResult struct {
+	V        int    `json:"v"`
+	Campaign string `json:"campaign"`
+	Index    int64  `json:"index"` // the finding's program index
+	Agent    string `json:"agent"`
+	// Minimized.Signature is the request's signature; Minimized.Program
+	// is empty when Skipped says why the agent did not minimize.
+	Minimized Minimized `json:"minimized"`
+	Skipped   string    `json:"skipped,omitempty"`
+}
+
+// DecodeMinimizeResult decodes and validates a MinimizeResult: its
+// version, campaign, signature and program (which must parse unless the
+// minimization was skipped).
+func DecodeMinimizeResult(b []byte) (*MinimizeResult, error) {
+	var r MinimizeResult
+	fail := func(err error) (*MinimizeResult, error) { return nil, &DecodeError{What: "minimize result", Err: err} }
+	if err := decodeStrict(b, &r); err != nil {
+		return fail(err)
+	}
+	if err := checkVersion(r.V); err != nil {
+		return fail(err)
+	}
+	if err := ValidName(r.Campaign); err != nil {
+		return fail(fmt.Errorf("field campaign: %w", err))
+	}
+	if r.Minimized.Signature == "" {
+		return fail(errors.New("field minimized.signature: empty"))
+	}
+	if r.Skipped != "" {
+		if r.Minimized.Program != "" {
+			return fail(errors.New("field skipped: set beside a minimized program"))
+		}
+		return &r, nil
+	}
+	p, err := prog.Parse([]byte(r.Minimized.Program))
+	if err != nil {
+		return fail(fmt.Errorf("field minimized.program: %w", err))
+	}
+	if o := r.Minimized.Observation; o != nil && len(o.Ops) != len(p.Ops) {
+		return fail(fmt.Errorf("field minimized.observation: %d op results for a program of %d operations", len(o.Ops), len(p.Ops)))
+	}
+	return &r, nil
 }
 
 // maxObservation bounds a decompressed observation (a VM's console is

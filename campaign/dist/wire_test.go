@@ -3,6 +3,7 @@ package dist
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -107,9 +108,14 @@ func TestDecodeRejects(t *testing.T) {
 		{"nothing", "result", "neither observation nor error", mustJSON(t, Result{V: WireVersion, Campaign: "c", Program: smallProg})},
 		{"ops", "result", "op results", mustResult(t, &Result{V: WireVersion, Campaign: "c", Program: smallProg + "store r0 off=0x8\n", Observation: p})},
 		{"kind", "result", "unknown kind", mustJSON(t, Result{V: WireVersion, Campaign: "c", Program: smallProg, Err: &RunError{Kind: "oops"}})},
-		{"gob", "result", "field observation_gob", []byte(`{"v":2,"campaign":"c","program":"forkfuzz v1\n","observation_gob":"AAAA"}`)},
+		{"gob", "result", "field observation_gob", []byte(fmt.Sprintf(`{"v":%d,"campaign":"c","program":"forkfuzz v1\n","observation_gob":"AAAA"}`, WireVersion))},
 		{"event", "result", "without an event", mustJSON(t, Result{V: WireVersion, Campaign: "c", Program: smallProg, Err: &RunError{Kind: "event"}})},
-		{"minimized", "result", "minimized[0]", mustResult(t, &Result{V: WireVersion, Campaign: "c", Program: smallProg, Observation: p, Minimized: []Minimized{{Program: smallProg}}})},
+		{"min version", "minimize", "wire version 2", mustJSON(t, MinimizeResult{V: 2, Campaign: "c", Minimized: Minimized{Signature: "s", Program: smallProg}})},
+		{"min campaign", "minimize", "field campaign", mustJSON(t, MinimizeResult{V: WireVersion, Campaign: "", Minimized: Minimized{Signature: "s", Program: smallProg}})},
+		{"min signature", "minimize", "minimized.signature", mustJSON(t, MinimizeResult{V: WireVersion, Campaign: "c", Minimized: Minimized{Program: smallProg}})},
+		{"min program", "minimize", "minimized.program", mustJSON(t, MinimizeResult{V: WireVersion, Campaign: "c", Minimized: Minimized{Signature: "s", Program: "forkfuzz v1\nfrob\n"}})},
+		{"min skipped", "minimize", "field skipped", mustJSON(t, MinimizeResult{V: WireVersion, Campaign: "c", Skipped: "no", Minimized: Minimized{Signature: "s", Program: smallProg}})},
+		{"min ops", "minimize", "op results", mustJSON(t, MinimizeResult{V: WireVersion, Campaign: "c", Minimized: Minimized{Signature: "s", Program: smallProg + "store r0 off=0x8\n", Observation: p}})},
 		{"agent", "heartbeat", "field agent", mustJSON(t, Heartbeat{V: WireVersion, Agent: ""})},
 	} {
 		var err error
@@ -120,6 +126,8 @@ func TestDecodeRejects(t *testing.T) {
 			_, _, err = DecodeResult(c.b)
 		case "heartbeat":
 			_, err = DecodeHeartbeat(c.b)
+		case "minimize":
+			_, err = DecodeMinimizeResult(c.b)
 		}
 		var de *DecodeError
 		if !errors.As(err, &de) || !strings.Contains(err.Error(), c.msg) {

@@ -13,6 +13,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/corpus"
+	"github.com/forkfuzz/forkfuzz/internal/version"
 )
 
 // corpusEntries lists the programs to replay, in order: earlier
@@ -223,7 +224,8 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 				continue
 			}
 			f := &campaign.Finding{Issue: is, Program: c.prog, Observation: o, Minimized: c.prog, MinObs: o, MinIssue: is,
-				Judged: v.Summary(), Target: g.tut.Name(), Corrupt: g.cfg.Corrupt, Replays: 1, Reproduced: 1}
+				Judged: v.Summary(), Target: g.tut.Name(), Corrupt: g.cfg.Corrupt, Replays: 1, Reproduced: 1,
+				TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID(), Version: version.String()}
 			dir, err := g.store.Save(f)
 			if err != nil {
 				ph.Error = err.Error()

@@ -35,6 +35,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/version"
 	"github.com/forkfuzz/forkfuzz/kernel"
 )
 
@@ -91,6 +92,8 @@ type Config struct {
 	ReplayCommand func(path string, baseline bool) string
 	Log           io.Writer
 	Progress      io.Writer
+	// ProgressLines prints progress as plain lines (not a terminal).
+	ProgressLines bool
 	Now           func() time.Time
 	// Start is when the budget started (zero: when Run is called); the
 	// CLI sets it before identifying the images, so that counts too.
@@ -248,7 +251,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 	g := &gate{cfg: cfg, start: start, ctx: ctx, corpusF: map[string]string{}}
 	reserve := min(max(cfg.Budget/50, 2*time.Second), 15*time.Second)
 	g.hard = start.Add(cfg.Budget - reserve)
-	r := &Result{Schema: "forkfuzz-ci", SchemaVersion: SchemaVersion, Started: start.UTC(), BudgetS: cfg.Budget.Seconds(),
+	r := &Result{Schema: "forkfuzz-ci", SchemaVersion: SchemaVersion, Version: version.String(), Started: start.UTC(), BudgetS: cfg.Budget.Seconds(),
 		Seed: cfg.Seed, Profile: cfg.Profile, Hostname: host, Kernel: cfg.Kernel, Baseline: cfg.Baseline,
 		Workdir: cfg.Workdir, MinPrograms: cfg.MinPrograms}
 	g.res = r
@@ -450,7 +453,8 @@ func (g *gate) fuzz(ph *Phase, share time.Duration) *campaign.Stats {
 		g.tut.setStop(time.Now())
 	}
 	cfg := campaign.Config{Target: g.tut, Seed: g.cfg.Seed, Duration: dur, Workdir: g.cfg.Workdir, Weights: g.weights,
-		Log: g.cfg.Log, Progress: g.cfg.Progress, MinimizeRuns: g.cfg.MinimizeRuns, MinimizeTime: minTime, Corrupt: g.cfg.Corrupt}
+		Log: g.cfg.Log, Progress: g.cfg.Progress, ProgressLines: g.cfg.ProgressLines, MinimizeRuns: g.cfg.MinimizeRuns,
+		MinimizeTime: minTime, Corrupt: g.cfg.Corrupt, TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID()}
 	type res struct {
 		st  *campaign.Stats
 		err error
@@ -497,6 +501,20 @@ func (g *gate) fuzz(ph *Phase, share time.Duration) *campaign.Stats {
 	}
 	ph.Note = strings.TrimPrefix(ph.Note+"\n"+n, "\n")
 	return got.st
+}
+
+// kernelID is the kernel under test as the campaign's findings name it.
+func (g *gate) kernelID() campaign.KernelID {
+	k := g.res.Kernel
+	switch {
+	case k.Image != "":
+		return campaign.KernelID{Image: k.Image, SHA256: k.SHA256, Uname: strings.TrimSpace(k.Release + " " + k.Version)}
+	case strings.HasPrefix(k.Target, "sim"):
+		return campaign.KernelID{Simulated: k.Target}
+	case k.Target == "native":
+		return campaign.HostKernel()
+	}
+	return campaign.KernelID{Uname: k.Release}
 }
 
 // closeWithin closes t, waiting at most d (a VM stuck in a run must not

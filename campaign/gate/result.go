@@ -118,23 +118,25 @@ const SchemaVersion = 1
 
 // Result is the outcome of a gate; its JSON form is the summary.
 type Result struct {
-	Schema        string          `json:"schema"` // "forkfuzz-ci"
-	SchemaVersion int             `json:"schema_version"`
-	Outcome       string          `json:"outcome"` // pass, fail, error
-	ExitCode      int             `json:"exit_code"`
-	Reason        string          `json:"reason"`
-	Started       time.Time       `json:"started"`
-	Elapsed       time.Duration   `json:"-"`
-	ElapsedS      float64         `json:"elapsed_seconds"`
-	BudgetS       float64         `json:"budget_seconds"`
-	Interrupted   bool            `json:"interrupted,omitempty"`
-	Seed          uint64          `json:"seed"`
-	Profile       string          `json:"profile"`
-	Hostname      string          `json:"hostname"`
-	Kernel        KernelIdentity  `json:"kernel"`
-	Baseline      *KernelIdentity `json:"baseline,omitempty"`
-	Workdir       string          `json:"workdir"`
-	Programs      int64           `json:"programs"`
+	Schema        string `json:"schema"` // "forkfuzz-ci"
+	SchemaVersion int    `json:"schema_version"`
+	// Version is the forkfuzz that ran the gate (forkfuzz version).
+	Version     string          `json:"forkfuzz_version"`
+	Outcome     string          `json:"outcome"` // pass, fail, error
+	ExitCode    int             `json:"exit_code"`
+	Reason      string          `json:"reason"`
+	Started     time.Time       `json:"started"`
+	Elapsed     time.Duration   `json:"-"`
+	ElapsedS    float64         `json:"elapsed_seconds"`
+	BudgetS     float64         `json:"budget_seconds"`
+	Interrupted bool            `json:"interrupted,omitempty"`
+	Seed        uint64          `json:"seed"`
+	Profile     string          `json:"profile"`
+	Hostname    string          `json:"hostname"`
+	Kernel      KernelIdentity  `json:"kernel"`
+	Baseline    *KernelIdentity `json:"baseline,omitempty"`
+	Workdir     string          `json:"workdir"`
+	Programs    int64           `json:"programs"`
 	// CorpusPrograms and FuzzPrograms split Programs.
 	CorpusPrograms int64           `json:"corpus_programs"`
 	FuzzPrograms   int64           `json:"fuzz_programs"`

@@ -1,4 +1,4 @@
 // Package gofuzz holds the go-fuzz entry point (file gofuzz.go, build tag
 // gofuzz): see that file. The native Go fuzz target doing the same is
-// agents/sim's FuzzSim.
+// campaign/simbench's FuzzSim.
 package gofuzz

@@ -14,9 +14,9 @@
 // which is how to see go-fuzz find a known bug.
 package gofuzz
 
-import "github.com/forkfuzz/forkfuzz/agents/sim"
+import "github.com/forkfuzz/forkfuzz/campaign/simbench"
 
 // Fuzz is go-fuzz's entry point: 1 for interesting inputs, 0 otherwise.
 func Fuzz(data []byte) int {
-	return sim.FuzzOne(data, sim.FuzzMutantFromEnv())
+	return simbench.FuzzOne(data, simbench.FuzzMutantFromEnv())
 }

@@ -177,6 +177,7 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 	}
 	if !*quiet {
 		cfg.Progress = stderr
+		cfg.ProgressLines = !isTerminal(stderr)
 	}
 	// The kernel under test.
 	switch kind {
@@ -294,15 +295,6 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return res.ExitCode
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // override replaces (or adds) --name value pairs in args.

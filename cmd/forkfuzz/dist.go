@@ -25,9 +25,11 @@ import (
 
 func init() {
 	commands = append(commands,
-		command{name: "coordinator", args: "[flags]", help: "run a distributed campaign: publish work to agents over NATS JetStream, keep corpus and findings", run: cmdCoordinator},
-		command{name: "agent", args: "--coordinator URL", help: "run programs for a coordinator on this machine's targets", run: cmdAgent},
-		command{name: "status", args: "--coordinator URL", help: "print distributed campaigns, agents and findings at a glance", run: cmdStatus},
+		command{name: "coordinator", args: "[flags]", help: "run a distributed campaign: publish work to workers over NATS JetStream, keep corpus and findings", run: cmdCoordinator},
+		command{name: "worker", args: "--coordinator URL", help: "run programs for a coordinator on this machine's targets", run: cmdWorker},
+		// "agent" is the worker's former name, kept so scripts go on working.
+		command{name: "agent", args: "--coordinator URL", help: "the former name of worker", run: cmdWorker, hidden: true},
+		command{name: "status", args: "--coordinator URL", help: "print distributed campaigns, workers and findings at a glance", run: cmdStatus},
 	)
 }
 
@@ -127,10 +129,24 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executors falsify observations")
 	logLevel := fs.String("log-level", "info", "debug (every program's seed), info, warn, error")
 	quiet := fs.Bool("q", false, "no progress line")
-	if fs.Parse(args) != nil {
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
+	}
+	if !noArgs(fs, stderr) {
 		return exitError
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz coordinator:", err); return exitError }
+	switch {
+	case *programs < 0:
+		return fail(fmt.Errorf("--programs %d: want a positive number (or 0 for no limit)", *programs))
+	case *duration < 0:
+		return fail(fmt.Errorf("--duration %v: want a positive duration (or 0 for no limit)", *duration))
+	case *queue < 1:
+		return fail(fmt.Errorf("--queue %d: want at least 1", *queue))
+	}
+	if err := checkCorrupt(*target, *corrupt); err != nil {
+		return fail(err)
+	}
 	cfg, err := conn()
 	if err != nil {
 		return fail(err)
@@ -167,7 +183,7 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 		log.Info("NATS server with JetStream", "url", srv.URL, "store", cfg.StoreDir)
-		fmt.Fprintf(stdout, "coordinator: agents connect with: forkfuzz agent --coordinator %s --target %s\n", srv.URL, *target)
+		fmt.Fprintf(stdout, "coordinator: workers connect with: forkfuzz worker --coordinator %s --target %s\n", srv.URL, *target)
 		if nc, err = srv.Connect("forkfuzz-coordinator"); err != nil {
 			return fail(err)
 		}
@@ -180,7 +196,7 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	var m *dist.Metrics
 	if cfg.MetricsAddr != "" {
 		m = dist.NewMetrics()
-		addr, err := m.Serve(ctx, cfg.MetricsAddr)
+		addr, _, err := m.Serve(ctx, cfg.MetricsAddr, log)
 		if err != nil {
 			return fail(err)
 		}
@@ -205,6 +221,9 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 		Queue: *queue, AckWait: *ackWait, Log: log, Metrics: m}
 	if !*quiet {
 		ccfg.Progress = stderr
+		if !isTerminal(stderr) {
+			ccfg.ProgressLines, ccfg.ProgressEvery = true, 10*time.Second
+		}
 	}
 	if _, err := st.State.Get(ctx, *name); err == nil {
 		ccfg.Seed = 0 // resume with the stored seed
@@ -217,7 +236,7 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	if ctx.Err() != nil {
 		fmt.Fprintf(stdout, "interrupted: run the coordinator again with --campaign %s to resume\n", *name)
 	}
-	if cs.Findings > 0 {
+	if cs.Findings > 0 || cs.Events > 0 {
 		return exitFindings
 	}
 	return exitClean
@@ -232,19 +251,23 @@ func printDistSummary(w io.Writer, cs *dist.Stats, name string) {
 	}
 }
 
-func cmdAgent(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("agent", stderr)
+func cmdWorker(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("worker", stderr)
 	conn := connFlags(fs, false)
-	openTarget := targetFlags(fs, "native")
-	id := fs.String("id", "", "agent name (default HOST-PID)")
+	sel := targetSetup(fs, "native")
+	openTarget := sel.Open
+	id := fs.String("id", "", "worker name (default HOST-PID)")
 	minRuns := fs.Int("minimize-runs", 300, "target runs to spend minimizing a new finding (0: leave it unminimized)")
 	minTime := fs.Duration("minimize-time", 2*time.Minute, "time to spend minimizing a new finding")
 	cache := fs.String("cache", kernel.CacheDir(), "where kernel images fetched from the coordinator are kept")
 	logLevel := fs.String("log-level", "info", "debug, info, warn, error")
-	if fs.Parse(args) != nil {
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
+	}
+	if !noArgs(fs, stderr) {
 		return exitError
 	}
-	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz agent:", err); return exitError }
+	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz worker:", err); return exitError }
 	cfg, err := conn()
 	if err != nil {
 		return fail(err)
@@ -271,7 +294,7 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 	var kernelHash string
 	if kind == "qemu" && fs.Lookup("kernel").Value.String() == "" {
 		// The campaign's kernel, fetched once by hash.
-		if kernelHash, err = campaignKernel(ctx, st); err != nil {
+		if kernelHash, err = dist.CampaignKernel(ctx, st); err != nil {
 			return fail(err)
 		}
 		if kernelHash != "" {
@@ -289,8 +312,8 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 	}
 	defer t.Close()
 	log.Info("agent", "id", *id, "coordinator", cfg.Coordinator, "target", t.Name())
-	as, err := dist.RunAgent(ctx, dist.AgentConfig{Store: st, ID: *id, Kind: kind, Target: t, Kernel: kernelHash,
-		MinimizeRuns: *minRuns, MinimizeTime: *minTime, Log: log})
+	as, err := dist.RunWorker(ctx, dist.WorkerConfig{Store: st, ID: *id, Kind: kind, Target: t, Kernel: kernelHash,
+		MinimizeRuns: *minRuns, MinimizeTime: *minTime, Log: log, TargetArgs: sel.ReplayArgs(t), KernelID: sel.Kernel(t)})
 	if as != nil {
 		fmt.Fprintf(stdout, "agent %s: %d results published (%d redelivered work, %d duplicates dropped by the stream), %d harness errors\n",
 			*id, as.Programs, as.Redelivered, as.Duplicates, as.HarnessErrors)
@@ -315,29 +338,6 @@ func dialStore(ctx context.Context, cfg *dist.Config, name string) (*nats.Conn, 
 	return nc, st, nil
 }
 
-// campaignKernel is the kernel of the newest unfinished qemu campaign.
-func campaignKernel(ctx context.Context, st *dist.Store) (string, error) {
-	keys, err := st.State.Keys(ctx)
-	if err != nil {
-		return "", nil // no campaign yet
-	}
-	var best dist.State
-	for _, k := range keys {
-		e, err := st.State.Get(ctx, k)
-		if err != nil {
-			continue
-		}
-		var s dist.State
-		if json.Unmarshal(e.Value(), &s) != nil || s.Target != "qemu" || s.Finished || s.Kernel == "" {
-			continue
-		}
-		if s.Updated.After(best.Updated) {
-			best = s
-		}
-	}
-	return best.Kernel, nil
-}
-
 func sanitizeName(s string) string {
 	b := []byte(s)
 	for i, c := range b {
@@ -356,7 +356,10 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	conn := connFlags(fs, false)
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	stale := fs.Duration("stale", 10*time.Second, "an agent silent this long is marked STALE")
-	if fs.Parse(args) != nil {
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
+	}
+	if !noArgs(fs, stderr) {
 		return exitError
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz status:", err); return exitError }
@@ -422,8 +425,8 @@ func runDist(t agents.Target, kind string, cfg campaign.Config, minRuns int, min
 	agentDone := make(chan struct{})
 	go func() {
 		defer close(agentDone)
-		_, err := dist.RunAgent(actx, dist.AgentConfig{Store: st, ID: "local", Kind: kind, Target: t,
-			MinimizeRuns: minRuns, MinimizeTime: minTime, Log: log})
+		_, err := dist.RunWorker(actx, dist.WorkerConfig{Store: st, ID: "local", Kind: kind, Target: t,
+			MinimizeRuns: minRuns, MinimizeTime: minTime, Log: log, TargetArgs: cfg.TargetArgs, KernelID: cfg.Kernel})
 		if err != nil && actx.Err() == nil {
 			agentErr = err
 			stopCoord() // the agent gave up: so does the campaign
@@ -432,7 +435,7 @@ func runDist(t agents.Target, kind string, cfg campaign.Config, minRuns int, min
 	fmt.Fprintf(stdout, "campaign: target %s over JetStream (in-process), seed %d (program i uses campaign.ProgramSeed(%d, i))\n", t.Name(), cfg.Seed, cfg.Seed)
 	cs, err := dist.RunCoordinator(cctx, dist.CoordinatorConfig{Store: st, Campaign: "run", Seed: cfg.Seed,
 		Programs: cfg.Programs, Duration: cfg.Duration, Target: kind, Corrupt: cfg.Corrupt, Weights: cfg.Weights,
-		Workdir: cfg.Workdir, Queue: 4, Progress: cfg.Progress, Log: log})
+		Workdir: cfg.Workdir, Queue: 4, Progress: cfg.Progress, ProgressLines: cfg.ProgressLines, ProgressEvery: cfg.ProgressEvery, Log: log})
 	stopAgent()
 	<-agentDone
 	if err != nil {
@@ -442,7 +445,7 @@ func runDist(t agents.Target, kind string, cfg campaign.Config, minRuns int, min
 	if agentErr != nil {
 		return fail(agentErr)
 	}
-	if cs.Findings > 0 {
+	if cs.Findings > 0 || cs.Events > 0 {
 		return exitFindings
 	}
 	return exitClean

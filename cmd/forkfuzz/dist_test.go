@@ -25,7 +25,7 @@ func TestRunDist(t *testing.T) {
 	}
 }
 
-// An agent or status without the token is refused with a clear error; with
+// A worker or status without the token is refused with a clear error; with
 // it, status prints the (empty) store.
 func TestAgentNeedsCredentials(t *testing.T) {
 	srv, err := dist.StartServer(dist.ServerConfig{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Security: dist.Security{Token: "tok"}})
@@ -39,10 +39,13 @@ func TestAgentNeedsCredentials(t *testing.T) {
 	}
 	nc.Close()
 	os.Unsetenv("FORKFUZZ_TOKEN")
-	code, _, errs := forkfuzz(t, "agent", "--coordinator", srv.URL, "--target", "sim")
-	want := "forkfuzz agent: coordinator " + srv.URL + ": authorization violation: agent needs --token or --nkey-seed"
-	if code != exitError || !strings.Contains(errs, want) {
-		t.Fatalf("exit %d, stderr %q; want %q", code, errs, want)
+	// "agent" is the worker's former name, still accepted.
+	for _, name := range []string{"worker", "agent"} {
+		code, _, errs := forkfuzz(t, name, "--coordinator", srv.URL, "--target", "sim")
+		want := "forkfuzz worker: coordinator " + srv.URL + ": authorization violation: agent needs --token or --nkey-seed"
+		if code != exitError || !strings.Contains(errs, want) {
+			t.Fatalf("%s: exit %d, stderr %q; want %q", name, code, errs, want)
+		}
 	}
 	conf := filepath.Join(t.TempDir(), "agent.conf")
 	os.WriteFile(conf, []byte("token = tok\ncoordinator = "+srv.URL+"\n"), 0o600)

@@ -12,8 +12,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
@@ -23,6 +23,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/version"
 )
 
 const (
@@ -92,6 +93,10 @@ type targetKind struct {
 	// flags registers the kind's own flags on a command's flag set and
 	// returns the function that opens the target once flags are parsed.
 	flags func(fs *flag.FlagSet) func() (agents.Target, error)
+	// replay names the kind's flags a replay of a finding must repeat
+	// (those that change what a program does); paths names those that
+	// are file paths (made absolute in the replay command).
+	replay, paths []string
 }
 
 // targetKinds maps --target names to kinds; other files of this package
@@ -106,33 +111,38 @@ var targetKinds = map[string]targetKind{
 }
 
 // targetFlags adds --target and every kind's flags to fs; call the result
-// after parsing to open the chosen target.
+// after parsing to open the chosen target (flags of another kind than the
+// chosen one are an error). targetSetup gives the replay flags too.
 func targetFlags(fs *flag.FlagSet, def string) func() (agents.Target, error) {
-	var names []string
-	for n := range targetKinds {
-		names = append(names, n)
+	return targetSetup(fs, def).Open
+}
+
+// Size limits of input files, checked while reading: a program of MaxOps
+// operations is well under 1 MiB of text.
+const (
+	maxProgramFile     = 16 << 20
+	maxObservationFile = 256 << 20
+)
+
+// readLimited reads path, failing once it exceeds limit bytes.
+func readLimited(path string, limit int64, what string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
-	sort.Strings(names)
-	var help []string
-	for _, n := range names {
-		help = append(help, n+" ("+targetKinds[n].help+")")
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	name := fs.String("target", def, "where programs run: "+strings.Join(help, ", "))
-	openers := make(map[string]func() (agents.Target, error))
-	for _, n := range names {
-		openers[n] = targetKinds[n].flags(fs)
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: %s larger than %d MiB, the limit", path, what, limit>>20)
 	}
-	return func() (agents.Target, error) {
-		open, ok := openers[*name]
-		if !ok {
-			return nil, fmt.Errorf("unknown target %q (want one of %s)", *name, strings.Join(names, ", "))
-		}
-		return open()
-	}
+	return b, nil
 }
 
 func readProgram(path string) (*prog.Program, error) {
-	b, err := os.ReadFile(path)
+	b, err := readLimited(path, maxProgramFile, "program")
 	if err != nil {
 		return nil, err
 	}
@@ -154,66 +164,105 @@ func withColon(err error) error {
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("run", stderr)
-	openTarget := targetFlags(fs, "native")
-	duration := fs.Duration("duration", time.Minute, "stop after this long (0: no limit)")
-	programs := fs.Int("programs", 0, "stop after this many programs (0: no limit)")
+	sel := targetSetup(fs, "native")
+	duration := fs.Duration("duration", time.Minute, "stop after this long (0: no time limit; --programs must then bound the campaign)")
+	programs := fs.Int("programs", 0, "stop after this many programs (0: no limit; --duration must then bound the campaign)")
 	seed := fs.Uint64("seed", 0, "campaign seed (0: random, printed)")
 	workdir := fs.String("workdir", "workdir", "where findings are saved")
-	minRuns := fs.Int("minimize-runs", 300, "target runs to spend minimizing each new finding")
+	minRuns := fs.Int("minimize-runs", 300, "target runs to spend minimizing each new finding (0: the default, 300)")
 	minTime := fs.Duration("minimize-time", 2*time.Minute, "time to spend minimizing each new finding (0: no bound)")
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
 	quiet := fs.Bool("q", false, "no progress line")
 	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", ")+" (part of what a seed replays)")
 	overJS := fs.Bool("dist", false, "run through a coordinator and an agent in this process over an embedded NATS JetStream server")
-	if fs.Parse(args) != nil {
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
+	}
+	if !noArgs(fs, stderr) {
 		return exitError
 	}
-	if *duration == 0 && *programs == 0 {
-		fmt.Fprintln(stderr, "forkfuzz run: set --duration or --programs")
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(stderr, "forkfuzz run: "+format+"\n", args...)
 		return exitError
+	}
+	switch {
+	case *duration < 0:
+		return fail("--duration %v: want a positive duration (or 0 for no time limit)", *duration)
+	case *programs < 0:
+		return fail("--programs %d: want a positive number (or 0 for no limit)", *programs)
+	case *duration == 0 && *programs == 0:
+		return fail("set --duration or --programs: nothing else bounds the campaign (SIGINT/SIGTERM end it early)")
+	case *minRuns < 0:
+		return fail("--minimize-runs %d: want a positive number (or 0 for the default)", *minRuns)
+	case *minTime < 0:
+		return fail("--minimize-time %v: want a positive duration (or 0 for no bound)", *minTime)
+	}
+	if err := sel.check(); err != nil {
+		return fail("%v", err)
+	}
+	if err := sel.checkCorrupt(*corrupt); err != nil {
+		return fail("%v", err)
 	}
 	if *seed == 0 {
 		*seed = uint64(time.Now().UnixNano())
 	}
 	weights, err := gen.Profile(*profile)
 	if err != nil {
-		fmt.Fprintln(stderr, "forkfuzz run: --profile:", err)
-		return exitError
+		return fail("--profile: %v", err)
 	}
-	t, err := openTarget()
+	t, err := sel.Open()
 	if err != nil {
-		fmt.Fprintln(stderr, "forkfuzz run:", err)
-		return exitError
+		return fail("%v", err)
 	}
 	defer t.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := campaign.Config{
 		Target: t, Seed: *seed, Duration: *duration, Programs: *programs, Workdir: *workdir,
 		Weights: weights, Log: stdout, MinimizeRuns: *minRuns, MinimizeTime: *minTime, Corrupt: *corrupt,
+		TargetArgs: sel.ReplayArgs(t), Kernel: sel.Kernel(t),
 	}
 	if !*quiet {
 		cfg.Progress = stderr
+		if !isTerminal(stderr) {
+			cfg.ProgressLines, cfg.ProgressEvery = true, 10*time.Second
+		}
 	}
 	if *overJS {
 		stop()
-		return runDist(t, fs.Lookup("target").Value.String(), cfg, *minRuns, *minTime, stdout, stderr)
+		return runDist(t, sel.Kind(), cfg, *minRuns, *minTime, stdout, stderr)
 	}
+	fmt.Fprintf(stdout, "campaign: %s, kernel %s\n", version.String(), cfg.Kernel)
 	st, err := campaign.Run(ctx, cfg)
 	if st != nil {
 		fmt.Fprintf(stdout, "summary: %d programs, %d forks in %v (%.1f programs/s, %.1f forks/s); %d failing runs, %d unique findings, %d harness errors; seed %d\n",
 			st.Programs, st.Forks, st.Elapsed.Round(time.Millisecond), float64(st.Programs)/st.Elapsed.Seconds(),
 			float64(st.Forks)/st.Elapsed.Seconds(), st.Events, st.Findings, st.HarnessErrors, *seed)
 		fmt.Fprintf(stdout, "judged: %s\n", st.Judged.String())
+		if st.Events > 0 {
+			fmt.Fprintf(stdout, "failures: %d failing runs, %d new findings, %d known from earlier runs in this workdir\n", st.Events, st.Findings, st.Known)
+		}
 		for _, d := range st.Saved {
 			fmt.Fprintf(stdout, "finding: %s\n", d)
+		}
+		for _, d := range st.KnownDirs {
+			fmt.Fprintf(stdout, "known finding: %s\n", d)
+		}
+		if ctx.Err() != nil {
+			fmt.Fprintln(stdout, "interrupted: the campaign was stopped by a signal before its bound")
 		}
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz run:", err)
+		if st != nil && st.Events > 0 {
+			fmt.Fprintf(stderr, "forkfuzz run: and %d failing runs before that (%d new findings, %d known; listed above)\n", st.Events, st.Findings, st.Known)
+		}
 		return exitError
 	}
-	if st.Findings > 0 {
+	if st.Programs == 0 {
+		return fail("no program ran (%d harness errors): nothing was tested", st.HarnessErrors)
+	}
+	if st.Events > 0 {
 		return exitFindings
 	}
 	return exitClean
@@ -225,7 +274,14 @@ func cmdGen(args []string, stdout, stderr io.Writer) int {
 	n := fs.Int("n", 1, "number of programs")
 	first := fs.Int64("index", 0, "index of the first program")
 	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
-	if fs.Parse(args) != nil {
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
+	}
+	if !noArgs(fs, stderr) {
+		return exitError
+	}
+	if *n < 0 || *first < 0 {
+		fmt.Fprintf(stderr, "forkfuzz gen: -n %d -index %d: want numbers >= 0\n", *n, *first)
 		return exitError
 	}
 	w, err := gen.Profile(*profile)
@@ -242,14 +298,13 @@ func cmdGen(args []string, stdout, stderr io.Writer) int {
 
 func cmdExec(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("exec", stderr)
-	openTarget := targetFlags(fs, "native")
+	sel := targetSetup(fs, "native")
 	asJSON := fs.Bool("json", false, "print the observation and the issues as JSON")
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify the observation")
-	if fs.Parse(args) != nil {
-		return exitError
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: forkfuzz exec [flags] PROG")
+	if !wantArgs(fs, 1, "PROG", stderr) {
 		return exitError
 	}
 	p, err := readProgram(fs.Arg(0))
@@ -257,7 +312,11 @@ func cmdExec(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "forkfuzz exec:", err)
 		return exitError
 	}
-	t, err := openTarget()
+	if err := sel.checkAll(*corrupt); err != nil {
+		fmt.Fprintln(stderr, "forkfuzz exec:", err)
+		return exitError
+	}
+	t, err := sel.Open()
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz exec:", err)
 		return exitError
@@ -269,7 +328,30 @@ func cmdExec(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "forkfuzz exec:", err)
 		return exitError
 	}
-	return printVerdict(stdout, o, v, *asJSON)
+	if !*asJSON {
+		return printVerdict(stdout, o, v, false)
+	}
+	kid := sel.Kernel(t)
+	if o != nil {
+		kid.Observed = o.Kernel
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", " ")
+	enc.Encode(struct {
+		Version     string            `json:"forkfuzz"`
+		Target      string            `json:"target"`
+		Kernel      campaign.KernelID `json:"kernel"`
+		Replay      string            `json:"replay"`
+		Observation *obs.Observation  `json:"observation,omitempty"`
+		Issues      []judge.Issue     `json:"issues"`
+		Judged      judge.Judged      `json:"judged"`
+		Skipped     []judge.SkippedOp `json:"skipped,omitempty"`
+		Notes       []string          `json:"notes,omitempty"`
+	}{version.String(), t.Name(), kid, campaign.ReplayCommand(sel.ReplayArgs(t), *corrupt, fs.Arg(0)), o, v.Issues, v.Judged, v.Skipped, v.Notes})
+	if !v.OK() {
+		return exitFindings
+	}
+	return exitClean
 }
 
 // printVerdict prints v (with what was judged, what was skipped and why)
@@ -312,11 +394,10 @@ func printVerdict(w io.Writer, o *obs.Observation, v *judge.Verdict, asJSON bool
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("check", stderr)
 	asJSON := fs.Bool("json", false, "print the issues as JSON")
-	if fs.Parse(args) != nil {
-		return exitError
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
 	}
-	if fs.NArg() != 2 {
-		fmt.Fprintln(stderr, "usage: forkfuzz check PROG OBS")
+	if !wantArgs(fs, 2, "PROG OBS", stderr) {
 		return exitError
 	}
 	p, err := readProgram(fs.Arg(0))
@@ -338,7 +419,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 }
 
 func readObservation(path string, p *prog.Program) (*obs.Observation, error) {
-	b, err := os.ReadFile(path)
+	b, err := readLimited(path, maxObservationFile, "observation")
 	if err != nil {
 		return nil, err
 	}
@@ -364,6 +445,9 @@ func readObservation(path string, p *prog.Program) (*obs.Observation, error) {
 	if len(o.Ops) != len(p.Ops) {
 		return nil, fmt.Errorf("%s: field ops: %d results for a program of %d operations", path, len(o.Ops), len(p.Ops))
 	}
+	if err := validateObservation(&o, p); err != nil {
+		return nil, fmt.Errorf("%s: observation invalid: %w", path, err)
+	}
 	return &o, nil
 }
 
@@ -381,15 +465,18 @@ func lineCol(b []byte, off int64) (int, int) {
 
 func cmdMinimize(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("minimize", stderr)
-	openTarget := targetFlags(fs, "native")
+	sel := targetSetup(fs, "native")
 	sig := fs.String("signature", "", "signature to preserve (default: the first issue of the first run)")
 	runs := fs.Int("runs", 300, "target runs to spend")
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify observations")
-	if fs.Parse(args) != nil {
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
+	}
+	if !wantArgs(fs, 1, "PROG", stderr) {
 		return exitError
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: forkfuzz minimize [flags] PROG")
+	if *runs < 1 {
+		fmt.Fprintf(stderr, "forkfuzz minimize: --runs %d: want at least 1\n", *runs)
 		return exitError
 	}
 	p, err := readProgram(fs.Arg(0))
@@ -397,7 +484,11 @@ func cmdMinimize(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "forkfuzz minimize:", err)
 		return exitError
 	}
-	t, err := openTarget()
+	if err := sel.checkAll(*corrupt); err != nil {
+		fmt.Fprintln(stderr, "forkfuzz minimize:", err)
+		return exitError
+	}
+	t, err := sel.Open()
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz minimize:", err)
 		return exitError

@@ -136,6 +136,15 @@ func TestRunWithCorruptionSavesMinimizedFinding(t *testing.T) {
 	if !found {
 		t.Fatalf("no isolation finding among %v", dirs)
 	}
+	// Every finding replays, as its report writes the command, with the
+	// corruption it was found under.
+	if n := replayFindings(t, dir); n != len(dirs) {
+		t.Fatalf("replayed %d of %d findings", n, len(dirs))
+	}
+	rep, _ := os.ReadFile(filepath.Join(dirs[0], "report.txt"))
+	if !strings.Contains(string(rep), "--corrupt child-sees-parent-write") || !strings.Contains(string(rep), "kernel:   uname ") {
+		t.Errorf("report lacks the corruption in its replay or the host kernel:\n%s", rep)
+	}
 }
 
 func TestUsageAndUnknown(t *testing.T) {

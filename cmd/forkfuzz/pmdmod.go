@@ -17,8 +17,8 @@ func cmdKernelModule(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("kernel module", stderr)
 	tree := fs.String("tree", "", "prepared kernel build tree (after make modules_prepare, or forkfuzz kernel build's --out)")
 	out := fs.String("out", kernel.PMDModuleName, "where to write the module")
-	if fs.Parse(args) != nil {
-		return exitError
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
 	}
 	if *tree == "" {
 		fmt.Fprintln(stderr, "forkfuzz kernel module: --tree is required")

@@ -13,7 +13,8 @@ import (
 )
 
 func init() {
-	targetKinds["sim"] = targetKind{help: "the simulated kernel (eager, On-demand-fork or Async-fork model, optional mutant)", flags: simFlags}
+	targetKinds["sim"] = targetKind{help: "the simulated kernel (eager, On-demand-fork or Async-fork model, optional mutant)", flags: simFlags,
+		replay: []string{"fork", "mutant", "sched-seed", "fail-nth", "fail-rate"}}
 	commands = append(commands, command{name: "sim-bench", args: "[flags]",
 		help: "hunt every mutant of the simulated kernel: detection, time, programs, minimized size", run: cmdSimBench})
 }
@@ -29,6 +30,12 @@ func simFlags(fs *flag.FlagSet) func() (agents.Target, error) {
 		mode, err := sim.ParseMode(*fork)
 		if err != nil {
 			return nil, err
+		}
+		if *failNth < 0 {
+			return nil, fmt.Errorf("--fail-nth %d: want 0 (never) or a positive allocation number", *failNth)
+		}
+		if !(*failRate >= 0 && *failRate <= 1) {
+			return nil, fmt.Errorf("--fail-rate %v: want a probability in 0..1", *failRate)
 		}
 		if *list {
 			listMutants(os.Stdout, mode)
@@ -52,7 +59,21 @@ func cmdSimBench(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 1, "campaign seed")
 	minRuns := fs.Int("minimize-runs", 2000, "runs spent minimizing each reproducer")
 	show := fs.Bool("v", false, "print each minimized reproducer and its finding")
-	if fs.Parse(args) != nil {
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
+	}
+	if !noArgs(fs, stderr) {
+		return exitError
+	}
+	switch {
+	case *budget <= 0:
+		fmt.Fprintf(stderr, "forkfuzz sim-bench: --budget %v: want a positive duration\n", *budget)
+		return exitError
+	case *programs < 0:
+		fmt.Fprintf(stderr, "forkfuzz sim-bench: --programs %d: want a positive number (or 0 for no limit)\n", *programs)
+		return exitError
+	case *minRuns < 0:
+		fmt.Fprintf(stderr, "forkfuzz sim-bench: --minimize-runs %d: want a positive number\n", *minRuns)
 		return exitError
 	}
 	mode := -1

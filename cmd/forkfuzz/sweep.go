@@ -24,11 +24,15 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	stride := fs.Int("stride", 1, "try every N-th failure point only")
 	forks := fs.String("forks", "", "comma-separated fork numbers to sweep (default: every fork of the main process)")
 	verbose := fs.Bool("v", false, "log every run")
-	if fs.Parse(args) != nil {
-		return exitError
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "usage: forkfuzz sweep [--target qemu --kernel IMAGE] [flags] PROG")
+		return exitError
+	}
+	if *maxK < 0 || *stride < 1 {
+		fmt.Fprintf(stderr, "forkfuzz sweep: --max %d --stride %d: want --max >= 0 and --stride >= 1\n", *maxK, *stride)
 		return exitError
 	}
 	p, err := readProgram(fs.Arg(0))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,7 +17,9 @@ func init() {
 		command{name: "kernel", args: "build|check|module ...", help: "build a kernel for forkfuzz, or check which oracles a kernel supports", run: cmdKernel},
 		command{name: "vm-agent", help: "guest agent: init of forkfuzz's VMs (started by the kernel)", run: cmdVMAgent, hidden: true},
 	)
-	targetKinds["qemu"] = targetKind{help: "QEMU VMs booting the kernel under test", flags: qemuFlags}
+	targetKinds["qemu"] = targetKind{help: "QEMU VMs booting the kernel under test", flags: qemuFlags,
+		replay: []string{"kernel", "target-file", "modules", "vm-memory", "vm-cpus", "program-timeout"},
+		paths:  []string{"kernel", "target-file", "modules"}}
 }
 
 func qemuFlags(fs *flag.FlagSet) func() (agents.Target, error) {
@@ -33,6 +34,18 @@ func qemuFlags(fs *flag.FlagSet) func() (agents.Target, error) {
 	progTimeout := fs.Duration("program-timeout", 60*time.Second, "qemu: how long one program may run in the guest")
 	extraMods := fs.String("modules", "", "qemu: comma-separated .ko files the guest loads at boot (default: "+kernel.PMDModuleName+" if it is beside --kernel)")
 	return func() (agents.Target, error) {
+		switch {
+		case *vms < 1:
+			return nil, fmt.Errorf("--vms %d: want at least 1", *vms)
+		case *mem < 0:
+			return nil, fmt.Errorf("--vm-memory %d: want a positive number of MiB", *mem)
+		case *cpus < 0:
+			return nil, fmt.Errorf("--vm-cpus %d: want a positive number", *cpus)
+		case *bootTimeout <= 0:
+			return nil, fmt.Errorf("--boot-timeout %v: want a positive duration", *bootTimeout)
+		case *progTimeout <= 0:
+			return nil, fmt.Errorf("--program-timeout %v: want a positive duration", *progTimeout)
+		}
 		cfg := vm.Config{VMs: *vms, Accel: *accel, Memory: *mem, CPUs: *cpus, Workdir: *vmdir,
 			BootTimeout: *bootTimeout, ProgramTimeout: *progTimeout, Log: os.Stderr}
 		if *targetFile != "" {
@@ -63,6 +76,11 @@ func qemuFlags(fs *flag.FlagSet) func() (agents.Target, error) {
 			cfg.Kernel = *image
 		}
 		cfg.Modules = append(cfg.Modules, extraModules(*extraMods, cfg.Kernel)...)
+		if fi, err := os.Stat(cfg.Kernel); err != nil {
+			return nil, fmt.Errorf("kernel image: %w", err)
+		} else if fi.IsDir() {
+			return nil, fmt.Errorf("kernel image %s is a directory", cfg.Kernel)
+		}
 		fmt.Fprintf(os.Stderr, "qemu: booting %d VM(s) with %s\n", cfg.VMs, cfg.Kernel)
 		return vm.New(cfg)
 	}
@@ -97,7 +115,10 @@ func cmdKernelBuild(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "build directory (default: DIR/forkfuzz-build inside the tree)")
 	jobs := fs.Int("j", 0, "parallel jobs (default: number of CPUs)")
 	configOnly := fs.Bool("config-only", false, "write the .config and stop")
-	if fs.Parse(args) != nil {
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
+	}
+	if !noArgs(fs, stderr) {
 		return exitError
 	}
 	res, err := kernel.Build(kernel.BuildOptions{Src: *src, Out: *out, Jobs: *jobs, ConfigOnly: *configOnly, Log: stderr})
@@ -119,8 +140,8 @@ func cmdKernelBuild(args []string, stdout, stderr io.Writer) int {
 
 func cmdKernelCheck(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("kernel check", stderr)
-	if fs.Parse(args) != nil {
-		return exitError
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "usage: forkfuzz kernel check IMAGE-or-.config")
@@ -128,11 +149,6 @@ func cmdKernelCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	rep, err := kernel.Check(fs.Arg(0))
 	if err != nil {
-		var ne *kernel.NoConfigError
-		if errors.As(err, &ne) {
-			fmt.Fprintln(stdout, err)
-			return exitError
-		}
 		fmt.Fprintln(stderr, "forkfuzz kernel check:", err)
 		return exitError
 	}

@@ -46,6 +46,7 @@ func generate(r *rand.Rand, w Weights) *prog.Program {
 	ops := g.prologue()
 	ops = append(ops, g.process(0, 0, between(r, 1, g.w.Steps), true)...)
 	g.p.Ops = ops
+	FixJoins(g.p) // join at the end the threads forkBlock left running
 	return g.p
 }
 

@@ -2,15 +2,12 @@ package gen
 
 import "github.com/forkfuzz/forkfuzz/fuzz/prog"
 
-var (
-	numOpKinds = len(prog.OpKinds())
-	numAdvices = len(prog.Advices())
-)
-
 const (
-	numRegionKinds = int(prog.MemfdShared) + 1
-	numTHP         = int(prog.THPOff) + 1
-	numProts       = int(prog.ProtRW) + 1
+	numOpKinds     = prog.NumOpKinds
+	numAdvices     = prog.NumAdvices
+	numRegionKinds = prog.NumRegionKinds
+	numTHP         = prog.NumTHPs
+	numProts       = prog.NumProts
 	mremapAll      = prog.MremapMaymove | prog.MremapFixed | prog.MremapDontunmap
 )
 
@@ -139,7 +136,55 @@ func Repair(p *prog.Program) *prog.Program {
 	reap(-1)
 	fixLoops(q)
 	fixPinned(q)
+	FixJoins(q)
 	return q
+}
+
+// FixJoins makes the joins of p valid: it drops every join of a thread that
+// ran no operation before it, and joins at the end of the program every
+// thread whose operations are not joined after they ran (what the
+// executor does anyway when the program ends). Without room for a join
+// (MaxOps), the thread's unjoined operations move to the main thread.
+func FixJoins(p *prog.Program) {
+	ran := map[int]bool{}
+	out := p.Ops[:0]
+	for _, op := range p.Ops {
+		if op.Kind == prog.OpJoin && !ran[op.Peer] {
+			continue
+		}
+		if op.Kind != prog.OpJoin && op.Thread > 0 {
+			ran[op.Thread] = true
+		}
+		out = append(out, op)
+	}
+	p.Ops = out
+	lastOp, lastJoin := map[int]int{}, map[int]int{}
+	for i, op := range p.Ops {
+		if op.Kind == prog.OpJoin {
+			lastJoin[op.Peer] = i
+		} else if op.Thread > 0 {
+			lastOp[op.Thread] = i
+		}
+	}
+	for t := 1; t <= prog.MaxThreads; t++ {
+		i, ok := lastOp[t]
+		if j, joined := lastJoin[t]; !ok || (joined && j > i) {
+			continue
+		}
+		if len(p.Ops) < prog.MaxOps {
+			p.Ops = append(p.Ops, prog.Op{Kind: prog.OpJoin, Peer: t})
+			continue
+		}
+		from := lastJoin[t] // 0 when never joined: every operation moves
+		for k := from; k < len(p.Ops); k++ {
+			if op := &p.Ops[k]; op.Kind != prog.OpJoin && op.Thread == t {
+				op.Thread = 0
+				if op.Kind == prog.OpStoreLoop {
+					op.Kind, op.Fork = prog.OpStore, 0
+				}
+			}
+		}
+	}
 }
 
 // fixLoops turns every storeloop whose until-fork is not forked and then

@@ -44,6 +44,9 @@ func Unit(p *prog.Program, i int) []int {
 	if op.Kind == prog.OpUringReg {
 		return regUnit(p, i)
 	}
+	if op.Kind == prog.OpJoin {
+		return joinUnit(p, i)
+	}
 	if op.Kind != prog.OpFork {
 		return []int{i}
 	}
@@ -64,8 +67,9 @@ func Unit(p *prog.Program, i int) []int {
 }
 
 // Units returns the op-units of the valid program p, in the order of their
-// first operation: one for every operation except waits (a wait cannot go
-// without its fork). A fork's unit holds everything that belongs to it
+// operation (a fork, a join): one for every operation except waits (a wait
+// cannot go without its fork). A join's unit holds the thread operations
+// it joins. A fork's unit holds everything that belongs to it
 // (see Unit), so units nest. Removing any one unit with RemoveOps leaves a
 // valid program.
 func Units(p *prog.Program) [][]int {
@@ -89,6 +93,8 @@ func Units(p *prog.Program) [][]int {
 			units = append(units, forkUnit[op.Fork])
 		case prog.OpUringReg:
 			units = append(units, regUnit(p, i))
+		case prog.OpJoin:
+			units = append(units, joinUnit(p, i))
 		default:
 			units = append(units, []int{i})
 		}
@@ -98,6 +104,25 @@ func Units(p *prog.Program) [][]int {
 
 func isForkRef(k prog.OpKind) bool {
 	return k == prog.OpFork || k == prog.OpWait || k == prog.OpKill || k == prog.OpStoreLoop
+}
+
+// joinUnit returns the unit of the join at index i: it and the operations
+// of its thread since the thread's previous join (removing a join alone
+// would leave them unjoined).
+func joinUnit(p *prog.Program, i int) []int {
+	t := p.Ops[i].Peer
+	var idx []int
+	for j := i - 1; j >= 0; j-- {
+		op := p.Ops[j]
+		if op.Kind == prog.OpJoin && op.Peer == t {
+			break
+		}
+		if op.Kind != prog.OpJoin && op.Thread == t {
+			idx = append(idx, j)
+		}
+	}
+	slices.Reverse(idx)
+	return append(idx, i)
 }
 
 // regUnit returns the unit of the uringreg at index i: it and the
@@ -137,6 +162,7 @@ func RemoveOps(p *prog.Program, drop []bool) *prog.Program {
 		q.Ops = append(q.Ops, op)
 	}
 	Renumber(q)
+	FixJoins(q)
 	return q
 }
 

@@ -83,6 +83,9 @@ func TestRemoveEveryUnit(t *testing.T) {
 			}
 			// A fork's unit may start with a storeloop that runs until it.
 			head := u[0]
+			if last := u[len(u)-1]; p.Ops[last].Kind == prog.OpJoin {
+				head = last // a join's unit holds the operations it joins
+			}
 			for _, j := range u {
 				if p.Ops[j].Kind == prog.OpFork {
 					head = j
@@ -177,7 +180,7 @@ func TestRepairGarbage(t *testing.T) {
 func garbage(r *rand.Rand) *prog.Program {
 	p := &prog.Program{}
 	for n := r.IntN(prog.MaxRegions + 3); n > 0; n-- {
-		p.Regions = append(p.Regions, prog.Region{Kind: prog.RegionKind(r.IntN(6)), Pages: r.IntN(prog.MaxRegionPages*2) - 5, THP: prog.THP(r.IntN(5))})
+		p.Regions = append(p.Regions, prog.Region{Kind: prog.RegionKind(r.IntN(prog.NumRegionKinds + 2)), Pages: r.IntN(prog.MaxRegionPages*2) - 5, THP: prog.THP(r.IntN(prog.NumTHPs + 2))})
 	}
 	num := func() uint64 {
 		switch r.IntN(3) {
@@ -190,10 +193,14 @@ func garbage(r *rand.Rand) *prog.Program {
 	}
 	for n := r.IntN(60); n > 0; n-- {
 		p.Ops = append(p.Ops, prog.Op{
-			Proc: r.IntN(6) - 1, Kind: prog.OpKind(r.IntN(16)), Region: r.IntN(20) - 2,
+			// Every value of every enum and a few past the end (which
+			// Repair must clamp), from the descriptor tables' counts.
+			Proc: r.IntN(6) - 1, Kind: prog.OpKind(r.IntN(prog.NumOpKinds + 2)), Region: r.IntN(20) - 2,
 			Off: num(), Len: num(), Count: r.IntN(prog.MaxCount*2) - 10, Stride: num(),
-			Prot: prog.Prot(r.IntN(5)), Advice: prog.Advice(r.IntN(15)), NewLen: num(),
-			Flags: prog.MremapFlags(r.IntN(16)), To: r.IntN(20) - 2, ToOff: num(), Fork: r.IntN(6) - 1,
+			Prot: prog.Prot(r.IntN(prog.NumProts + 2)), Advice: prog.Advice(r.IntN(prog.NumAdvices + 4)), NewLen: num(),
+			Flags: prog.MremapFlags(r.IntN(1 << (prog.NumMremapFlags + 1))), To: r.IntN(20) - 2, ToOff: num(), Fork: r.IntN(6) - 1,
+			Thread: r.IntN(prog.MaxThreads+2) - 1, Peer: r.IntN(prog.MaxThreads+2) - 1,
+			Pipe: r.IntN(prog.MaxPipes+2) - 1, Into: r.IntN(6) - 1,
 		})
 	}
 	return p

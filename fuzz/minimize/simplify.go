@@ -9,7 +9,7 @@ import (
 // of them changed the program.
 func (m *minimizer) simplify() bool {
 	changed := false
-	for _, pass := range []func() bool{m.unwrapForks, m.dropRegions, m.shrinkPages, m.shrinkCounts, m.clearTHP, m.simplifyMremap} {
+	for _, pass := range []func() bool{m.unwrapForks, m.unthread, m.dropRegions, m.shrinkPages, m.shrinkCounts, m.clearTHP, m.simplifyMremap} {
 		if m.stats.Exhausted {
 			break
 		}
@@ -200,6 +200,27 @@ func (m *minimizer) unwrapForks() bool {
 		if m.try(unwrap(m.cur, f)) {
 			changed = true
 			f-- // forks were renumbered: f is now the next one
+		}
+	}
+	return changed
+}
+
+// unthread tries each operation of an extra thread on the main thread
+// instead (a join left with nothing to join goes too): threads are only
+// needed where the finding depends on the race.
+func (m *minimizer) unthread() bool {
+	changed := false
+	for i := 0; i < len(m.cur.Ops) && !m.stats.Exhausted; i++ {
+		op := m.cur.Ops[i]
+		if op.Thread == 0 || op.Kind == prog.OpStoreLoop {
+			continue
+		}
+		q := m.cur.Clone()
+		q.Ops[i].Thread = 0
+		gen.FixJoins(q)
+		if m.try(q) {
+			changed = true
+			i = -1 // joins may have gone: start over
 		}
 	}
 	return changed

@@ -65,6 +65,16 @@ type Rollback struct {
 	PageTablesAfter  int64 `json:"pagetables_after_kb"`
 	VmPTEBefore      int64 `json:"vmpte_before_kb"`
 	VmPTEAfter       int64 `json:"vmpte_after_kb"`
+	// OthersVmPTEBefore/After (kB) sum VmPTE over the executor's other
+	// descendants (the program's other processes: siblings, their
+	// children) at the two measurements, so that their page tables, which
+	// PageTables counts too, are not taken for a leak; OthersAfter lists
+	// their pids at the second one. OthersMeasured is false in
+	// observations of executors that did not measure them.
+	OthersMeasured    bool  `json:"others_measured,omitempty"`
+	OthersVmPTEBefore int64 `json:"others_vmpte_before_kb,omitempty"`
+	OthersVmPTEAfter  int64 `json:"others_vmpte_after_kb,omitempty"`
+	OthersAfter       []int `json:"others_after,omitempty"`
 	// PageTablesNote says why PageTables was not measured (-1), if so.
 	PageTablesNote string `json:"pagetables_note,omitempty"`
 	// MemoryNote says why content digests and write passes were not

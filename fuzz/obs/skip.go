@@ -9,12 +9,16 @@ import (
 // them where it sets up what pinned operations need; the text says what is
 // missing, so a user knows which feature their kernel or machine lacks.
 const (
-	SkipNoUring    = 1 // io_uring_setup failed
-	SkipNoODirect  = 2 // the scratch file cannot be opened with O_DIRECT
-	SkipNoUffd     = 3 // userfaultfd cannot be opened
-	SkipNoWPAsync  = 4 // the kernel lacks UFFD_FEATURE_WP_ASYNC
-	SkipNoScratch  = 5 // no scratch file for odirect/uringread data
-	numSkipReasons = 6
+	SkipNoUring   = 1 // io_uring_setup failed
+	SkipNoODirect = 2 // the scratch file cannot be opened with O_DIRECT
+	SkipNoUffd    = 3 // userfaultfd cannot be opened
+	SkipNoWPAsync = 4 // the kernel lacks UFFD_FEATURE_WP_ASYNC
+	SkipNoScratch = 5 // no scratch file for odirect/uringread data
+	// SkipUnhandled: the executor has no handler for the operation's
+	// kind or argument (a new enum value not taught to it: a bug in
+	// forkfuzz, caught by the executor's table tests).
+	SkipUnhandled  = 6
+	numSkipReasons = 7
 )
 
 var skipText = [numSkipReasons]string{
@@ -23,6 +27,7 @@ var skipText = [numSkipReasons]string{
 	SkipNoUffd:    "userfaultfd unavailable (%v)",
 	SkipNoWPAsync: "userfaultfd write-protect needs UFFD_FEATURE_WP_ASYNC (Linux 6.7+) (%v)",
 	SkipNoScratch: "no scratch file for data (%v)",
+	SkipUnhandled: "unhandled by the executor: forkfuzz does not know how to run this operation (%v)",
 }
 
 // SkipReason renders a RecSkip record's reason.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The text format, version 1:
@@ -113,27 +114,6 @@ func (op Op) String() string {
 	return b.String()
 }
 
-var mremapFlagNames = []struct {
-	f    MremapFlags
-	name string
-}{{MremapMaymove, "maymove"}, {MremapFixed, "fixed"}, {MremapDontunmap, "dontunmap"}}
-
-func (f MremapFlags) String() string {
-	if f == 0 {
-		return "none"
-	}
-	var parts []string
-	for _, n := range mremapFlagNames {
-		if f&n.f != 0 {
-			parts = append(parts, n.name)
-		}
-	}
-	if rest := f &^ mremapAll; rest != 0 {
-		parts = append(parts, fmt.Sprintf("%#x", uint8(rest)))
-	}
-	return strings.Join(parts, "|")
-}
-
 // token is a word of a line with its 1-based column.
 type token struct {
 	s   string
@@ -165,8 +145,26 @@ type parser struct {
 	prog *Program
 }
 
+// maxEcho bounds how much of an offending token an error message quotes.
+const maxEcho = 64
+
 func (ps *parser) errf(col int, format string, args ...any) error {
+	for i, a := range args {
+		if s, ok := a.(string); ok && len(s) > maxEcho {
+			args[i] = truncated(s)
+		}
+	}
 	return &SyntaxError{Line: ps.line, Col: col, Msg: fmt.Sprintf(format, args...)}
+}
+
+// truncated is a long token cut to maxEcho bytes (at a rune boundary) for
+// an error message, saying how long it was.
+func truncated(s string) string {
+	n := maxEcho
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:n], len(s))
 }
 
 // Parse reads a program in the text format and validates it. Errors name
@@ -200,6 +198,9 @@ func Parse(text []byte) (*Program, error) {
 				return nil, err
 			}
 			continue
+		}
+		if len(ps.prog.Ops) >= MaxOps {
+			return nil, ps.errf(toks[0].col, "too many operations (max %d)", MaxOps)
 		}
 		if err := ps.parseOp(toks); err != nil {
 			return nil, err
@@ -506,9 +507,9 @@ func (ps *parser) opArgs(op *Op, toks []token) error {
 		col := t.col
 		for _, part := range strings.Split(t.s, "|") {
 			found := false
-			for _, n := range mremapFlagNames {
-				if n.name == part {
-					op.Flags |= n.f
+			for _, n := range mremapFlagTable {
+				if n.Name == part {
+					op.Flags |= n.Flag
 					found = true
 				}
 			}

@@ -96,6 +96,10 @@ func TestValidateErrors(t *testing.T) {
 		{"uring in child", "fork f0\nf0: uringreg r0 off=0 len=0x1000\nwait f0\n", "only in the main process"},
 		{"pinned op on thread", "t1: vmsplice r0 off=0 len=0x1000 pipe=p0\n", "main thread"},
 		{"into from a thread", "fork f0\nt1: procmem r0 off=0 into=f0\nwait f0\n", "main thread"},
+		{"join of a thread that never ran", "store r0 off=0\njoin t3\n", "join t3: thread t3 runs no operation before it"},
+		{"join before the thread's first op", "join t1\nt1: store r0 off=0\njoin t1\n", "join t1: thread t1 runs no operation"},
+		{"thread never joined", "t2: store r0 off=0\nstore r0 off=0x8\n", "thread t2 is never joined"},
+		{"thread op after its join", "t2: store r0 off=0\njoin t2\nt2: store r0 off=0x8\n", "thread t2 is never joined"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(hdr + tc.ops))

@@ -49,29 +49,6 @@ const (
 	MaxUringPages = 256
 )
 
-// WritesSlots reports whether operations of this kind write Count slots
-// at Off + k*Stride (store, pwrite, storeloop, procmem, pvwrite).
-func (k OpKind) WritesSlots() bool {
-	switch k {
-	case OpStore, OpPwrite, OpStoreLoop, OpProcMem, OpPVWrite:
-		return true
-	}
-	return false
-}
-
-// Pinned reports whether the kind is one of the operations above.
-func (k OpKind) Pinned() bool { return k >= OpProcMem && k <= OpUffdWP }
-
-// HasIORange reports whether the kind takes a page-aligned Region/Off/Len
-// that it reads or writes without changing mappings.
-func (k OpKind) HasIORange() bool {
-	switch k {
-	case OpODirect, OpVmsplice, OpUringReg, OpUringRead, OpUffdWP:
-		return true
-	}
-	return false
-}
-
 // ThreadablePinned reports whether a pinned operation may run on a thread of
 // the main process: the writes into the process's own memory, which race
 // with a fork on the main thread (the classic O_DIRECT-vs-fork bug).

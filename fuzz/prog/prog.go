@@ -50,9 +50,43 @@
 // Every store and pwrite writes 8-byte slots with values that identify the
 // operation and slot (SlotValue), so an oracle can tell every write apart and
 // say which operation wrote a value it found.
+//
+// # Enums
+//
+// Each enum (OpKind, Advice, RegionKind, THP, Prot, MremapFlags) has one
+// descriptor table in enums.go: its name in the text format, the Linux
+// constant it stands for, and the properties the generator, the model and
+// the executors read; NumOpKinds, NumAdvices, ... count the values. Every
+// interpreter has a table test that iterates 0..N-1.
+//
+// # Adding an operation
+//
+//  1. prog: a constant before numOpKinds (pinned ones between OpProcMem
+//     and OpUffdWP), its row in opTable with name, syscall, properties and
+//     a minimal Example; its fields in the Op doc, Format and parseOp
+//     (format.go), Validate (validate.go). go test ./fuzz/prog checks the
+//     table and the example.
+//  2. Executor (agents/executor): a case in machine.exec (pinned kinds in
+//     execPinned, pinned.go; on threads, worker.run). Without one it is
+//     skipped as unhandled: TestEveryOpKindHandled fails.
+//  3. Model (checker): see "Adding an operation" in package checker;
+//     TestEveryOpKindModelled fails without a rule.
+//  4. Simulated kernel (agents/sim): a case in machine.exec (run.go), or a
+//     Skip reason saying it is not modelled; TestEveryOpKindSimulated
+//     runs it on every model and judges it.
+//  5. Generator (fuzz/gen): a weight (weights.go, and the profiles that
+//     should use it), a generator case (ops.go, pinned.go), Repair's
+//     clamping (repair.go), mutation if it has arguments; the units test
+//     draws every kind from NumOpKinds and TestEveryValueGenerated requires
+//     the kind to be generated.
+//  6. README: the format section and, if it needs a kernel feature, the
+//     skip reason (fuzz/obs skip.go).
+//
+// Adding an advice, protection or mremap flag is a row in its table (with
+// its Linux value: agents/executor TestLinuxConstants checks it against
+// x/sys/unix) plus its rule in the model and the sim; an executor never
+// indexes past a table (a value without a row is skipped as unhandled).
 package prog
-
-import "fmt"
 
 // Version is the current program format version.
 const Version = 1
@@ -93,21 +127,6 @@ const (
 	numRegionKinds
 )
 
-var regionKindNames = [...]string{"anon-private", "anon-shared", "memfd-private", "memfd-shared"}
-
-func (k RegionKind) String() string {
-	if int(k) < len(regionKindNames) {
-		return regionKindNames[k]
-	}
-	return fmt.Sprintf("kind(%d)", k)
-}
-
-// Shared reports whether writes through the mapping reach the backing object.
-func (k RegionKind) Shared() bool { return k == AnonShared || k == MemfdShared }
-
-// Memfd reports whether the region is backed by a memfd.
-func (k RegionKind) Memfd() bool { return k == MemfdPrivate || k == MemfdShared }
-
 // THP is the transparent-huge-page advice applied when a region is created.
 type THP uint8
 
@@ -115,16 +134,8 @@ const (
 	THPDefault THP = iota
 	THPOn          // MADV_HUGEPAGE
 	THPOff         // MADV_NOHUGEPAGE
+	numTHPs
 )
-
-var thpNames = [...]string{"default", "on", "off"}
-
-func (t THP) String() string {
-	if int(t) < len(thpNames) {
-		return thpNames[t]
-	}
-	return fmt.Sprintf("thp(%d)", t)
-}
 
 // Region is one named memory region; region I is called "rI".
 type Region struct {
@@ -168,35 +179,6 @@ const (
 	numOpKinds
 )
 
-var opNames = [...]string{"store", "pwrite", "mmap", "munmap", "mprotect", "madvise", "mremap",
-	"mlock", "munlock", "fork", "wait", "kill", "check", "storeloop", "join",
-	"procmem", "pvwrite", "odirect", "vmsplice", "readpipe", "uringreg", "uringread", "uffdwp"}
-
-func (k OpKind) String() string {
-	if int(k) < len(opNames) {
-		return opNames[k]
-	}
-	return fmt.Sprintf("op(%d)", k)
-}
-
-// OpKinds lists every operation kind.
-func OpKinds() []OpKind {
-	ks := make([]OpKind, numOpKinds)
-	for i := range ks {
-		ks[i] = OpKind(i)
-	}
-	return ks
-}
-
-// HasRange reports whether operations of this kind take a region, off and len.
-func (k OpKind) HasRange() bool {
-	switch k {
-	case OpMmap, OpMunmap, OpMprotect, OpMadvise, OpMremap, OpMlock, OpMunlock:
-		return true
-	}
-	return false
-}
-
 // ChangesVMA reports whether the operation changes mappings (VMA-level
 // changes force a whole-VMA synchronization in Async-fork).
 func (k OpKind) ChangesVMA() bool { return k.HasRange() }
@@ -210,15 +192,6 @@ const (
 	ProtRW
 	numProts
 )
-
-var protNames = [...]string{"none", "r", "rw"}
-
-func (p Prot) String() string {
-	if int(p) < len(protNames) {
-		return protNames[p]
-	}
-	return fmt.Sprintf("prot(%d)", p)
-}
 
 // Advice is a madvise advice.
 type Advice uint8
@@ -237,25 +210,6 @@ const (
 	AdvCold
 	numAdvices
 )
-
-var adviceNames = [...]string{"dontneed", "free", "dontfork", "dofork", "wipeonfork",
-	"keeponfork", "hugepage", "nohugepage", "collapse", "pageout", "cold"}
-
-func (a Advice) String() string {
-	if int(a) < len(adviceNames) {
-		return adviceNames[a]
-	}
-	return fmt.Sprintf("advice(%d)", a)
-}
-
-// Advices lists every advice.
-func Advices() []Advice {
-	as := make([]Advice, numAdvices)
-	for i := range as {
-		as[i] = Advice(i)
-	}
-	return as
-}
 
 // MremapFlags are the flags of an mremap.
 type MremapFlags uint8

@@ -220,6 +220,9 @@ func (p *Program) Validate() error {
 			}
 		}
 	}
+	if err := p.validateJoins(); err != nil {
+		return err
+	}
 	for _, i := range loops {
 		f := p.Ops[i].Fork
 		w := -1
@@ -235,6 +238,33 @@ func (p *Program) Validate() error {
 	for f, st := range forks {
 		if st.state != reaped {
 			return opErr(-1, "fork f%d is never waited for", f)
+		}
+	}
+	return nil
+}
+
+// validateJoins checks that every join names a thread that ran an
+// operation before it, and that every thread operation is joined by a
+// later join of its thread (the end of the program does not join
+// silently: a program says where its threads are waited for).
+func (p *Program) validateJoins() error {
+	lastOp := map[int]int{}   // thread -> index of its latest operation
+	lastJoin := map[int]int{} // thread -> index of its latest join
+	for i, op := range p.Ops {
+		switch {
+		case op.Kind == OpJoin:
+			if _, ok := lastOp[op.Peer]; !ok {
+				return &ValidationError{Op: i, Region: -1, Msg: fmt.Sprintf("join t%d: thread t%d runs no operation before it", op.Peer, op.Peer)}
+			}
+			lastJoin[op.Peer] = i
+		case op.Thread > 0:
+			lastOp[op.Thread] = i
+		}
+	}
+	for t := 1; t <= MaxThreads; t++ {
+		i, ok := lastOp[t]
+		if j, joined := lastJoin[t]; ok && (!joined || j < i) {
+			return &ValidationError{Op: i, Region: -1, Msg: fmt.Sprintf("thread t%d is never joined after this operation (add `join t%d` after it)", t, t)}
 		}
 	}
 	return nil

@@ -3,7 +3,6 @@ package dist
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,14 +16,15 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
-	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
-// AgentConfig describes an agent: it pulls work for its target kind, runs
-// it on its own target (as many programs at once as the target has
+// WorkerConfig describes a worker (the `forkfuzz worker` process; it was
+// called an agent, which is also what the wire fields, the JetStream names
+// and the metric labels still say): it pulls work for its target kind,
+// runs it on its own target (as many programs at once as the target has
 // machines), and publishes the results.
-type AgentConfig struct {
+type WorkerConfig struct {
 	Store  *Store
 	ID     string
 	Kind   string // target kind: the work it pulls
@@ -32,18 +32,25 @@ type AgentConfig struct {
 	// Kernel is the SHA-256 of the image the target boots ("": any); work
 	// for another kernel is handed back.
 	Kernel string
-	// MinimizeRuns and MinimizeTime bound the minimization of a signature
-	// not yet in the findings bucket (0 runs: do not minimize).
+	// MinimizeRuns and MinimizeTime bound the minimization of a finding
+	// the coordinator asks for (0 runs: answer that this agent does not
+	// minimize).
 	MinimizeRuns int
 	MinimizeTime time.Duration
+	// TargetArgs are the `forkfuzz exec` flags that reopen Target as this
+	// agent runs it, and KernelID the kernel it runs: findings carry both
+	// (their replay command and kernel identity are the agent's, not the
+	// coordinator's).
+	TargetArgs []string
+	KernelID   campaign.KernelID
 	// MaxHarnessErrors stops the agent after this many in a row (default 5).
 	MaxHarnessErrors int
 	Heartbeat        time.Duration // default 1s
 	Log              *slog.Logger
 }
 
-// AgentStats count what an agent did.
-type AgentStats struct {
+// WorkerStats count what a worker did.
+type WorkerStats struct {
 	Programs      int64 // results published
 	Redelivered   int64 // of which were redelivered work
 	Duplicates    int64 // results the stream already had (dropped there)
@@ -51,20 +58,18 @@ type AgentStats struct {
 	Large         int64 // results whose observation went through the object store
 }
 
-type agent struct {
-	cfg     AgentConfig
+type worker struct {
+	cfg     WorkerConfig
 	log     *slog.Logger
-	st      AgentStats
+	st      WorkerStats
 	busy    atomic.Int64
 	harness atomic.Int64 // in a row
 	fatal   chan error
 	abort   context.CancelFunc // stops the agent after a fatal error
-	mu      sync.Mutex
-	seen    map[string]bool // signatures this agent minimized or found stored
 }
 
-// RunAgent serves work until ctx ends or the target fails too often.
-func RunAgent(ctx context.Context, cfg AgentConfig) (*AgentStats, error) {
+// RunWorker serves work until ctx ends or the target fails too often.
+func RunWorker(ctx context.Context, cfg WorkerConfig) (*WorkerStats, error) {
 	if err := ValidName(cfg.ID); err != nil {
 		return nil, fmt.Errorf("dist: agent id: %w", err)
 	}
@@ -77,7 +82,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig) (*AgentStats, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	a := &agent{cfg: cfg, log: cfg.Log.With("agent", cfg.ID), fatal: make(chan error, 1), seen: map[string]bool{}}
+	a := &worker{cfg: cfg, log: cfg.Log.With("agent", cfg.ID), fatal: make(chan error, 1)}
 	workers := 1
 	if pt, ok := cfg.Target.(interface{ Parallel() int }); ok {
 		workers = max(1, pt.Parallel())
@@ -136,8 +141,8 @@ func RunAgent(ctx context.Context, cfg AgentConfig) (*AgentStats, error) {
 	}
 }
 
-func (a *agent) stats() *AgentStats {
-	return &AgentStats{Programs: atomic.LoadInt64(&a.st.Programs), Redelivered: atomic.LoadInt64(&a.st.Redelivered),
+func (a *worker) stats() *WorkerStats {
+	return &WorkerStats{Programs: atomic.LoadInt64(&a.st.Programs), Redelivered: atomic.LoadInt64(&a.st.Redelivered),
 		Duplicates: atomic.LoadInt64(&a.st.Duplicates), HarnessErrors: atomic.LoadInt64(&a.st.HarnessErrors),
 		Large: atomic.LoadInt64(&a.st.Large)}
 }
@@ -150,10 +155,10 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // consumer waits for the coordinator to create the work consumer.
-func (a *agent) consumer(ctx context.Context) (jetstream.Consumer, error) {
+func (a *worker) consumer(ctx context.Context) (jetstream.Consumer, error) {
 	logged := false
 	for {
-		c, err := a.cfg.Store.JS.Consumer(ctx, WorkStream, AgentConsumer(a.cfg.Kind))
+		c, err := a.cfg.Store.JS.Consumer(ctx, WorkStream, WorkerConsumer(a.cfg.Kind))
 		if err == nil {
 			return c, nil
 		}
@@ -168,7 +173,7 @@ func (a *agent) consumer(ctx context.Context) (jetstream.Consumer, error) {
 	}
 }
 
-func (a *agent) heartbeats(ctx context.Context, workers int) chan struct{} {
+func (a *worker) heartbeats(ctx context.Context, workers int) chan struct{} {
 	done := make(chan struct{})
 	host, _ := os.Hostname()
 	put := func(stopped bool) {
@@ -204,7 +209,7 @@ func (a *agent) heartbeats(ctx context.Context, workers int) chan struct{} {
 }
 
 // serve runs one work item and acknowledges it once its result is stored.
-func (a *agent) serve(ctx context.Context, m jetstream.Msg) {
+func (a *worker) serve(ctx context.Context, m jetstream.Msg) {
 	a.busy.Add(1)
 	defer a.busy.Add(-1)
 	md, err := m.Metadata()
@@ -224,15 +229,25 @@ func (a *agent) serve(ctx context.Context, m jetstream.Msg) {
 		m.NakWithDelay(5 * time.Second)
 		return
 	}
-	// Tell JetStream this agent is alive while the program runs, is
-	// minimized and its result is stored.
+	// Tell JetStream this agent is alive while the program runs (or is
+	// minimized) and its result is stored.
 	stop := keepAlive(m)
 	defer stop()
+	if w.Minimize != "" {
+		a.minimize(ctx, m, w, p)
+		return
+	}
 	start := time.Now()
 	o, runErr := a.cfg.Target.Run(p, agents.Options{Corrupt: w.Corrupt})
 	r := &Result{V: WireVersion, Campaign: w.Campaign, CampaignSeed: w.CampaignSeed, Index: w.Index, Seed: w.Seed,
 		Agent: a.cfg.ID, Delivered: md.NumDelivered, Target: a.cfg.Target.Name(), Program: w.Program, Observation: o,
-		Err: NewRunError(runErr), Started: start, RunNanos: int64(time.Since(start))}
+		Err: NewRunError(runErr), Started: start, RunNanos: int64(time.Since(start)), TargetArgs: a.cfg.TargetArgs}
+	if kid := a.cfg.KernelID; kid != (campaign.KernelID{}) || o != nil {
+		if o != nil {
+			kid.Observed = o.Kernel
+		}
+		r.KernelID = &kid
+	}
 	if r.Err != nil && r.Err.Kind == "harness" {
 		atomic.AddInt64(&a.st.HarnessErrors, 1)
 		n := a.harness.Add(1)
@@ -250,7 +265,6 @@ func (a *agent) serve(ctx context.Context, m jetstream.Msg) {
 		}
 	} else {
 		a.harness.Store(0)
-		r.Minimized = a.minimize(ctx, p, o, runErr, w.Corrupt)
 	}
 	b, err := a.encode(ctx, r)
 	if err != nil {
@@ -258,36 +272,49 @@ func (a *agent) serve(ctx context.Context, m jetstream.Msg) {
 		m.NakWithDelay(time.Second)
 		return
 	}
-	for {
-		ack, err := a.cfg.Store.JS.Publish(ctx, resultSubject(w.Campaign), b, jetstream.WithMsgID(fmt.Sprintf("%s/%d", w.Campaign, w.Index)))
-		if err == nil {
-			if ack.Duplicate {
-				atomic.AddInt64(&a.st.Duplicates, 1)
-			}
-			break
-		}
-		if ctx.Err() != nil {
-			return // not acknowledged: redelivered to someone
-		}
-		a.log.Warn("publishing a result failed; retrying", "index", w.Index, "err", err)
-		sleep(ctx, 500*time.Millisecond)
+	if !a.publish(ctx, resultSubject(w.Campaign), fmt.Sprintf("%s/%d", w.Campaign, w.Index), b) {
+		return // not acknowledged: redelivered to someone
 	}
 	atomic.AddInt64(&a.st.Programs, 1)
 	if md.NumDelivered > 1 {
 		atomic.AddInt64(&a.st.Redelivered, 1)
 	}
+	a.ack(ctx, m, w)
+}
+
+// publish publishes b until JetStream stores it (or drops it as a
+// duplicate); false if ctx ended first.
+func (a *worker) publish(ctx context.Context, subject, msgID string, b []byte) bool {
+	for {
+		ack, err := a.cfg.Store.JS.Publish(ctx, subject, b, jetstream.WithMsgID(msgID))
+		if err == nil {
+			if ack.Duplicate {
+				atomic.AddInt64(&a.st.Duplicates, 1)
+			}
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		a.log.Warn("publishing failed; retrying", "subject", subject, "msg", msgID, "err", err)
+		sleep(ctx, 500*time.Millisecond)
+	}
+}
+
+// ack acknowledges work whose answer is stored.
+func (a *worker) ack(ctx context.Context, m jetstream.Msg, w *Work) {
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := m.DoubleAck(actx); err != nil {
-		// The result is stored; the work comes back and its second
-		// result is dropped as a duplicate.
-		a.log.Warn("acknowledging work", "index", w.Index, "err", err)
+		// The answer is stored; the work comes back and its second
+		// answer is dropped as a duplicate.
+		a.log.Warn("acknowledging work", "index", w.Index, "minimize", w.Minimize, "err", err)
 	}
 }
 
 // encode encodes r; an observation too large for a message goes to the
 // object store first.
-func (a *agent) encode(ctx context.Context, r *Result) ([]byte, error) {
+func (a *worker) encode(ctx context.Context, r *Result) ([]byte, error) {
 	b, err := EncodeResult(r)
 	if err != nil {
 		return nil, err
@@ -331,35 +358,38 @@ func keepAlive(m jetstream.Msg) func() {
 	return func() { once.Do(func() { close(done) }) }
 }
 
-// minimize reduces each failing signature that the findings bucket does
-// not hold yet (the coordinator decides what is new; this only saves it a
-// target it does not have).
-func (a *agent) minimize(ctx context.Context, p *prog.Program, o *obs.Observation, runErr error, corrupt string) []Minimized {
+// minimize answers a minimization request: it reduces the finding's
+// program while its signature reproduces on this agent's target (Reduce
+// judges its own runs) and publishes the MinimizeResult. The coordinator
+// updates the finding with it.
+func (a *worker) minimize(ctx context.Context, m jetstream.Msg, w *Work, p *prog.Program) {
+	r := &MinimizeResult{V: WireVersion, Campaign: w.Campaign, Index: w.Index, Agent: a.cfg.ID, Minimized: Minimized{Signature: w.Minimize}}
 	if a.cfg.MinimizeRuns <= 0 {
-		return nil
-	}
-	v, herr := judge.Judge(p, o, runErr)
-	if herr != nil {
-		return nil
-	}
-	var out []Minimized
-	for _, is := range v.Issues {
-		a.mu.Lock()
-		seen := a.seen[is.Signature]
-		a.seen[is.Signature] = true
-		a.mu.Unlock()
-		if seen {
-			continue
+		r.Skipped = fmt.Sprintf("agent %s does not minimize (--minimize-runs 0)", a.cfg.ID)
+	} else {
+		f := &campaign.Finding{Issue: judge.Issue{Signature: w.Minimize}, Program: p}
+		campaign.Reduce(a.cfg.Target, f, a.cfg.MinimizeRuns, a.cfg.MinimizeTime, w.Corrupt)
+		if ctx.Err() != nil {
+			return // cut short: not acknowledged, so redelivered to someone
 		}
-		if _, err := a.cfg.Store.Findings.Get(ctx, FindingKey(is.Signature)); !errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue
-		}
-		f := &campaign.Finding{Issue: is, Program: p, Observation: o}
-		campaign.Reduce(a.cfg.Target, f, a.cfg.MinimizeRuns, a.cfg.MinimizeTime, corrupt)
-		a.log.Info("minimized", "signature", is.Signature, "ops", len(f.Minimized.Ops), "from", len(p.Ops),
+		a.log.Info("minimized", "signature", w.Minimize, "ops", len(f.Minimized.Ops), "from", len(p.Ops),
 			"reproduced", fmt.Sprintf("%d/%d", f.Reproduced, f.Replays))
-		out = append(out, Minimized{Signature: is.Signature, Program: string(f.Minimized.Format()), Observation: f.MinObs,
-			Explanation: f.MinIssue.Explanation, Runs: f.MinRuns, Replays: f.Replays, Reproduced: f.Reproduced})
+		r.Minimized = Minimized{Signature: w.Minimize, Program: string(f.Minimized.Format()), Observation: f.MinObs,
+			Explanation: f.MinIssue.Explanation, Runs: f.MinRuns, Replays: f.Replays, Reproduced: f.Reproduced}
 	}
-	return out
+	b, err := json.Marshal(r)
+	if limit := int(a.cfg.Store.JS.Conn().MaxPayload()) - 64<<10; err == nil && len(b) > limit {
+		a.log.Warn("the minimized observation is too large for a message; sent without it", "signature", w.Minimize, "bytes", len(b))
+		r.Minimized.Observation = nil
+		b, err = json.Marshal(r)
+	}
+	if err != nil {
+		a.log.Error("encoding a minimize result", "signature", w.Minimize, "err", err)
+		m.NakWithDelay(time.Second)
+		return
+	}
+	if !a.publish(ctx, minimizedSubject(w.Campaign), minimizeMsgID(w.Campaign, w.Minimize), b) {
+		return
+	}
+	a.ack(ctx, m, w)
 }

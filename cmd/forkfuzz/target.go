@@ -1,0 +1,247 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/campaign"
+)
+
+// targetSel is a command's --target and the flags of every target kind,
+// registered on one flag set. After parsing, check rejects flags of
+// another kind than the chosen one, Open opens the target, and
+// ReplayArgs/Kernel say how to reopen it and which kernel it runs.
+type targetSel struct {
+	fs      *flag.FlagSet
+	name    *string
+	names   []string
+	owner   map[string]string // flag name -> target kind
+	openers map[string]func() (agents.Target, error)
+}
+
+// targetSetup adds --target (default def) and every kind's flags to fs.
+func targetSetup(fs *flag.FlagSet, def string) *targetSel {
+	s := &targetSel{fs: fs, owner: map[string]string{}, openers: map[string]func() (agents.Target, error){}}
+	for n := range targetKinds {
+		s.names = append(s.names, n)
+	}
+	sort.Strings(s.names)
+	var help []string
+	for _, n := range s.names {
+		help = append(help, n+" ("+targetKinds[n].help+")")
+	}
+	s.name = fs.String("target", def, "where programs run: "+strings.Join(help, ", "))
+	for _, n := range s.names {
+		before := map[string]bool{}
+		fs.VisitAll(func(f *flag.Flag) { before[f.Name] = true })
+		s.openers[n] = targetKinds[n].flags(fs)
+		fs.VisitAll(func(f *flag.Flag) {
+			if !before[f.Name] {
+				s.owner[f.Name] = n
+			}
+		})
+	}
+	return s
+}
+
+// Kind is the chosen --target.
+func (s *targetSel) Kind() string { return *s.name }
+
+// check reports an unknown --target or a flag of another target kind.
+func (s *targetSel) check() error {
+	if _, ok := s.openers[*s.name]; !ok {
+		return fmt.Errorf("unknown target %q (want one of %s)", *s.name, strings.Join(s.names, ", "))
+	}
+	var err error
+	s.fs.Visit(func(f *flag.Flag) {
+		if k, ok := s.owner[f.Name]; ok && k != *s.name && err == nil {
+			err = fmt.Errorf("--%s is a flag of --target %s, not of --target %s", f.Name, k, *s.name)
+		}
+	})
+	return err
+}
+
+// Open checks the selection and opens the target.
+func (s *targetSel) Open() (agents.Target, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.openers[*s.name]()
+}
+
+// checkCorrupt rejects an unknown --corrupt, or one on a target without an
+// executor, before anything runs.
+func (s *targetSel) checkCorrupt(name string) error {
+	return checkCorrupt(*s.name, name)
+}
+
+// checkCorrupt rejects --corrupt name for target kind.
+func checkCorrupt(kind, name string) error {
+	if name == "" {
+		return nil
+	}
+	_, ok := executor.Corruptions[name]
+	if _, rb := executor.RollbackCorruptions[name]; rb {
+		ok = true
+	}
+	if !ok {
+		var known []string
+		known = append(known, executor.CorruptionNames()...)
+		for n := range executor.RollbackCorruptions {
+			known = append(known, n)
+		}
+		sort.Strings(known)
+		return fmt.Errorf("--corrupt: unknown corruption %q (known: %s)", name, strings.Join(known, ", "))
+	}
+	if kind == "sim" {
+		return errors.New("--corrupt falsifies the executor's observations; --target sim has no executor (use --mutant)")
+	}
+	return nil
+}
+
+// checkAll is check and checkCorrupt.
+func (s *targetSel) checkAll(corrupt string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	return s.checkCorrupt(corrupt)
+}
+
+// imageTarget is a target booting a kernel image (vm.Target).
+type imageTarget interface {
+	KernelImage() string
+	KernelRelease() string
+}
+
+// ReplayArgs are the flags that reopen t as it was opened: --target and
+// the flags of its kind that change what a program does (not the ones
+// that only change how fast or where logs go), paths made absolute, and
+// for a VM target the image it booted.
+func (s *targetSel) ReplayArgs(t agents.Target) []string {
+	kind := targetKinds[*s.name]
+	args := []string{"--target", *s.name}
+	img, isImage := t.(imageTarget)
+	s.fs.Visit(func(f *flag.Flag) {
+		if s.owner[f.Name] != *s.name || !contains(kind.replay, f.Name) {
+			return
+		}
+		if isImage && f.Name == "kernel" {
+			return // added below, resolved
+		}
+		v := f.Value.String()
+		if contains(kind.paths, f.Name) {
+			var abs []string
+			for _, p := range strings.Split(v, ",") {
+				if a, err := filepath.Abs(p); err == nil && p != "" {
+					p = a
+				}
+				abs = append(abs, p)
+			}
+			v = strings.Join(abs, ",")
+		}
+		args = append(args, "--"+f.Name, v)
+	})
+	if isImage {
+		p := img.KernelImage()
+		if a, err := filepath.Abs(p); err == nil {
+			p = a
+		}
+		args = append(args, "--kernel", p)
+	}
+	return args
+}
+
+// Kernel identifies the kernel t runs programs on.
+func (s *targetSel) Kernel(t agents.Target) campaign.KernelID {
+	if img, ok := t.(imageTarget); ok {
+		k := campaign.KernelID{Image: img.KernelImage(), Uname: img.KernelRelease()}
+		if a, err := filepath.Abs(k.Image); err == nil {
+			k.Image = a
+		}
+		k.SHA256, _ = fileSHA256(k.Image)
+		return k
+	}
+	if *s.name == "native" {
+		return campaign.HostKernel()
+	}
+	return campaign.KernelID{Simulated: t.Name()}
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// isTerminal reports whether w is a terminal (the progress line may then
+// be rewritten in place with a carriage return).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// parseExit is the exit status of a failed flag parse: 0 for -h/--help
+// (the flag package printed the usage), 2 otherwise.
+func parseExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitClean
+	}
+	return exitError
+}
+
+// noArgs rejects positional arguments of a command that takes none: a
+// stray word would otherwise end flag parsing silently and drop every flag
+// after it.
+func noArgs(fs *flag.FlagSet, stderr io.Writer) bool {
+	if fs.NArg() == 0 {
+		return true
+	}
+	fmt.Fprintf(stderr, "%s: unexpected argument %q (flags after it would be ignored)\n", fs.Name(), fs.Arg(0))
+	return false
+}
+
+// wantArgs checks that fs has exactly n positional arguments; extra ones
+// are named (flags after a positional argument are not parsed).
+func wantArgs(fs *flag.FlagSet, n int, usage string, stderr io.Writer) bool {
+	switch {
+	case fs.NArg() > n:
+		fmt.Fprintf(stderr, "%s: unexpected argument %q (flags go before %s)\n", fs.Name(), fs.Arg(n), usage)
+		return false
+	case fs.NArg() < n:
+		fmt.Fprintf(stderr, "usage: %s [flags] %s\n", fs.Name(), usage)
+		return false
+	}
+	return true
+}
