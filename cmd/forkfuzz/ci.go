@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -47,15 +48,33 @@ func ciTargetFlags(fs *flag.FlagSet) (func() (agents.Target, error), map[string]
 	return open, names
 }
 
-// setTargetFlags returns the target flags set on fs as arguments.
-func setTargetFlags(fs *flag.FlagSet, names map[string]bool) []string {
-	var out []string
+// setTargetFlags returns the target flags set on fs as arguments: all of
+// them (to open the baseline alike) and the ones of kind that change what
+// a program does, paths made absolute (for replay commands).
+func setTargetFlags(fs *flag.FlagSet, names map[string]bool, kind string) (all, replay []string) {
+	k := targetKinds[kind]
 	fs.Visit(func(f *flag.Flag) {
-		if names[f.Name] && f.Name != "target" && f.Name != "list-mutants" {
-			out = append(out, "--"+f.Name, f.Value.String())
+		if !names[f.Name] || f.Name == "target" || f.Name == "list-mutants" {
+			return
 		}
+		all = append(all, "--"+f.Name, f.Value.String())
+		if !contains(k.replay, f.Name) {
+			return
+		}
+		v := f.Value.String()
+		if contains(k.paths, f.Name) {
+			var abs []string
+			for _, p := range strings.Split(v, ",") {
+				if a, err := filepath.Abs(p); err == nil && p != "" {
+					p = a
+				}
+				abs = append(abs, p)
+			}
+			v = strings.Join(abs, ",")
+		}
+		replay = append(replay, "--"+f.Name, v)
 	})
-	return out
+	return all, replay
 }
 
 func shellQuote(args []string) string {
@@ -166,7 +185,7 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	targetArgs := setTargetFlags(fs, tflags)
+	targetArgs, replayArgs := setTargetFlags(fs, tflags, kind)
 	cfg := gate.Config{
 		Open: openTarget, Budget: *budget, Seed: *seed, Profile: *profile, Workdir: *workdir,
 		CorpusDirs: corpusDirs, ReplayFindings: replayFindings, Known: known, MinPrograms: *minProgs,
@@ -209,7 +228,7 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 	case "native":
 		cfg.Kernel = gate.HostIdentity()
 	}
-	cfg.Kernel.Flags = append([]string{"--target", kind}, targetArgs...)
+	cfg.Kernel.Flags = append([]string{"--target", kind}, replayArgs...)
 	// The baseline: the same target flags with the kernel (qemu) or the
 	// model (sim) replaced.
 	var baseArgs []string
@@ -249,7 +268,8 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 		cfg.OpenBaseline = openBase
-		cfg.Baseline.Flags = append([]string{"--target", kind}, baseArgs...)
+		_, baseReplay := setTargetFlags(bfs, tflags, kind)
+		cfg.Baseline.Flags = append([]string{"--target", kind}, baseReplay...)
 		if kind == "sim" {
 			// Open it once now, so a bad mutant name is exit 2 at once.
 			t, err := openBase()
