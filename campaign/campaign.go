@@ -55,6 +55,12 @@ type Config struct {
 	// MaxHarnessErrors aborts the campaign after this many consecutive
 	// harness errors (default 5).
 	MaxHarnessErrors int
+	// Corpus is the directory that keeps the mutation pool across runs
+	// (resume.go; "": the pool lives in memory only).
+	Corpus string
+	// OnSample is called with every stats sample (stats.go), e.g. to
+	// export metrics.
+	OnSample func(Sample)
 }
 
 // Stats summarize a campaign.
@@ -73,6 +79,7 @@ type Stats struct {
 	// Judged is what the verdicts rested on, over every program.
 	Judged judge.Tally
 	Saved  []string // finding directories
+	stats  *statsLog
 }
 
 // ProgramSeed is the seed of program i of a campaign with seed s. A program
@@ -92,11 +99,8 @@ func ProgramRand(s uint64, i int64) *rand.Rand {
 // NewProgram produces program i of the campaign from the pool of earlier
 // programs: mostly fresh ones, sometimes mutations and splices.
 func NewProgram(s uint64, i int64, pool []*prog.Program, w gen.Weights) *prog.Program {
-	r := ProgramRand(s, i)
-	if len(pool) > 0 && r.IntN(3) == 0 {
-		return gen.Mutate(r, pool[r.IntN(len(pool))], pool, w)
-	}
-	return gen.Generate(r, w)
+	p, _ := NewProgramParent(s, i, pool, w)
+	return p
 }
 
 // PoolMax bounds the pool of programs that mutations draw on.
@@ -165,7 +169,14 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 		return nil, err
 	}
 	pool := NewPool()
+	saved, err := openCorpus(cfg, pool)
+	if err != nil {
+		return nil, err
+	}
+	defer saved.done()
 	var programs, forks atomic.Int64
+	st.stats = newStatsLog(cfg, start)
+	defer st.stats.start(st, &programs, &forks, start)()
 	stopProgress := make(chan struct{})
 	progressDone := make(chan struct{})
 	go func() {
@@ -224,12 +235,13 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 				return
 			}
 			next++
-			p := NewProgram(cfg.Seed, i, pool.Progs, cfg.Weights)
+			p, parent := NewProgramParent(cfg.Seed, i, pool.Progs, cfg.Weights)
+			saved.mutated(i, parent)
 			mu.Unlock()
 			o, err := cfg.Target.Run(p, agents.Options{Corrupt: cfg.Corrupt})
 			v, herr := judge.Judge(p, o, err)
 			mu.Lock()
-			found, err := record(cfg, st, store, pool, &harnessErrs, i, p, o, v, herr, &programs, &forks)
+			found, err := record(cfg, st, store, pool, saved, &harnessErrs, i, p, o, v, herr, &programs, &forks)
 			if err != nil && fatal == nil {
 				fatal = err
 			}
@@ -266,10 +278,11 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 // held), returns the findings with signatures never seen before (claimed:
 // no other worker saves them), and a fatal error when the campaign must
 // stop.
-func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, harnessErrs *int, i int64, p *prog.Program,
+func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, saved *savedCorpus, harnessErrs *int, i int64, p *prog.Program,
 	o *obs.Observation, v *judge.Verdict, herr error, programs, forks *atomic.Int64) ([]*Finding, error) {
 	if herr != nil {
 		st.HarnessErrors++
+		st.stats.harnessError()
 		*harnessErrs++
 		logf(cfg.Log, "program %d (seed %d): harness error: %v", i, ProgramSeed(cfg.Seed, i), herr)
 		if *harnessErrs >= cfg.MaxHarnessErrors {
@@ -280,8 +293,9 @@ func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, harnessErrs 
 	*harnessErrs = 0
 	programs.Add(1)
 	forks.Add(int64(p.NumForks()))
-	pool.Add(i, p)
+	saved.add(pool, i, p)
 	st.Judged.Add(v)
+	st.stats.saw(o, v)
 	if v.OK() {
 		return nil, nil
 	}
@@ -297,6 +311,7 @@ func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, harnessErrs 
 			continue
 		}
 		atomic.AddInt64(&st.Findings, 1)
+		saved.finding(p)
 		logf(cfg.Log, "program %d (seed %d): new finding %s", i, ProgramSeed(cfg.Seed, i), is.Signature)
 		kid := cfg.Kernel
 		if o != nil {

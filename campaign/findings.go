@@ -214,6 +214,11 @@ func (s *FindingStore) Save(f *Finding) (string, error) {
 	for name, text := range f.Issue.Files {
 		files[name] = []byte(text)
 	}
+	for _, extra := range FindingFiles {
+		for name, b := range extra(f) {
+			files[name] = b
+		}
+	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(tmp, name), b, 0o644); err != nil {
 			return "", fmt.Errorf("findings: %w", err)

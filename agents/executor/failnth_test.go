@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -249,4 +250,29 @@ func hasEvent(es []obs.Event, k obs.EventKind, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestDescendantsVmPTE: the page tables of this process's children (and
+// theirs) are found, so the rollback oracle can tell them from a leak.
+func TestDescendantsVmPTE(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 30 & wait")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot start a child: %v", err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var kb int64
+	var pids []int
+	var ok bool
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if kb, pids, ok = descendantsVmPTE(); ok && len(pids) >= 2 {
+			break
+		}
+	}
+	if !ok {
+		t.Skip("/proc/PID/task/TID/children is missing (CONFIG_PROC_CHILDREN off)")
+	}
+	if len(pids) < 2 || !slices.Contains(pids, cmd.Process.Pid) || kb <= 0 {
+		t.Fatalf("descendants %v (want the shell %d and its sleep), VmPTE %d kB", pids, cmd.Process.Pid, kb)
+	}
+	t.Logf("%d descendants, %d kB of page tables", len(pids), kb)
 }

@@ -57,11 +57,16 @@ func (m *machine) threadsRemap() bool {
 const quietProcesses = 4
 
 // otherProcesses counts user processes (a non-empty cmdline: not kernel
-// threads) other than this one and its children.
+// threads) other than this one and its descendants (the program's
+// processes, whose page tables are measured separately).
 func otherProcesses() int {
 	me := os.Getpid()
 	kids := map[int]bool{}
 	for _, c := range threadChildren() {
+		kids[c] = true
+	}
+	_, desc, _ := descendantsVmPTE()
+	for _, c := range desc {
 		kids[c] = true
 	}
 	ents, err := os.ReadDir("/proc")

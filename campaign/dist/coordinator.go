@@ -108,6 +108,9 @@ type coord struct {
 	// recMu serializes the read-modify-write of finding records and the
 	// writing of finding directories (rare: new findings, minimizations).
 	recMu sync.Mutex
+	// wasFinished: the campaign had finished before this start (a
+	// resumed finished campaign does not ask again for minimizations).
+	wasFinished bool
 
 	mu         sync.Mutex // protects everything below
 	state      State
@@ -238,6 +241,7 @@ func (c *coord) loadState(ctx context.Context) error {
 	default:
 		return fmt.Errorf("dist: campaign %s: %w", cfg.Campaign, err)
 	}
+	c.wasFinished = c.state.Finished
 	c.state.Finished = false
 	c.state.Starts++
 	if cfg.Kernel != "" {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/sim"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
@@ -302,4 +303,55 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// The coordinator judges each stored result exactly once, on several
+// goroutines at a time; workers do not judge.
+func TestJudgedOnceInParallel(t *testing.T) {
+	_, st := testConnected(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second) // generous: CI runs QEMU tests beside it
+	defer cancel()
+	actx, stopWorkers := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for k := 0; k < 2; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			RunWorker(actx, WorkerConfig{Store: st, ID: fmt.Sprintf("w%d", k), Kind: "noop", Target: noopTarget{}})
+		}()
+	}
+	var mu sync.Mutex
+	calls, inFlight, maxInFlight := 0, 0, 0
+	j := func(*prog.Program, *obs.Observation, error) (*judge.Verdict, error) {
+		mu.Lock()
+		calls++
+		inFlight++
+		maxInFlight = max(maxInFlight, inFlight)
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond) // a judge that takes a while
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return &judge.Verdict{}, nil
+	}
+	const n = 200
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "once", Seed: 1, Programs: n, Target: "noop",
+		Weights: gen.DefaultWeights(), Queue: 64, Judges: 4, judge: j})
+	stopWorkers()
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Done != n {
+		t.Fatalf("%d of %d done", cs.Done, n)
+	}
+	// A duplicate found already done is dropped before judging; one
+	// handled at the same time as its twin is judged and then dropped.
+	if int64(calls) < cs.Done || int64(calls) > cs.Done+cs.Duplicates {
+		t.Errorf("%d judge calls for %d stored results and %d duplicates", calls, cs.Done, cs.Duplicates)
+	}
+	if maxInFlight < 2 {
+		t.Errorf("at most %d judge call at a time with 4 judges", maxInFlight)
+	}
+	t.Logf("%d judge calls, up to %d at a time, for %d results (%d duplicates)", calls, maxInFlight, cs.Done, cs.Duplicates)
 }

@@ -7,13 +7,15 @@
 // record per program index, the mutation pool, findings (deduplicated by
 // signature) and their reproducers, and kernel images by SHA-256.
 //
-// Agents share one durable pull consumer per target kind. An agent runs a
+// Workers (`forkfuzz worker`, formerly called agents, which the wire
+// fields, JetStream names and metric labels still say) share one durable
+// pull consumer per target kind. A worker runs a
 // program on its own target, keeps the message alive (InProgress) while it
 // runs, publishes the Result on FFZ_RESULTS (subject
-// ffz.result.<campaign>, the same message ID, so two agents' results of
+// ffz.result.<campaign>, the same message ID, so two workers' results of
 // one program are deduplicated by the stream), and acknowledges the work
-// only once JetStream has stored the result. Work whose agent dies is
-// redelivered after the consumer's AckWait. Agents do not judge.
+// only once JetStream has stored the result. Work whose worker dies is
+// redelivered after the consumer's AckWait. Workers do not judge.
 //
 // The coordinator judges each result exactly once. It pulls results and
 // hands them to a pool of CoordinatorConfig.Judges goroutines; each, for
@@ -28,12 +30,12 @@
 //
 // Minimization: when the coordinator stores a new finding it publishes a
 // minimization request (a Work with Minimize set to the signature, on the
-// same work subject, message ID <campaign>/min/<finding key>). The agent
+// same work subject, message ID <campaign>/min/<finding key>). The worker
 // that pulls it reduces the program with campaign.Reduce (which judges its
 // own runs) and publishes a MinimizeResult on ffz.result.<campaign>.min
 // (same message ID); the coordinator consumes those apart, stores the
 // minimized program in the finding's record and rewrites its directory.
-// An agent started with --minimize-runs 0 answers that it does not
+// A worker started with --minimize-runs 0 answers that it does not
 // minimize. The campaign finishes only when every request is answered; a
 // restarted coordinator asks again for every finding of the campaign whose
 // record has no answer.

@@ -244,7 +244,8 @@ func (c *coord) minimizeDone(key string) {
 
 // restoreFinding, on a coordinator's start, writes the directory of a
 // stored finding of this campaign that a crash kept from being written,
-// and asks again for its minimization if none was stored.
+// and asks again for its minimization if none was stored (unless the
+// campaign had finished: then no worker may be there to answer).
 func (c *coord) restoreFinding(ctx context.Context, key string) error {
 	c.recMu.Lock()
 	defer c.recMu.Unlock()
@@ -252,7 +253,7 @@ func (c *coord) restoreFinding(ctx context.Context, key string) error {
 	if err != nil || rec == nil {
 		return err // nil: its result is not acknowledged yet; it comes again
 	}
-	if rec.minimizePending() {
+	if rec.minimizePending() && !c.wasFinished {
 		if err := c.requestMinimize(ctx, rec); err != nil {
 			return err
 		}

@@ -124,11 +124,13 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	target := fs.String("target", "native", "target kind the agents run: native, qemu or sim")
 	kernelImage := fs.String("kernel-image", "", "qemu: publish this kernel image to the object store; agents fetch it by hash")
 	queue := fs.Int("queue", 256, "programs published and not yet done, at most")
+	judges := fs.Int("judges", 0, "goroutines that judge and store results (0: 2 per CPU, at least 4)")
 	ackWait := fs.Duration("ack-wait", 30*time.Second, "an agent silent this long loses its work to another agent")
 	workdir := fs.String("workdir", "workdir", "finding directories are written here too")
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executors falsify observations")
 	logLevel := fs.String("log-level", "info", "debug (every program's seed), info, warn, error")
 	quiet := fs.Bool("q", false, "no progress line")
+	httpAddr := fs.String("http", "", "serve the live campaign page (rates, findings, agents; read-only, no authentication) on this address, e.g. 127.0.0.1:8080")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
@@ -202,6 +204,13 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 		}
 		log.Info("metrics", "url", "http://"+addr+"/metrics")
 	}
+	if *httpAddr != "" {
+		addr, err := serveLive(ctx, *httpAddr, st, *name, *workdir, 10*time.Second)
+		if err != nil {
+			return fail(err)
+		}
+		log.Info("campaign page", "url", "http://"+addr+"/")
+	}
 	var kernelHash string
 	if *kernelImage != "" {
 		if kernelHash, err = dist.PutKernel(ctx, st, *kernelImage); err != nil {
@@ -218,7 +227,7 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	}
 	ccfg := dist.CoordinatorConfig{Store: st, Campaign: *name, Seed: *seed, Programs: *programs, Duration: *duration,
 		Target: *target, Kernel: kernelHash, Corrupt: *corrupt, Weights: weights, Workdir: *workdir,
-		Queue: *queue, AckWait: *ackWait, Log: log, Metrics: m}
+		Queue: *queue, Judges: *judges, AckWait: *ackWait, Log: log, Metrics: m}
 	if !*quiet {
 		ccfg.Progress = stderr
 		if !isTerminal(stderr) {

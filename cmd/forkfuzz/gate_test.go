@@ -179,7 +179,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(".", "workdir")); err == nil {
 		t.Errorf("a run wrote ./workdir")
 	}
-	for _, args := range [][]string{{"-h"}, {"--help"}, {"run", "-h"}, {"exec", "--help"}, {"run", "--target", "sim", "-h"}} {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"run", "-h"}, {"exec", "--help"}, {"run", "--target", "sim", "-h"}, {"kernel", "-h"}, {"kernel", "check", "-h"}, {"version", "-h"}} {
 		if code, _, _ := forkfuzz(t, args...); code != exitClean {
 			t.Errorf("forkfuzz %s: exit %d, want 0", strings.Join(args, " "), code)
 		}
@@ -224,5 +224,22 @@ func TestRunSIGTERM(t *testing.T) {
 	}
 	if strings.Contains(r.errs, "\r") {
 		t.Errorf("progress into a non-terminal uses carriage returns: %q", r.errs)
+	}
+}
+
+// TestHarnessErrorsAfterFindings: a campaign that gives up on harness
+// errors exits 2 but still lists the findings it saved before, and says
+// both. (The test-only corruption child-misses-write is a harness error
+// on a program whose children saw no private word: seed 1 finds two
+// things in programs 0 and 1, then program 2 cannot be corrupted.)
+func TestHarnessErrorsAfterFindings(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := forkfuzz(t, "run", "-q", "--corrupt", "child-misses-write", "--programs", "12", "--seed", "1",
+		"--workdir", dir, "--minimize-runs", "5", "--max-harness-errors", "1")
+	if code != exitError || !strings.Contains(errs, "harness errors in a row") || !strings.Contains(errs, "failing runs: ") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	if n := strings.Count(out, "\nfinding: "); n == 0 {
+		t.Fatalf("no finding listed:\n%s", out)
 	}
 }

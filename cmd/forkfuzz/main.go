@@ -175,6 +175,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("q", false, "no progress line")
 	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", ")+" (part of what a seed replays)")
 	overJS := fs.Bool("dist", false, "run through a coordinator and an agent in this process over an embedded NATS JetStream server")
+	resume := runFlags(fs)
+	maxHarness := fs.Int("max-harness-errors", 5, "give up (exit 2) after this many harness errors in a row")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
@@ -186,6 +188,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	switch {
+	case *maxHarness < 1:
+		return fail("--max-harness-errors %d: want at least 1", *maxHarness)
 	case *duration < 0:
 		return fail("--duration %v: want a positive duration (or 0 for no time limit)", *duration)
 	case *programs < 0:
@@ -220,7 +224,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	cfg := campaign.Config{
 		Target: t, Seed: *seed, Duration: *duration, Programs: *programs, Workdir: *workdir,
 		Weights: weights, Log: stdout, MinimizeRuns: *minRuns, MinimizeTime: *minTime, Corrupt: *corrupt,
-		TargetArgs: sel.ReplayArgs(t), Kernel: sel.Kernel(t),
+		TargetArgs: sel.ReplayArgs(t), Kernel: sel.Kernel(t), MaxHarnessErrors: *maxHarness,
 	}
 	if !*quiet {
 		cfg.Progress = stderr
@@ -233,6 +237,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return runDist(t, sel.Kind(), cfg, *minRuns, *minTime, stdout, stderr)
 	}
 	fmt.Fprintf(stdout, "campaign: %s, kernel %s\n", version.String(), cfg.Kernel)
+	if err := resume(ctx, &cfg, t); err != nil {
+		fmt.Fprintln(stderr, "forkfuzz run:", err)
+		return exitError
+	}
 	st, err := campaign.Run(ctx, cfg)
 	if st != nil {
 		fmt.Fprintf(stdout, "summary: %d programs, %d forks in %v (%.1f programs/s, %.1f forks/s); %d failing runs, %d unique findings, %d harness errors; seed %d\n",
@@ -255,7 +263,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz run:", err)
 		if st != nil && st.Events > 0 {
-			fmt.Fprintf(stderr, "forkfuzz run: and %d failing runs before that (%d new findings, %d known; listed above)\n", st.Events, st.Findings, st.Known)
+			fmt.Fprintf(stderr, "forkfuzz run: and before that, %d failing runs: %d new findings, %d known from earlier runs (listed on stdout)\n", st.Events, st.Findings, st.Known)
 		}
 		return exitError
 	}

@@ -128,7 +128,7 @@ type imageTarget interface {
 // ReplayArgs are the flags that reopen t as it was opened: --target and
 // the flags of its kind that change what a program does (not the ones
 // that only change how fast or where logs go), paths made absolute, and
-// for a VM target the image it booted.
+// for a VM target the image it booted (Kernel gives its sha256).
 func (s *targetSel) ReplayArgs(t agents.Target) []string {
 	kind := targetKinds[*s.name]
 	args := []string{"--target", *s.name}
@@ -153,7 +153,9 @@ func (s *targetSel) ReplayArgs(t agents.Target) []string {
 		}
 		args = append(args, "--"+f.Name, v)
 	})
-	if isImage {
+	if isImage && (s.flagValue("kernel") != "" || s.flagValue("target-file") != "") {
+		// (Without either, the default image replays as the default: a
+		// --kernel naming it would lose the modules fetched with it.)
 		p := img.KernelImage()
 		if a, err := filepath.Abs(p); err == nil {
 			p = a
@@ -161,6 +163,14 @@ func (s *targetSel) ReplayArgs(t agents.Target) []string {
 		args = append(args, "--kernel", p)
 	}
 	return args
+}
+
+// flagValue is the value of flag name, "" if there is none.
+func (s *targetSel) flagValue(name string) string {
+	if f := s.fs.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
 }
 
 // Kernel identifies the kernel t runs programs on.

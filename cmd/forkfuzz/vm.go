@@ -98,6 +98,9 @@ func cmdKernel(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprintln(stdout, "usage: forkfuzz kernel build [--src DIR] [--out DIR] | forkfuzz kernel check IMAGE-or-.config | forkfuzz kernel module --tree DIR [--out FILE]")
+		return exitClean
 	case "build":
 		return cmdKernelBuild(args[1:], stdout, stderr)
 	case "check":

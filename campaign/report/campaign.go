@@ -1,0 +1,480 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/campaign"
+)
+
+// CampaignHTML is the campaign page's file name in a workdir.
+const CampaignHTML = "index.html"
+
+// FindingRow is one finding on the campaign page.
+type FindingRow struct {
+	Meta
+	Dir   string // directory name under findings/
+	Count int64  // failing runs that showed it (from the stats samples)
+	First time.Time
+	Last  time.Time
+}
+
+// AgentRow is one agent (or VM) on a live page.
+type AgentRow struct {
+	Name, Health, Target, Host string
+	Busy, Workers              int
+	Programs, Errors           int64
+	LastSeen                   time.Duration
+}
+
+// Campaign is what the campaign page shows.
+type Campaign struct {
+	Title    string
+	Workdir  string
+	Samples  []campaign.Sample
+	Findings []FindingRow
+	Agents   []AgentRow
+	// Status lines (a coordinator's queue, campaign states).
+	Status []string
+	// Refresh makes the page reload itself every that many seconds (live).
+	Refresh int
+	// Corpus describes the workdir's saved corpus, if any.
+	Corpus []string
+	// LinkPrefix goes before finding links ("findings/").
+	LinkPrefix string
+}
+
+// LoadCampaign reads a workdir: its stats samples and finding directories
+// (report.json where present, else the directory itself).
+func LoadCampaign(workdir string) (*Campaign, error) {
+	c := &Campaign{Title: "forkfuzz campaign", Workdir: workdir, LinkPrefix: "findings/"}
+	var err error
+	if c.Samples, err = campaign.ReadSamples(workdir); err != nil {
+		return nil, err
+	}
+	if c.Findings, err = loadFindingRows(workdir, c.Samples); err != nil {
+		return nil, err
+	}
+	c.Corpus = corpusLines(workdir)
+	return c, nil
+}
+
+func loadFindingRows(workdir string, samples []campaign.Sample) ([]FindingRow, error) {
+	root := filepath.Join(workdir, "findings")
+	ents, err := os.ReadDir(root)
+	if os.IsNotExist(err) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	counts := sigCounts(samples)
+	var rows []FindingRow
+	for _, e := range ents {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		var m Meta
+		if b, err := os.ReadFile(filepath.Join(dir, FindingJSON)); err == nil && json.Unmarshal(b, &m) == nil {
+		} else {
+			f, err := LoadFinding(dir)
+			if err != nil {
+				continue // not a finding directory
+			}
+			m = MetaOf(f)
+			if fi, err := os.Stat(filepath.Join(dir, "signature")); err == nil {
+				m.Saved = fi.ModTime().UTC()
+			}
+		}
+		r := FindingRow{Meta: m, Dir: e.Name(), First: m.Saved, Last: m.Saved}
+		if sc := counts[m.Signature]; sc != nil {
+			r.Count, r.First, r.Last = sc.Count, sc.First, sc.Last
+		}
+		rows = append(rows, r)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Oracle != rows[j].Oracle {
+			return rows[i].Oracle < rows[j].Oracle
+		}
+		return rows[i].First.Before(rows[j].First)
+	})
+	return rows, nil
+}
+
+// sigCounts adds up the last sample of every run.
+func sigCounts(samples []campaign.Sample) map[string]*campaign.SigCount {
+	last := map[string]campaign.Sample{}
+	for _, s := range samples {
+		last[s.Run] = s
+	}
+	out := map[string]*campaign.SigCount{}
+	for _, s := range last {
+		for sig, c := range s.Signatures {
+			o := out[sig]
+			if o == nil {
+				cc := *c
+				out[sig] = &cc
+				continue
+			}
+			o.Count += c.Count
+			if c.First.Before(o.First) {
+				o.First = c.First
+			}
+			if c.Last.After(o.Last) {
+				o.Last = c.Last
+			}
+		}
+	}
+	return out
+}
+
+// corpusLines describes workdir/corpus, where `run` keeps its corpus.
+func corpusLines(workdir string) []string {
+	ents, err := os.ReadDir(filepath.Join(workdir, "corpus"))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		progs, _ := filepath.Glob(filepath.Join(workdir, "corpus", e.Name(), "*.ffz"))
+		out = append(out, fmt.Sprintf("corpus/%s: %d programs", e.Name(), len(progs)))
+	}
+	return out
+}
+
+// runs splits samples by run, in time order.
+func runs(samples []campaign.Sample) [][]campaign.Sample {
+	idx := map[string]int{}
+	var out [][]campaign.Sample
+	for _, s := range samples {
+		i, ok := idx[s.Run]
+		if !ok {
+			i = len(out)
+			idx[s.Run] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], s)
+	}
+	return out
+}
+
+// forkMode says which fork implementation a target runs.
+func forkMode(target, kernel string) string {
+	switch {
+	case strings.HasPrefix(target, "sim-"):
+		mode, mutant, _ := strings.Cut(strings.TrimPrefix(target, "sim-"), "+")
+		if mutant != "" {
+			return fmt.Sprintf("simulated %s fork with mutant %s", mode, mutant)
+		}
+		return "simulated " + mode + " fork"
+	case target == "sim":
+		return "the simulated kernel (each agent's --fork and --mutant)"
+	case target == "native":
+		return "the host kernel's fork"
+	case target == "qemu":
+		return "the guest kernel's fork"
+	}
+	return target
+}
+
+// CampaignPage renders the campaign page.
+func CampaignPage(c *Campaign) []byte {
+	var b html
+	rs := runs(c.Samples)
+	var last campaign.Sample
+	if len(c.Samples) > 0 {
+		last = c.Samples[len(c.Samples)-1]
+	}
+	var programs, forks, events, harness int64
+	var elapsed float64
+	for _, r := range rs {
+		l := r[len(r)-1]
+		programs += l.Programs
+		forks += l.Forks
+		events += l.Events
+		harness += l.HarnessErrors
+		elapsed += l.Elapsed
+	}
+	sub := fmt.Sprintf("%s · %d runs · updated %s", esc(c.Workdir), len(rs), time.Now().UTC().Format("2006-01-02 15:04:05 UTC"))
+	if c.Refresh > 0 {
+		sub += fmt.Sprintf(" · live, reloads every %ds", c.Refresh)
+	}
+	b.f(`<header><h1>%s</h1><div class="sub">%s</div></header><main>`, esc(c.Title), sub)
+	b.f(`<section id="summary"><h2>Summary</h2><div class="kv">`)
+	kv := func(k, v string) { b.f(`<div>%s</div><div>%s</div>`, esc(k), v) }
+	if last.Target != "" {
+		kv("target", esc(last.Target))
+		kv("fork mode", esc(forkMode(last.Target, last.Kernel)))
+		k := last.Kernel
+		if k == "" {
+			k = "not reported by the observations"
+		} else {
+			k = "Linux " + k
+		}
+		kv("kernel", esc(k))
+		seeds := map[uint64]bool{}
+		var ss []string
+		for _, r := range rs {
+			if !seeds[r[0].Seed] {
+				seeds[r[0].Seed] = true
+				ss = append(ss, fmt.Sprint(r[0].Seed))
+			}
+		}
+		kv("seeds", esc(strings.Join(ss, ", ")))
+	}
+	rate := func(n int64) string {
+		if elapsed <= 0 {
+			return ""
+		}
+		return fmt.Sprintf(" (%.1f/s)", float64(n)/elapsed)
+	}
+	kv("programs", esc(fmt.Sprintf("%d%s", programs, rate(programs))))
+	kv("forks", esc(fmt.Sprintf("%d%s", forks, rate(forks))))
+	kv("failing runs", esc(fmt.Sprint(events)))
+	kv("unique findings", esc(fmt.Sprint(len(c.Findings))))
+	kv("harness errors", esc(fmt.Sprint(harness)))
+	kv("time fuzzing", esc((time.Duration(elapsed) * time.Second).String()))
+	for _, l := range c.Corpus {
+		kv("corpus", esc(l))
+	}
+	for _, s := range c.Status {
+		kv("status", esc(s))
+	}
+	b.f(`</div></section>`)
+
+	// Plots.
+	var progS, forkS, findS series
+	progS = series{name: "programs/s", color: "#2e6fb7"}
+	forkS = series{name: "forks/s", color: "#27ae60"}
+	findS = series{name: "unique findings", color: "#c0392b"}
+	failS := series{name: "failing runs", color: "#e67e22"}
+	var base int64
+	for _, r := range rs {
+		var ps, fs, ns, es []pt
+		for i, s := range r {
+			var dp, df, dt float64
+			if i == 0 {
+				dp, df, dt = float64(s.Programs), float64(s.Forks), s.Elapsed
+			} else {
+				dp, df, dt = float64(s.Programs-r[i-1].Programs), float64(s.Forks-r[i-1].Forks), s.Elapsed-r[i-1].Elapsed
+			}
+			if dt >= 1 {
+				ps = append(ps, pt{s.Time, dp / dt})
+				fs = append(fs, pt{s.Time, df / dt})
+			}
+			ns = append(ns, pt{s.Time, float64(base + s.Findings)})
+			es = append(es, pt{s.Time, float64(s.Events)})
+		}
+		base += r[len(r)-1].Findings
+		progS.segs = append(progS.segs, ps)
+		forkS.segs = append(forkS.segs, fs)
+		findS.segs = append(findS.segs, ns)
+		failS.segs = append(failS.segs, es)
+	}
+	b.f(`<section id="plots"><h2>Over time</h2><div class="scroll">%s %s</div>`,
+		lineChart("programs and forks per second", []series{progS, forkS}, 600, 230),
+		lineChart("findings", []series{findS, failS}, 600, 230))
+	if len(c.Samples) == 0 {
+		b.f(`<p class="note">No samples in %s yet (a run writes one every %s).</p>`, campaign.StatsFile, campaign.StatsEvery)
+	} else {
+		b.f(`<p class="note">%d samples from %s; coverage over time is not plotted: this campaign collects no coverage.</p>`, len(c.Samples), campaign.StatsFile)
+	}
+	b.f(`</section>`)
+
+	// Agents.
+	if len(c.Agents) > 0 {
+		b.f(`<section id="agents"><h2>Agents</h2><table><tr><th>agent</th><th>health</th><th>target</th><th>host</th><th class="num">busy / VMs or workers</th><th class="num">programs</th><th class="num">harness errors</th><th class="num">last heartbeat</th></tr>`)
+		for _, a := range c.Agents {
+			cls := ""
+			if a.Health != "ok" {
+				cls = ` class="warn"`
+			}
+			b.f(`<tr><td>%s</td><td%s>%s</td><td>%s</td><td>%s</td><td class="num">%d/%d</td><td class="num">%d</td><td class="num">%d</td><td class="num">%s ago</td></tr>`,
+				esc(a.Name), cls, esc(a.Health), esc(a.Target), esc(a.Host), a.Busy, a.Workers, a.Programs, a.Errors, a.LastSeen.Round(100*time.Millisecond))
+		}
+		b.f(`</table></section>`)
+	}
+
+	// Findings, grouped.
+	b.f(`<section id="findings"><h2>Findings (%d)</h2>`, len(c.Findings))
+	if len(c.Findings) == 0 {
+		b.f(`<p>No findings.</p>`)
+	} else {
+		b.f(`<p class="note">Grouped by probable root cause, a heuristic (forkfuzz does not bisect causes): signatures one program showed first together, and one symptom (operation and memory kind) under several oracles; the findings in no group follow. Count: failing runs that showed the signature (from %s).</p>`, campaign.StatsFile)
+		b.f(`<table class="findings"><tr><th>signature</th><th>oracle</th><th class="num">count</th><th>first seen</th><th>last seen</th><th class="num">ops (min)</th><th class="num">replay rate</th><th>program</th><th>report</th></tr>`)
+		for _, g := range groupByProgram(c.Findings) {
+			if len(g) > 1 {
+				b.f(`<tr><th colspan="9">%s</th></tr>`, esc(groupTitle(g)))
+			} else if g[0].single {
+				b.f(`<tr><th colspan="9">in no group</th></tr>`)
+			}
+			for _, r := range g {
+				replay := "—"
+				if r.Replays > 0 {
+					replay = fmt.Sprintf("%d/%d (%.0f%%)", r.Reproduced, r.Replays, 100*float64(r.Reproduced)/float64(r.Replays))
+				}
+				ops := fmt.Sprint(r.Ops)
+				if r.Minimized {
+					ops = fmt.Sprintf("%d → %d", r.Ops, r.MinOps)
+				}
+				count := "—"
+				if r.Count > 0 {
+					count = fmt.Sprint(r.Count)
+				}
+				link := c.LinkPrefix + r.Dir + "/"
+				b.f(`<tr><td class="mono"><a href="%s%s">%s</a></td><td><span class="badge b-%s">%s</span></td><td class="num">%s</td><td>%s</td><td>%s</td><td class="num">%s</td><td class="num">%s</td><td class="mono">%d / %d</td><td><a href="%s%s">report</a> · <a href="%sreport.txt">text</a></td></tr>`,
+					esc(link), FindingHTML, esc(r.Signature), esc(r.Oracle), esc(r.Oracle), count, tfmt(r.First), tfmt(r.Last), ops, replay, r.CampaignSeed, r.Index, esc(link), FindingHTML, esc(link))
+			}
+		}
+		b.f(`</table>`)
+	}
+	b.f(`</section></main>`)
+	out := page(c.Title, b.HTML())
+	if c.Refresh > 0 {
+		out = []byte(strings.Replace(string(out), "<head>", fmt.Sprintf(`<head><meta http-equiv="refresh" content="%d">`, c.Refresh), 1))
+	}
+	return out
+}
+
+// groupRow is a finding row in a group; single marks the first of the
+// rows in no group.
+type groupRow struct {
+	FindingRow
+	single bool
+}
+
+// symptom is a signature without its oracle ("lost-store:anon-private"):
+// the same symptom under two oracles (a child's snapshot and a process's
+// own memory) usually has one cause.
+func symptom(sig string) string {
+	_, rest, ok := strings.Cut(sig, ":")
+	if !ok {
+		return sig
+	}
+	return rest
+}
+
+// groupByProgram groups findings that probably share a root cause: those
+// first shown by the same program (campaign seed and index), and those
+// with the same symptom under different oracles. Groups of several come
+// first, in order of first sight, then the findings in no group.
+func groupByProgram(rows []FindingRow) [][]groupRow {
+	parent := make([]int, len(rows))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		if parent[i] != i {
+			parent[i] = find(parent[i])
+		}
+		return parent[i]
+	}
+	byKey := map[string]int{}
+	for i, r := range rows {
+		for _, k := range []string{fmt.Sprintf("program %d/%d", r.CampaignSeed, r.Index), "symptom " + symptom(r.Signature)} {
+			if j, ok := byKey[k]; ok {
+				parent[find(i)] = find(j)
+			} else {
+				byKey[k] = i
+			}
+		}
+	}
+	by := map[int][]groupRow{}
+	var roots []int
+	for i, r := range rows {
+		root := find(i)
+		if _, ok := by[root]; !ok {
+			roots = append(roots, root)
+		}
+		by[root] = append(by[root], groupRow{FindingRow: r})
+	}
+	first := func(g []groupRow) time.Time {
+		t := g[0].First
+		for _, r := range g {
+			if r.First.Before(t) {
+				t = r.First
+			}
+		}
+		return t
+	}
+	var multi, single [][]groupRow
+	for _, root := range roots {
+		g := by[root]
+		sort.SliceStable(g, func(i, j int) bool {
+			if symptom(g[i].Signature) != symptom(g[j].Signature) {
+				return symptom(g[i].Signature) < symptom(g[j].Signature)
+			}
+			return g[i].Oracle < g[j].Oracle
+		})
+		if len(g) > 1 {
+			multi = append(multi, g)
+		} else {
+			single = append(single, g)
+		}
+	}
+	sort.SliceStable(multi, func(i, j int) bool { return first(multi[i]).Before(first(multi[j])) })
+	sort.SliceStable(single, func(i, j int) bool {
+		if single[i][0].Oracle != single[j][0].Oracle {
+			return single[i][0].Oracle < single[j][0].Oracle
+		}
+		return single[i][0].First.Before(single[j][0].First)
+	})
+	if len(single) > 0 {
+		single[0][0].single = true
+	}
+	return append(multi, single...)
+}
+
+// groupTitle says why a group's findings are together.
+func groupTitle(g []groupRow) string {
+	progs, symptoms := map[string]int{}, map[string]int{}
+	var pl, sl []string
+	for _, r := range g {
+		p := fmt.Sprintf("%d (seed %d)", r.Index, r.CampaignSeed)
+		if progs[p]++; progs[p] == 2 {
+			pl = append(pl, p)
+		}
+		s := symptom(r.Signature)
+		if symptoms[s]++; symptoms[s] == 2 {
+			sl = append(sl, s)
+		}
+	}
+	var why []string
+	if len(pl) > 0 {
+		why = append(why, "first seen together in program "+strings.Join(pl, ", "))
+	}
+	if len(sl) > 0 {
+		why = append(why, "the same symptom under several oracles: "+strings.Join(sl, ", "))
+	}
+	return fmt.Sprintf("%d signatures, probably one cause: %s", len(g), strings.Join(why, "; "))
+}
+
+func tfmt(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("01-02 15:04:05")
+}
+
+// WriteCampaign writes the campaign page (and every finding's page) of a
+// workdir and returns the page's path.
+func WriteCampaign(workdir string) (string, error) {
+	if _, err := WriteFindingPages(workdir); err != nil && !os.IsNotExist(err) {
+		return "", err
+	}
+	c, err := LoadCampaign(workdir)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(workdir, CampaignHTML)
+	return path, os.WriteFile(path, CampaignPage(c), 0o644)
+}

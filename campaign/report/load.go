@@ -1,0 +1,177 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/checker"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+var (
+	reTarget    = regexp.MustCompile(`(?m)^target:\s+(\S+)`)
+	reOracle    = regexp.MustCompile(`(?m)^oracle:\s+(\S+)`)
+	reJudged    = regexp.MustCompile(`(?m)^judged:\s+(.*)$`)
+	reMinimized = regexp.MustCompile(`(?m)^minimized: \d+ ops \(from \d+\) in (\d+) target runs; reproduced (\d+)/(\d+) replays`)
+	reCorrupt   = regexp.MustCompile(`(?m)^NOTE:.*corruption "([^"]*)"`)
+	reWhat      = regexp.MustCompile(`(?s)What went wrong \((minimized|original) program\):\n(.*?)\n\n`)
+)
+
+// LoadFinding reads a finding directory back into a campaign.Finding (as
+// far as the directory keeps it: the issue's evidence is recomputed from
+// the program and observation when a page is drawn).
+func LoadFinding(dir string) (*campaign.Finding, error) {
+	read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }
+	sig, err := read("signature")
+	if err != nil {
+		return nil, err
+	}
+	f := &campaign.Finding{Issue: judge.Issue{Signature: strings.TrimSpace(string(sig))}}
+	pb, err := read("program.ffz")
+	if err != nil {
+		return nil, err
+	}
+	if f.Program, err = prog.Parse(pb); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "program.ffz"), err)
+	}
+	if b, err := read("minimized.ffz"); err == nil {
+		if f.Minimized, err = prog.Parse(b); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "minimized.ffz"), err)
+		}
+	}
+	loadObs := func(name string) (*obs.Observation, error) {
+		b, err := read(name)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		} else if err != nil {
+			return nil, err
+		}
+		var o obs.Observation
+		if err := json.Unmarshal(b, &o); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
+		}
+		return &o, nil
+	}
+	if f.Observation, err = loadObs("observation.json"); err != nil {
+		return nil, err
+	}
+	if f.MinObs, err = loadObs("minimized-observation.json"); err != nil {
+		return nil, err
+	}
+	if b, err := read("seed"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, _ := strings.Cut(line, " ")
+			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			switch k {
+			case "campaign-seed":
+				f.CampaignSeed = n
+			case "program-index":
+				f.Index = int64(n)
+			case "program-seed":
+				f.ProgramSeed = n
+			}
+		}
+	}
+	rep, _ := read("report.txt")
+	txt := string(rep)
+	if m := reTarget.FindStringSubmatch(txt); m != nil {
+		f.Target = m[1]
+	}
+	if m := reOracle.FindStringSubmatch(txt); m != nil {
+		f.Issue.Oracle = checker.Oracle(m[1])
+	} else {
+		f.Issue.Oracle = checker.Oracle(strings.SplitN(f.Issue.Signature, ":", 2)[0])
+	}
+	if m := reJudged.FindStringSubmatch(txt); m != nil {
+		f.Judged = m[1]
+	}
+	if m := reMinimized.FindStringSubmatch(txt); m != nil {
+		f.MinRuns, _ = strconv.Atoi(m[1])
+		f.Reproduced, _ = strconv.Atoi(m[2])
+		f.Replays, _ = strconv.Atoi(m[3])
+	}
+	if m := reCorrupt.FindStringSubmatch(txt); m != nil {
+		f.Corrupt = m[1]
+	}
+	for _, m := range reWhat.FindAllStringSubmatch(txt+"\n\n", -1) {
+		expl := unindent(m[2])
+		if m[1] == "minimized" {
+			f.MinIssue = judge.Issue{Oracle: f.Issue.Oracle, Signature: f.Issue.Signature, Explanation: expl}
+		} else {
+			f.Issue.Explanation = expl
+		}
+	}
+	// Attachments: files the issue added (porcupine's HTML, a console).
+	known := map[string]bool{"signature": true, "program.ffz": true, "seed": true, "report.txt": true, "minimized.ffz": true,
+		"observation.json": true, "minimized-observation.json": true, FindingHTML: true, FindingJSON: true}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.IsDir() || known[e.Name()] {
+			continue
+		}
+		b, err := read(e.Name())
+		if err != nil {
+			continue
+		}
+		if f.Issue.Files == nil {
+			f.Issue.Files = map[string]string{}
+		}
+		f.Issue.Files[e.Name()] = string(b)
+	}
+	return f, nil
+}
+
+func unindent(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, "  ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// WriteFindingPages (re)writes report.html and report.json in every
+// finding directory under workdir/findings and returns how many.
+func WriteFindingPages(workdir string) (int, error) {
+	root := filepath.Join(workdir, "findings")
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range ents {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		f, err := LoadFinding(dir)
+		if err != nil {
+			return n, err
+		}
+		files := Files(f)
+		if old, err := os.ReadFile(filepath.Join(dir, FindingJSON)); err == nil {
+			// Keep when it was first saved.
+			var m Meta
+			if json.Unmarshal(old, &m) == nil && !m.Saved.IsZero() {
+				nm := MetaOf(f)
+				nm.Saved = m.Saved
+				files[FindingJSON], _ = json.MarshalIndent(nm, "", " ")
+			}
+		}
+		for name, b := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				return n, err
+			}
+		}
+		n++
+	}
+	return n, nil
+}
