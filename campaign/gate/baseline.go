@@ -1,0 +1,180 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// startBaseline opens the baseline in the background from the start of
+// the gate (a QEMU boot takes as long as the kernel under test's), so the
+// baseline phase only replays.
+func (g *gate) startBaseline() {
+	ch := make(chan baselineOpen, 1)
+	g.baseCh = ch
+	go func() {
+		t0 := time.Now()
+		t, err := g.cfg.OpenBaseline()
+		ch <- baselineOpen{t, err, time.Since(t0)}
+	}()
+}
+
+type baselineOpen struct {
+	t    agents.Target
+	err  error
+	took time.Duration
+}
+
+// closeBaseline closes the baseline target when it comes up (if the
+// baseline phase did not take it).
+func (g *gate) closeBaseline() {
+	if g.baseCh == nil {
+		return
+	}
+	ch := g.baseCh
+	g.baseCh = nil
+	select {
+	case r := <-ch:
+		if r.t != nil {
+			closeWithin(r.t, 5*time.Second)
+		}
+	default:
+		go func() {
+			if r := <-ch; r.t != nil {
+				r.t.Close()
+			}
+		}()
+	}
+}
+
+// baseline replays every reproducer not already known on the baseline
+// kernel, in rounds of one run each, up to BaselineReplays runs; a
+// reproducer that shows its finding's signature there once is settled:
+// the finding is pre-existing.
+func (g *gate) baseline(ph *Phase) {
+	var todo []int
+	for i := range g.res.Findings {
+		f := &g.res.Findings[i]
+		if k, _ := g.cfg.Known.Match(f.Signature, g.res.Kernel.Release, g.res.Kernel.Target, g.now()); k != nil {
+			continue
+		}
+		todo = append(todo, i)
+	}
+	if len(todo) == 0 {
+		ph.Skipped = "no finding to compare"
+		return
+	}
+	ch := g.baseCh
+	g.baseCh = nil
+	var bo baselineOpen
+	timer := time.NewTimer(time.Until(g.hard))
+	defer timer.Stop()
+	select {
+	case bo = <-ch:
+	case <-timer.C:
+		bo.err = fmt.Errorf("the baseline did not come up within the budget")
+	case <-g.ctx.Done():
+		bo.err = fmt.Errorf("interrupted while the baseline booted")
+	}
+	if bo.err != nil {
+		go func() {
+			if r := <-ch; r.t != nil {
+				r.t.Close()
+			}
+		}()
+		ph.Error = "opening the baseline: " + bo.err.Error()
+		return
+	}
+	bt := bo.t
+	defer closeWithin(bt, 5*time.Second)
+	if g.res.Baseline != nil && (g.res.Baseline.Target == "" || g.res.Baseline.Target == "qemu") {
+		g.res.Baseline.Target = bt.Name()
+	}
+	if g.res.Baseline != nil && g.res.Baseline.Release == "" {
+		g.res.Baseline.Release = bt.Name()
+	}
+	b := &budgetTarget{Target: bt}
+	b.setStop(g.hard)
+	stopWatch := make(chan struct{})
+	defer close(stopWatch)
+	go func() {
+		select {
+		case <-g.ctx.Done():
+			b.setStop(time.Now())
+		case <-stopWatch:
+		}
+	}()
+	// Distinct reproducers, in the order of their findings.
+	type repro struct {
+		p     *prog.Program
+		sigs  map[string]bool // the signatures of findings it stands for
+		shown map[string]int  // signature -> runs that showed it
+		runs  int
+		note  string
+	}
+	var order []string
+	rs := map[string]*repro{}
+	for _, i := range todo {
+		f := &g.res.Findings[i]
+		h := progHash(f.reproProg)
+		r, ok := rs[h]
+		if !ok {
+			r = &repro{p: f.reproProg, sigs: map[string]bool{}, shown: map[string]int{}}
+			rs[h] = r
+			order = append(order, h)
+		}
+		r.sigs[f.Signature] = true
+	}
+	settled := func(r *repro) bool {
+		for s := range r.sigs {
+			if r.shown[s] == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	total := 0
+rounds:
+	for k := 0; k < g.cfg.BaselineReplays; k++ {
+		for _, h := range order {
+			r := rs[h]
+			if settled(r) || r.runs > k {
+				continue
+			}
+			o, err := b.Run(r.p, agents.Options{Corrupt: g.cfg.Corrupt})
+			v, herr := judge.Judge(r.p, o, err)
+			if herr != nil {
+				if errors.Is(herr, errBudget) {
+					for _, r := range rs {
+						if !settled(r) && r.runs < g.cfg.BaselineReplays {
+							r.note = fmt.Sprintf("baseline replays cut short after %d runs: budget spent", r.runs)
+						}
+					}
+					break rounds
+				}
+				r.note = "harness error on the baseline: " + herr.Error()
+				continue
+			}
+			r.runs++
+			total++
+			for _, s := range v.Signatures() {
+				r.shown[s]++
+			}
+		}
+	}
+	for _, i := range todo {
+		f := &g.res.Findings[i]
+		r := rs[progHash(f.reproProg)]
+		repro := f.Program
+		if f.Minimized != "" {
+			repro = f.Minimized
+		}
+		f.Baseline = &BaselineReplay{Runs: r.runs, Reproduced: r.shown[f.Signature], Command: g.replayCmd(repro, true), Note: r.note}
+	}
+	ph.Note = fmt.Sprintf("baseline %s up in %v (booted in the background from the start); %d distinct reproducers of %d findings, %d runs (up to %d each, stopping at the first reproduction)",
+		bt.Name(), bo.took.Round(time.Millisecond), len(order), len(todo), total, g.cfg.BaselineReplays)
+}

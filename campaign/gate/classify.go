@@ -1,0 +1,243 @@
+package gate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/checker"
+)
+
+// classify sets every finding's status and groups.
+func (g *gate) classify() {
+	r := g.res
+	now := g.now()
+	warned := map[*KnownIssue]bool{}
+	for _, e := range g.cfg.Known.Expired(now) {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: known issue %q expired on %s and no longer matches", e.Where, e.Pattern, e.Expires.Format("2006-01-02")))
+		warned[e] = true
+	}
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		k, _ := g.cfg.Known.Match(f.Signature, r.Kernel.Release, r.Kernel.Target, now)
+		switch {
+		case k != nil:
+			f.Status, f.KnownIssue = StatusKnown, k.Where
+			f.StatusReason = fmt.Sprintf("known issue (%s): %s", k.Where, k.Reason)
+		case f.Baseline != nil && f.Baseline.Reproduced > 0:
+			f.Status = StatusPreexisting
+			f.StatusReason = fmt.Sprintf("also fails on the baseline (%d/%d replays)", f.Baseline.Reproduced, f.Baseline.Runs)
+		default:
+			f.Status = StatusNew
+			switch {
+			case g.cfg.OpenBaseline == nil:
+				f.StatusReason = "no baseline given"
+			case f.Baseline == nil:
+				f.StatusReason = "not replayed on the baseline (budget spent or baseline unavailable)"
+			case f.Baseline.Runs == 0:
+				f.StatusReason = "not replayed on the baseline: " + f.Baseline.Note
+			default:
+				f.StatusReason = fmt.Sprintf("passes on the baseline (0/%d replays)", f.Baseline.Runs)
+			}
+		}
+	}
+	g.group()
+}
+
+// group unites findings whose reproducers are the same program, or whose
+// first bad (process, op, region, page) on the same program coincides.
+func (g *gate) group() {
+	fs := g.res.Findings
+	parent := make([]int, len(fs))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	why := map[int][]string{}
+	owner := map[string]int{}
+	unite := func(i int, key, reason string) {
+		if j, ok := owner[key]; ok {
+			a, b := find(i), find(j)
+			if a != b {
+				parent[a] = b
+				why[i] = append(why[i], reason)
+			}
+			return
+		}
+		owner[key] = i
+	}
+	for i := range fs {
+		f := &fs[i]
+		if f.Minimized != "" {
+			unite(i, "min:"+progHash(f.reproProg), "same minimized program")
+		}
+		if f.origEv != nil {
+			e := f.origEv
+			unite(i, fmt.Sprintf("ev:%s:%d:%d:%d:%d", progHash(f.origProg), e.Proc, e.Op, e.Region, e.Page), "same first bad (process, op, page) in the same program")
+		}
+		if f.Evidence != nil {
+			e := f.Evidence
+			unite(i, fmt.Sprintf("ev:%s:%d:%d:%d:%d", progHash(f.reproProg), e.Proc, e.Op, e.Region, e.Page), "same first bad (process, op, page) in the same program")
+		}
+	}
+	// A reproducer that shows other findings' signatures too is their
+	// reproducer as well.
+	bySig := map[string]int{}
+	for i := range fs {
+		bySig[fs[i].Signature] = i
+	}
+	for i := range fs {
+		for _, s := range fs[i].reproSigs {
+			if j, ok := bySig[s]; ok && j != i {
+				unite(i, "sig:"+s, "one reproducer shows both signatures")
+				unite(j, "sig:"+s, "one reproducer shows both signatures")
+			}
+		}
+	}
+	members := map[int][]int{}
+	var roots []int
+	for i := range fs {
+		r := find(i)
+		if _, ok := members[r]; !ok {
+			roots = append(roots, r)
+		}
+		members[r] = append(members[r], i)
+	}
+	// fs is sorted by signature, so roots are in order of their first signature.
+	sort.Slice(roots, func(a, b int) bool { return members[roots[a]][0] < members[roots[b]][0] })
+	g.res.Groups = nil
+	c := &g.res.Counts
+	for n, r := range roots {
+		gr := Group{ID: fmt.Sprintf("G%d", n+1)}
+		whys := map[string]bool{}
+		hasNew, hasPre := false, false
+		for _, i := range members[r] {
+			f := &fs[i]
+			f.Group = gr.ID
+			gr.Signatures = append(gr.Signatures, f.Signature)
+			for _, w := range why[i] {
+				if !whys[w] {
+					whys[w] = true
+					gr.Why = append(gr.Why, w)
+				}
+			}
+			switch f.Status {
+			case StatusNew:
+				hasNew = true
+				c.New++
+			case StatusPreexisting:
+				hasPre = true
+				c.Preexisting++
+			default:
+				c.Known++
+			}
+		}
+		switch {
+		case hasNew:
+			gr.Status = StatusNew
+			c.NewGroups++
+		case hasPre:
+			gr.Status = StatusPreexisting
+			c.PreexistingGroups++
+		default:
+			gr.Status = StatusKnown
+			c.KnownGroups++
+		}
+		g.res.Groups = append(g.res.Groups, gr)
+	}
+	c.Groups = len(g.res.Groups)
+	c.Findings = len(fs)
+}
+
+// finish fills the oracle cases, the outcome and the exit status.
+func (g *gate) finish() {
+	r := g.res
+	qemu := strings.HasPrefix(r.Kernel.Target, "qemu") || r.Kernel.Image != ""
+	var names []string
+	for _, o := range checker.Oracles {
+		names = append(names, string(o))
+	}
+	names = append(names, EventOracles...)
+	have := map[string]bool{}
+	for _, n := range names {
+		have[n] = true
+	}
+	for _, f := range r.Findings {
+		if !have[f.Oracle] {
+			have[f.Oracle] = true
+			names = append(names, f.Oracle)
+		}
+	}
+	r.Oracles = nil
+	for _, n := range names {
+		oc := OracleCase{Oracle: n}
+		if strings.HasPrefix(n, "kernel-") && !qemu {
+			oc.NotApplicable = "only QEMU targets watch a kernel console"
+		}
+		if strings.HasPrefix(n, "executor-") && strings.HasPrefix(r.Kernel.Target, "sim") {
+			oc.NotApplicable = "the simulated kernel has no executor process"
+		}
+		for _, f := range r.Findings {
+			if f.Oracle != n {
+				continue
+			}
+			oc.NotApplicable = ""
+			switch f.Status {
+			case StatusNew:
+				oc.New++
+			case StatusKnown:
+				oc.Known++
+			default:
+				oc.Preexisting++
+			}
+		}
+		r.Oracles = append(r.Oracles, oc)
+	}
+	r.Elapsed = time.Since(g.start)
+	r.ElapsedS = r.Elapsed.Seconds()
+	if g.ctx.Err() != nil {
+		r.Interrupted = true
+	}
+	if g.tut != nil {
+		if n := g.tut.refused.Load(); n > 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%d target runs (minimization, replays) were refused because the budget was spent; reproducibility counts may be low", n))
+		}
+		if n := g.tut.uncorrupted.Load(); n > 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("the test-only corruption %q did not apply to %d runs; they ran again without it", g.cfg.Corrupt, n))
+		}
+	}
+	switch {
+	case r.Counts.NewGroups > 0:
+		r.Outcome, r.ExitCode = "fail", ExitFindings
+		var sigs []string
+		for _, gr := range r.Groups {
+			if gr.Status == StatusNew {
+				sigs = append(sigs, gr.ID+" "+strings.Join(gr.Signatures, ", "))
+			}
+		}
+		r.Reason = fmt.Sprintf("%d new finding group(s): %s", r.Counts.NewGroups, strings.Join(sigs, "; "))
+		if r.harnessErr != "" {
+			r.Reason += "; also a harness error: " + r.harnessErr
+		}
+	case r.harnessErr != "":
+		r.Outcome, r.ExitCode, r.Reason = "error", ExitError, "harness error: "+r.harnessErr
+	case r.Interrupted:
+		r.Outcome, r.ExitCode, r.Reason = "error", ExitError, "interrupted before the budget was spent, no new finding so far: not a pass"
+	case r.Programs < int64(r.MinPrograms):
+		r.Outcome, r.ExitCode, r.Reason = "error", ExitError, fmt.Sprintf("only %d programs ran, fewer than --min-programs %d", r.Programs, r.MinPrograms)
+	default:
+		r.Outcome, r.ExitCode = "pass", ExitPass
+		r.Reason = fmt.Sprintf("no new finding in %d programs", r.Programs)
+		if r.Counts.Findings > 0 {
+			r.Reason += fmt.Sprintf(" (%d known, %d pre-existing findings, in %d groups)", r.Counts.Known, r.Counts.Preexisting, r.Counts.Groups)
+		}
+	}
+}

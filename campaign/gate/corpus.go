@@ -1,0 +1,248 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/corpus"
+	"github.com/forkfuzz/forkfuzz/internal/version"
+)
+
+// corpusEntries lists the programs to replay, in order: earlier
+// findings, regression directories, seeds.
+func (g *gate) corpusEntries(ph *Phase) []CorpusCase {
+	var cs []CorpusCase
+	var notes []string
+	// Earlier findings first (has an old bug come back?), then the
+	// regression programs, then the seeds: what the replay share cuts
+	// off last matters least.
+	for _, d := range g.cfg.ReplayFindings {
+		fs, err := findingPrograms(d)
+		if err != nil {
+			notes = append(notes, err.Error())
+			if ph.Error == "" {
+				ph.Error = err.Error()
+			}
+		}
+		cs = append(cs, fs...)
+	}
+	addDir := func(dir string, optional bool) {
+		if _, err := os.Stat(dir); err != nil && optional {
+			notes = append(notes, fmt.Sprintf("corpus directory %s not found, not replayed", dir))
+			return
+		}
+		cs2, err := loadRegress(dir)
+		if err != nil {
+			notes = append(notes, err.Error())
+			if ph.Error == "" && !optional {
+				ph.Error = err.Error()
+			}
+		}
+		cs = append(cs, cs2...)
+	}
+	for _, d := range g.cfg.CorpusDirs {
+		addDir(d, false)
+	}
+	for _, d := range g.cfg.OptionalCorpusDirs {
+		addDir(d, true)
+	}
+	for _, e := range corpus.Seeds() {
+		cs = append(cs, CorpusCase{Name: "seeds/" + e.Name, Source: "seeds", Path: "(embedded) corpus/seeds/" + e.Name, prog: e.Prog})
+	}
+	ph.Note = strings.Join(notes, "\n")
+	return cs
+}
+
+// loadRegress reads the *.ffz files of a regression directory; a file
+// may hold several programs separated by lines "====" (as
+// corpus/regress does); each is one case, "DIR/FILE#N" from the second on.
+func loadRegress(dir string) ([]CorpusCase, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("corpus: %w", err)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*"+corpus.Ext))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	src := filepath.Base(dir)
+	var cs []CorpusCase
+	var errs []error
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		lines := strings.SplitAfter(string(b), "\n")
+		var part strings.Builder
+		first, n := 1, 0
+		flush := func(next int) {
+			text := part.String()
+			part.Reset()
+			if strings.TrimSpace(text) != "" {
+				name := src + "/" + filepath.Base(f)
+				if n > 0 {
+					name += fmt.Sprintf("#%d", n+1)
+				}
+				// Pad with empty lines so errors name the file's line.
+				p, err := corpus.ParseFile(f, []byte(strings.Repeat("#\n", first-1)+text))
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					cs = append(cs, CorpusCase{Name: name, Source: src, Path: f, prog: p})
+				}
+				n++
+			}
+			first = next
+		}
+		for i, l := range lines {
+			if strings.TrimSpace(l) == "====" {
+				flush(i + 2)
+				continue
+			}
+			part.WriteString(l)
+		}
+		flush(0)
+	}
+	if len(files) == 0 {
+		errs = append(errs, fmt.Errorf("corpus: no %s files in %s", corpus.Ext, dir))
+	}
+	return cs, errors.Join(errs...)
+}
+
+// findingPrograms finds earlier findings under dir (a workdir, its
+// findings/ directory, or one finding directory).
+func findingPrograms(dir string) ([]CorpusCase, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("--replay-findings: %w", err)
+	}
+	var cs []CorpusCase
+	var errs []error
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() || strings.HasPrefix(d.Name(), ".saving-") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		for _, name := range []string{"minimized.ffz", "program.ffz"} {
+			pf := filepath.Join(path, name)
+			b, err := os.ReadFile(pf)
+			if err != nil {
+				continue
+			}
+			p, err := corpus.ParseFile(pf, b)
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			cs = append(cs, CorpusCase{Name: "finding/" + filepath.Base(path), Source: "finding", Path: pf, prog: p})
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(cs) == 0 && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("--replay-findings %s: no finding directory (minimized.ffz or program.ffz) under it", dir))
+	}
+	return cs, errors.Join(errs...)
+}
+
+func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
+	stop := time.Now().Add(share)
+	cs := g.corpusEntries(ph)
+	if ph.Error != "" {
+		return
+	}
+	g.tut.setStop(g.hard)
+	ran, failed, skipped := 0, 0, 0
+	for i := range cs {
+		c := &cs[i]
+		if g.ctx.Err() != nil || time.Now().After(stop) {
+			c.Status = "skipped"
+			c.Note = "corpus replay share of the budget spent"
+			if g.ctx.Err() != nil {
+				c.Note = "interrupted"
+			}
+			skipped++
+			continue
+		}
+		t0 := time.Now()
+		o, err := g.tut.Run(c.prog, agents.Options{Corrupt: g.cfg.Corrupt})
+		v, herr := judge.Judge(c.prog, o, err)
+		c.Duration = time.Since(t0)
+		c.Seconds = c.Duration.Seconds()
+		if herr != nil {
+			c.Status, c.Note = "harness-error", herr.Error()
+			if errors.Is(herr, errBudget) {
+				c.Status, c.Note = "skipped", "budget spent"
+				skipped++
+				continue
+			}
+			g.res.HarnessErrors++
+			continue
+		}
+		ran++
+		g.res.CorpusPrograms++
+		g.res.Forks += int64(c.prog.NumForks())
+		tally.Add(v)
+		c.Judged = v.Summary()
+		if v.OK() {
+			c.Status = "pass"
+			continue
+		}
+		failed++
+		c.Status = "fail"
+		c.Signatures = v.Signatures()
+		var ex []string
+		for _, is := range v.Issues {
+			head := fmt.Sprintf("[%s] %s", is.Oracle, is.Signature)
+			if strings.HasPrefix(is.Explanation, head) {
+				ex = append(ex, is.Explanation) // checker findings name themselves
+			} else {
+				ex = append(ex, head+"\n"+is.Explanation)
+			}
+		}
+		c.Explanation = strings.Join(ex, "\n\n")
+		// Each new signature becomes a finding, saved at once.
+		for _, is := range v.Issues {
+			if g.store.Seen(is.Signature) {
+				continue
+			}
+			f := &campaign.Finding{Issue: is, Program: c.prog, Observation: o, Minimized: c.prog, MinObs: o, MinIssue: is,
+				Judged: v.Summary(), Target: g.tut.Name(), Corrupt: g.cfg.Corrupt, Replays: 1, Reproduced: 1,
+				TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID(), Version: version.String()}
+			dir, err := g.store.Save(f)
+			if err != nil {
+				ph.Error = err.Error()
+				return
+			}
+			g.corpusF[is.Signature] = c.Name
+			c.Replay = g.replayCmd(filepath.Join(dir, "minimized.ffz"), false)
+			g.logf("corpus %s: new finding %s, saved %s", c.Name, is.Signature, dir)
+		}
+		if c.Replay == "" {
+			c.Replay = g.replayCmd(c.Path, false)
+		}
+	}
+	g.res.Corpus = cs
+	n := fmt.Sprintf("%d programs: %d ran (%d failed), %d skipped", len(cs), ran, failed, skipped)
+	if ph.Note != "" {
+		n += "\n" + ph.Note
+	}
+	ph.Note = n
+}

@@ -1,0 +1,532 @@
+// Package gate is forkfuzz's CI gate (`forkfuzz ci`): within a hard
+// wall-clock budget it checks the kernel under test, boots it, replays the
+// corpus, fuzzes, compares every finding against a baseline kernel and a
+// known-issues file, groups findings by root cause, and returns a Result
+// that is written as JUnit XML and a versioned JSON summary. Exit status:
+// 0 pass, 1 new findings, 2 harness error (or too few programs ran, or the
+// gate was interrupted before it could pass the kernel).
+//
+// The budget is split into phases (docs/ci.md): kernel check; boot (as
+// long as it takes, up to the hard stop); corpus replay (at most a quarter
+// of what is left); fuzzing with inline minimization (campaign.Run); the
+// baseline comparison (a quarter of what is left after corpus replay when
+// a baseline is given); reporting (a reserve of 2% of the budget, 2 s to
+// 15 s). Every target run goes through a wrapper that refuses runs past
+// the phase's stop, so minimization and replays end with the budget, and
+// the gate never waits for a phase past the hard stop (budget minus the
+// reporting reserve): it reports from what is on disk.
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/version"
+	"github.com/forkfuzz/forkfuzz/kernel"
+)
+
+// Exit statuses.
+const (
+	ExitPass     = 0
+	ExitFindings = 1
+	ExitError    = 2
+)
+
+// Finding statuses.
+const (
+	StatusNew         = "new"          // counts against the kernel under test
+	StatusKnown       = "known"        // matched an unexpired known-issues entry
+	StatusPreexisting = "pre-existing" // reproduced on the baseline kernel too
+)
+
+// Config describes a gate.
+type Config struct {
+	// Open opens the target running the kernel under test (for QEMU this
+	// boots the VMs). OpenBaseline opens the baseline (nil: no baseline).
+	Open         func() (agents.Target, error)
+	OpenBaseline func() (agents.Target, error)
+	// Kernel and Baseline identify the kernels (Target and Release are
+	// filled from the opened target when empty).
+	Kernel   KernelIdentity
+	Baseline *KernelIdentity
+	// CheckImages are kernel images (or .configs) to run `kernel check`
+	// on first; a missing required capability is a harness error.
+	CheckImages []string
+	Budget      time.Duration
+	Seed        uint64
+	// Profile names the generator weights (gen.Profile).
+	Profile string
+	// Workdir gets findings/ (must hold no earlier findings).
+	Workdir string
+	// CorpusDirs are directories of regression programs replayed after
+	// the embedded seeds; OptionalCorpusDirs are replayed if present (a
+	// note says when they are not).
+	CorpusDirs         []string
+	OptionalCorpusDirs []string
+	// ReplayFindings are directories of earlier findings (a workdir, its
+	// findings/ or one finding): each minimized.ffz (else program.ffz) is
+	// replayed with the corpus.
+	ReplayFindings []string
+	Known          *KnownIssues
+	MinPrograms    int
+	// BaselineReplays is how often a reproducer runs on the baseline (3).
+	BaselineReplays int
+	MinimizeRuns    int
+	Corrupt         string
+	// ReplayCommand returns the command that runs program file path on
+	// the kernel under test (baseline false) or the baseline.
+	ReplayCommand func(path string, baseline bool) string
+	Log           io.Writer
+	Progress      io.Writer
+	// ProgressLines prints progress as plain lines (not a terminal).
+	ProgressLines bool
+	Now           func() time.Time
+	// Start is when the budget started (zero: when Run is called); the
+	// CLI sets it before identifying the images, so that counts too.
+	Start time.Time
+}
+
+// EventOracles are the oracles target events name (beside checker.Oracles).
+var EventOracles = []string{"executor-crash", "executor-hang", "kernel-panic", "kernel-bug", "kernel-warning",
+	"kernel-kasan", "kernel-rss-counter", "kernel-page-table-check", "kernel-hang", "kernel-lost-connection"}
+
+var errBudget = errors.New("gate: budget spent, run refused")
+
+// budgetTarget refuses runs past its stop time (or after stop()), so
+// minimization and replays end with the budget.
+type budgetTarget struct {
+	agents.Target
+	stopAt  atomic.Int64 // unix nanoseconds; 0: no stop
+	refused atomic.Int64
+	// uncorrupted counts programs the test-only corruption did not apply
+	// to, run again without it.
+	uncorrupted atomic.Int64
+	runs        atomic.Int64
+	forks       atomic.Int64
+}
+
+func (b *budgetTarget) setStop(t time.Time) { b.stopAt.Store(t.UnixNano()) }
+
+func (b *budgetTarget) Parallel() int { return agents.Parallelism(b.Target) }
+
+func (b *budgetTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	if s := b.stopAt.Load(); s != 0 && time.Now().UnixNano() >= s {
+		b.refused.Add(1)
+		return nil, errBudget
+	}
+	o, err := b.Target.Run(p, opt)
+	if err != nil && opt.Corrupt != "" && strings.Contains(err.Error(), "corruption "+opt.Corrupt+": no ") {
+		// The test-only corruption has nothing to falsify in p: run it
+		// as it is rather than count a harness error.
+		b.uncorrupted.Add(1)
+		opt.Corrupt = ""
+		o, err = b.Target.Run(p, opt)
+	}
+	if _, ev := agents.AsEvent(err); err == nil || ev {
+		b.runs.Add(1)
+		b.forks.Add(int64(p.NumForks()))
+	}
+	return o, err
+}
+
+type gate struct {
+	cfg         Config
+	res         *Result
+	start       time.Time
+	hard        time.Time // the gate reports from here on
+	ctx         context.Context
+	tut         *budgetTarget
+	store       *campaign.FindingStore
+	corpusF     map[string]string // signature -> corpus case name
+	reportStart time.Time
+	baseCh      chan baselineOpen
+	weights     gen.Weights
+	mu          sync.Mutex
+}
+
+func (g *gate) logf(format string, args ...any) {
+	if g.cfg.Log != nil {
+		fmt.Fprintf(g.cfg.Log, "ci: "+format+"\n", args...)
+	}
+}
+
+func (g *gate) now() time.Time {
+	if g.cfg.Now != nil {
+		return g.cfg.Now()
+	}
+	return time.Now()
+}
+
+// phase runs f as phase name and records it.
+func (g *gate) phase(name string, share time.Duration, f func(ph *Phase)) *Phase {
+	ph := Phase{Name: name, ShareSeconds: share.Seconds()}
+	t0 := time.Now()
+	if g.ctx.Err() != nil {
+		ph.Skipped = "interrupted"
+	} else if time.Now().After(g.hard) {
+		ph.Skipped = "budget spent"
+	} else {
+		g.logf("phase %s (share %v)", name, share.Round(time.Millisecond))
+		f(&ph)
+	}
+	ph.Duration = time.Since(t0)
+	ph.Seconds = ph.Duration.Seconds()
+	g.res.Phases = append(g.res.Phases, ph)
+	if ph.Error != "" && g.res.harnessErr == "" {
+		g.res.harnessErr = name + ": " + ph.Error
+	}
+	g.logf("phase %s done in %v%s", name, ph.Duration.Round(time.Millisecond), func() string {
+		switch {
+		case ph.Error != "":
+			return ": ERROR " + ph.Error
+		case ph.Skipped != "":
+			return ": skipped, " + ph.Skipped
+		}
+		return ""
+	}())
+	return &g.res.Phases[len(g.res.Phases)-1]
+}
+
+// openWithin opens a target, giving up at the hard stop or on a signal
+// (the half-opened target is closed when it finally returns).
+func (g *gate) openWithin(open func() (agents.Target, error)) (agents.Target, error) {
+	type res struct {
+		t   agents.Target
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		t, err := open()
+		ch <- res{t, err}
+	}()
+	timer := time.NewTimer(time.Until(g.hard))
+	defer timer.Stop()
+	abandon := func() {
+		go func() {
+			if r := <-ch; r.t != nil {
+				r.t.Close()
+			}
+		}()
+	}
+	select {
+	case r := <-ch:
+		return r.t, r.err
+	case <-timer.C:
+		abandon()
+		return nil, fmt.Errorf("the target did not come up before the gate's hard stop (budget %v)", g.cfg.Budget)
+	case <-g.ctx.Done():
+		abandon()
+		return nil, fmt.Errorf("interrupted while booting")
+	}
+}
+
+// Run runs the gate. It returns a Result in every case (also on an
+// interrupt); the caller writes it (WriteFiles) and exits with ExitCode.
+func Run(ctx context.Context, cfg Config) *Result {
+	if cfg.BaselineReplays <= 0 {
+		cfg.BaselineReplays = 3
+	}
+	if cfg.Profile == "" {
+		cfg.Profile = "default"
+	}
+	host, _ := os.Hostname()
+	start := cfg.Start
+	if start.IsZero() {
+		start = time.Now()
+	}
+	g := &gate{cfg: cfg, start: start, ctx: ctx, corpusF: map[string]string{}}
+	reserve := min(max(cfg.Budget/50, 2*time.Second), 15*time.Second)
+	g.hard = start.Add(cfg.Budget - reserve)
+	r := &Result{Schema: "forkfuzz-ci", SchemaVersion: SchemaVersion, Version: version.String(), Started: start.UTC(), BudgetS: cfg.Budget.Seconds(),
+		Seed: cfg.Seed, Profile: cfg.Profile, Hostname: host, Kernel: cfg.Kernel, Baseline: cfg.Baseline,
+		Workdir: cfg.Workdir, MinPrograms: cfg.MinPrograms}
+	g.res = r
+	g.logf("budget %v (reporting reserve %v), seed %d, profile %s, workdir %s", cfg.Budget, reserve, cfg.Seed, cfg.Profile, cfg.Workdir)
+
+	defer func() {
+		if ctx.Err() != nil {
+			r.Interrupted = true
+		}
+	}()
+	// A signal stops every target run at once.
+	stopRuns := make(chan struct{})
+	defer close(stopRuns)
+	go func() {
+		select {
+		case <-ctx.Done():
+			g.mu.Lock()
+			if g.tut != nil {
+				g.tut.setStop(time.Now())
+			}
+			g.mu.Unlock()
+		case <-stopRuns:
+		}
+	}()
+
+	if d := time.Since(start); !cfg.Start.IsZero() {
+		r.Phases = append(r.Phases, Phase{Name: "identify", Duration: d, Seconds: d.Seconds(),
+			Note: "parsing flags, sha256 and release of the kernel images"})
+	}
+	g.phase("check", 0, g.check)
+	if r.harnessErr == "" && cfg.OpenBaseline != nil && ctx.Err() == nil {
+		g.startBaseline()
+	}
+	defer g.closeBaseline()
+	if w, err := gen.Profile(cfg.Profile); err != nil {
+		r.harnessErr = "profile: " + err.Error()
+	} else {
+		g.weights = w
+	}
+	if r.harnessErr == "" {
+		g.phase("boot", time.Until(g.hard), g.boot)
+	}
+	var judged judge.Tally
+	if r.harnessErr == "" {
+		share := time.Until(g.hard) / 4
+		g.phase("replay", share, func(ph *Phase) { g.replay(ph, share, &judged) })
+	}
+	var fuzzStats *campaign.Stats
+	if r.harnessErr == "" {
+		left := time.Until(g.hard)
+		baseShare := time.Duration(0)
+		if cfg.OpenBaseline != nil {
+			baseShare = left / 4
+		}
+		g.phase("fuzz", left-baseShare, func(ph *Phase) { fuzzStats = g.fuzz(ph, left-baseShare) })
+	}
+	if fuzzStats != nil {
+		r.FuzzPrograms = fuzzStats.Programs
+		r.Forks += fuzzStats.Forks
+		r.HarnessErrors += fuzzStats.HarnessErrors
+		judged.Runs += fuzzStats.Judged.Runs
+		judged.Ops += fuzzStats.Judged.Ops
+		judged.Views += fuzzStats.Judged.Views
+		judged.Pages += fuzzStats.Judged.Pages
+		judged.Cells += fuzzStats.Judged.Cells
+	}
+	r.Programs = r.CorpusPrograms + r.FuzzPrograms
+	r.Judged = judged.String()
+
+	// Collecting runs whatever happened (also after a signal): the
+	// findings on disk are the gate's record.
+	t0 := time.Now()
+	g.collect()
+	if cfg.OpenBaseline != nil {
+		g.phase("baseline", time.Until(g.hard), g.baseline)
+	}
+	// The evidence for grouping comes last: it only groups, never gates.
+	t1 := time.Now()
+	deadline := g.hard.Add(reserve / 2)
+	if ctx.Err() != nil {
+		deadline = time.Now().Add(500 * time.Millisecond) // a signal: report promptly
+	}
+	enriched := g.enrich(deadline)
+	d := time.Since(t1) + t1.Sub(t0) - g.res.phaseDuration("baseline")
+	r.Phases = append(r.Phases, Phase{Name: "collect", Duration: d, Seconds: d.Seconds(),
+		Note: fmt.Sprintf("%d finding directories read, %d re-judged for evidence", len(r.Findings), enriched)})
+	// Reporting runs whatever happened (also after a signal).
+	g.reportStart = time.Now()
+	if g.tut != nil {
+		d := max(time.Until(g.hard.Add(reserve/2)), time.Second)
+		if ctx.Err() != nil {
+			d = 3 * time.Second // a signal: CI kills soon after
+		}
+		closeWithin(g.tut.Target, min(d, 30*time.Second))
+	}
+	g.closeBaseline()
+	g.classify()
+	g.finish()
+	d = time.Since(g.reportStart)
+	r.Phases = append(r.Phases, Phase{Name: "report", Duration: d, Seconds: d.Seconds(), ShareSeconds: reserve.Seconds(),
+		Note: "closing the target, classifying and grouping findings, writing the files"})
+	r.reportStart = g.reportStart
+	return r
+}
+
+func (g *gate) check(ph *Phase) {
+	// The workdir must not hide findings: an earlier run's findings would
+	// make the campaign skip their signatures.
+	root := filepath.Join(g.cfg.Workdir, "findings")
+	if ents, err := os.ReadDir(root); err == nil {
+		for _, e := range ents {
+			if !strings.HasPrefix(e.Name(), ".") {
+				ph.Error = fmt.Sprintf("workdir %s already holds findings of an earlier run (%s); use a fresh --workdir and pass the old one with --replay-findings", g.cfg.Workdir, e.Name())
+				return
+			}
+		}
+	}
+	var notes []string
+	for _, img := range g.cfg.CheckImages {
+		rep, err := kernel.Check(img)
+		if err != nil {
+			ph.Error = fmt.Sprintf("kernel check %s: %v", img, err)
+			return
+		}
+		if !rep.OK() {
+			var miss []string
+			for _, c := range rep.Caps {
+				if c.Required && len(c.Missing) > 0 {
+					miss = append(miss, c.Name+": missing "+strings.Join(c.Missing, ", "))
+				}
+			}
+			ph.Error = fmt.Sprintf("kernel check %s: not usable by the gate: %s", img, strings.Join(miss, "; "))
+			return
+		}
+		var opt []string
+		for _, c := range rep.Caps {
+			if len(c.Missing) > 0 {
+				opt = append(opt, c.Name)
+			}
+		}
+		n := fmt.Sprintf("%s: usable (configuration %s)", img, rep.Source)
+		if len(opt) > 0 {
+			n += "; not covered: " + strings.Join(opt, "; ")
+		}
+		notes = append(notes, n)
+	}
+	if len(g.cfg.CheckImages) == 0 {
+		ph.Note = "no kernel image to check (the target has none)"
+		return
+	}
+	ph.Note = strings.Join(notes, "\n")
+}
+
+func (g *gate) boot(ph *Phase) {
+	t, err := g.openWithin(g.cfg.Open)
+	if err != nil {
+		ph.Error = "opening the target: " + err.Error()
+		return
+	}
+	g.mu.Lock()
+	g.tut = &budgetTarget{Target: t}
+	if g.ctx.Err() != nil {
+		g.tut.setStop(time.Now())
+	}
+	g.mu.Unlock()
+	if g.res.Kernel.Target == "" || g.res.Kernel.Target == "qemu" {
+		g.res.Kernel.Target = t.Name()
+	}
+	if g.res.Kernel.Release == "" {
+		g.res.Kernel.Release = t.Name()
+	}
+	ph.Note = "target " + t.Name()
+	g.store = &campaign.FindingStore{Dir: g.cfg.Workdir}
+	if err := g.store.Open(); err != nil {
+		ph.Error = err.Error()
+	}
+}
+
+func (g *gate) replayCmd(path string, baseline bool) string {
+	if g.cfg.ReplayCommand != nil {
+		return g.cfg.ReplayCommand(path, baseline)
+	}
+	return "forkfuzz exec " + path
+}
+
+func (g *gate) fuzz(ph *Phase, share time.Duration) *campaign.Stats {
+	// Inline minimization gets a tenth of the share (at most 2 minutes);
+	// programs are generated until the share minus that; runs stop at the
+	// end of the share.
+	minTime := min(share/10, 2*time.Minute)
+	stop := time.Now().Add(share)
+	dur := share - minTime
+	if dur <= 0 {
+		ph.Skipped = "no budget left"
+		return nil
+	}
+	g.tut.setStop(stop)
+	if g.ctx.Err() != nil {
+		g.tut.setStop(time.Now())
+	}
+	cfg := campaign.Config{Target: g.tut, Seed: g.cfg.Seed, Duration: dur, Workdir: g.cfg.Workdir, Weights: g.weights,
+		Log: g.cfg.Log, Progress: g.cfg.Progress, ProgressLines: g.cfg.ProgressLines, MinimizeRuns: g.cfg.MinimizeRuns,
+		MinimizeTime: minTime, Corrupt: g.cfg.Corrupt, TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID()}
+	type res struct {
+		st  *campaign.Stats
+		err error
+	}
+	ch := make(chan res, 1)
+	runs0, forks0 := g.tut.runs.Load(), g.tut.forks.Load()
+	go func() {
+		st, err := campaign.Run(g.ctx, cfg)
+		ch <- res{st, err}
+	}()
+	// Wait for the campaign (a program in flight, the last minimization)
+	// until the hard stop, or with a baseline until half its share is
+	// gone: comparing findings matters more than the last program.
+	waitUntil := g.hard
+	if g.cfg.OpenBaseline != nil {
+		waitUntil = stop.Add(g.hard.Sub(stop) / 2)
+	}
+	wait := time.NewTimer(time.Until(waitUntil))
+	defer wait.Stop()
+	var got res
+	select {
+	case got = <-ch:
+	case <-wait.C:
+		g.tut.setStop(time.Now())
+		ph.Note = "the campaign did not end by the hard stop; counting runs at the target"
+	case <-g.ctx.Done():
+		g.tut.setStop(time.Now())
+		select {
+		case got = <-ch:
+		case <-time.After(time.Second):
+			ph.Note = "interrupted; the campaign did not end within 1 s; counting runs at the target"
+		}
+	}
+	if got.err != nil {
+		ph.Error = got.err.Error()
+	}
+	if got.st == nil {
+		return &campaign.Stats{Programs: g.tut.runs.Load() - runs0, Forks: g.tut.forks.Load() - forks0}
+	}
+	n := fmt.Sprintf("%d programs, %d forks, %d failing runs, %d new signatures, %d harness errors; generation %v, inline minimization up to %v each",
+		got.st.Programs, got.st.Forks, got.st.Events, got.st.Findings, got.st.HarnessErrors, dur.Round(time.Millisecond), minTime.Round(time.Millisecond))
+	if r := g.tut.refused.Load(); r > 0 {
+		n += fmt.Sprintf("; %d minimization/replay runs refused at the end of the share", r)
+	}
+	ph.Note = strings.TrimPrefix(ph.Note+"\n"+n, "\n")
+	return got.st
+}
+
+// kernelID is the kernel under test as the campaign's findings name it.
+func (g *gate) kernelID() campaign.KernelID {
+	k := g.res.Kernel
+	switch {
+	case k.Image != "":
+		return campaign.KernelID{Image: k.Image, SHA256: k.SHA256, Uname: strings.TrimSpace(k.Release + " " + k.Version)}
+	case strings.HasPrefix(k.Target, "sim"):
+		return campaign.KernelID{Simulated: k.Target}
+	case k.Target == "native":
+		return campaign.HostKernel()
+	}
+	return campaign.KernelID{Uname: k.Release}
+}
+
+// closeWithin closes t, waiting at most d (a VM stuck in a run must not
+// hold the gate past its budget).
+func closeWithin(t agents.Target, d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		t.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
+}

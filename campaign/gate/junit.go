@@ -1,0 +1,403 @@
+package gate
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// JUnit XML as CI systems read it (the Ant/Jenkins JUnit schema:
+// testsuites > testsuite > testcase > failure|error|skipped, system-out).
+// Required attributes: testsuite name, tests, failures, errors, time,
+// timestamp, hostname; testcase name, classname, time; failure and error
+// type (message is optional but always set here).
+
+// JUnitSuites is the root element.
+type JUnitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []JUnitSuite `xml:"testsuite"`
+}
+
+// JUnitSuite is one testsuite.
+type JUnitSuite struct {
+	Name       string          `xml:"name,attr"`
+	ID         int             `xml:"id,attr"`
+	Package    string          `xml:"package,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr"`
+	Hostname   string          `xml:"hostname,attr"`
+	Properties *JUnitProps     `xml:"properties,omitempty"`
+	Cases      []JUnitTestCase `xml:"testcase"`
+	SystemOut  string          `xml:"system-out,omitempty"`
+}
+
+// JUnitProps are a suite's properties.
+type JUnitProps struct {
+	Props []JUnitProp `xml:"property"`
+}
+
+// JUnitProp is one property.
+type JUnitProp struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+// JUnitTestCase is one test case.
+type JUnitTestCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *JUnitProblem `xml:"failure,omitempty"`
+	Error     *JUnitProblem `xml:"error,omitempty"`
+	Skipped   *JUnitSkipped `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+// JUnitProblem is a failure or an error.
+type JUnitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// JUnitSkipped marks a test case that did not run.
+type JUnitSkipped struct {
+	Message string `xml:"message,attr"`
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+
+// xmlSafe drops characters XML 1.0 cannot carry (console logs may hold
+// control characters).
+func xmlSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+			return r
+		case r < 0x20 || r == 0xfffe || r == 0xffff || (r >= 0xd800 && r <= 0xdfff):
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// add appends c to s and updates the counts.
+func (s *JUnitSuite) add(c JUnitTestCase) {
+	c.Name, c.SystemOut = xmlSafe(c.Name), xmlSafe(c.SystemOut)
+	s.Tests++
+	switch {
+	case c.Failure != nil:
+		s.Failures++
+		c.Failure.Message, c.Failure.Text = xmlSafe(c.Failure.Message), xmlSafe(c.Failure.Text)
+	case c.Error != nil:
+		s.Errors++
+		c.Error.Message, c.Error.Text = xmlSafe(c.Error.Message), xmlSafe(c.Error.Text)
+	case c.Skipped != nil:
+		s.Skipped++
+		c.Skipped.Message = xmlSafe(c.Skipped.Message)
+	}
+	s.Cases = append(s.Cases, c)
+}
+
+// WriteJUnit writes the result as JUnit XML.
+func (r *Result) WriteJUnit(w io.Writer) error {
+	return writeXML(w, r.JUnit())
+}
+
+func writeXML(w io.Writer, js *JUnitSuites) error {
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", " ")
+	if err := enc.Encode(js); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// JUnit builds the XML document: suite "forkfuzz.gate" (kernel check,
+// boot, program count), "forkfuzz.corpus" (one case per replayed
+// program) and "forkfuzz.oracles" (one case per oracle family: fails
+// when a new finding of that oracle was made; known and pre-existing
+// findings are listed in its system-out).
+func (r *Result) JUnit() *JUnitSuites {
+	host := r.Hostname
+	if host == "" {
+		host = "localhost"
+	}
+	ts := r.Started.UTC().Format("2006-01-02T15:04:05")
+	props := &JUnitProps{Props: []JUnitProp{
+		{Name: "seed", Value: fmt.Sprint(r.Seed)},
+		{Name: "target", Value: r.Kernel.Target},
+		{Name: "kernel", Value: r.Kernel.Image},
+		{Name: "kernel.sha256", Value: r.Kernel.SHA256},
+		{Name: "kernel.release", Value: r.Kernel.Release},
+		{Name: "outcome", Value: r.Outcome},
+	}}
+	gateS := JUnitSuite{Name: "forkfuzz.gate", ID: 0, Package: "forkfuzz", Timestamp: ts, Hostname: host, Properties: props}
+	for _, ph := range r.Phases {
+		c := JUnitTestCase{Name: "phase " + ph.Name, Classname: "forkfuzz.gate", Time: secs(ph.Duration)}
+		switch {
+		case ph.Error != "":
+			c.Error = &JUnitProblem{Message: ph.Error, Type: "harness-error", Text: ph.Error}
+		case ph.Skipped != "":
+			c.Skipped = &JUnitSkipped{Message: ph.Skipped}
+		default:
+			c.SystemOut = ph.Note
+		}
+		gateS.add(c)
+	}
+	mp := JUnitTestCase{Name: fmt.Sprintf("programs ran >= %d", r.MinPrograms), Classname: "forkfuzz.gate", Time: "0.000",
+		SystemOut: fmt.Sprintf("%d programs (%d corpus, %d fuzzed), %d forks", r.Programs, r.CorpusPrograms, r.FuzzPrograms, r.Forks)}
+	if r.Programs < int64(r.MinPrograms) {
+		mp.Error = &JUnitProblem{Type: "min-programs", Message: fmt.Sprintf("only %d programs ran, fewer than --min-programs %d", r.Programs, r.MinPrograms), Text: mp.SystemOut}
+	}
+	gateS.add(mp)
+
+	corpS := JUnitSuite{Name: "forkfuzz.corpus", ID: 1, Package: "forkfuzz", Timestamp: ts, Hostname: host}
+	for _, cp := range r.Corpus {
+		c := JUnitTestCase{Name: cp.Name, Classname: "forkfuzz.corpus." + cp.Source, Time: secs(cp.Duration)}
+		switch cp.Status {
+		case "pass":
+			c.SystemOut = cp.Judged
+		case "skipped":
+			c.Skipped = &JUnitSkipped{Message: cp.Note}
+		case "harness-error":
+			c.Error = &JUnitProblem{Type: "harness-error", Message: cp.Note, Text: cp.Note}
+		default: // fail
+			f := r.findingBySig(cp.Signatures)
+			status := "new"
+			if f != nil {
+				status = f.Status
+			}
+			text := cp.Explanation + "\n\nreplay: " + cp.Replay
+			msg := fmt.Sprintf("%s (%s)", strings.Join(cp.Signatures, ", "), status)
+			if status == StatusNew {
+				c.Failure = &JUnitProblem{Type: "finding", Message: msg, Text: text}
+			} else {
+				c.SystemOut = msg + "\n" + text
+			}
+		}
+		corpS.add(c)
+	}
+
+	orS := JUnitSuite{Name: "forkfuzz.oracles", ID: 2, Package: "forkfuzz", Timestamp: ts, Hostname: host}
+	for _, o := range r.Oracles {
+		c := JUnitTestCase{Name: o.Oracle, Classname: "forkfuzz.oracles", Time: "0.000"}
+		var newF, other []string
+		var text strings.Builder
+		for _, f := range r.Findings {
+			if f.Oracle != o.Oracle {
+				continue
+			}
+			line := fmt.Sprintf("%s [group %s, %s]", f.Signature, f.Group, f.Status)
+			if f.Status == StatusNew {
+				newF = append(newF, f.Signature)
+				fmt.Fprintf(&text, "== %s\n%s\n\nreplay: %s\n%s\n\n", line, f.Explanation, f.Replay, f.Reproducibility())
+			} else {
+				other = append(other, line+": "+f.StatusReason)
+			}
+		}
+		switch {
+		case len(newF) > 0:
+			c.Failure = &JUnitProblem{Type: o.Oracle, Message: fmt.Sprintf("%d new finding(s): %s", len(newF), strings.Join(newF, ", ")), Text: text.String()}
+			c.SystemOut = strings.Join(other, "\n")
+		case o.NotApplicable != "":
+			c.Skipped = &JUnitSkipped{Message: o.NotApplicable}
+		default:
+			c.SystemOut = strings.Join(other, "\n")
+		}
+		orS.add(c)
+	}
+	js := &JUnitSuites{Name: "forkfuzz ci", Time: secs(r.Elapsed)}
+	gateS.Time = secs(r.Elapsed)
+	corpS.Time = secs(r.phaseDuration("replay"))
+	orS.Time = secs(r.phaseDuration("fuzz"))
+	for _, s := range []JUnitSuite{gateS, corpS, orS} {
+		js.Tests += s.Tests
+		js.Failures += s.Failures
+		js.Errors += s.Errors
+		js.Skipped += s.Skipped
+		js.Suites = append(js.Suites, s)
+	}
+	return js
+}
+
+// ValidateJUnit checks a JUnit XML document against the shape of the
+// Ant/Jenkins JUnit schema (junit-10.xsd) that CI systems read: a
+// testsuites root (or a single testsuite); each testsuite with name,
+// tests, failures, errors, time, timestamp (xs:dateTime without zone)
+// and hostname; only properties, testcase, system-out and system-err
+// inside it; each testcase with name, classname and time and at most one
+// of failure, error, skipped; failure and error with a type; counts that
+// match the test cases. It is what the tests hold the gate's output to.
+func ValidateJUnit(b []byte) error {
+	type attrs []xml.Attr
+	type node struct {
+		XMLName xml.Name
+		Attrs   attrs  `xml:",any,attr"`
+		Nodes   []node `xml:",any"`
+		Text    string `xml:",chardata"`
+	}
+	var root node
+	if err := xml.Unmarshal(b, &root); err != nil {
+		return fmt.Errorf("junit: not well-formed XML: %w", err)
+	}
+	get := func(n node, name string) (string, bool) {
+		for _, a := range n.Attrs {
+			if a.Name.Local == name {
+				return a.Value, true
+			}
+		}
+		return "", false
+	}
+	need := func(n node, where string, names ...string) error {
+		for _, a := range names {
+			if _, ok := get(n, a); !ok {
+				return fmt.Errorf("junit: %s: missing required attribute %q", where, a)
+			}
+		}
+		return nil
+	}
+	nonNeg := func(n node, where, a string) (int, error) {
+		v, ok := get(n, a)
+		if !ok {
+			return 0, nil
+		}
+		var x int
+		if _, err := fmt.Sscanf(v, "%d", &x); err != nil || x < 0 || fmt.Sprint(x) != v {
+			return 0, fmt.Errorf("junit: %s: %s=%q is not a non-negative integer", where, a, v)
+		}
+		return x, nil
+	}
+	decimal := func(n node, where, a string) error {
+		v, ok := get(n, a)
+		if !ok {
+			return nil
+		}
+		var f float64
+		if _, err := fmt.Sscanf(v, "%g", &f); err != nil || f < 0 || strings.ContainsAny(v, "eE,") {
+			return fmt.Errorf("junit: %s: %s=%q is not a decimal number of seconds", where, a, v)
+		}
+		return nil
+	}
+	var suites []node
+	switch root.XMLName.Local {
+	case "testsuites":
+		for _, n := range root.Nodes {
+			if n.XMLName.Local != "testsuite" {
+				return fmt.Errorf("junit: testsuites: unexpected element <%s>", n.XMLName.Local)
+			}
+			suites = append(suites, n)
+		}
+	case "testsuite":
+		suites = []node{root}
+	default:
+		return fmt.Errorf("junit: root element <%s>, want <testsuites> or <testsuite>", root.XMLName.Local)
+	}
+	total := map[string]int{}
+	for si, s := range suites {
+		where := fmt.Sprintf("testsuite %d", si)
+		if err := need(s, where, "name", "tests", "failures", "errors", "time", "timestamp", "hostname"); err != nil {
+			return err
+		}
+		name, _ := get(s, "name")
+		where = fmt.Sprintf("testsuite %q", name)
+		if name == "" {
+			return fmt.Errorf("junit: %s: empty name", where)
+		}
+		if ts, _ := get(s, "timestamp"); !tsRE.MatchString(ts) {
+			return fmt.Errorf("junit: %s: timestamp %q is not xs:dateTime without a zone", where, ts)
+		}
+		if err := decimal(s, where, "time"); err != nil {
+			return err
+		}
+		count := map[string]int{}
+		for ci, c := range s.Nodes {
+			switch c.XMLName.Local {
+			case "properties":
+				for _, p := range c.Nodes {
+					if p.XMLName.Local != "property" {
+						return fmt.Errorf("junit: %s: properties: unexpected <%s>", where, p.XMLName.Local)
+					}
+					if err := need(p, where+" property", "name", "value"); err != nil {
+						return err
+					}
+				}
+				continue
+			case "system-out", "system-err":
+				continue
+			case "testcase":
+			default:
+				return fmt.Errorf("junit: %s: unexpected element <%s>", where, c.XMLName.Local)
+			}
+			cw := fmt.Sprintf("%s testcase %d", where, ci)
+			if err := need(c, cw, "name", "classname", "time"); err != nil {
+				return err
+			}
+			if err := decimal(c, cw, "time"); err != nil {
+				return err
+			}
+			count["tests"]++
+			outcomes := 0
+			for _, e := range c.Nodes {
+				switch e.XMLName.Local {
+				case "failure", "error":
+					if err := need(e, cw+" "+e.XMLName.Local, "type"); err != nil {
+						return err
+					}
+					count[e.XMLName.Local+"s"]++
+					outcomes++
+				case "skipped":
+					count["skipped"]++
+					outcomes++
+				case "system-out", "system-err":
+				default:
+					return fmt.Errorf("junit: %s: unexpected element <%s>", cw, e.XMLName.Local)
+				}
+			}
+			if outcomes > 1 {
+				return fmt.Errorf("junit: %s: more than one of failure, error, skipped", cw)
+			}
+		}
+		for _, a := range []string{"tests", "failures", "errors", "skipped"} {
+			v, err := nonNeg(s, where, a)
+			if err != nil {
+				return err
+			}
+			if _, ok := get(s, a); ok && v != count[a] {
+				return fmt.Errorf("junit: %s: %s=%d but it holds %d", where, a, v, count[a])
+			}
+			total[a] += count[a]
+		}
+	}
+	if root.XMLName.Local == "testsuites" {
+		for _, a := range []string{"tests", "failures", "errors", "skipped"} {
+			v, err := nonNeg(root, "testsuites", a)
+			if err != nil {
+				return err
+			}
+			if _, ok := get(root, a); ok && v != total[a] {
+				return fmt.Errorf("junit: testsuites: %s=%d but its suites hold %d", a, v, total[a])
+			}
+		}
+	}
+	return nil
+}
+
+var tsRE = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$`)

@@ -1,0 +1,72 @@
+package gate
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sampleResult() *Result {
+	r := &Result{Schema: "forkfuzz-ci", SchemaVersion: SchemaVersion, Started: time.Date(2026, 12, 3, 6, 0, 0, 0, time.UTC),
+		Elapsed: 3 * time.Second, Seed: 1, Kernel: KernelIdentity{Target: "sim-async", Release: "sim-async"}, MinPrograms: 1,
+		Programs: 3, CorpusPrograms: 2, FuzzPrograms: 1, Outcome: "fail", ExitCode: 1}
+	r.Phases = []Phase{{Name: "check", Note: "ok"}, {Name: "boot", Error: "console said \x07 oops <&>"}, {Name: "baseline", Skipped: "none"}}
+	r.Corpus = []CorpusCase{
+		{Name: "seeds/a.ffz", Source: "seeds", Status: "pass", Judged: "judged 3 ops"},
+		{Name: "seeds/b.ffz", Source: "seeds", Status: "fail", Signatures: []string{"snapshot:lost-store:anon-private"}, Explanation: "lost \x00 store", Replay: "forkfuzz exec x"},
+		{Name: "regress/c.ffz", Source: "regress", Status: "skipped", Note: "budget"},
+		{Name: "regress/d.ffz", Source: "regress", Status: "harness-error", Note: "vm died"},
+	}
+	r.Findings = []FindingRecord{
+		{Signature: "snapshot:lost-store:anon-private", Oracle: "snapshot", Group: "G1", Status: StatusNew, Explanation: "x", Replay: "forkfuzz exec y"},
+		{Signature: "memory:lost-store:anon-private", Oracle: "memory", Group: "G1", Status: StatusKnown, StatusReason: "known"},
+	}
+	r.Oracles = []OracleCase{{Oracle: "snapshot", New: 1}, {Oracle: "memory", Known: 1}, {Oracle: "kernel-bug", NotApplicable: "no console"}}
+	return r
+}
+
+func TestJUnitValidates(t *testing.T) {
+	var b bytes.Buffer
+	if err := sampleResult().WriteJUnit(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := ValidateJUnit(b.Bytes()); err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	js := sampleResult().JUnit()
+	// 3 phases + min-programs, 4 corpus cases, 3 oracles.
+	if js.Tests != 11 || js.Failures != 2 || js.Errors != 2 || js.Skipped != 3 {
+		t.Fatalf("counts: tests %d failures %d errors %d skipped %d", js.Tests, js.Failures, js.Errors, js.Skipped)
+	}
+	if !strings.Contains(b.String(), "forkfuzz exec y") || strings.Contains(b.String(), "\x07") {
+		t.Fatal("the failure lacks its replay command, or a control character got through")
+	}
+}
+
+// TestValidateJUnitRejects: the schema check itself bites.
+func TestValidateJUnitRejects(t *testing.T) {
+	good := `<testsuites tests="1" failures="1" errors="0"><testsuite name="s" tests="1" failures="1" errors="0" time="1.0" timestamp="2026-12-03T06:00:00" hostname="h"><testcase name="c" classname="k" time="0.1"><failure type="t" message="m">x</failure></testcase></testsuite></testsuites>`
+	if err := ValidateJUnit([]byte(good)); err != nil {
+		t.Fatalf("good document rejected: %v", err)
+	}
+	bad := map[string]string{
+		"not xml":           `<testsuites>`,
+		"root":              `<tests/>`,
+		"suite attr":        strings.Replace(good, ` hostname="h"`, "", 1),
+		"case attr":         strings.Replace(good, ` classname="k"`, "", 1),
+		"failure type":      strings.Replace(good, ` type="t"`, "", 1),
+		"suite count":       strings.Replace(good, `tests="1" failures="1" errors="0" time`, `tests="2" failures="1" errors="0" time`, 1),
+		"total count":       strings.Replace(good, `<testsuites tests="1"`, `<testsuites tests="3"`, 1),
+		"timestamp":         strings.Replace(good, `2026-12-03T06:00:00`, `yesterday`, 1),
+		"time":              strings.Replace(good, `time="0.1"`, `time="soon"`, 1),
+		"unexpected child":  strings.Replace(good, `<testcase `, `<bogus/><testcase `, 1),
+		"two outcomes":      strings.Replace(good, `</failure>`, `</failure><skipped/>`, 1),
+		"negative failures": strings.Replace(good, `failures="1" errors="0" time`, `failures="-1" errors="0" time`, 1),
+	}
+	for name, doc := range bad {
+		if err := ValidateJUnit([]byte(doc)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

@@ -1,0 +1,281 @@
+package gate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/checker"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// Phase is one step of the gate and how long it took.
+type Phase struct {
+	Name     string        `json:"name"`
+	Duration time.Duration `json:"-"`
+	Seconds  float64       `json:"seconds"`
+	// Share is the time the phase was given (0: unbounded or not applicable).
+	ShareSeconds float64 `json:"share_seconds,omitempty"`
+	Note         string  `json:"note,omitempty"`
+	Skipped      string  `json:"skipped,omitempty"`
+	Error        string  `json:"error,omitempty"`
+}
+
+// CorpusCase is one replayed corpus program.
+type CorpusCase struct {
+	Name        string        `json:"name"`
+	Source      string        `json:"source"` // seeds, a directory's base name, or "finding"
+	Path        string        `json:"path"`
+	Status      string        `json:"status"` // pass, fail, skipped, harness-error
+	Signatures  []string      `json:"signatures,omitempty"`
+	Explanation string        `json:"explanation,omitempty"`
+	Replay      string        `json:"replay,omitempty"`
+	Judged      string        `json:"judged,omitempty"`
+	Note        string        `json:"note,omitempty"`
+	Duration    time.Duration `json:"-"`
+	Seconds     float64       `json:"seconds"`
+	prog        *prog.Program
+}
+
+// BaselineReplay is what a reproducer did on the baseline kernel.
+type BaselineReplay struct {
+	Runs       int    `json:"runs"`
+	Reproduced int    `json:"reproduced"`
+	Command    string `json:"command,omitempty"`
+	Note       string `json:"note,omitempty"`
+}
+
+// FindingRecord is one finding (one signature) of the gate.
+type FindingRecord struct {
+	Signature    string `json:"signature"`
+	Oracle       string `json:"oracle"`
+	Group        string `json:"group"`
+	Status       string `json:"status"` // new, known, pre-existing
+	StatusReason string `json:"status_reason"`
+	KnownIssue   string `json:"known_issue,omitempty"` // file:line of the entry
+	Source       string `json:"source"`                // fuzz or corpus:NAME
+	Dir          string `json:"dir"`
+	// Program and Minimized are files in Dir; Replay the command that
+	// runs the reproducer (Minimized, else Program) again.
+	Program      string          `json:"program"`
+	Minimized    string          `json:"minimized,omitempty"`
+	OriginalOps  int             `json:"original_ops"`
+	MinimizedOps int             `json:"minimized_ops,omitempty"`
+	Replay       string          `json:"replay"`
+	Reproduced   int             `json:"reproduced"`
+	Replays      int             `json:"replays"`
+	Baseline     *BaselineReplay `json:"baseline,omitempty"`
+	Explanation  string          `json:"explanation"`
+	// Evidence is the checker's first bad (process, view, op, region,
+	// page) on the reproducer (nil for target events).
+	Evidence *checker.Finding `json:"evidence,omitempty"`
+
+	reproProg *prog.Program
+	origProg  *prog.Program
+	origEv    *checker.Finding
+	// reproSigs are the signatures the minimized reproducer's recorded
+	// run showed.
+	reproSigs []string
+}
+
+// Group is a set of findings with one root cause.
+type Group struct {
+	ID         string   `json:"id"`
+	Status     string   `json:"status"`
+	Signatures []string `json:"signatures"`
+	// Why names what the grouped findings share.
+	Why []string `json:"why,omitempty"`
+}
+
+// OracleCase is one oracle family's JUnit case.
+type OracleCase struct {
+	Oracle        string `json:"oracle"`
+	New           int    `json:"new"`
+	Known         int    `json:"known"`
+	Preexisting   int    `json:"pre_existing"`
+	NotApplicable string `json:"not_applicable,omitempty"`
+}
+
+// Counts summarize the findings.
+type Counts struct {
+	Groups            int `json:"groups"`
+	NewGroups         int `json:"new_groups"`
+	KnownGroups       int `json:"known_groups"`
+	PreexistingGroups int `json:"pre_existing_groups"`
+	Findings          int `json:"findings"`
+	New               int `json:"new"`
+	Known             int `json:"known"`
+	Preexisting       int `json:"pre_existing"`
+}
+
+// SchemaVersion is the version of the JSON summary (docs/ci.md).
+const SchemaVersion = 1
+
+// Result is the outcome of a gate; its JSON form is the summary.
+type Result struct {
+	Schema        string `json:"schema"` // "forkfuzz-ci"
+	SchemaVersion int    `json:"schema_version"`
+	// Version is the forkfuzz that ran the gate (forkfuzz version).
+	Version     string          `json:"forkfuzz_version"`
+	Outcome     string          `json:"outcome"` // pass, fail, error
+	ExitCode    int             `json:"exit_code"`
+	Reason      string          `json:"reason"`
+	Started     time.Time       `json:"started"`
+	Elapsed     time.Duration   `json:"-"`
+	ElapsedS    float64         `json:"elapsed_seconds"`
+	BudgetS     float64         `json:"budget_seconds"`
+	Interrupted bool            `json:"interrupted,omitempty"`
+	Seed        uint64          `json:"seed"`
+	Profile     string          `json:"profile"`
+	Hostname    string          `json:"hostname"`
+	Kernel      KernelIdentity  `json:"kernel"`
+	Baseline    *KernelIdentity `json:"baseline,omitempty"`
+	Workdir     string          `json:"workdir"`
+	Programs    int64           `json:"programs"`
+	// CorpusPrograms and FuzzPrograms split Programs.
+	CorpusPrograms int64           `json:"corpus_programs"`
+	FuzzPrograms   int64           `json:"fuzz_programs"`
+	Forks          int64           `json:"forks"`
+	HarnessErrors  int64           `json:"harness_errors"`
+	MinPrograms    int             `json:"min_programs"`
+	Judged         string          `json:"judged"`
+	Phases         []Phase         `json:"phases"`
+	Corpus         []CorpusCase    `json:"corpus"`
+	Counts         Counts          `json:"counts"`
+	Groups         []Group         `json:"groups"`
+	Findings       []FindingRecord `json:"findings"`
+	Oracles        []OracleCase    `json:"oracles"`
+	Warnings       []string        `json:"warnings,omitempty"`
+
+	harnessErr  string
+	reportStart time.Time
+}
+
+// WriteFiles writes the JUnit XML and the JSON summary (either path may
+// be empty), first counting the time so far into the report phase.
+func (r *Result) WriteFiles(junitPath, jsonPath string) error {
+	if n := len(r.Phases); n > 0 && r.Phases[n-1].Name == "report" && !r.reportStart.IsZero() {
+		d := time.Since(r.reportStart)
+		r.Phases[n-1].Duration, r.Phases[n-1].Seconds = d, d.Seconds()
+		r.Elapsed = time.Since(r.Started)
+		r.ElapsedS = r.Elapsed.Seconds()
+	}
+	var errs []error
+	if junitPath != "" {
+		errs = append(errs, writeAtomic(junitPath, r.WriteJUnit))
+	}
+	if jsonPath != "" {
+		errs = append(errs, writeAtomic(jsonPath, r.WriteJSON))
+	}
+	return errors.Join(errs...)
+}
+
+// WriteJSON writes the JSON summary.
+func (r *Result) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	return enc.Encode(r)
+}
+
+// writeAtomic writes path through a temporary file renamed into place.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// Summary is the human-readable summary, a few lines.
+func (r *Result) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ci: %s (exit %d): %s\n", strings.ToUpper(r.Outcome), r.ExitCode, r.Reason)
+	fmt.Fprintf(&b, "ci: kernel %s release %s", r.Kernel.Target, r.Kernel.Release)
+	if r.Kernel.Image != "" {
+		fmt.Fprintf(&b, " image %s sha256 %.16s", r.Kernel.Image, r.Kernel.SHA256)
+	}
+	if r.Baseline != nil {
+		fmt.Fprintf(&b, "; baseline %s release %s", r.Baseline.Target, r.Baseline.Release)
+	}
+	fmt.Fprintf(&b, "\nci: %d programs (%d corpus, %d fuzzed), %d forks, seed %d, %.1fs of %.0fs budget%s\n",
+		r.Programs, r.CorpusPrograms, r.FuzzPrograms, r.Forks, r.Seed, r.Elapsed.Seconds(), r.BudgetS,
+		map[bool]string{true: " (interrupted)", false: ""}[r.Interrupted])
+	var ph []string
+	for _, p := range r.Phases {
+		s := fmt.Sprintf("%s %.1fs", p.Name, p.Seconds)
+		if p.Error != "" {
+			s += " (error)"
+		} else if p.Skipped != "" {
+			s += " (skipped)"
+		}
+		ph = append(ph, s)
+	}
+	fmt.Fprintf(&b, "ci: phases: %s\n", strings.Join(ph, ", "))
+	fmt.Fprintf(&b, "ci: findings: %d signatures in %d groups: %d new, %d known, %d pre-existing groups\n",
+		r.Counts.Findings, r.Counts.Groups, r.Counts.NewGroups, r.Counts.KnownGroups, r.Counts.PreexistingGroups)
+	for _, g := range r.Groups {
+		fmt.Fprintf(&b, "ci:   %s [%s] %s\n", g.ID, g.Status, strings.Join(g.Signatures, ", "))
+	}
+	for _, f := range r.Findings {
+		if f.Status == StatusNew {
+			fmt.Fprintf(&b, "ci:   new %s (%s): %s; %s; replay: %s\n", f.Signature, f.Group, f.Reproducibility(), f.StatusReason, f.Replay)
+		}
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "ci: warning: %s\n", w)
+	}
+	return b.String()
+}
+
+func (r *Result) phaseDuration(name string) time.Duration {
+	for _, p := range r.Phases {
+		if p.Name == name {
+			return p.Duration
+		}
+	}
+	return 0
+}
+
+func (r *Result) findingBySig(sigs []string) *FindingRecord {
+	for _, s := range sigs {
+		for i := range r.Findings {
+			if r.Findings[i].Signature == s {
+				return &r.Findings[i]
+			}
+		}
+	}
+	return nil
+}
+
+// Reproducibility says how reliably the reproducer showed the finding on
+// the kernel under test.
+func (f *FindingRecord) Reproducibility() string {
+	if f.Replays == 0 {
+		if f.Minimized == "" {
+			return "not minimized or replayed (budget spent first)"
+		}
+		return "not replayed"
+	}
+	return fmt.Sprintf("reproduced %d/%d", f.Reproduced, f.Replays)
+}

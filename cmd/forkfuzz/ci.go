@@ -1,0 +1,346 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/agents/vm"
+	"github.com/forkfuzz/forkfuzz/campaign/gate"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+)
+
+func init() {
+	commands = append(commands, command{name: "ci", args: "[flags]",
+		help: "CI gate: check, boot, replay the corpus, fuzz, compare with a baseline; JUnit + JSON; exit 0 pass, 1 new findings, 2 error", run: cmdCI})
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
+// ciTargetFlags registers the target flags on fs and returns the opener
+// and the names of the flags that belong to the targets.
+func ciTargetFlags(fs *flag.FlagSet) (func() (agents.Target, error), map[string]bool) {
+	before := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { before[f.Name] = true })
+	open := targetFlags(fs, "qemu")
+	names := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if !before[f.Name] {
+			names[f.Name] = true
+		}
+	})
+	return open, names
+}
+
+// setTargetFlags returns the target flags set on fs as arguments: all of
+// them (to open the baseline alike) and the ones of kind that change what
+// a program does, paths made absolute (for replay commands).
+func setTargetFlags(fs *flag.FlagSet, names map[string]bool, kind string) (all, replay []string) {
+	k := targetKinds[kind]
+	fs.Visit(func(f *flag.Flag) {
+		if !names[f.Name] || f.Name == "target" || f.Name == "list-mutants" {
+			return
+		}
+		all = append(all, "--"+f.Name, f.Value.String())
+		if !contains(k.replay, f.Name) {
+			return
+		}
+		v := f.Value.String()
+		if contains(k.paths, f.Name) {
+			var abs []string
+			for _, p := range strings.Split(v, ",") {
+				if a, err := filepath.Abs(p); err == nil && p != "" {
+					p = a
+				}
+				abs = append(abs, p)
+			}
+			v = strings.Join(abs, ",")
+		}
+		replay = append(replay, "--"+f.Name, v)
+	})
+	return all, replay
+}
+
+func shellQuote(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:+,@%", r))
+		}) < 0 {
+			q[i] = a
+		} else {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(q, " ")
+}
+
+func cmdCI(args []string, stdout, stderr io.Writer) int {
+	start := time.Now()
+	fs := newFlags("ci", stderr)
+	openTarget, tflags := ciTargetFlags(fs)
+	budget := fs.Duration("budget", 30*time.Minute, "hard wall-clock budget for the whole gate (check, boot, corpus replay, fuzzing, minimization, baseline, reporting)")
+	junitPath := fs.String("junit", "", "write JUnit XML here")
+	jsonPath := fs.String("json", "", "write the JSON summary here (docs/ci.md)")
+	knownPath := fs.String("known-issues", "", "known-issues file: matched findings are reported, not gated (format: docs/ci.md)")
+	minProgs := fs.Int("min-programs", 1, "fewer programs than this (corpus + fuzzed) is a harness error (exit 2)")
+	seed := fs.Uint64("seed", 1, "campaign seed (fixed default: a gate is reproducible)")
+	workdir := fs.String("workdir", "forkfuzz-ci", "where findings are saved (must hold no earlier findings)")
+	baseline := fs.String("baseline", "", "qemu: baseline kernel image; findings it reproduces are pre-existing")
+	baseMutant := fs.String("baseline-mutant", "", "sim: the baseline's mutant ('none': the unmodified model); sets a baseline")
+	baseFork := fs.String("baseline-fork", "", "sim: the baseline's fork model (default: --fork); sets a baseline")
+	baseReplays := fs.Int("baseline-replays", 3, "runs of each reproducer on the baseline")
+	var replayFindings, corpusDirs listFlag
+	fs.Var(&replayFindings, "replay-findings", "directory of earlier findings to replay with the corpus (repeatable)")
+	fs.Var(&corpusDirs, "corpus", "directory of regression programs to replay (repeatable; default: corpus/regress and corpus/rollback when present)")
+	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
+	minRuns := fs.Int("minimize-runs", 300, "target runs to spend minimizing each new finding")
+	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
+	noCheck := fs.Bool("no-kernel-check", false, "skip `kernel check` of the images (for kernels without a findable configuration)")
+	quiet := fs.Bool("q", false, "no progress line")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return exitClean
+		}
+		return exitError
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "forkfuzz ci: "+format+"\n", a...)
+		return exitError
+	}
+	if fs.NArg() > 0 {
+		return fail("unexpected argument %q (flags only)", fs.Arg(0))
+	}
+	if *budget <= 0 {
+		return fail("--budget must be positive, got %v", *budget)
+	}
+	if *budget < 5*time.Second {
+		return fail("--budget %v is too short for a gate (at least 5s)", *budget)
+	}
+	if *minProgs < 0 {
+		return fail("--min-programs must be >= 0, got %d", *minProgs)
+	}
+	if *baseReplays < 1 {
+		return fail("--baseline-replays must be >= 1, got %d", *baseReplays)
+	}
+	if *minRuns < 1 {
+		return fail("--minimize-runs must be >= 1, got %d", *minRuns)
+	}
+	if _, err := gen.Profile(*profile); err != nil {
+		return fail("--profile: %v", err)
+	}
+	if *corrupt != "" && !contains(executor.CorruptionNames(), *corrupt) {
+		return fail("--corrupt: unknown corruption %q (want one of %s)", *corrupt, strings.Join(executor.CorruptionNames(), ", "))
+	}
+	kind := fs.Lookup("target").Value.String()
+	if _, ok := targetKinds[kind]; !ok {
+		return fail("--target: unknown target %q", kind)
+	}
+	// Flags of another target kind than the chosen one are mistakes.
+	var wrong []string
+	fs.Visit(func(f *flag.Flag) {
+		if !tflags[f.Name] || f.Name == "target" {
+			return
+		}
+		if own := strings.SplitN(f.Usage, ":", 2)[0]; own != kind {
+			wrong = append(wrong, "--"+f.Name+" ("+own+")")
+		}
+	})
+	if len(wrong) > 0 {
+		return fail("flags of another target than --target %s: %s", kind, strings.Join(wrong, ", "))
+	}
+	if *baseline != "" && kind != "qemu" {
+		return fail("--baseline is a kernel image for --target qemu; for sim use --baseline-mutant/--baseline-fork")
+	}
+	if (*baseMutant != "" || *baseFork != "") && kind != "sim" {
+		return fail("--baseline-mutant and --baseline-fork are for --target sim")
+	}
+	var known *gate.KnownIssues
+	if *knownPath != "" {
+		k, err := gate.ReadKnownIssues(*knownPath)
+		if err != nil {
+			return fail("--known-issues: %v", err)
+		}
+		known = k
+	}
+	for _, d := range append(append([]string{}, replayFindings...), corpusDirs...) {
+		if _, err := os.Stat(d); err != nil {
+			return fail("%v", err)
+		}
+	}
+
+	targetArgs, replayArgs := setTargetFlags(fs, tflags, kind)
+	cfg := gate.Config{
+		Open: openTarget, Budget: *budget, Seed: *seed, Profile: *profile, Workdir: *workdir,
+		CorpusDirs: corpusDirs, ReplayFindings: replayFindings, Known: known, MinPrograms: *minProgs,
+		BaselineReplays: *baseReplays, MinimizeRuns: *minRuns, Corrupt: *corrupt, Log: stdout, Start: start,
+	}
+	if len(corpusDirs) == 0 {
+		cfg.OptionalCorpusDirs = []string{"corpus/regress", "corpus/rollback"}
+	}
+	if !*quiet {
+		cfg.Progress = stderr
+		cfg.ProgressLines = !isTerminal(stderr)
+	}
+	// The kernel under test.
+	switch kind {
+	case "qemu":
+		img := fs.Lookup("kernel").Value.String()
+		if img == "" {
+			if tf := fs.Lookup("target-file").Value.String(); tf != "" {
+				t, err := vm.ReadTargetFile(tf)
+				if err != nil {
+					return fail("--target-file: %v", err)
+				}
+				img = t.Kernel
+			}
+		}
+		if img != "" {
+			id, err := gate.IdentifyImage(img)
+			if err != nil {
+				return fail("--kernel: %v", err)
+			}
+			cfg.Kernel = id
+			if !*noCheck {
+				cfg.CheckImages = append(cfg.CheckImages, img)
+			}
+		} else {
+			cfg.Kernel.Release = ""
+			fmt.Fprintln(stderr, "forkfuzz ci: warning: no --kernel: the gate runs Debian's kernel, not a kernel under test")
+		}
+		cfg.Kernel.Target = "qemu"
+	case "native":
+		cfg.Kernel = gate.HostIdentity()
+	}
+	cfg.Kernel.Flags = append([]string{"--target", kind}, replayArgs...)
+	// The baseline: the same target flags with the kernel (qemu) or the
+	// model (sim) replaced.
+	var baseArgs []string
+	switch {
+	case *baseline != "":
+		id, err := gate.IdentifyImage(*baseline)
+		if err != nil {
+			return fail("--baseline: %v", err)
+		}
+		id.Target = "qemu"
+		if !*noCheck {
+			cfg.CheckImages = append(cfg.CheckImages, *baseline)
+		}
+		baseArgs = override(targetArgs, map[string]string{"kernel": *baseline})
+		if v := fs.Lookup("vm-workdir").Value.String(); v != "" {
+			baseArgs = override(baseArgs, map[string]string{"vm-workdir": v + "/baseline"})
+		}
+		cfg.Baseline = &id
+	case *baseMutant != "" || *baseFork != "":
+		m := *baseMutant
+		if m == "none" {
+			m = ""
+		} else if m == "" {
+			m = fs.Lookup("mutant").Value.String()
+		}
+		ov := map[string]string{"mutant": m}
+		if *baseFork != "" {
+			ov["fork"] = *baseFork
+		}
+		baseArgs = override(targetArgs, ov)
+		cfg.Baseline = &gate.KernelIdentity{}
+	}
+	if cfg.Baseline != nil {
+		bfs := newFlags("ci baseline", stderr)
+		openBase := targetFlags(bfs, "qemu")
+		if err := bfs.Parse(append([]string{"--target", kind}, baseArgs...)); err != nil {
+			return exitError
+		}
+		cfg.OpenBaseline = openBase
+		_, baseReplay := setTargetFlags(bfs, tflags, kind)
+		cfg.Baseline.Flags = append([]string{"--target", kind}, baseReplay...)
+		if kind == "sim" {
+			// Open it once now, so a bad mutant name is exit 2 at once.
+			t, err := openBase()
+			if err != nil {
+				return fail("baseline: %v", err)
+			}
+			t.Close()
+		}
+	}
+	if kind == "sim" {
+		t, err := openTarget()
+		if err != nil {
+			return fail("%v", err)
+		}
+		t.Close()
+	}
+	cfg.ReplayCommand = func(path string, base bool) string {
+		a := []string{"forkfuzz", "exec"}
+		if base {
+			a = append(a, cfg.Baseline.Flags...)
+		} else {
+			a = append(a, cfg.Kernel.Flags...)
+		}
+		if *corrupt != "" {
+			a = append(a, "--corrupt", *corrupt)
+		}
+		return shellQuote(append(a, path))
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(stdout, "ci: seed %d (replay the gate with --seed %d and the same flags)\n", *seed, *seed)
+	res := gate.Run(ctx, cfg)
+	if err := res.WriteFiles(*junitPath, *jsonPath); err != nil {
+		fmt.Fprintln(stderr, "forkfuzz ci: writing results:", err)
+		fmt.Fprint(stdout, res.Summary())
+		return exitError
+	}
+	fmt.Fprint(stdout, res.Summary())
+	for _, p := range []string{*junitPath, *jsonPath} {
+		if p != "" {
+			fmt.Fprintf(stdout, "ci: wrote %s\n", p)
+		}
+	}
+	return res.ExitCode
+}
+
+// override replaces (or adds) --name value pairs in args.
+func override(args []string, vals map[string]string) []string {
+	out := append([]string{}, args...)
+	var names []string
+	for n := range vals {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		found := false
+		for i := 0; i+1 < len(out); i += 2 {
+			if out[i] == "--"+n {
+				out[i+1], found = vals[n], true
+			}
+		}
+		if !found {
+			out = append(out, "--"+n, vals[n])
+		}
+	}
+	var kept []string
+	for i := 0; i+1 < len(out); i += 2 {
+		if out[i+1] != "" {
+			kept = append(kept, out[i], out[i+1])
+		}
+	}
+	return kept
+}
