@@ -456,8 +456,15 @@ func (m *machine) moveVMA(pr *proc, i, src, oldN, newN, to int, inArena, fixed, 
 	if dontunmap {
 		// The source stays mapped, emptied: anonymous pages read as zero,
 		// file and shared pages fault in from their object again. The
-		// kernel clears VM_LOCKED on the whole source VMA.
-		m.unlockVMA(pr, src, src+oldN)
+		// kernel clears VM_LOCKED on the whole source VMA. Before 6.17
+		// (seen on 6.1.192) the source VMA stays locked around the moved
+		// range; whether the emptied range itself stays locked was not
+		// observed, so it may be either.
+		if m.kernelBefore(6, 17) {
+			m.maybeUnlocked(pr, src, src+oldN)
+		} else {
+			m.unlockVMA(pr, src, src+oldN)
+		}
 		for k := range moved {
 			pr.reset[k] = i
 		}
@@ -517,6 +524,19 @@ func (m *machine) insertClipped(pr *proc, s seg) {
 	}
 	pr.unmap(s.start, s.end)
 	pr.insert(s)
+}
+
+// maybeUnlocked makes VM_LOCKED unknown on the segments of [lo, hi).
+func (m *machine) maybeUnlocked(pr *proc, lo, hi int) {
+	a, b := pr.find(lo), pr.find(hi-1)
+	if a < 0 || b < 0 {
+		return
+	}
+	for j := a; j <= b; j++ {
+		if pr.segs[j].lock == yes {
+			pr.segs[j].lock = maybe
+		}
+	}
 }
 
 // unlockVMA clears VM_LOCKED on the kernel VMA containing [lo, hi): the
