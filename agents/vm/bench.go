@@ -56,8 +56,25 @@ func (t *Target) Bench(req []byte, timeout time.Duration) ([]byte, error) {
 	}
 	overall := time.NewTimer(timeout)
 	defer overall.Stop()
+	start := in.mark
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
 	for {
 		select {
+		case <-tick.C:
+			// A kernel report (the benchmark's process may be stuck in
+			// the kernel, the agent still beating): give the console a
+			// moment to finish it, then stop the VM and report it.
+			cons, _ := in.con.Since(start)
+			if r := scanReports(cons); r != nil {
+				time.Sleep(2 * time.Second)
+				in.pipe.catchUp(time.Second)
+				cons, end := in.con.Since(start)
+				in.mark = end
+				in.stop()
+				return nil, &KernelReportError{Title: r.Title, Kind: string(r.Kind), Report: r.Text, Console: lastBytes(cons, 256<<10),
+					VM: in.idx, Kernel: in.t.cfg.Kernel + " (" + in.uname + ")", Program: "(fork benchmark)", Restarted: true}
+			}
 		case m := <-in.msgs:
 			if m.Type != MsgBenchResult || m.ID != id {
 				continue

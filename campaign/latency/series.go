@@ -109,6 +109,20 @@ type Result struct {
 	Series Series
 	Resp   Response
 	Accel  string // vm: kvm or tcg
+	// Err is why the series has no measurements (a kernel report in the
+	// VM, for instance); the other series are still measured.
+	Err error
+}
+
+// Measured returns the results that have measurements.
+func Measured(res []Result) []Result {
+	var out []Result
+	for _, r := range res {
+		if r.Err == nil {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Config is one benchmark run.
@@ -138,6 +152,7 @@ func Run(cfg Config) ([]Result, error) {
 	for i, s := range cfg.Series {
 		req := Request{Sizes: cfg.Sizes, THP: s.THP, Reps: cfg.Reps, Writes: s.Writes}
 		body, _ := json.Marshal(req)
+		out[i].Series = s
 		var raw []byte
 		var err error
 		start := time.Now()
@@ -159,15 +174,17 @@ func Run(cfg Config) ([]Result, error) {
 			out[i].Accel = t.Accel()
 			raw, err = t.Bench(body, 30*time.Minute)
 		}
+		if err == nil {
+			if err = json.Unmarshal(raw, &out[i].Resp); err != nil {
+				err = fmt.Errorf("worker output: %w", err)
+			} else if len(out[i].Resp.Samples) != len(cfg.Sizes) {
+				err = fmt.Errorf("worker answered %d sizes of %d", len(out[i].Resp.Samples), len(cfg.Sizes))
+			}
+		}
 		if err != nil {
-			return nil, fmt.Errorf("series %s: %w", s.Name, err)
-		}
-		out[i].Series = s
-		if err := json.Unmarshal(raw, &out[i].Resp); err != nil {
-			return nil, fmt.Errorf("series %s: worker output: %w", s.Name, err)
-		}
-		if len(out[i].Resp.Samples) != len(cfg.Sizes) {
-			return nil, fmt.Errorf("series %s: worker answered %d sizes of %d", s.Name, len(out[i].Resp.Samples), len(cfg.Sizes))
+			out[i].Err = err
+			fmt.Fprintf(cfg.Log, "bench: series %s FAILED: %v\n", s.Name, err)
+			continue
 		}
 		fmt.Fprintf(cfg.Log, "bench: series %s done in %v (kernel %s)\n", s.Name, time.Since(start).Round(time.Millisecond), out[i].Resp.Uname)
 	}

@@ -59,16 +59,12 @@ func WorkerMain(stdin io.Reader, stdout io.Writer) error {
 	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err == nil {
 		resp.THPMode = strings.TrimSpace(string(b))
 	}
-	for _, w := range req.Writes {
-		old, _ := os.ReadFile(w.Path)
-		if err := os.WriteFile(w.Path, []byte(w.Value), 0o644); err != nil {
-			return fmt.Errorf("bench-worker: write %s: %w", w.Path, err)
-		}
-		resp.Writes = append(resp.Writes, fmt.Sprintf("%s=%s (was %s)", w.Path, w.Value, strings.TrimSpace(string(old))))
-		if len(old) > 0 {
-			defer os.WriteFile(w.Path, old, 0o644)
-		}
+	applied, undo, err := ApplyWrites(req.Writes)
+	defer undo()
+	if err != nil {
+		return fmt.Errorf("bench-worker: %w", err)
 	}
+	resp.Writes = applied
 	for _, sz := range req.Sizes {
 		s, err := executor.ForkBench(executor.ForkBenchSpec{SizeBytes: sz, THP: req.THP, Reps: req.Reps})
 		if err != nil {
@@ -78,6 +74,33 @@ func WorkerMain(stdin io.Reader, stdout io.Writer) error {
 	}
 	return json.NewEncoder(stdout).Encode(resp)
 }
+
+// ApplyWrites makes the writes (e.g. switching a fork mode on) and
+// returns what it did and how to undo it; undo is never nil.
+func ApplyWrites(ws []Write) (applied []string, undo func(), err error) {
+	var undos []func()
+	undo = func() {
+		for i := len(undos) - 1; i >= 0; i-- {
+			undos[i]()
+		}
+	}
+	for _, w := range ws {
+		old, _ := os.ReadFile(w.Path)
+		if err := os.WriteFile(w.Path, []byte(w.Value), 0o644); err != nil {
+			return applied, undo, fmt.Errorf("write %s: %w", w.Path, err)
+		}
+		got, _ := os.ReadFile(w.Path)
+		applied = append(applied, fmt.Sprintf("%s=%s (was %s, reads back %s)", w.Path, w.Value, strings.TrimSpace(string(old)), strings.TrimSpace(string(got))))
+		if len(old) > 0 {
+			path := w.Path
+			undos = append(undos, func() { os.WriteFile(path, old, 0o644) })
+		}
+	}
+	return applied, undo, nil
+}
+
+// Uname is the running kernel's release.
+func Uname() string { return uname() }
 
 func uname() string {
 	b, err := os.ReadFile("/proc/sys/kernel/osrelease")

@@ -14,11 +14,12 @@ import (
 // command's start (before it was sent) and end (its reply read), in ns
 // since the scenario began.
 type Op struct {
-	Writer    int    `json:"writer"`
-	Key       int    `json:"key"`
-	Val       uint64 `json:"val"`
-	Inv, Resp int64
-	Load      bool `json:"load,omitempty"`
+	Writer int    `json:"writer"`
+	Key    int    `json:"key"`
+	Val    uint64 `json:"val"`
+	Inv    int64  `json:"inv"`
+	Resp   int64  `json:"resp"`
+	Load   bool   `json:"load,omitempty"`
 }
 
 // KeyName and Value are how keys and values look in Redis. Values are

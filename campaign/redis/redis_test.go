@@ -119,7 +119,7 @@ func TestScenario(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Findings() != 1 {
+		if res.Summarize().Findings() != 1 {
 			t.Errorf("corruption %s (%s) not reported", c, res.Rounds[0].Corrupted)
 		}
 	}

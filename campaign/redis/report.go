@@ -13,8 +13,8 @@ import (
 
 // Class is a set of commands the latency figure summarises.
 type Class struct {
-	Name string
-	Lat  []int64 // ns, sorted
+	Name string  `json:"name"`
+	Lat  []int64 `json:"lat"` // ns, sorted
 }
 
 // Percentile returns the p-th percentile (0..100) by nearest rank.
@@ -58,6 +58,63 @@ func (r *Result) Classes() []Class {
 	return out
 }
 
+// Summary is what the reports need of a run (small enough to send from a
+// guest): the rounds, the latency classes and the first round's timeline.
+type Summary struct {
+	Version  string          `json:"version"`
+	UsedMem  string          `json:"used_mem"`
+	Keys     int             `json:"keys"`
+	Size     int             `json:"value_size"`
+	Writers  int             `json:"writers"`
+	Seed     uint64          `json:"seed"`
+	Rounds   []Round         `json:"rounds"`
+	Classes  []Class         `json:"classes"`
+	Timeline []latency.Point `json:"timeline"` // ms since BGSAVE call, slowest SET per 10 ms (us)
+}
+
+// Summarize computes the summary.
+func (r *Result) Summarize() *Summary {
+	s := &Summary{Version: r.Version, UsedMem: r.UsedMem, Keys: r.Config.Keys, Size: r.Config.ValueSize, Writers: r.Config.Writers,
+		Seed: r.Config.Seed, Rounds: r.Rounds, Classes: r.Classes()}
+	if len(r.Rounds) == 0 {
+		return s
+	}
+	rd := r.Rounds[0]
+	lo, hi := rd.BgInv-int64(r.Config.Before), rd.BgDone+int64(r.Config.After)
+	const bucket = int64(10e6)
+	maxes := map[int64]int64{}
+	for _, o := range r.Ops {
+		if o.Inv < lo || o.Inv > hi {
+			continue
+		}
+		b := (o.Inv - rd.BgInv) / bucket
+		if o.Inv < rd.BgInv {
+			b = -((rd.BgInv - o.Inv + bucket - 1) / bucket)
+		}
+		maxes[b] = max(maxes[b], o.Resp-o.Inv)
+	}
+	var keys []int64
+	for b := range maxes {
+		keys = append(keys, b)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	for _, b := range keys {
+		s.Timeline = append(s.Timeline, latency.Point{X: float64(b * bucket / 1e6), Y: float64(maxes[b]) / 1e3})
+	}
+	return s
+}
+
+// Findings counts rounds with a finding.
+func (s *Summary) Findings() int {
+	n := 0
+	for _, x := range s.Rounds {
+		if x.Finding != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // Percentiles reported.
 var Percentiles = []struct {
 	Name string
@@ -67,7 +124,7 @@ var Percentiles = []struct {
 func usf(ns int64) string { return strconv.FormatFloat(float64(ns)/1e3, 'f', 1, 64) }
 
 // WriteTable writes the rounds and the latency table.
-func (r *Result) WriteTable(w io.Writer) {
+func (r *Summary) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "round\tBGSAVE call ms\tlatest_fork_usec\tchild done ms\twrites\tRDB MiB\tRDB keys\tsnapshot\t")
 	for _, rd := range r.Rounds {
@@ -89,7 +146,7 @@ func (r *Result) WriteTable(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t", p.Name)
 	}
 	fmt.Fprintln(tw)
-	for _, c := range r.Classes() {
+	for _, c := range r.Classes {
 		fmt.Fprintf(tw, "%s\t%d\t", c.Name, len(c.Lat))
 		for _, p := range Percentiles {
 			fmt.Fprintf(tw, "%s\t", usf(c.Percentile(p.P)))
@@ -99,64 +156,82 @@ func (r *Result) WriteTable(w io.Writer) {
 	tw.Flush()
 }
 
-// Plot is the latency figure: percentiles per class, and the first
-// round's timeline (slowest command per 10 ms) with the BGSAVE marks.
-func (r *Result) Plot(notes []string) *latency.Plot {
-	p := &latency.Plot{Title: "Redis SET latency around BGSAVE (" + r.Version + ")", Notes: notes}
+// Named is a summary with the name of its series (host, a VM kernel, a
+// fork mode).
+type Named struct {
+	Name string
+	*Summary
+}
+
+// WriteComparison writes one line per series: the fork as Redis measured
+// it and the latency percentiles during and outside BGSAVE.
+func WriteComparison(w io.Writer, ss []Named) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "series\tlatest_fork_usec\tBGSAVE call ms\t")
+	for _, cl := range []string{"outside", "during"} {
+		for _, p := range Percentiles {
+			fmt.Fprintf(tw, "%s %s us\t", cl, p.Name)
+		}
+	}
+	fmt.Fprintln(tw, "snapshots\t")
+	for _, s := range ss {
+		var forks, calls []int64
+		for _, rd := range s.Rounds {
+			forks = append(forks, rd.ForkUsec)
+			calls = append(calls, rd.BgResp-rd.BgInv)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t", s.Name, median(forks), float64(median(calls))/1e6)
+		for _, c := range s.Classes[:2] {
+			for _, p := range Percentiles {
+				fmt.Fprintf(tw, "%s\t", usf(c.Percentile(p.P)))
+			}
+		}
+		fmt.Fprintf(tw, "%d/%d consistent\t\n", len(s.Rounds)-s.Findings(), len(s.Rounds))
+	}
+	tw.Flush()
+}
+
+func median(v []int64) int64 {
+	if len(v) == 0 {
+		return 0
+	}
+	c := append([]int64(nil), v...)
+	sort.Slice(c, func(i, j int) bool { return c[i] < c[j] })
+	return c[len(c)/2]
+}
+
+// ComparisonPlot is the latency figure for several series: percentiles
+// during (solid) and outside (dashed) BGSAVE, and each series' first-round
+// timeline.
+func ComparisonPlot(ss []Named, notes []string) *latency.Plot {
+	p := &latency.Plot{Title: "Redis SET latency during and outside BGSAVE", Notes: notes}
 	var ticks []latency.Tick
 	for i, pc := range Percentiles {
 		ticks = append(ticks, latency.Tick{V: float64(i + 1), Label: pc.Name})
 	}
-	pn := latency.Panel{Title: "SET latency percentiles", XLabel: "percentile", YLabel: "microseconds (log)", LogY: true, XTicks: ticks}
-	for _, c := range r.Classes() {
-		if len(c.Lat) == 0 {
-			continue
-		}
-		l := latency.Line{Name: c.Name}
-		for i, pc := range Percentiles {
-			l.Points = append(l.Points, latency.Point{X: float64(i + 1), Y: float64(c.Percentile(pc.P)) / 1e3})
-		}
-		pn.Lines = append(pn.Lines, l)
-	}
-	p.Panels = append(p.Panels, pn)
-	if len(r.Rounds) > 0 {
-		rd := r.Rounds[0]
-		lo, hi := rd.BgInv-int64(r.Config.Before), rd.BgDone+int64(r.Config.After)
-		const bucket = int64(10e6)
-		maxes := map[int64]int64{}
-		for _, o := range r.Ops {
-			if o.Inv < lo || o.Inv > hi {
+	pn := latency.Panel{Title: "SET latency percentiles (solid: during BGSAVE, dashed: outside)", XLabel: "percentile", YLabel: "microseconds (log)", LogY: true, XTicks: ticks}
+	tl := latency.Panel{Title: "round 1: slowest SET per 10 ms against time since BGSAVE was called", XLabel: "ms since BGSAVE was called", YLabel: "microseconds (log)", LogY: true}
+	palette := []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"}
+	for i, s := range ss {
+		c := palette[i%len(palette)]
+		for k, cl := range s.Classes[:2] {
+			if len(cl.Lat) == 0 {
 				continue
 			}
-			b := (o.Inv - rd.BgInv) / bucket
-			if o.Inv < rd.BgInv {
-				b = -((rd.BgInv - o.Inv + bucket - 1) / bucket)
+			l := latency.Line{Name: s.Name + [2]string{" outside", " during"}[k], Color: c, Dashed: k == 0}
+			for j, pc := range Percentiles {
+				l.Points = append(l.Points, latency.Point{X: float64(j + 1), Y: float64(cl.Percentile(pc.P)) / 1e3})
 			}
-			maxes[b] = max(maxes[b], o.Resp-o.Inv)
+			pn.Lines = append(pn.Lines, l)
 		}
-		var keys []int64
-		for b := range maxes {
-			keys = append(keys, b)
+		if len(s.Timeline) > 0 {
+			done := 0.0
+			if len(s.Rounds) > 0 {
+				done = float64(s.Rounds[0].BgDone-s.Rounds[0].BgInv) / 1e6
+			}
+			tl.Lines = append(tl.Lines, latency.Line{Name: fmt.Sprintf("%s (child done %.0f ms)", s.Name, done), Color: c, Points: s.Timeline})
 		}
-		sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-		tl := latency.Panel{Title: fmt.Sprintf("round 1 timeline: slowest SET per 10 ms; BGSAVE called at 0, child done at %.0f ms", float64(rd.BgDone-rd.BgInv)/1e6),
-			XLabel: "ms since BGSAVE was called", YLabel: "microseconds (log)", LogY: true}
-		l := latency.Line{Name: "slowest SET"}
-		for _, b := range keys {
-			l.Points = append(l.Points, latency.Point{X: float64(b * bucket / 1e6), Y: float64(maxes[b]) / 1e3})
-		}
-		tl.Lines = append(tl.Lines, l)
-		// The BGSAVE window as a second line at the top.
-		top := 0.0
-		for _, v := range maxes {
-			top = math.Max(top, float64(v)/1e3)
-		}
-		tl.Lines = append(tl.Lines, latency.Line{Name: "BGSAVE in progress", Dashed: true, Points: []latency.Point{
-			{X: 0, Y: top * 1.5}, {X: float64(rd.BgDone-rd.BgInv) / 1e6, Y: top * 1.5}}})
-		for t := float64(lo-rd.BgInv) / 1e6; t <= float64(hi-rd.BgInv)/1e6; t += 100 {
-			tl.XTicks = append(tl.XTicks, latency.Tick{V: math.Round(t/100) * 100, Label: strconv.Itoa(int(math.Round(t/100) * 100))})
-		}
-		p.Panels = append(p.Panels, tl)
 	}
+	p.Panels = append(p.Panels, pn, tl)
 	return p
 }

@@ -37,14 +37,17 @@ var Corruptions = []string{"drop-old", "later-value"}
 
 // Round is one BGSAVE.
 type Round struct {
-	N                     int
-	BgInv, BgResp, BgDone int64 // BGSAVE sent, its reply, BGSAVE seen finished (ns)
-	ForkUsec              int64 // INFO latest_fork_usec
-	RDBBytes              int64
-	RDBKeys               int
-	Writes                int // writer SETs during the round
-	Finding               *Finding
-	Corrupted             string // what Corrupt did, if anything
+	N      int   `json:"n"`
+	BgInv  int64 `json:"bg_inv"`  // BGSAVE sent (ns)
+	BgResp int64 `json:"bg_resp"` // its reply
+	BgDone int64 `json:"bg_done"` // BGSAVE seen finished
+	// ForkUsec is INFO's latest_fork_usec.
+	ForkUsec  int64    `json:"latest_fork_usec"`
+	RDBBytes  int64    `json:"rdb_bytes"`
+	RDBKeys   int      `json:"rdb_keys"`
+	Writes    int      `json:"writes"` // writer SETs during the round
+	Finding   *Finding `json:"finding,omitempty"`
+	Corrupted string   `json:"corrupted,omitempty"` // what Corrupt did, if anything
 }
 
 // Result is the whole run.
@@ -55,17 +58,6 @@ type Result struct {
 	Ops     []Op // writer ops (not the load)
 	LoadNs  int64
 	UsedMem string
-}
-
-// Findings counts rounds with a finding.
-func (r *Result) Findings() int {
-	n := 0
-	for _, x := range r.Rounds {
-		if x.Finding != nil {
-			n++
-		}
-	}
-	return n
 }
 
 // Run runs the scenario.

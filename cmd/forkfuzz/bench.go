@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -8,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/agents/vm"
 	"github.com/forkfuzz/forkfuzz/campaign/latency"
 )
 
@@ -23,7 +28,25 @@ func (l *listFlag) String() string     { return strings.Join(*l, " ") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 func cmdBenchWorker(args []string, stdout, stderr io.Writer) int {
-	if err := latency.WorkerMain(os.Stdin, stdout); err != nil {
+	if err := executor.ReexecWithGODEBUG(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitError
+	}
+	body, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench-worker:", err)
+		return exitError
+	}
+	var kind struct {
+		Redis json.RawMessage `json:"redis"`
+	}
+	json.Unmarshal(body, &kind)
+	if len(kind.Redis) > 0 {
+		err = redisWorker(body, stdout)
+	} else {
+		err = latency.WorkerMain(bytes.NewReader(body), stdout)
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitError
 	}
@@ -137,10 +160,37 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		cfg.Log = stderr
 	}
 	start := time.Now()
-	res, err := latency.Run(cfg)
+	all, err := latency.Run(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz bench fork:", err)
 		return exitError
+	}
+	// A series that failed (a kernel report in its VM) is a finding; the
+	// others are still reported.
+	findings := 0
+	for _, r := range all {
+		var kr *vm.KernelReportError
+		switch {
+		case r.Err == nil:
+		case errors.As(r.Err, &kr):
+			findings++
+			fmt.Fprintf(stdout, "FINDING: series %s: kernel report in the VM while benchmarking: %s\n%s\n", r.Series.Name, kr.Title, kr.Report)
+		default:
+			fmt.Fprintf(stderr, "forkfuzz bench fork: series %s: %v\n", r.Series.Name, r.Err)
+			return exitError
+		}
+	}
+	baseName := all[base].Series.Name
+	res := latency.Measured(all)
+	base = -1
+	for i, r := range res {
+		if r.Series.Name == baseName {
+			base = i
+		}
+	}
+	if base < 0 {
+		fmt.Fprintf(stderr, "forkfuzz bench fork: the baseline %s has no measurements\n", baseName)
+		return exitFindings
 	}
 	host, _ := os.Hostname()
 	notes := []string{fmt.Sprintf("%s, %d CPUs, %s; %d forks per point; measured %s on a shared, loaded machine",
@@ -181,10 +231,13 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		for _, f := range fails {
 			fmt.Fprintln(stdout, "LATENCY GATE FAILED: "+f.String())
 		}
-		if len(fails) > 0 {
+		if len(fails) > 0 || findings > 0 {
 			return exitFindings
 		}
 		fmt.Fprintf(stdout, "latency gate passed: every series under test within %.2fx of %s at %s (%s)\n", *maxRatio, res[base].Series.Name, *atSize, metric.Name)
+	}
+	if findings > 0 {
+		return exitFindings
 	}
 	return exitClean
 }

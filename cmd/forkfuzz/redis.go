@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -9,16 +10,35 @@ import (
 	"strings"
 	"time"
 
+	"github.com/forkfuzz/forkfuzz/agents/vm"
+	"github.com/forkfuzz/forkfuzz/campaign/latency"
 	"github.com/forkfuzz/forkfuzz/campaign/redis"
 )
 
 func init() {
 	commands = append(commands, command{name: "redis", args: "[flags]",
-		help: "Redis BGSAVE under a writer load: snapshot consistency (findings) and latency", run: cmdRedis})
+		help: "Redis BGSAVE under a writer load (host, QEMU VMs): snapshot consistency (findings) and latency", run: cmdRedis})
+}
+
+// redisWorker serves {"redis": Request} in bench-worker (a VM's guest).
+func redisWorker(body []byte, stdout io.Writer) error {
+	var env struct {
+		Redis redis.Request `json:"redis"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return fmt.Errorf("bench-worker: redis request: %w", err)
+	}
+	resp, err := redis.Serve(env.Redis)
+	if err != nil {
+		return fmt.Errorf("bench-worker: redis: %w", err)
+	}
+	return json.NewEncoder(stdout).Encode(resp)
 }
 
 func cmdRedis(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("redis", stderr)
+	var series listFlag
+	fs.Var(&series, "series", "where to run, NAME=TARGET[,kernel=PATH][,memory=MiB][,write=PATH:VALUE] (TARGET native or vm; repeatable; default host=native)")
 	keys := fs.Int("keys", 100000, "keys loaded before the writer load")
 	size := fs.Int("value-size", 1000, "bytes per value (>= 24)")
 	writers := fs.Int("writers", 2, "writer connections (each owns a share of the keys)")
@@ -26,10 +46,11 @@ func cmdRedis(args []string, stdout, stderr io.Writer) int {
 	before := fs.Duration("before", 300*time.Millisecond, "writer load before each BGSAVE")
 	after := fs.Duration("after", 300*time.Millisecond, "writer load after each BGSAVE finished")
 	seed := fs.Uint64("seed", 0, "writer seed (0: random, printed)")
-	workdir := fs.String("workdir", "", "where RDB files and logs go (default: a temporary directory, removed)")
+	workdir := fs.String("workdir", "", "where host RDB files and logs go (default: a temporary directory, removed)")
 	cache := fs.String("cache", redis.DefaultCache(), "where Debian's redis-server is unpacked")
 	fetch := fs.Bool("fetch", false, "fetch redis-server with apt-get download into --cache if it is not there")
 	svgOut := fs.String("svg", "", "write the latency figure here")
+	accel := fs.String("accel", "auto", "VM accelerator: auto, kvm, tcg")
 	corrupt := fs.String("corrupt", "", "TEST ONLY: falsify the snapshot read back ("+strings.Join(redis.Corruptions, ", ")+")")
 	if fs.Parse(args) != nil {
 		return exitError
@@ -43,6 +64,18 @@ func cmdRedis(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "forkfuzz redis: --corrupt %q: want one of %s\n", *corrupt, strings.Join(redis.Corruptions, ", "))
 			return exitError
 		}
+	}
+	if len(series) == 0 {
+		series = listFlag{"host=native"}
+	}
+	var ss []latency.Series
+	for _, s := range series {
+		sr, err := latency.ParseSeries(s)
+		if err != nil {
+			fmt.Fprintln(stderr, "forkfuzz redis: --series:", err)
+			return exitError
+		}
+		ss = append(ss, sr)
 	}
 	bin, err := redis.Find(*cache)
 	if err != nil && *fetch {
@@ -66,41 +99,99 @@ func cmdRedis(args []string, stdout, stderr io.Writer) int {
 		dir = d
 	}
 	fmt.Fprintf(stderr, "forkfuzz redis: seed %d, server %s\n", *seed, bin.Path)
-	res, err := redis.Run(redis.Config{Bin: bin, Dir: dir, Keys: *keys, ValueSize: *size, Writers: *writers, Rounds: *rounds,
-		Before: *before, After: *after, Seed: *seed, Corrupt: *corrupt, Log: stderr})
-	if err != nil {
-		fmt.Fprintln(stderr, "forkfuzz redis:", err)
-		return exitError
+	req := redis.Request{Bin: bin, Keys: *keys, ValueSize: *size, Writers: *writers, Rounds: *rounds,
+		BeforeMs: int(*before / time.Millisecond), AfterMs: int(*after / time.Millisecond), Seed: *seed, Corrupt: *corrupt}
+	self, _ := os.Executable()
+	var named []redis.Named
+	notes := []string{fmt.Sprintf("%d CPUs, shared loaded machine; %d keys x %d B, %d writers, %d BGSAVEs per series, seed %d",
+		runtime.NumCPU(), *keys, *size, *writers, *rounds, *seed)}
+	for _, s := range ss {
+		q := req
+		q.Writes = s.Writes
+		var resp *redis.Response
+		switch s.Target {
+		case "native":
+			q.Dir = dir + "/" + s.Name
+			resp, err = redis.Serve(q)
+		case "vm":
+			resp, err = redisInVM(s, q, self, *accel, stderr)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "forkfuzz redis: series %s: %v\n", s.Name, err)
+			return exitError
+		}
+		sum := resp.Summary
+		var forks []string
+		for _, rd := range sum.Rounds {
+			forks = append(forks, fmt.Sprint(rd.ForkUsec))
+		}
+		w := ""
+		if len(resp.Writes) > 0 {
+			w = "; " + strings.Join(resp.Writes, "; ")
+		}
+		notes = append(notes, fmt.Sprintf("%s: kernel %s, redis %s, used_memory %s, latest_fork_usec %s%s", s.Name, resp.Uname, sum.Version, sum.UsedMem, strings.Join(forks, ", "), w))
+		named = append(named, redis.Named{Name: s.Name, Summary: sum})
 	}
-	b, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	notes := []string{
-		fmt.Sprintf("host kernel %s, %d CPUs, shared loaded machine; redis %s, %d keys x %d B (used_memory %s), %d writers, %d BGSAVEs, seed %d",
-			strings.TrimSpace(string(b)), runtime.NumCPU(), res.Version, *keys, *size, res.UsedMem, *writers, *rounds, *seed),
-	}
-	var forks []string
-	for _, rd := range res.Rounds {
-		forks = append(forks, fmt.Sprint(rd.ForkUsec))
-	}
-	notes = append(notes, "latest_fork_usec per BGSAVE: "+strings.Join(forks, ", "))
 	for _, n := range notes {
 		fmt.Fprintln(stdout, "# "+n)
 	}
-	res.WriteTable(stdout)
+	for _, n := range named {
+		fmt.Fprintf(stdout, "\n== %s\n", n.Name)
+		n.WriteTable(stdout)
+	}
+	fmt.Fprintln(stdout)
+	redis.WriteComparison(stdout, named)
 	if *svgOut != "" {
-		if err := writeFileWith(*svgOut, res.Plot(notes).WriteSVG); err != nil {
+		if err := writeFileWith(*svgOut, redis.ComparisonPlot(named, notes).WriteSVG); err != nil {
 			fmt.Fprintln(stderr, "forkfuzz redis: --svg:", err)
 			return exitError
 		}
 	}
-	if n := res.Findings(); n > 0 {
-		for _, rd := range res.Rounds {
+	total, bad := 0, 0
+	for _, n := range named {
+		for _, rd := range n.Rounds {
+			total++
 			if rd.Finding != nil {
-				fmt.Fprint(stdout, "\nFINDING: "+rd.Finding.String())
+				bad++
+				fmt.Fprintf(stdout, "\nFINDING (%s): %s", n.Name, rd.Finding)
 			}
 		}
-		fmt.Fprintf(stdout, "%d of %d BGSAVE snapshots are not consistent cuts (replay: --seed %d)\n", n, len(res.Rounds), *seed)
+	}
+	if bad > 0 {
+		fmt.Fprintf(stdout, "%d of %d BGSAVE snapshots are not consistent cuts (replay: --seed %d)\n", bad, total, *seed)
 		return exitFindings
 	}
-	fmt.Fprintf(stdout, "all %d BGSAVE snapshots are consistent cuts of the write history\n", len(res.Rounds))
+	fmt.Fprintf(stdout, "all %d BGSAVE snapshots are consistent cuts of the write history\n", total)
 	return exitClean
+}
+
+// redisInVM boots s's kernel with redis-server and its libraries in the
+// initramfs and runs the scenario in the guest.
+func redisInVM(s latency.Series, q redis.Request, self, accel string, log io.Writer) (*redis.Response, error) {
+	files, err := redis.GuestFiles(q.Bin)
+	if err != nil {
+		return nil, err
+	}
+	tf := &vm.TargetFile{Path: "(forkfuzz redis)"}
+	tf.Files = append(tf.Files, vm.File{Host: q.Bin.Path, Guest: q.Bin.Path})
+	for _, f := range files {
+		tf.Files = append(tf.Files, vm.File{Host: f, Guest: f})
+	}
+	fmt.Fprintf(log, "redis: booting %s (%d MiB) with redis-server and %d libraries ...\n", s.Kernel, s.Memory, len(files))
+	t, err := vm.New(vm.Config{Kernel: s.Kernel, Agent: self, Memory: s.Memory, CPUs: 2, Accel: accel, Log: log, TargetFile: tf})
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	q.Dir = "/tmp/redis-scenario"
+	body, _ := json.Marshal(map[string]any{"redis": q})
+	raw, err := t.Bench(body, 30*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	var resp redis.Response
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return nil, fmt.Errorf("guest answer: %w", err)
+	}
+	return &resp, nil
 }
