@@ -65,6 +65,9 @@ func (p *Plot) WriteSVG(w io.Writer) error {
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="10" y="20" font-size="14" font-weight="bold">%s</text>`+"\n", html.EscapeString(p.Title))
 	for i, n := range p.Notes {
+		if len(n) > 140 {
+			n = n[:137] + "..."
+		}
 		fmt.Fprintf(&b, `<text x="10" y="%d" fill="#555">%s</text>`+"\n", 20+headerLine*(i+1), html.EscapeString(n))
 	}
 	for i, pn := range p.Panels {
@@ -237,7 +240,7 @@ func BenchPlot(res []Result, base int, notes []string) *Plot {
 		}
 	}
 	mk := func(title, ylabel string, m Metric) Panel {
-		pn := Panel{Title: title, XLabel: "resident memory (MiB, touched)", YLabel: ylabel, LogX: true, XTicks: ticks}
+		pn := Panel{Title: title, XLabel: "resident memory (MiB, touched)", YLabel: ylabel, LogX: true, LogY: true, XTicks: ticks}
 		for _, r := range res {
 			l := Line{Name: r.Series.Name}
 			for i, sz := range r.Resp.Sizes {
@@ -248,8 +251,8 @@ func BenchPlot(res []Result, base int, notes []string) *Plot {
 		}
 		return pn
 	}
-	p.Panels = append(p.Panels, mk("fork() call", "ms", Metrics[0]))
-	p.Panels = append(p.Panels, mk("parent's first write to every 2 MiB range after fork, total", "ms", Metrics[1]))
+	p.Panels = append(p.Panels, mk("fork() call", "ms (log)", Metrics[0]))
+	p.Panels = append(p.Panels, mk("parent's first write to every 2 MiB range after fork, total", "ms (log)", Metrics[1]))
 	rp := Panel{Title: "fork() median / baseline's (" + res[base].Series.Name + ")", XLabel: "resident memory (MiB, touched)", YLabel: "ratio", LogX: true, LogY: true, XTicks: ticks, HLine: 1}
 	for i, r := range res {
 		if i == base {

@@ -204,7 +204,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		if len(r.Resp.Writes) > 0 {
 			w = ", " + strings.Join(r.Resp.Writes, "; ")
 		}
-		notes = append(notes, fmt.Sprintf("%s: %s, kernel %s%s, THP %s%s", r.Series.Name, r.Series.Spec, r.Resp.Uname, acc, r.Resp.THPMode, w))
+		notes = append(notes, fmt.Sprintf("%s: %s, kernel %s%s, THP %s%s", r.Series.Name, r.Series.Target, r.Resp.Uname, acc, r.Resp.THPMode, w))
 	}
 	for _, n := range notes {
 		fmt.Fprintln(stdout, "# "+n)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -103,6 +104,7 @@ func cmdRedis(args []string, stdout, stderr io.Writer) int {
 		BeforeMs: int(*before / time.Millisecond), AfterMs: int(*after / time.Millisecond), Seed: *seed, Corrupt: *corrupt}
 	self, _ := os.Executable()
 	var named []redis.Named
+	kernelFindings := 0
 	notes := []string{fmt.Sprintf("%d CPUs, shared loaded machine; %d keys x %d B, %d writers, %d BGSAVEs per series, seed %d",
 		runtime.NumCPU(), *keys, *size, *writers, *rounds, *seed)}
 	for _, s := range ss {
@@ -115,6 +117,13 @@ func cmdRedis(args []string, stdout, stderr io.Writer) int {
 			resp, err = redis.Serve(q)
 		case "vm":
 			resp, err = redisInVM(s, q, self, *accel, stderr)
+		}
+		var kr *vm.KernelReportError
+		if errors.As(err, &kr) {
+			kernelFindings++
+			fmt.Fprintf(stdout, "FINDING (%s): kernel report in the VM during the Redis scenario: %s\n%s\n", s.Name, kr.Title, kr.Report)
+			notes = append(notes, fmt.Sprintf("%s: kernel report in the VM: %s (no measurements)", s.Name, kr.Title))
+			continue
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "forkfuzz redis: series %s: %v\n", s.Name, err)
@@ -157,7 +166,10 @@ func cmdRedis(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	if bad > 0 {
+	if kernelFindings > 0 {
+		fmt.Fprintf(stdout, "%d series ended in a kernel report\n", kernelFindings)
+	}
+	if bad > 0 || kernelFindings > 0 {
 		fmt.Fprintf(stdout, "%d of %d BGSAVE snapshots are not consistent cuts (replay: --seed %d)\n", bad, total, *seed)
 		return exitFindings
 	}
