@@ -149,6 +149,12 @@ func (pn *Panel) render(b *strings.Builder, top int) {
 				}
 			}
 		}
+		if len(ticks) > 12 && !pn.LogX {
+			ticks = nil
+			for _, v := range yTicks(minX, maxX, false) {
+				ticks = append(ticks, Tick{v, fmtNum(v)})
+			}
+		}
 	}
 	for _, t := range ticks {
 		x := fx(t.V)
@@ -176,6 +182,9 @@ func (pn *Panel) render(b *strings.Builder, top int) {
 		}
 		fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", c, dash, strings.Join(pts, " "))
 		for _, p := range l.Points {
+			if len(l.Points) > 40 {
+				break // a dense line: no markers
+			}
 			x := fx(p.X)
 			if p.Lo != 0 || p.Hi != 0 {
 				fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`, x, fy(p.Lo), x, fy(p.Hi), c)
