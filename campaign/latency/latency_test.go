@@ -11,14 +11,14 @@ import (
 )
 
 func TestParseSeries(t *testing.T) {
-	s, err := ParseSeries("vm-async=vm,kernel=/k/bz,pages=thp,memory=2048,write=/sys/fs/cgroup/memory.async_fork:1")
+	s, err := ParseSeries("vm-async=vm,kernel=/k/bz,pages=thp,memory=2048,write=/sys/fs/cgroup/memory.async_fork:1,cmdline=async_fork.seq_fix=1,cmdline=quiet")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Target != "vm" || s.Kernel != "/k/bz" || !s.THP || s.Memory != 2048 || len(s.Writes) != 1 || s.Writes[0].Value != "1" {
+	if s.Target != "vm" || s.Kernel != "/k/bz" || !s.THP || s.Memory != 2048 || len(s.Writes) != 1 || s.Writes[0].Value != "1" || s.Cmdline != "async_fork.seq_fix=1 quiet" {
 		t.Errorf("parsed %+v", s)
 	}
-	for _, bad := range []string{"x", "=native", "a=qemu", "a=vm", "a=native,pages=2m", "a=native,kernel=/k", "a=native,foo=1", "a=vm,kernel=/k,memory=12", "a=native,write=x"} {
+	for _, bad := range []string{"x", "=native", "a=qemu", "a=vm", "a=native,pages=2m", "a=native,kernel=/k", "a=native,foo=1", "a=vm,kernel=/k,memory=12", "a=native,write=x", "a=native,cmdline=x"} {
 		if _, err := ParseSeries(bad); err == nil {
 			t.Errorf("ParseSeries(%q) accepted", bad)
 		}

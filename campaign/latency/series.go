@@ -21,13 +21,17 @@ type Series struct {
 	Target string // "native" or "vm"
 	Kernel string // vm
 	Memory int    // vm, MiB
-	THP    bool
-	Writes []Write
-	Spec   string // as given
+	// Cmdline is appended to the VM kernel's command line (vm), e.g.
+	// async_fork.seq_fix=1.
+	Cmdline string
+	THP     bool
+	Writes  []Write
+	Spec    string // as given
 }
 
 // ParseSeries parses "NAME=TARGET[,key=value...]": TARGET native or vm;
-// keys pages=4k|thp, kernel=PATH (vm), memory=MiB (vm), write=PATH:VALUE
+// keys pages=4k|thp, kernel=PATH (vm), memory=MiB (vm), cmdline=WORD (vm,
+// appended to the kernel command line; repeatable), write=PATH:VALUE
 // (repeatable; made by the worker around the benchmark, e.g.
 // write=/sys/fs/cgroup/memory.async_fork:1).
 func ParseSeries(s string) (Series, error) {
@@ -59,6 +63,8 @@ func ParseSeries(s string) (Series, error) {
 			}
 		case "kernel":
 			sr.Kernel = v
+		case "cmdline":
+			sr.Cmdline = strings.TrimSpace(sr.Cmdline + " " + v)
 		case "memory":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 128 {
@@ -72,14 +78,14 @@ func ParseSeries(s string) (Series, error) {
 			}
 			sr.Writes = append(sr.Writes, Write{Path: p, Value: val})
 		default:
-			return sr, fmt.Errorf("series %s: unknown key %q (want pages, kernel, memory, write)", name, k)
+			return sr, fmt.Errorf("series %s: unknown key %q (want pages, kernel, memory, cmdline, write)", name, k)
 		}
 	}
 	if sr.Target == "vm" && sr.Kernel == "" {
 		return sr, fmt.Errorf("series %s: target vm needs kernel=PATH", name)
 	}
-	if sr.Target == "native" && sr.Kernel != "" {
-		return sr, fmt.Errorf("series %s: kernel= is for target vm", name)
+	if sr.Target == "native" && (sr.Kernel != "" || sr.Cmdline != "") {
+		return sr, fmt.Errorf("series %s: kernel= and cmdline= are for target vm", name)
 	}
 	return sr, nil
 }
@@ -161,11 +167,11 @@ func Run(cfg Config) ([]Result, error) {
 		case "native":
 			raw, err = runNative(cfg.Self, body)
 		case "vm":
-			key := fmt.Sprintf("%s|%d", s.Kernel, s.Memory)
+			key := fmt.Sprintf("%s|%d|%s", s.Kernel, s.Memory, s.Cmdline)
 			t := vms[key]
 			if t == nil {
-				fmt.Fprintf(cfg.Log, "bench: booting %s (%d MiB) ...\n", s.Kernel, s.Memory)
-				t, err = vm.New(vm.Config{Kernel: s.Kernel, Agent: cfg.Self, Memory: s.Memory, CPUs: 2, Accel: cfg.Accel, Log: cfg.Log})
+				fmt.Fprintf(cfg.Log, "bench: booting %s (%d MiB) %s ...\n", s.Kernel, s.Memory, s.Cmdline)
+				t, err = vm.New(vm.Config{Kernel: s.Kernel, Agent: cfg.Self, Memory: s.Memory, CPUs: 2, Accel: cfg.Accel, Log: cfg.Log, Cmdline: s.Cmdline})
 				if err != nil {
 					return nil, fmt.Errorf("series %s: %w", s.Name, err)
 				}

@@ -60,7 +60,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := newFlags("bench fork", stderr)
 	var series listFlag
-	fs.Var(&series, "series", "a curve, NAME=TARGET[,pages=4k|thp][,kernel=PATH][,memory=MiB][,write=PATH:VALUE] (TARGET native or vm; repeatable; default host-4k and host-thp on the host)")
+	fs.Var(&series, "series", "a curve, NAME=TARGET[,pages=4k|thp][,kernel=PATH][,memory=MiB][,cmdline=WORD][,write=PATH:VALUE] (TARGET native or vm; repeatable; default host-4k and host-thp on the host)")
 	sizesF := fs.String("sizes", "4M,16M,64M,256M,1G", "resident sizes, comma-separated (multiples of 2M)")
 	reps := fs.Int("reps", 5, "forks per size and series")
 	baseline := fs.String("baseline", "", "the series the others are compared with (default: the first)")
@@ -203,6 +203,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		w := ""
 		if len(r.Resp.Writes) > 0 {
 			w = ", " + strings.Join(r.Resp.Writes, "; ")
+		}
+		if r.Series.Cmdline != "" {
+			acc += ", cmdline " + r.Series.Cmdline
 		}
 		notes = append(notes, fmt.Sprintf("%s: %s, kernel %s%s, THP %s%s", r.Series.Name, r.Series.Target, r.Resp.Uname, acc, r.Resp.THPMode, w))
 	}

@@ -39,7 +39,7 @@ func redisWorker(body []byte, stdout io.Writer) error {
 func cmdRedis(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("redis", stderr)
 	var series listFlag
-	fs.Var(&series, "series", "where to run, NAME=TARGET[,kernel=PATH][,memory=MiB][,write=PATH:VALUE] (TARGET native or vm; repeatable; default host=native)")
+	fs.Var(&series, "series", "where to run, NAME=TARGET[,kernel=PATH][,memory=MiB][,cmdline=WORD][,write=PATH:VALUE] (TARGET native or vm; repeatable; default host=native)")
 	keys := fs.Int("keys", 100000, "keys loaded before the writer load")
 	size := fs.Int("value-size", 1000, "bytes per value (>= 24)")
 	writers := fs.Int("writers", 2, "writer connections (each owns a share of the keys)")
@@ -190,7 +190,7 @@ func redisInVM(s latency.Series, q redis.Request, self, accel string, log io.Wri
 		tf.Files = append(tf.Files, vm.File{Host: f, Guest: f})
 	}
 	fmt.Fprintf(log, "redis: booting %s (%d MiB) with redis-server and %d libraries ...\n", s.Kernel, s.Memory, len(files))
-	t, err := vm.New(vm.Config{Kernel: s.Kernel, Agent: self, Memory: s.Memory, CPUs: 2, Accel: accel, Log: log, TargetFile: tf})
+	t, err := vm.New(vm.Config{Kernel: s.Kernel, Agent: self, Memory: s.Memory, CPUs: 2, Accel: accel, Log: log, TargetFile: tf, Cmdline: s.Cmdline})
 	if err != nil {
 		return nil, err
 	}
