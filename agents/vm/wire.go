@@ -159,6 +159,12 @@ func DecodeMsg(body []byte) (*Msg, error) {
 			return nil, &FrameError{fmt.Sprintf("result %d carries %d of observation, crash, err (want exactly one)", m.ID, set)}
 		}
 	}
+	if m.Type == MsgBench && len(m.Bench) == 0 {
+		return nil, &FrameError{fmt.Sprintf("bench %d carries no request", m.ID)}
+	}
+	if m.Type == MsgBenchResult && (len(m.Bench) > 0) == (m.Err != "") {
+		return nil, &FrameError{fmt.Sprintf("bench-result %d carries both or neither of bench, err (want exactly one)", m.ID)}
+	}
 	if m.Type == MsgRun && m.Program == "" {
 		return nil, &FrameError{fmt.Sprintf("run %d carries no program", m.ID)}
 	}
