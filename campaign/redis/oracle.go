@@ -135,7 +135,7 @@ func Check(round, keys int, ops []Op, bgInv, bgResp int64, snap Snapshot) (*Find
 	case cut.Unknown:
 		return nil, fmt.Errorf("round %d: cut check undecided: %s", round, v.Reason)
 	}
-	f.Reason = v.Reason
+	f.Reason = explain(v, bgInv, bgResp)
 	for _, w := range []*cut.Write{v.Seen, v.Missed} {
 		if w != nil {
 			f.Keys = append(f.Keys, timeline(int(w.Cell), ops, snap, bgInv, bgResp))
@@ -196,4 +196,24 @@ func timeline(k int, ops []Op, snap Snapshot, bgInv, bgResp int64) KeyTimeline {
 		}
 	}
 	return kt
+}
+
+// explain words a cut violation in keys, values and times.
+func explain(v cut.Verdict, bgInv, bgResp int64) string {
+	seen, missed := v.Seen, v.Missed
+	switch {
+	case seen != nil && missed != nil && seen.Thread == missed.Thread:
+		return fmt.Sprintf("writer %d set %s = v%d (done at %s) and then %s = v%d (started at %s); the RDB has the later write but not the earlier one",
+			missed.Thread, KeyName(int(missed.Cell)), missed.Value, fmtT(missed.Resp), KeyName(int(seen.Cell)), seen.Value, fmtT(seen.Inv))
+	case seen != nil && missed != nil:
+		return fmt.Sprintf("the RDB has %s = v%d (SET started at %s) but not %s = v%d (SET done at %s, earlier): no instant separates them",
+			KeyName(int(seen.Cell)), seen.Value, fmtT(seen.Inv), KeyName(int(missed.Cell)), missed.Value, fmtT(missed.Resp))
+	case seen != nil:
+		return fmt.Sprintf("the RDB has %s = v%d, whose SET started at %s, after BGSAVE returned at %s",
+			KeyName(int(seen.Cell)), seen.Value, fmtT(seen.Inv), fmtT(bgResp))
+	case missed != nil:
+		return fmt.Sprintf("the RDB lacks %s = v%d, whose SET was done at %s, before BGSAVE was called at %s",
+			KeyName(int(missed.Cell)), missed.Value, fmtT(missed.Resp), fmtT(bgInv))
+	}
+	return v.Reason
 }
