@@ -167,7 +167,7 @@ type Named struct {
 // it and the latency percentiles during and outside BGSAVE.
 func WriteComparison(w io.Writer, ss []Named) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "series\tlatest_fork_usec\tBGSAVE call ms\t")
+	fmt.Fprint(tw, "series\tlatest_fork_usec (median)\tBGSAVE call ms (median)\t")
 	for _, cl := range []string{"outside", "during"} {
 		for _, p := range Percentiles {
 			fmt.Fprintf(tw, "%s %s us\t", cl, p.Name)
@@ -197,6 +197,9 @@ func median(v []int64) int64 {
 	}
 	c := append([]int64(nil), v...)
 	sort.Slice(c, func(i, j int) bool { return c[i] < c[j] })
+	if len(c)%2 == 0 {
+		return (c[len(c)/2-1] + c[len(c)/2]) / 2
+	}
 	return c[len(c)/2]
 }
 
