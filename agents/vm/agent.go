@@ -212,6 +212,8 @@ func serve() error {
 		switch m.Type {
 		case MsgRun:
 			a.send(a.run(m))
+		case MsgBench:
+			a.send(benchInGuest(m))
 		default:
 			consolef("unexpected %s message from the host", m.Type)
 		}

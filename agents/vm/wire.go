@@ -34,6 +34,11 @@ const (
 	MsgRun      = "run"      // host: run a program
 	MsgResult   = "result"   // guest: the outcome of a run
 	MsgLog      = "log"      // guest: a line for the host's log
+	// MsgBench (host) runs `forkfuzz bench-worker` in the guest with Bench
+	// on its stdin; MsgBenchResult (guest) carries its stdout in Bench, or
+	// Err.
+	MsgBench       = "bench"
+	MsgBenchResult = "bench-result"
 )
 
 // Msg is one message in either direction; Type says which fields are set.
@@ -67,6 +72,9 @@ type Msg struct {
 
 	// log
 	Text string `json:"text,omitempty"`
+
+	// bench, bench-result: the benchmark request and its result (JSON).
+	Bench json.RawMessage `json:"bench,omitempty"`
 }
 
 // Crash is an executor.CrashError on the wire.
@@ -98,7 +106,7 @@ func WriteMsg(w io.Writer, m *Msg) error {
 	return err
 }
 
-var knownTypes = map[string]bool{MsgHello: true, MsgProgress: true, MsgRun: true, MsgResult: true, MsgLog: true}
+var knownTypes = map[string]bool{MsgHello: true, MsgProgress: true, MsgRun: true, MsgResult: true, MsgLog: true, MsgBench: true, MsgBenchResult: true}
 
 // ReadMsg reads one frame. io.EOF means the stream ended cleanly between
 // frames; a *FrameError means the frame was malformed.
@@ -150,6 +158,12 @@ func DecodeMsg(body []byte) (*Msg, error) {
 		if set != 1 {
 			return nil, &FrameError{fmt.Sprintf("result %d carries %d of observation, crash, err (want exactly one)", m.ID, set)}
 		}
+	}
+	if m.Type == MsgBench && len(m.Bench) == 0 {
+		return nil, &FrameError{fmt.Sprintf("bench %d carries no request", m.ID)}
+	}
+	if m.Type == MsgBenchResult && (len(m.Bench) > 0) == (m.Err != "") {
+		return nil, &FrameError{fmt.Sprintf("bench-result %d carries both or neither of bench, err (want exactly one)", m.ID)}
 	}
 	if m.Type == MsgRun && m.Program == "" {
 		return nil, &FrameError{fmt.Sprintf("run %d carries no program", m.ID)}

@@ -17,6 +17,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "executor" {
 		executor.Serve()
 	}
+	if len(os.Args) > 1 && os.Args[1] == "bench-worker" {
+		os.Exit(cmdBenchWorker(nil, os.Stdout, os.Stderr))
+	}
 	if len(os.Args) > 1 && os.Args[1] == "porcupine-worker" {
 		os.Exit(cmdPorcupineWorker(nil, os.Stdout, os.Stderr))
 	}
