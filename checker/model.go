@@ -90,6 +90,8 @@ type machine struct {
 	// expected mode: kernel-chosen mremap addresses and fake pids.
 	nextFar uint64
 	clock   int64
+
+	spec *specRec // spec.go: records what the model accepts (NewSpec only)
 }
 
 func newMachine(p *prog.Program, o *obs.Observation) *machine {
@@ -209,6 +211,9 @@ func (m *machine) result(pr *proc, i int, pd pred) obs.OpResult {
 		return r
 	}
 	r := m.o.Ops[i]
+	if m.spec != nil {
+		m.spec.op(i, pd)
+	}
 	if !pd.allows(r.Errno) {
 		m.errnoFinding(pr, i, pd, r.Errno)
 	}

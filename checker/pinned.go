@@ -335,6 +335,9 @@ func (m *machine) readPipe(pr *proc, i int) {
 	op := &m.p.Ops[i]
 	pages, lost := m.pin.pipes[op.Pipe], m.pin.pipeLost[op.Pipe]
 	m.pin.pipes[op.Pipe], m.pin.pipeLost[op.Pipe] = nil, false
+	if m.spec != nil {
+		m.spec.pipe(m, i, pages, lost)
+	}
 	if lost {
 		m.result(pr, i, unpredictable("the model lost track of what the pipe holds"))
 		return

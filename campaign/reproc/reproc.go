@@ -1,0 +1,391 @@
+// Package reproc translates a forkfuzz program into a standalone C
+// program (no Go, no forkfuzz) that performs it with raw system calls and
+// checks what every process sees against the reference model's
+// prediction, embedded as C tables.
+//
+// The tables come from checker.NewSpec: for every operation the errnos the
+// model accepts (and the result it assumed), for every view the page
+// states, protections, file offsets and page contents it accepts, with
+// its doubts explicit (unknown ranges, MADV_FREE alternatives, words a
+// thread may write). Where Linux leaves a choice and the run takes
+// another path than the one the model's expectations follow (an allowed
+// alternative errno, an injected fork that failed, a kernel-chosen
+// mremap address, a missing O_DIRECT), the reproducer says so and stops
+// judging: it never reports a divergence it cannot judge as a failure.
+//
+// The reproducer prints "FAIL: ..." lines naming the process, operation or
+// view, page, expected and actual value, and exits 1 on a failure, 0
+// otherwise, 2 when it cannot set the program up. It builds with
+// `gcc -O2 -static -pthread repro.c`.
+//
+// Not supported (Translate refuses): io_uring (uringreg, uringread) and
+// userfaultfd (uffdwp) operations. Not checked: the consistent-cut oracle
+// of child snapshots taken while threads store (those words are skipped
+// as the model's wild words), page-table and rollback measurements
+// beyond "a failed injected fork leaves the parent's mappings unchanged",
+// kernel reports.
+package reproc
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"strings"
+
+	"github.com/forkfuzz/forkfuzz/checker"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+//go:embed runtime.c.in
+var runtimeC string
+
+// Options tune a translation.
+type Options struct {
+	// Kernel is the release (uname -r) the reproducer is meant for; the
+	// model follows it where Linux changed behaviour (empty: the newest).
+	Kernel string
+	// Mutate, TEST ONLY, falsifies the embedded expectation: "errno" makes
+	// the first judged operation expect another errno, "word" changes the
+	// first expected non-zero word of a view, "state" makes the first
+	// expected mapped run unmapped. It proves that the checks bite.
+	Mutate string
+}
+
+// Mutations lists the test-only expectation mutations.
+func Mutations() []string { return []string{"errno", "word", "state"} }
+
+// Translate returns the C reproducer of p.
+func Translate(p *prog.Program, opt Options) ([]byte, error) {
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid program: %w", err)
+	}
+	for i, op := range p.Ops {
+		switch op.Kind {
+		case prog.OpUringReg, prog.OpUringRead, prog.OpUffdWP:
+			return nil, fmt.Errorf("op %d (%s): %s is unsupported in the C reproducer (io_uring and userfaultfd are not translated)", i, opText(p, i), op.Kind)
+		}
+	}
+	spec, err := checker.NewSpec(p, opt.Kernel)
+	if err != nil {
+		return nil, err
+	}
+	if len(spec.Findings) > 0 {
+		return nil, fmt.Errorf("the model rejects its own expected run of this program (%s): cannot build a reproducer", spec.Findings[0].Signature)
+	}
+	g := &gen{p: p, s: spec}
+	if err := g.mutate(opt.Mutate); err != nil {
+		return nil, err
+	}
+	return g.emit(), nil
+}
+
+func opText(p *prog.Program, i int) string {
+	lines := strings.Split(strings.TrimSpace(string(p.Format())), "\n")
+	// Format: header line, one line per region, one per op.
+	k := 1 + len(p.Regions) + i
+	if k < len(lines) {
+		return lines[k]
+	}
+	return p.Ops[i].Kind.String()
+}
+
+type gen struct {
+	p *prog.Program
+	s *checker.Spec
+}
+
+func (g *gen) mutate(m string) error {
+	switch m {
+	case "":
+		return nil
+	case "errno":
+		for i := range g.s.Ops {
+			o := &g.s.Ops[i]
+			if o.Judged && len(o.Errnos) == 1 && g.p.Ops[i].Thread == 0 {
+				o.Errnos = []int{o.Errnos[0] + 1}
+				o.Why = "MUTATED expectation (test only)"
+				g.s.Expected.Ops[i].Errno = o.Errnos[0]
+				return nil
+			}
+		}
+	case "word":
+		for vi := range g.s.Views {
+			for pi := range g.s.Views[vi].Pages {
+				ps := &g.s.Views[vi].Pages[pi]
+				if !ps.Unknown && len(ps.Alts) == 1 && len(ps.Alts[0]) > 0 {
+					w := append([]checker.WordVal(nil), ps.Alts[0]...)
+					w[0].V ^= 1
+					ps.Alts[0] = w
+					return nil
+				}
+			}
+		}
+	case "state":
+		for vi := range g.s.Views {
+			v := &g.s.Views[vi]
+			for si := range v.Segs {
+				if !v.Segs[si].Unknown {
+					v.Segs = append(v.Segs[:si:si], v.Segs[si+1:]...)
+					return nil
+				}
+			}
+		}
+	default:
+		return fmt.Errorf("unknown mutation %q (want one of %s)", m, strings.Join(Mutations(), ", "))
+	}
+	return fmt.Errorf("mutation %q: the program has nothing to mutate", m)
+}
+
+func cstr(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, c := range []byte(s) {
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c >= 0x7f:
+			fmt.Fprintf(&b, "\\%03o", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+const header = `/* forkfuzz C reproducer: generated by 'forkfuzz repro-c'. Standalone.
+ * Build: gcc -O2 -static -pthread repro.c -o repro && ./repro
+ * Exit status: 0 the run matched the reference model, 1 it did not (FAIL lines
+ * say where), 2 the program could not be set up.
+ *
+ * The program:
+%s */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+#ifndef MFD_CLOEXEC
+#define MFD_CLOEXEC 1
+#endif
+
+struct region { int kind, pages, thp; const char *kindname; };
+struct op {
+	int proc, thread, kind, region;
+	uint64_t off, len;
+	int count;
+	uint64_t stride;
+	int prot, advice;
+	uint64_t newlen;
+	int flags, to;
+	uint64_t tooff;
+	int fork, peer, into, pipe, failnth;
+	uint64_t oommemcg;
+	const char *text;
+};
+enum { RET_NONE, RET_EXACT, RET_KILLED, RET_EXIT0, RET_MREMAP };
+struct opexp {
+	int judged, loose, nerr, errs[8], exp_errno;
+	uint64_t exp_ret;
+	int exp_skipped, chk_skipped, chk_ret;
+	const char *why;
+};
+struct word { uint16_t k; uint64_t v; };
+struct alt { int first, n; };
+struct seg { int region, first, n, unknown, readable, state; char prot[5]; int64_t fileoff; int content_unknown; };
+struct pagespec { int region, page, unknown, alt0, nalt, wild0, nwild; };
+struct viewspec { int proc, at, seg0, nseg, page0, npage; };
+struct pipepage { int unknown, alt0, nalt, wild0, nwild, extra0, nextra; };
+struct pipespec { int op, page0, npage; };
+`
+
+func (g *gen) emit() []byte {
+	var b bytes.Buffer
+	p, s := g.p, g.s
+	progText := ""
+	for _, l := range strings.Split(strings.TrimRight(string(p.Format()), "\n"), "\n") {
+		progText += " *   " + strings.ReplaceAll(l, "*/", "* /") + "\n"
+	}
+	fmt.Fprintf(&b, header, progText)
+	fmt.Fprintf(&b, "#define AT_START %d\n#define AT_END %d\n", obs.AtStart, obs.AtEnd)
+	for _, k := range prog.OpKinds() {
+		fmt.Fprintf(&b, "#define K_%s %d\n", strings.ToUpper(k.String()), int(k))
+	}
+	fmt.Fprintf(&b, "\n#define NREGIONS %d\nstatic const struct region REGIONS[] = {\n", len(p.Regions))
+	for _, r := range p.Regions {
+		fmt.Fprintf(&b, "\t{%d, %d, %d, %s},\n", int(r.Kind), r.Pages, int(r.THP), cstr(r.Kind.String()))
+	}
+	b.WriteString("};\n")
+	var usesPipe [prog.MaxPipes]int
+	scratch, memcg := 0, 0
+	fmt.Fprintf(&b, "\n#define NOPS %d\nstatic const struct op OPS[] = {\n", len(p.Ops))
+	for i, op := range p.Ops {
+		fmt.Fprintf(&b, "\t{%d, %d, %d, %d, %#x, %#x, %d, %#x, %d, %d, %#x, %d, %d, %#x, %d, %d, %d, %d, %d, %#x, %s},\n",
+			op.Proc, op.Thread, int(op.Kind), op.Region, op.Off, op.Len, op.Count, op.Stride, int(op.Prot), int(op.Advice),
+			op.NewLen, int(op.Flags), op.To, op.ToOff, op.Fork, op.Peer, op.Into, op.Pipe, op.FailNth, op.OOMMemcg, cstr(opText(p, i)))
+		switch op.Kind {
+		case prog.OpVmsplice, prog.OpReadPipe:
+			usesPipe[op.Pipe] = 1
+		case prog.OpODirect:
+			scratch = 1
+		case prog.OpFork:
+			if op.OOMMemcg > 0 {
+				memcg = 1
+			}
+		}
+	}
+	b.WriteString("};\n")
+	fmt.Fprintf(&b, "static const int USES_PIPE[4] = {%d, %d, %d, %d};\n#define USES_SCRATCH %d\n#define USES_MEMCG %d\n",
+		usesPipe[0], usesPipe[1], usesPipe[2], usesPipe[3], scratch, memcg)
+
+	// Operation expectations.
+	b.WriteString("\nstatic const struct opexp EXP[] = {\n")
+	for i, op := range p.Ops {
+		o := s.Ops[i]
+		e := s.Expected.Ops[i]
+		certainOK := len(o.Errnos) == 1 && o.Errnos[0] == 0
+		loose := len(o.Errnos) == 0
+		chkSkipped := 0
+		if (op.Kind == prog.OpStore || op.Kind == prog.OpProcMem || op.Kind == prog.OpPVWrite) && op.Thread == 0 && certainOK {
+			chkSkipped = 1
+		}
+		chkRet := "RET_NONE"
+		switch op.Kind {
+		case prog.OpWait:
+			if certainOK {
+				chkRet = "RET_EXIT0"
+				if e.Ret == 9 {
+					chkRet = "RET_KILLED"
+				}
+			}
+		case prog.OpMremap:
+			if e.Errno == 0 {
+				chkRet = "RET_MREMAP"
+			}
+		case prog.OpMmap, prog.OpODirect, prog.OpVmsplice, prog.OpReadPipe, prog.OpProcMem, prog.OpPVWrite:
+			if certainOK {
+				chkRet = "RET_EXACT"
+			}
+		}
+		var errs []string
+		for _, x := range o.Errnos {
+			errs = append(errs, fmt.Sprint(x))
+		}
+		if len(errs) == 0 {
+			errs = []string{"0"}
+		}
+		fmt.Fprintf(&b, "\t{%d, %d, %d, {%s}, %d, %#x, %d, %d, %s, %s},\n", b2i(o.Judged), b2i(loose), len(o.Errnos), strings.Join(errs, ", "),
+			e.Errno, e.Ret, e.Skipped, chkSkipped, chkRet, cstr(o.Why))
+	}
+	b.WriteString("};\n")
+
+	// Words, alternatives, wild words, segments, pages, views, pipes.
+	var words, alts, wild, segs, pages, views, ppages, pspecs bytes.Buffer
+	nw, na, nwild, nseg, npage := 0, 0, 0, 0, 0
+	addAlt := func(ws []checker.WordVal) {
+		fmt.Fprintf(&alts, "{%d,%d},", nw, len(ws))
+		na++
+		for _, x := range ws {
+			fmt.Fprintf(&words, "{%d,%#x},", x.K, x.V)
+			nw++
+		}
+		if na%8 == 0 {
+			alts.WriteByte('\n')
+		}
+	}
+	addWild := func(ws []uint16) (int, int) {
+		first := nwild
+		for _, x := range ws {
+			fmt.Fprintf(&wild, "%d,", x)
+			nwild++
+		}
+		return first, len(ws)
+	}
+	for _, v := range s.Views {
+		seg0, page0 := nseg, npage
+		for _, sg := range v.Segs {
+			prot := sg.Prot
+			if prot == "" {
+				prot = "????"
+			}
+			st := 1
+			if sg.State == obs.NoAccess {
+				st = 2
+			}
+			fmt.Fprintf(&segs, "\t{%d, %d, %d, %d, %d, %d, %s, %d, %d},\n", sg.Region, sg.First, sg.N, b2i(sg.Unknown), sg.Readable, st, cstr(prot), sg.FileOffset, b2i(sg.ContentUnknown))
+			nseg++
+		}
+		for _, ps := range v.Pages {
+			a0 := na
+			for _, a := range ps.Alts {
+				addAlt(a)
+			}
+			w0, wn := addWild(ps.Wild)
+			fmt.Fprintf(&pages, "\t{%d, %d, %d, %d, %d, %d, %d},\n", ps.Region, ps.Page, b2i(ps.Unknown), a0, len(ps.Alts), w0, wn)
+			npage++
+		}
+		fmt.Fprintf(&views, "\t{%d, %d, %d, %d, %d, %d},\n", v.Proc, v.At, seg0, nseg-seg0, page0, npage-page0)
+	}
+	npp, nps := 0, 0
+	for i := range p.Ops {
+		pp, ok := s.Pipes[i]
+		if !ok {
+			continue
+		}
+		p0 := npp
+		for _, x := range pp {
+			a0 := na
+			for _, a := range x.Alts {
+				addAlt(a)
+			}
+			w0, wn := addWild(x.Wild)
+			e0 := nw
+			for _, wv := range x.Extra {
+				fmt.Fprintf(&words, "{%d,%#x},", wv.K, wv.V)
+				nw++
+			}
+			fmt.Fprintf(&ppages, "\t{%d, %d, %d, %d, %d, %d, %d},\n", b2i(x.Unknown), a0, len(x.Alts), w0, wn, e0, len(x.Extra))
+			npp++
+		}
+		fmt.Fprintf(&pspecs, "\t{%d, %d, %d},\n", i, p0, npp-p0)
+		nps++
+	}
+	// A dummy last element keeps every array non-empty.
+	fmt.Fprintf(&b, "\nstatic const struct word W[] = {%s{0,0}};\n", words.String())
+	fmt.Fprintf(&b, "static const struct alt ALTS[] = {%s{0,0}};\n", alts.String())
+	fmt.Fprintf(&b, "static const uint16_t WILD[] = {%s0};\n", wild.String())
+	fmt.Fprintf(&b, "static const struct seg SEGS[] = {\n%s\t{0}};\n", segs.String())
+	fmt.Fprintf(&b, "static const struct pagespec PAGES[] = {\n%s\t{0}};\n", pages.String())
+	fmt.Fprintf(&b, "#define NVIEWS %d\nstatic const struct viewspec VIEWS[] = {\n%s\t{0}};\n", len(s.Views), views.String())
+	fmt.Fprintf(&b, "static const struct pipepage PIPEPAGES[] = {\n%s\t{0}};\n", ppages.String())
+	fmt.Fprintf(&b, "#define NPIPESPECS %d\nstatic const struct pipespec PIPESPECS[] = {\n%s\t{0}};\n\n", nps, pspecs.String())
+	b.WriteString(runtimeC)
+	return b.Bytes()
+}
+
+func b2i(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
