@@ -213,7 +213,7 @@ func (r *specRec) pipe(m *machine, i int, pages []pipePage, lost bool) {
 			try := func(k int, off uint64) {
 				w := uint16(off % prog.PageSize / prog.SlotSize)
 				wv := WordVal{w, prog.SlotValue(j, k)}
-				if !seen[wv] && m.pipeAccepts(&pp, w, wv.V, i) {
+				if !seen[wv] && !inAlts(pp.alts, w, wv.V) && m.pipeAccepts(&pp, w, wv.V, i) {
 					seen[wv] = true
 					ps.Extra = append(ps.Extra, wv)
 				}
@@ -238,4 +238,14 @@ func (r *specRec) pipe(m *machine, i int, pages []pipePage, lost bool) {
 		out = append(out, ps)
 	}
 	r.s.Pipes[i] = out
+}
+
+// inAlts reports whether word w is v in one of the alternatives.
+func inAlts(alts []words, w uint16, v uint64) bool {
+	for _, a := range alts {
+		if a.get(w) == v {
+			return true
+		}
+	}
+	return false
 }

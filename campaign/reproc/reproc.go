@@ -45,15 +45,22 @@ type Options struct {
 	// Kernel is the release (uname -r) the reproducer is meant for; the
 	// model follows it where Linux changed behaviour (empty: the newest).
 	Kernel string
-	// Mutate, TEST ONLY, falsifies the embedded expectation: "errno" makes
-	// the first judged operation expect another errno, "word" changes the
-	// first expected non-zero word of a view, "state" makes the first
-	// expected mapped run unmapped. It proves that the checks bite.
+	// Mutate, TEST ONLY, falsifies the embedded expectation to prove that
+	// the checks bite: "errno" makes the first judged operation expect
+	// another errno, "skipped" makes the first store expect one more
+	// skipped slot, "word" changes the first expected non-zero word of a
+	// view, "state" makes the first expected mapped run unmapped, "prot"
+	// flips the expected write permission of the first known mapping,
+	// "exit" makes the first wait expect a killed child (or a normal exit
+	// for a killed one), "pipe" changes the first expected word a readpipe
+	// reads.
 	Mutate string
 }
 
 // Mutations lists the test-only expectation mutations.
-func Mutations() []string { return []string{"errno", "word", "state"} }
+func Mutations() []string {
+	return []string{"errno", "skipped", "word", "state", "prot", "exit", "pipe"}
+}
 
 // Translate returns the C reproducer of p.
 func Translate(p *prog.Program, opt Options) ([]byte, error) {
@@ -117,6 +124,50 @@ func (g *gen) mutate(m string) error {
 					w := append([]checker.WordVal(nil), ps.Alts[0]...)
 					w[0].V ^= 1
 					ps.Alts[0] = w
+					return nil
+				}
+			}
+		}
+	case "skipped":
+		for i, op := range g.p.Ops {
+			o := g.s.Ops[i]
+			if op.Kind == prog.OpStore && op.Thread == 0 && len(o.Errnos) == 1 && o.Errnos[0] == 0 {
+				g.s.Expected.Ops[i].Skipped++
+				return nil
+			}
+		}
+	case "exit":
+		for i, op := range g.p.Ops {
+			o := g.s.Ops[i]
+			if op.Kind == prog.OpWait && len(o.Errnos) == 1 && o.Errnos[0] == 0 {
+				g.s.Expected.Ops[i].Ret ^= 9
+				return nil
+			}
+		}
+	case "prot":
+		for vi := range g.s.Views {
+			v := &g.s.Views[vi]
+			for si := range v.Segs {
+				if sg := &v.Segs[si]; !sg.Unknown && len(sg.Prot) == 4 {
+					b := []byte(sg.Prot)
+					if b[1] == 'w' {
+						b[1] = '-'
+					} else {
+						b[1] = 'w'
+					}
+					sg.Prot = string(b)
+					return nil
+				}
+			}
+		}
+	case "pipe":
+		for i := range g.p.Ops {
+			for pi := range g.s.Pipes[i] {
+				pp := &g.s.Pipes[i][pi]
+				if !pp.Unknown && len(pp.Alts) == 1 && len(pp.Alts[0]) > 0 {
+					w := append([]checker.WordVal(nil), pp.Alts[0]...)
+					w[0].V ^= 1
+					pp.Alts[0] = w
 					return nil
 				}
 			}
@@ -388,4 +439,22 @@ func b2i(v bool) int {
 		return 1
 	}
 	return 0
+}
+
+// ForFinding is the reproducer of a finding: of its minimized program
+// (with its observation) if there is one, else of the program, for the
+// kernel release the observation came from.
+func ForFinding(minimized, program *prog.Program, minObs, o *obs.Observation) ([]byte, error) {
+	p := program
+	if minimized != nil {
+		p, o = minimized, minObs
+	}
+	if p == nil {
+		return nil, fmt.Errorf("no program")
+	}
+	kernel := ""
+	if o != nil {
+		kernel = o.Kernel
+	}
+	return Translate(p, Options{Kernel: kernel})
 }
