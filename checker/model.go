@@ -91,7 +91,8 @@ type machine struct {
 	nextFar uint64
 	clock   int64
 
-	spec *specRec // spec.go: records what the model accepts (NewSpec only)
+	spec   *specRec // spec.go: records what the model accepts (NewSpec only)
+	kernel string   // expected mode: the release to follow (NewSpec only)
 }
 
 func newMachine(p *prog.Program, o *obs.Observation) *machine {
@@ -133,11 +134,15 @@ func (m *machine) checking() bool { return m.o != nil }
 // than major.minor. Without a release (the expected observation, the
 // simulated kernel) the model follows the newest behaviour it knows.
 func (m *machine) kernelBefore(major, minor int) bool {
-	if m.o == nil || m.o.Kernel == "" {
+	rel := m.kernel
+	if m.o != nil {
+		rel = m.o.Kernel
+	}
+	if rel == "" {
 		return false
 	}
 	var a, b int
-	if n, _ := fmt.Sscanf(m.o.Kernel, "%d.%d", &a, &b); n != 2 {
+	if n, _ := fmt.Sscanf(rel, "%d.%d", &a, &b); n != 2 {
 		return false
 	}
 	return a < major || a == major && b < minor

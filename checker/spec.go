@@ -116,7 +116,10 @@ func NewSpec(p *prog.Program, kernel string) (*Spec, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	exp := Expected(p)
+	em := newMachine(p, nil)
+	em.kernel = kernel
+	em.run()
+	exp := em.exp
 	exp.Kernel = kernel
 	s := &Spec{Expected: exp, Ops: make([]OpSpec, len(p.Ops)), Pipes: map[int][]PipePageSpec{}}
 	m := newMachine(p, exp)
