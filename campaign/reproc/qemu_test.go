@@ -227,7 +227,7 @@ func TestQEMUVerdicts(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("qemu: %v\nconsole:\n%s", err, tail(con.String(), 4000))
 	}
-	console := con.String()
+	console := strings.ReplaceAll(con.String(), "\r", "")
 	if !strings.Contains(console, "@@DONE") {
 		t.Fatalf("the reproducer VM did not finish:\n%s", tail(console, 4000))
 	}
