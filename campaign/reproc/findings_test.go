@@ -20,10 +20,7 @@ func TestFindingDirHasReproC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4\nuffdwp r0 off=0x0 len=0x1000\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	refused := &prog.Program{Ops: []prog.Op{{Kind: prog.OpStore, Region: 3, Count: 1, Stride: 8}}} // invalid
 	s := &campaign.FindingStore{Dir: t.TempDir()}
 	if err := os.MkdirAll(filepath.Join(s.Dir, "findings"), 0o755); err != nil {
 		t.Fatal(err)
