@@ -152,6 +152,9 @@ func hostVerdict(t *testing.T, tg agents.Target, p *prog.Program, opt agents.Opt
 // verdict is the verdict of `forkfuzz exec` (executor + judge) on the
 // host; programs it cannot translate are refused with a clear error.
 func TestCorpusVerdicts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles and runs every corpus program twice (minutes): skipped under -short")
+	}
 	tg := native(t)
 	agree, refused, diverged := 0, 0, 0
 	progs := corpusPrograms(t)
