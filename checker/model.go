@@ -93,6 +93,9 @@ type machine struct {
 
 	spec   *specRec // spec.go: records what the model accepts (NewSpec only)
 	kernel string   // expected mode: the release to follow (NewSpec only)
+	// failFork, in expected mode, is 1 + the index of a fork operation
+	// that fails (NewSpec only; 0: none).
+	failFork int
 }
 
 func newMachine(p *prog.Program, o *obs.Observation) *machine {

@@ -110,14 +110,25 @@ type specRec struct {
 // empty: the newest behaviour the model knows). It returns an error for
 // invalid programs.
 func NewSpec(p *prog.Program, kernel string) (*Spec, error) {
+	return NewSpecFailing(p, kernel, -1)
+}
+
+// NewSpecFailing is NewSpec for the run in which fork operation failOp
+// (one with fault injection or a memory-cgroup limit) fails with ENOMEM
+// and every other fork succeeds (failOp < 0: none fails).
+func NewSpecFailing(p *prog.Program, kernel string, failOp int) (*Spec, error) {
 	if p == nil {
 		return nil, fmt.Errorf("no program")
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if failOp >= 0 && (failOp >= len(p.Ops) || p.Ops[failOp].Kind != prog.OpFork) {
+		return nil, fmt.Errorf("op %d is not a fork", failOp)
+	}
 	em := newMachine(p, nil)
 	em.kernel = kernel
+	em.failFork = failOp + 1
 	em.run()
 	exp := em.exp
 	exp.Kernel = kernel

@@ -235,7 +235,7 @@ func TestQEMUVerdicts(t *testing.T) {
 		c, _ := strconv.Atoi(m[2])
 		got[i] = c
 	}
-	agree, failnth := 0, 0
+	agree, failnth, injected := 0, 0, 0
 	for i, r := range rows {
 		c, ok := got[i]
 		out := section(console, i)
@@ -248,11 +248,17 @@ func TestQEMUVerdicts(t *testing.T) {
 			agree++
 			if strings.HasPrefix(r.e.name, "fail_nth") {
 				failnth++
+				if strings.Contains(out, "(injected)") {
+					injected++
+					if !strings.Contains(out, "the expectations are those of a run in which") || strings.Contains(out, "nothing after this is judged") {
+						t.Errorf("%s: the injected fork failed but the reproducer did not go on with the failing run's expectations:\n%s", r.e.name, out)
+					}
+				}
 				t.Logf("%s: both %d; C: %s", r.e.name, c, strings.TrimSpace(out))
 			}
 		}
 	}
-	t.Logf("%d of %d programs agree in the VM (%s, %s), %d of them fault-injected forks", agree, len(rows), release, accel, failnth)
+	t.Logf("%d of %d programs agree in the VM (%s, %s), %d of them fault-injected forks (%d failed and were judged on as failed forks)", agree, len(rows), release, accel, failnth, injected)
 }
 
 // section is reproducer i's console output.

@@ -77,6 +77,23 @@ func Translate(p *prog.Program, opt Options) ([]byte, error) {
 	if err := g.mutate(opt.Mutate); err != nil {
 		return nil, err
 	}
+	// A fork with fault injection or a memory-cgroup limit may fail: then
+	// the reproducer goes on with the expectations of a run in which it
+	// failed (one set of tables per such fork).
+	for i, op := range p.Ops {
+		if op.Kind != prog.OpFork || op.Proc != 0 || (op.FailNth == 0 && op.OOMMemcg == 0) {
+			continue
+		}
+		alt, err := checker.NewSpecFailing(p, opt.Kernel, i)
+		if err != nil {
+			return nil, err
+		}
+		if len(alt.Findings) > 0 {
+			continue // no expectations for that branch: the reproducer stops judging there
+		}
+		g.alts = append(g.alts, alt)
+		g.altOps = append(g.altOps, i)
+	}
 	return g.emit(), nil
 }
 
@@ -93,6 +110,9 @@ func opText(p *prog.Program, i int) string {
 type gen struct {
 	p *prog.Program
 	s *checker.Spec
+	// alts are the specs of runs in which fork altOps[k] fails.
+	alts   []*checker.Spec
+	altOps []int
 }
 
 func (g *gen) mutate(m string) error {
@@ -315,133 +335,29 @@ func (g *gen) emit() []byte {
 	fmt.Fprintf(&b, "static const int USES_PIPE[4] = {%d, %d, %d, %d};\n#define USES_SCRATCH %d\n#define USES_MEMCG %d\n#define USES_FAILNTH %d\n#define USES_RING %d\n#define USES_UFFD %d\n",
 		usesPipe[0], usesPipe[1], usesPipe[2], usesPipe[3], scratch, memcg, failnth, ring, uffd)
 
-	// Operation expectations.
-	b.WriteString("\nstatic const struct opexp EXP[] = {\n")
-	for i, op := range p.Ops {
-		o := s.Ops[i]
-		e := s.Expected.Ops[i]
-		certainOK := len(o.Errnos) == 1 && o.Errnos[0] == 0
-		loose := 0
-		if len(o.Errnos) == 0 || op.Thread > 0 {
-			loose = 1
-			if resultSensitive(op) {
-				loose = 2
-			}
-		}
-		chkSkipped := 0
-		if (op.Kind == prog.OpStore || op.Kind == prog.OpProcMem || op.Kind == prog.OpPVWrite) && op.Thread == 0 && certainOK {
-			chkSkipped = 1
-		}
-		chkRet := "RET_NONE"
-		switch op.Kind {
-		case prog.OpWait:
-			if certainOK {
-				chkRet = "RET_EXIT0"
-				if e.Ret == 9 {
-					chkRet = "RET_KILLED"
-				}
-			}
-		case prog.OpMremap:
-			if e.Errno == 0 {
-				chkRet = "RET_MREMAP"
-			}
-		case prog.OpMmap, prog.OpODirect, prog.OpVmsplice, prog.OpReadPipe, prog.OpProcMem, prog.OpPVWrite, prog.OpUringRead:
-			if certainOK || (op.Thread > 0 && e.Errno == 0) {
-				chkRet = "RET_EXACT"
-			}
-		}
-		var errs []string
-		for _, x := range o.Errnos {
-			errs = append(errs, fmt.Sprint(x))
-		}
-		if len(errs) == 0 {
-			errs = []string{"0"}
-		}
-		fmt.Fprintf(&b, "\t{%d, %d, %d, {%s}, %d, %#x, %d, %d, %s, %s},\n", b2i(o.Judged), loose, len(o.Errnos), strings.Join(errs, ", "),
-			e.Errno, e.Ret, e.Skipped, chkSkipped, chkRet, cstr(o.Why))
-	}
-	b.WriteString("};\n")
-
-	// Words, alternatives, wild words, segments, pages, views, pipes.
-	var words, alts, wild, segs, pages, views, ppages, pspecs bytes.Buffer
-	nw, na, nwild, nseg, npage := 0, 0, 0, 0, 0
-	addAlt := func(ws []checker.WordVal) {
-		fmt.Fprintf(&alts, "{%d,%d},", nw, len(ws))
-		na++
-		for _, x := range ws {
-			fmt.Fprintf(&words, "{%d,%#x},", x.K, x.V)
-			nw++
-		}
-		if na%8 == 0 {
-			alts.WriteByte('\n')
-		}
-	}
-	addWild := func(ws []uint16) (int, int) {
-		first := nwild
-		for _, x := range ws {
-			fmt.Fprintf(&wild, "%d,", x)
-			nwild++
-		}
-		return first, len(ws)
-	}
-	for _, v := range s.Views {
-		seg0, page0 := nseg, npage
-		for _, sg := range v.Segs {
-			prot := sg.Prot
-			if prot == "" {
-				prot = "????"
-			}
-			st := 1
-			if sg.State == obs.NoAccess {
-				st = 2
-			}
-			fmt.Fprintf(&segs, "\t{%d, %d, %d, %d, %d, %d, %s, %d, %d},\n", sg.Region, sg.First, sg.N, b2i(sg.Unknown), sg.Readable, st, cstr(prot), sg.FileOffset, b2i(sg.ContentUnknown))
-			nseg++
-		}
-		for _, ps := range v.Pages {
-			a0 := na
-			for _, a := range ps.Alts {
-				addAlt(a)
-			}
-			w0, wn := addWild(ps.Wild)
-			fmt.Fprintf(&pages, "\t{%d, %d, %d, %d, %d, %d, %d},\n", ps.Region, ps.Page, b2i(ps.Unknown), a0, len(ps.Alts), w0, wn)
-			npage++
-		}
-		fmt.Fprintf(&views, "\t{%d, %d, %d, %d, %d, %d},\n", v.Proc, v.At, seg0, nseg-seg0, page0, npage-page0)
-	}
-	npp, nps := 0, 0
-	for i := range p.Ops {
-		pp, ok := s.Pipes[i]
-		if !ok {
-			continue
-		}
-		p0 := npp
-		for _, x := range pp {
-			a0 := na
-			for _, a := range x.Alts {
-				addAlt(a)
-			}
-			w0, wn := addWild(x.Wild)
-			e0 := nw
-			for _, wv := range x.Extra {
-				fmt.Fprintf(&words, "{%d,%#x},", wv.K, wv.V)
-				nw++
-			}
-			fmt.Fprintf(&ppages, "\t{%d, %d, %d, %d, %d, %d, %d},\n", b2i(x.Unknown), a0, len(x.Alts), w0, wn, e0, len(x.Extra))
-			npp++
-		}
-		fmt.Fprintf(&pspecs, "\t{%d, %d, %d},\n", i, p0, npp-p0)
-		nps++
+	var t tables
+	sets := append([]*checker.Spec{s}, g.alts...)
+	for k, sp := range sets {
+		t.set(g.p, sp, k)
 	}
 	// A dummy last element keeps every array non-empty.
-	fmt.Fprintf(&b, "\nstatic const struct word W[] = {%s{0,0}};\n", words.String())
-	fmt.Fprintf(&b, "static const struct alt ALTS[] = {%s{0,0}};\n", alts.String())
-	fmt.Fprintf(&b, "static const uint16_t WILD[] = {%s0};\n", wild.String())
-	fmt.Fprintf(&b, "static const struct seg SEGS[] = {\n%s\t{0}};\n", segs.String())
-	fmt.Fprintf(&b, "static const struct pagespec PAGES[] = {\n%s\t{0}};\n", pages.String())
-	fmt.Fprintf(&b, "#define NVIEWS %d\nstatic const struct viewspec VIEWS[] = {\n%s\t{0}};\n", len(s.Views), views.String())
-	fmt.Fprintf(&b, "static const struct pipepage PIPEPAGES[] = {\n%s\t{0}};\n", ppages.String())
-	fmt.Fprintf(&b, "#define NPIPESPECS %d\nstatic const struct pipespec PIPESPECS[] = {\n%s\t{0}};\n\n", nps, pspecs.String())
+	fmt.Fprintf(&b, "\nstatic const struct word W[] = {%s{0,0}};\n", t.words.String())
+	fmt.Fprintf(&b, "static const struct alt ALTS[] = {%s{0,0}};\n", t.alts.String())
+	fmt.Fprintf(&b, "static const uint16_t WILD[] = {%s0};\n", t.wild.String())
+	fmt.Fprintf(&b, "static const struct seg SEGS[] = {\n%s\t{0}};\n", t.segs.String())
+	fmt.Fprintf(&b, "static const struct pagespec PAGES[] = {\n%s\t{0}};\n", t.pages.String())
+	fmt.Fprintf(&b, "static const struct pipepage PIPEPAGES[] = {\n%s\t{0}};\n", t.ppages.String())
+	b.Write(t.sets.Bytes())
+	fmt.Fprintf(&b, "struct tableset { int failop; const struct opexp *exp; const struct viewspec *views; int nviews; const struct pipespec *pipes; int npipes; };\n")
+	fmt.Fprintf(&b, "#define NSETS %d\nstatic const struct tableset SETS[] = {\n", len(sets))
+	for k, sp := range sets {
+		fail := -1
+		if k > 0 {
+			fail = g.altOps[k-1]
+		}
+		fmt.Fprintf(&b, "\t{%d, EXP_%d, VIEWS_%d, %d, PIPESPECS_%d, %d},\n", fail, k, k, len(sp.Views), k, t.npipes[k])
+	}
+	b.WriteString("};\n\n")
 	b.WriteString(runtimeC)
 	return b.Bytes()
 }
@@ -482,4 +398,139 @@ func resultSensitive(op prog.Op) bool {
 		return op.Thread > 0 // a thread's pinned write settles at its join by its result
 	}
 	return false
+}
+
+// tables accumulates the shared C arrays (words, alternatives, segments,
+// pages) and, per set of expectations, the EXP_k, VIEWS_k and PIPESPECS_k
+// arrays.
+type tables struct {
+	words, alts, wild, segs, pages, ppages, sets bytes.Buffer
+
+	nw, na, nwild, nseg, npage, npp int
+	npipes                          []int
+}
+
+func (t *tables) set(p *prog.Program, sp *checker.Spec, k int) {
+	b := &t.sets
+	// Operation expectations.
+	fmt.Fprintf(b, "\nstatic const struct opexp EXP_%d[] = {\n", k)
+	for i, op := range p.Ops {
+		o := sp.Ops[i]
+		e := sp.Expected.Ops[i]
+		certainOK := len(o.Errnos) == 1 && o.Errnos[0] == 0
+		loose := 0
+		if len(o.Errnos) == 0 || op.Thread > 0 {
+			loose = 1
+			if resultSensitive(op) {
+				loose = 2
+			}
+		}
+		chkSkipped := 0
+		if (op.Kind == prog.OpStore || op.Kind == prog.OpProcMem || op.Kind == prog.OpPVWrite) && op.Thread == 0 && certainOK {
+			chkSkipped = 1
+		}
+		chkRet := "RET_NONE"
+		switch op.Kind {
+		case prog.OpWait:
+			if certainOK {
+				chkRet = "RET_EXIT0"
+				if e.Ret == 9 {
+					chkRet = "RET_KILLED"
+				}
+			}
+		case prog.OpMremap:
+			if e.Errno == 0 {
+				chkRet = "RET_MREMAP"
+			}
+		case prog.OpMmap, prog.OpODirect, prog.OpVmsplice, prog.OpReadPipe, prog.OpProcMem, prog.OpPVWrite, prog.OpUringRead:
+			if certainOK || (op.Thread > 0 && e.Errno == 0) {
+				chkRet = "RET_EXACT"
+			}
+		}
+		var errs []string
+		for _, x := range o.Errnos {
+			errs = append(errs, fmt.Sprint(x))
+		}
+		if len(errs) == 0 {
+			errs = []string{"0"}
+		}
+		fmt.Fprintf(b, "\t{%d, %d, %d, {%s}, %d, %#x, %d, %d, %s, %s},\n", b2i(o.Judged), loose, len(o.Errnos), strings.Join(errs, ", "),
+			e.Errno, e.Ret, e.Skipped, chkSkipped, chkRet, cstr(o.Why))
+	}
+	b.WriteString("};\n")
+
+	// Words, alternatives, wild words, segments, pages, views, pipes.
+	var views, pspecs bytes.Buffer
+	addAlt := func(ws []checker.WordVal) {
+		fmt.Fprintf(&t.alts, "{%d,%d},", t.nw, len(ws))
+		t.na++
+		for _, x := range ws {
+			fmt.Fprintf(&t.words, "{%d,%#x},", x.K, x.V)
+			t.nw++
+		}
+		if t.na%8 == 0 {
+			t.alts.WriteByte('\n')
+		}
+	}
+	addWild := func(ws []uint16) (int, int) {
+		first := t.nwild
+		for _, x := range ws {
+			fmt.Fprintf(&t.wild, "%d,", x)
+			t.nwild++
+		}
+		return first, len(ws)
+	}
+	for _, v := range sp.Views {
+		seg0, page0 := t.nseg, t.npage
+		for _, sg := range v.Segs {
+			prot := sg.Prot
+			if prot == "" {
+				prot = "????"
+			}
+			st := 1
+			if sg.State == obs.NoAccess {
+				st = 2
+			}
+			fmt.Fprintf(&t.segs, "\t{%d, %d, %d, %d, %d, %d, %s, %d, %d},\n", sg.Region, sg.First, sg.N, b2i(sg.Unknown), sg.Readable, st, cstr(prot), sg.FileOffset, b2i(sg.ContentUnknown))
+			t.nseg++
+		}
+		for _, ps := range v.Pages {
+			a0 := t.na
+			for _, a := range ps.Alts {
+				addAlt(a)
+			}
+			w0, wn := addWild(ps.Wild)
+			fmt.Fprintf(&t.pages, "\t{%d, %d, %d, %d, %d, %d, %d},\n", ps.Region, ps.Page, b2i(ps.Unknown), a0, len(ps.Alts), w0, wn)
+			t.npage++
+		}
+		fmt.Fprintf(&views, "\t{%d, %d, %d, %d, %d, %d},\n", v.Proc, v.At, seg0, t.nseg-seg0, page0, t.npage-page0)
+	}
+	nps := 0
+	for i := range p.Ops {
+		pp, ok := sp.Pipes[i]
+		if !ok {
+			continue
+		}
+		p0 := t.npp
+		for _, x := range pp {
+			a0 := t.na
+			for _, a := range x.Alts {
+				addAlt(a)
+			}
+			w0, wn := addWild(x.Wild)
+			e0 := t.nw
+			for _, wv := range x.Extra {
+				fmt.Fprintf(&t.words, "{%d,%#x},", wv.K, wv.V)
+				t.nw++
+			}
+			fmt.Fprintf(&t.ppages, "\t{%d, %d, %d, %d, %d, %d, %d},\n", b2i(x.Unknown), a0, len(x.Alts), w0, wn, e0, len(x.Extra))
+			t.npp++
+		}
+		fmt.Fprintf(&pspecs, "\t{%d, %d, %d},\n", i, p0, t.npp-p0)
+		nps++
+	}
+
+	fmt.Fprintf(b, "static const struct viewspec VIEWS_%d[] = {\n%s\t{0}};\n", k, views.String())
+	fmt.Fprintf(b, "static const struct pipespec PIPESPECS_%d[] = {\n%s\t{0}};\n", k, pspecs.String())
+	t.npipes = append(t.npipes, nps)
 }
