@@ -438,6 +438,9 @@ func (m *machine) store(pr *proc, i int) {
 		m.exp.Ops[i].Skipped = skipped
 		r.Skipped = skipped
 	}
+	if m.spec != nil {
+		m.spec.skipped(i, !unsure, skipped)
+	}
 	if unsure {
 		// Slots on pages the model lost track of: their fate is unknown.
 		m.taintShared = true

@@ -166,6 +166,9 @@ func (m *machine) remoteWrite(pr *proc, i int) {
 	})
 	r := m.result(pr, i, certain(eOK, "refused slots are counted, not failed"))
 	m.expectSkipped(i, refused, uint64(op.Count-refused))
+	if m.spec != nil {
+		m.spec.skipped(i, !unsure, refused)
+	}
 	taint := func() {
 		m.taintShared = true
 		m.writes[i] |= wrotePrivate | wroteShared

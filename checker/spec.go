@@ -42,6 +42,10 @@ type OpSpec struct {
 	// Errnos are the acceptable errnos; empty: any.
 	Errnos []int
 	Why    string
+	// SkippedJudged: the model judges the count of skipped slots of this
+	// store, procmem or pvwrite (it is Skipped).
+	SkippedJudged bool
+	Skipped       int
 }
 
 // ViewSpec is what one view may show.
@@ -144,6 +148,11 @@ func NewSpecFailing(p *prog.Program, kernel string, failOp int) (*Spec, error) {
 // op records the prediction for operation i.
 func (r *specRec) op(i int, pd pred) {
 	r.s.Ops[i] = OpSpec{Judged: true, Errnos: append([]int(nil), pd.errnos...), Why: pd.why}
+}
+
+// skipped records whether the skipped slots of operation i are judged.
+func (r *specRec) skipped(i int, judged bool, n int) {
+	r.s.Ops[i].SkippedJudged, r.s.Ops[i].Skipped = judged, n
 }
 
 func wordVals(w words) []WordVal {

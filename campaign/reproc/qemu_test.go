@@ -137,6 +137,22 @@ check
 		}
 		out = append(out, entry{fmt.Sprintf("fail_nth=%d", n), p})
 	}
+	for _, limit := range []string{"0x1000", "0x100000"} {
+		p, err := prog.Parse([]byte(`forkfuzz v1
+region r0 anon-private pages=2048 thp=off
+region r1 anon-shared pages=16 thp=default
+store r0 off=0x0 count=2048 stride=0x1000
+store r1 off=0x8 count=16 stride=0x1000
+fork f0 oom_memcg=` + limit + `
+f0: store r0 off=0x10 count=4 stride=0x1000
+wait f0
+check
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, entry{"oom_memcg=" + limit, p})
+	}
 	return out
 }
 
@@ -246,7 +262,7 @@ func TestQEMUVerdicts(t *testing.T) {
 			t.Errorf("%s: C reproducer in the VM exit %d, forkfuzz exec in the VM %d\nexec: %s\nC output:\n%s", r.e.name, c, r.want, r.why, out)
 		default:
 			agree++
-			if strings.HasPrefix(r.e.name, "fail_nth") {
+			if strings.HasPrefix(r.e.name, "fail_nth") || strings.HasPrefix(r.e.name, "oom_memcg") {
 				failnth++
 				if strings.Contains(out, "(injected)") {
 					injected++

@@ -426,7 +426,7 @@ func (t *tables) set(p *prog.Program, sp *checker.Spec, k int) {
 			}
 		}
 		chkSkipped := 0
-		if (op.Kind == prog.OpStore || op.Kind == prog.OpProcMem || op.Kind == prog.OpPVWrite) && op.Thread == 0 && certainOK {
+		if (op.Kind == prog.OpStore || op.Kind == prog.OpProcMem || op.Kind == prog.OpPVWrite) && op.Thread == 0 && certainOK && o.SkippedJudged {
 			chkSkipped = 1
 		}
 		chkRet := "RET_NONE"
@@ -442,7 +442,11 @@ func (t *tables) set(p *prog.Program, sp *checker.Spec, k int) {
 			if e.Errno == 0 {
 				chkRet = "RET_MREMAP"
 			}
-		case prog.OpMmap, prog.OpODirect, prog.OpVmsplice, prog.OpReadPipe, prog.OpProcMem, prog.OpPVWrite, prog.OpUringRead:
+		case prog.OpProcMem, prog.OpPVWrite:
+			if chkSkipped == 1 || (op.Thread > 0 && e.Errno == 0) {
+				chkRet = "RET_EXACT"
+			}
+		case prog.OpMmap, prog.OpODirect, prog.OpVmsplice, prog.OpReadPipe, prog.OpUringRead:
 			if certainOK || (op.Thread > 0 && e.Errno == 0) {
 				chkRet = "RET_EXACT"
 			}
