@@ -9,9 +9,13 @@
 // its doubts explicit (unknown ranges, MADV_FREE alternatives, words a
 // thread may write). Where Linux leaves a choice and the run takes
 // another path than the one the model's expectations follow (an allowed
-// alternative errno, an injected fork that failed, a kernel-chosen
-// mremap address, a missing O_DIRECT), the reproducer says so and stops
-// judging: it never reports a divergence it cannot judge as a failure.
+// alternative errno, a kernel-chosen mremap address inside the arena, a
+// missing O_DIRECT, io_uring or userfaultfd feature), the reproducer says
+// so and stops judging: it never reports a divergence it cannot judge as
+// a failure. A fork with fault injection or a memory-cgroup limit that
+// fails is not a divergence: the parent's mappings must be unchanged, and
+// the reproducer goes on with a second set of tables, the expectations of
+// a run in which that fork failed (checker.NewSpecFailing).
 //
 // The reproducer prints "FAIL: ..." lines naming the process, operation or
 // view, page, expected and actual value, and exits 1 on a failure, 0
