@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/campaign/reproc"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/minimize"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
@@ -200,6 +201,9 @@ func (s *FindingStore) Save(f *Finding) (string, error) {
 	}
 	if f.Minimized != nil {
 		files["minimized.ffz"] = f.Minimized.Format()
+	}
+	if c, err := reproc.ForFinding(f.Minimized, f.Program, f.MinObs, f.Observation); err == nil {
+		files["repro.c"] = c
 	}
 	for name, o := range map[string]*obs.Observation{"observation.json": f.Observation, "minimized-observation.json": f.MinObs} {
 		if o == nil {

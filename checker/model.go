@@ -90,6 +90,12 @@ type machine struct {
 	// expected mode: kernel-chosen mremap addresses and fake pids.
 	nextFar uint64
 	clock   int64
+
+	spec   *specRec // spec.go: records what the model accepts (NewSpec only)
+	kernel string   // expected mode: the release to follow (NewSpec only)
+	// failFork, in expected mode, is 1 + the index of a fork operation
+	// that fails (NewSpec only; 0: none).
+	failFork int
 }
 
 func newMachine(p *prog.Program, o *obs.Observation) *machine {
@@ -131,11 +137,15 @@ func (m *machine) checking() bool { return m.o != nil }
 // than major.minor. Without a release (the expected observation, the
 // simulated kernel) the model follows the newest behaviour it knows.
 func (m *machine) kernelBefore(major, minor int) bool {
-	if m.o == nil || m.o.Kernel == "" {
+	rel := m.kernel
+	if m.o != nil {
+		rel = m.o.Kernel
+	}
+	if rel == "" {
 		return false
 	}
 	var a, b int
-	if n, _ := fmt.Sscanf(m.o.Kernel, "%d.%d", &a, &b); n != 2 {
+	if n, _ := fmt.Sscanf(rel, "%d.%d", &a, &b); n != 2 {
 		return false
 	}
 	return a < major || a == major && b < minor
@@ -209,6 +219,9 @@ func (m *machine) result(pr *proc, i int, pd pred) obs.OpResult {
 		return r
 	}
 	r := m.o.Ops[i]
+	if m.spec != nil {
+		m.spec.op(i, pd)
+	}
 	if !pd.allows(r.Errno) {
 		m.errnoFinding(pr, i, pd, r.Errno)
 	}
@@ -434,6 +447,9 @@ func (m *machine) store(pr *proc, i int) {
 	if !m.checking() {
 		m.exp.Ops[i].Skipped = skipped
 		r.Skipped = skipped
+	}
+	if m.spec != nil {
+		m.spec.skipped(i, !unsure, skipped)
 	}
 	if unsure {
 		// Slots on pages the model lost track of: their fate is unknown.

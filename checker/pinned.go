@@ -168,6 +168,9 @@ func (m *machine) remoteWrite(pr *proc, i int) {
 	})
 	r := m.result(pr, i, certain(eOK, "refused slots are counted, not failed"))
 	m.expectSkipped(i, refused, uint64(op.Count-refused))
+	if m.spec != nil {
+		m.spec.skipped(i, !unsure, refused)
+	}
 	taint := func() {
 		m.taintShared = true
 		m.writes[i] |= wrotePrivate | wroteShared
@@ -337,6 +340,9 @@ func (m *machine) readPipe(pr *proc, i int) {
 	op := &m.p.Ops[i]
 	pages, lost := m.pin.pipes[op.Pipe], m.pin.pipeLost[op.Pipe]
 	m.pin.pipes[op.Pipe], m.pin.pipeLost[op.Pipe] = nil, false
+	if m.spec != nil {
+		m.spec.pipe(m, i, pages, lost)
+	}
 	if lost {
 		m.result(pr, i, unpredictable("the model lost track of what the pipe holds"))
 		return

@@ -64,6 +64,9 @@ const (
 // forkPred is the errno prediction for fork operation i.
 func (m *machine) forkPred(i int) pred {
 	op := &m.p.Ops[i]
+	if m.failFork == i+1 && !m.checking() {
+		return certain(eNOMEM, "NewSpec: the injected fork fails")
+	}
 	if (op.FailNth == 0 && op.OOMMemcg == 0) || !m.checking() {
 		return certain(eOK, "fork succeeds")
 	}

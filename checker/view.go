@@ -15,6 +15,9 @@ func (m *machine) view(pr *proc, at int) {
 		m.exp.Views = append(m.exp.Views, m.expectedView(pr, at))
 		return
 	}
+	if m.spec != nil {
+		m.spec.view(m, pr, at)
+	}
 	vi := -1
 	for _, j := range m.views[viewKey{pr.id, at}] {
 		if !m.usedView[j] {

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/forkfuzz/forkfuzz/campaign/reproc"
+)
+
+func init() {
+	commands = append(commands, command{name: "repro-c", args: "[flags] PROG", help: "write a standalone C reproducer of a program to stdout", run: cmdReproC})
+}
+
+func cmdReproC(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("repro-c", stderr)
+	kernel := fs.String("kernel", "", "release (uname -r) of the kernel the reproducer is for; the model follows it where Linux changed (default: the newest behaviour)")
+	mutate := fs.String("mutate", "", "TEST ONLY: falsify the embedded expectation to show the checks bite (errno, word, state)")
+	if fs.Parse(args) != nil {
+		return exitError
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "usage: forkfuzz repro-c [flags] PROG")
+		return exitError
+	}
+	p, err := readProgram(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz repro-c:", err)
+		return exitError
+	}
+	c, err := reproc.Translate(p, reproc.Options{Kernel: *kernel, Mutate: *mutate})
+	if err != nil {
+		fmt.Fprintf(stderr, "forkfuzz repro-c: %s: %v\n", fs.Arg(0), err)
+		return exitError
+	}
+	if _, err := stdout.Write(c); err != nil {
+		fmt.Fprintln(stderr, "forkfuzz repro-c:", err)
+		return exitError
+	}
+	return exitClean
+}
