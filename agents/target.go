@@ -45,11 +45,15 @@ type Options struct {
 	// observation in a stated way (executor.Corruptions), to prove the
 	// oracles bite. Targets without an executor reject it.
 	Corrupt string
+	// ForkImpl is the fork-implementation profile (executor.ForkImplProfiles)
+	// the program's processes fork with; "" leaves the target as it is.
+	// ForkImplTarget sets it and checks the evidence.
+	ForkImpl string
 }
 
 // Executor returns the executor's options for opt.
 func (opt Options) Executor() executor.Options {
-	return executor.Options{WordCap: opt.WordCap, Corrupt: opt.Corrupt}
+	return executor.Options{WordCap: opt.WordCap, Corrupt: opt.Corrupt, ForkImpl: opt.ForkImpl}
 }
 
 // Event is an error a target returns when the program caused something

@@ -189,7 +189,8 @@ func serve() error {
 	var uts unix.Utsname
 	unix.Uname(&uts)
 	uname := unix.ByteSliceToString(uts.Release[:]) + " " + unix.ByteSliceToString(uts.Version[:])
-	if err := a.send(&Msg{Type: MsgHello, Uname: uname, Uptime: uptime(), Steps: steps}); err != nil {
+	steps = append(steps, "fork-implementation knobs: "+executor.ForkImplKnobs())
+	if err := a.send(&Msg{Type: MsgHello, Uname: uname, Uptime: uptime(), Steps: steps, ForkImpls: executor.AvailableForkImpls()}); err != nil {
 		return err
 	}
 	go func() {

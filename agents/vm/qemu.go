@@ -46,6 +46,7 @@ type instance struct {
 	nextID  uint64
 	uname   string
 	steps   []string
+	impls   []string
 	boots   int
 	started time.Time
 	ran     bool
@@ -233,7 +234,7 @@ func (in *instance) boot1() error {
 			if m.Type == MsgHello {
 				d := time.Since(in.started)
 				in.t.mu.Lock()
-				in.uname, in.steps = m.Uname, m.Steps
+				in.uname, in.steps, in.impls = m.Uname, m.Steps, m.ForkImpls
 				in.t.Boots = append(in.t.Boots, d)
 				in.t.mu.Unlock()
 				fmt.Fprintf(c.Log, "vm %d: booted %s under %s in %v\n", in.idx, strings.Fields(in.uname + " ?")[0], in.t.accel, d.Round(time.Millisecond))

@@ -274,6 +274,19 @@ func (t *Target) KernelRelease() string {
 	return ""
 }
 
+// ForkImpls are the fork-implementation profiles whose knob the guest
+// kernel has, as the agent reported them at the last boot.
+func (t *Target) ForkImpls() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, in := range t.all {
+		if in.uname != "" {
+			return in.impls
+		}
+	}
+	return nil
+}
+
 // Accel is the accelerator in use ("kvm" or "tcg").
 func (t *Target) Accel() string { return t.accel }
 

@@ -64,6 +64,9 @@ type Msg struct {
 	Uname  string   `json:"uname,omitempty"`
 	Uptime float64  `json:"uptime,omitempty"` // guest seconds since boot (hello, progress)
 	Steps  []string `json:"steps,omitempty"`  // set-up steps run, and their outcome
+	// ForkImpls are the fork-implementation profiles whose knob the guest
+	// kernel has (executor.AvailableForkImpls; "stock" always).
+	ForkImpls []string `json:"fork_impls,omitempty"`
 
 	// log
 	Text string `json:"text,omitempty"`

@@ -122,12 +122,13 @@ func targetFlags(fs *flag.FlagSet, def string) func() (agents.Target, error) {
 	for _, n := range names {
 		openers[n] = targetKinds[n].flags(fs)
 	}
+	wrap := forkImplFlags(fs) // forkimpl.go
 	return func() (agents.Target, error) {
 		open, ok := openers[*name]
 		if !ok {
 			return nil, fmt.Errorf("unknown target %q (want one of %s)", *name, strings.Join(names, ", "))
 		}
-		return open()
+		return wrap(open())
 	}
 }
 
