@@ -196,7 +196,7 @@ const (
 type forkEv struct {
 	on      bool
 	pagemap int
-	probe   uintptr // a private page of its own VMA, outside the arena
+	probe   uintptr // first page of a private 2 MiB VMA of its own, outside the arena
 	orig    unix.CPUSet
 	one     unix.CPUSet
 	fifo    bool // SCHED_FIFO worked this fork
@@ -219,12 +219,28 @@ func (e *forkEv) init() error {
 	if err != nil {
 		return fmt.Errorf("fork-implementation evidence: %w", err)
 	}
-	b, err := unix.Mmap(-1, 0, int(prog.PageSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
+	// The probe is a 2 MiB-aligned VMA of exactly one PMD, kept out of
+	// THP: Async-fork defers only PMDs a VMA covers in full (partly
+	// covered ones are copied in the parent's fast path).
+	const pmdSize = 2 << 20
+	raw, errno := sysMmap(0, 2*pmdSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE, -1, 0)
+	if errno != 0 {
 		unix.Close(fd)
-		return fmt.Errorf("fork-implementation evidence: map probe page: %w", err)
+		return fmt.Errorf("fork-implementation evidence: map probe: %w", unix.Errno(errno))
 	}
-	e.pagemap, e.probe = fd, uintptr(unsafe.Pointer(&b[0]))
+	probe := (raw + pmdSize - 1) &^ (pmdSize - 1)
+	if probe > raw {
+		sysMunmap(raw, probe-raw)
+	}
+	if end := raw + 2*pmdSize; end > probe+pmdSize {
+		sysMunmap(probe+pmdSize, end-probe-pmdSize)
+	}
+	if _, errno := sys3(unix.SYS_MADVISE, probe, pmdSize, unix.MADV_NOHUGEPAGE); errno != 0 {
+		unix.Close(fd)
+		return fmt.Errorf("fork-implementation evidence: probe: madvise nohugepage: %w", unix.Errno(errno))
+	}
+	store64(probe, 1)
+	e.pagemap, e.probe = fd, probe
 	if err := unix.SchedGetaffinity(0, &e.orig); err != nil {
 		return fmt.Errorf("fork-implementation evidence: sched_getaffinity: %w", err)
 	}
