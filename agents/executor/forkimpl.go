@@ -208,6 +208,7 @@ type forkEv struct {
 	applied []string
 	profile string
 	pmdMod  bool
+	last    int // index in forks of the latest fork, -1 if none
 }
 
 // init opens what the evidence needs, once per executor.
@@ -251,7 +252,7 @@ func (e *forkEv) init() error {
 
 // start prepares one run.
 func (e *forkEv) start(profile string) error {
-	e.forks, e.applied, e.profile, e.on = nil, nil, profile, false
+	e.forks, e.applied, e.profile, e.on, e.last = nil, nil, profile, false, -1
 	if profile == "" {
 		return nil
 	}
@@ -299,7 +300,7 @@ func (e *forkEv) before() {
 // after runs in the parent right after fork f (operation i) returned pid:
 // it reads the evidence, then lets the child run anywhere.
 func (e *forkEv) after(m *machine, i, f int, pid int, errno uintptr) {
-	ev := obs.ForkEvidence{Fork: f, Op: i, PMDsWP: -1, Pinned: e.fifo}
+	ev := obs.ForkEvidence{Fork: f, Op: i, PMDsWP: -1, PMDsWPAfterWait: -1, Pinned: e.fifo}
 	if errno == 0 {
 		ev.Probe = e.probeState()
 		ev.Pages, ev.Exclusive = e.regionPages(m.p)
@@ -326,6 +327,7 @@ func (e *forkEv) after(m *machine, i, f int, pid int, errno uintptr) {
 	}
 	switch {
 	case errno != 0:
+		e.last = -1
 		return // a failed fork has no child to defer to: no evidence either way
 	case ev.Probe == "exclusive":
 		ev.Verdict = obs.EvDeferred
@@ -337,6 +339,28 @@ func (e *forkEv) after(m *machine, i, f int, pid int, errno uintptr) {
 		ev.Verdict, ev.Why = obs.EvUnknown, "probe page: "+ev.Probe
 	}
 	e.forks = append(e.forks, ev)
+	e.last = len(e.forks) - 1
+}
+
+// waited runs in the main process right after operation i reaped the
+// child of fork f: if that was the latest fork, no page-table copy can be
+// in flight, and no PMD of the arena may still be write-protected.
+func (e *forkEv) waited(i, f int) {
+	if e.last < 0 || e.forks[e.last].Fork != f || !e.pmdMod {
+		return
+	}
+	src, pmds := readPMDs()
+	if strings.HasPrefix(src, "absent") {
+		return
+	}
+	ev := &e.forks[e.last]
+	ev.PMDsWPAfterWait, ev.AtWait = 0, i
+	for _, p := range pmds {
+		if p.Present && !p.Huge && !p.RW {
+			ev.PMDsWPAfterWait++
+			ev.WPAfterWait = append(ev.WPAfterWait, p.Addr)
+		}
+	}
 }
 
 func (e *forkEv) probeState() string {

@@ -495,6 +495,9 @@ func (m *machine) exec(i int) {
 		if !m.inChild {
 			m.th.stop[op.Fork].Store(true) // ends storeloops until=fN
 			m.afterWait(i, op.Fork)
+			if m.fe.on {
+				m.fe.waited(i, op.Fork)
+			}
 		}
 	case prog.OpJoin:
 		m.join(op.Peer)

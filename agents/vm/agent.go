@@ -253,6 +253,14 @@ func (a *agent) run(m *Msg) *Msg {
 	if m.HoldMs > 0 {
 		time.Sleep(time.Duration(m.HoldMs) * time.Millisecond)
 	}
+	if m.TestRead != "" {
+		b, err := os.ReadFile(m.TestRead)
+		if err != nil {
+			reply.Text = "error: " + err.Error()
+		} else {
+			reply.Text = string(b)
+		}
+	}
 	if m.TestPath != "" {
 		// A crash trigger never returns: do not wait for it.
 		done := make(chan error, 1)

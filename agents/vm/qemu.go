@@ -372,7 +372,7 @@ func (in *instance) run(p *prog.Program, opt agents.Options, tt testHooks) (*obs
 	}
 	in.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
 	eo := opt.Executor()
-	if err := WriteMsg(in.conn, &Msg{Type: MsgRun, ID: id, Program: text, Options: &eo, HoldMs: holdMs, TestPath: tt.path, TestValue: tt.value}); err != nil {
+	if err := WriteMsg(in.conn, &Msg{Type: MsgRun, ID: id, Program: text, Options: &eo, HoldMs: holdMs, TestPath: tt.path, TestValue: tt.value, TestRead: tt.read}); err != nil {
 		return nil, vmDown(fmt.Sprintf("sending the program failed: %v", err))
 	}
 	hang := time.NewTimer(c.HangTimeout)
@@ -391,6 +391,9 @@ func (in *instance) run(p *prog.Program, opt agents.Options, tt testHooks) (*obs
 			hang.Reset(c.HangTimeout)
 			if m.Type != MsgResult || m.ID != id {
 				continue
+			}
+			if tt.readOut != nil {
+				*tt.readOut = m.Text
 			}
 			if !in.ran {
 				in.ran = true

@@ -307,6 +307,8 @@ func (t *Target) Run(p *prog.Program, opt agents.Options) (*obs.Observation, err
 type testHooks struct {
 	holdMs      int
 	path, value string
+	read        string  // a guest file to read before the program
+	readOut     *string // receives its content
 }
 
 func (t *Target) run(p *prog.Program, opt agents.Options, tt testHooks) (*obs.Observation, error) {

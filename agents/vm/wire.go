@@ -54,6 +54,11 @@ type Msg struct {
 	// LKDTM's provoke-crash/DIRECT.
 	TestPath  string `json:"test_path,omitempty"`
 	TestValue string `json:"test_value,omitempty"`
+	// TestRead (TEST ONLY): the agent reads this guest file before
+	// running and returns its content in the result's Text (tests check
+	// forkfuzz's evidence against kernel counters forkfuzz itself must
+	// not depend on).
+	TestRead string `json:"test_read,omitempty"`
 
 	// result: exactly one of Observation, Crash, Err.
 	Observation json.RawMessage `json:"observation,omitempty"`

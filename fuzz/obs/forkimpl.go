@@ -57,6 +57,12 @@ type ForkEvidence struct {
 	// PMDsWP counts the parent's table PMDs over the program's regions
 	// with RW clear right after the fork (-1: no forkfuzz_pmd module).
 	PMDsWP int `json:"pmds_wp"`
+	// PMDsWPAfterWait counts them again right after the child was reaped
+	// by operation AtWait, when this was the main process's latest fork
+	// (no copy can be in flight then: it must be 0); -1 when not measured.
+	PMDsWPAfterWait int      `json:"pmds_wp_after_wait"`
+	AtWait          int      `json:"at_wait,omitempty"`
+	WPAfterWait     []uint64 `json:"wp_after_wait,omitempty"` // their addresses
 	// Pinned: the child was held off the CPU until the evidence was read
 	// (without it a shared probe page proves nothing: the child may
 	// already have copied).
