@@ -1,0 +1,33 @@
+package obs
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestCheckForkImpl(t *testing.T) {
+	ev := func(v string) ForkEvidence { return ForkEvidence{Fork: 0, Op: 3, Verdict: v, Probe: "x", PMDsWP: -1} }
+	for _, c := range []struct {
+		profile string
+		verdict string
+		ok      bool
+	}{
+		{"async-fork", EvDeferred, true},
+		{"async-fork", EvEager, false},
+		{"async-fork", EvUnknown, false},
+		{"odf", EvDeferred, true},
+		{"stock", EvEager, true},
+		{"stock", EvDeferred, false},
+	} {
+		o := &Observation{ForkImpl: &ForkImpl{Profile: c.profile, Applied: []string{"memory.async_fork=1"}, Forks: []ForkEvidence{ev(c.verdict)}}}
+		err := CheckForkImpl(o)
+		var fe *ForkImplError
+		if c.ok != (err == nil) || (err != nil && (!errors.As(err, &fe) || !strings.Contains(err.Error(), "fork f0 (op 3)"))) {
+			t.Errorf("%s with a %s fork: %v", c.profile, c.verdict, err)
+		}
+	}
+	if err := CheckForkImpl(&Observation{}); err != nil {
+		t.Errorf("no profile: %v", err)
+	}
+}
