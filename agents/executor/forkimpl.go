@@ -202,7 +202,7 @@ type forkEv struct {
 	fifo    bool // SCHED_FIFO worked this fork
 	pinned  bool // the affinity pin worked this fork
 	pinErr  string
-	pm      [512]uint64
+	pm      *[512]uint64 // a MAP_SHARED page
 	stamp   uint64
 	forks   []obs.ForkEvidence
 	applied []string
@@ -241,6 +241,16 @@ func (e *forkEv) init() error {
 		return fmt.Errorf("fork-implementation evidence: probe: madvise nohugepage: %w", unix.Errno(errno))
 	}
 	store64(probe, 1)
+	// Pagemap entries are read into a MAP_SHARED page: fork neither
+	// write-protects nor defers it, so the read never faults in the
+	// parent (a fault could sleep and let the child run and copy).
+	buf, err := unix.Mmap(-1, 0, int(prog.PageSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+	if err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("fork-implementation evidence: map pagemap buffer: %w", err)
+	}
+	buf[0] = 1
+	e.pm = (*[512]uint64)(unsafe.Pointer(&buf[0]))
 	e.pagemap, e.probe = fd, probe
 	if err := unix.SchedGetaffinity(0, &e.orig); err != nil {
 		return fmt.Errorf("fork-implementation evidence: sched_getaffinity: %w", err)
@@ -301,9 +311,11 @@ func (e *forkEv) before() {
 // it reads the evidence, then lets the child run anywhere.
 func (e *forkEv) after(m *machine, i, f int, pid int, errno uintptr) {
 	ev := obs.ForkEvidence{Fork: f, Op: i, PMDsWP: -1, PMDsWPAfterWait: -1, Pinned: e.fifo}
+	ran := ""
 	if errno == 0 {
 		ev.Probe = e.probeState()
 		ev.Pages, ev.Exclusive = e.regionPages(m.p)
+		ran = childRan(pid)
 		if e.pmdMod {
 			if src, pmds := readPMDs(); !strings.HasPrefix(src, "absent") {
 				ev.PMDsWP = 0
@@ -331,6 +343,10 @@ func (e *forkEv) after(m *machine, i, f int, pid int, errno uintptr) {
 		return // a failed fork has no child to defer to: no evidence either way
 	case ev.Probe == "exclusive":
 		ev.Verdict = obs.EvDeferred
+	case ev.Probe == "shared" && e.fifo && ran != "":
+		// The parent blocked (a fault or the mmap lock: a thread was
+		// changing mappings) and the child ran: it may have copied.
+		ev.Verdict, ev.Why = obs.EvUnknown, "the child ran before the evidence was read ("+ran+"): it may have copied already"
 	case ev.Probe == "shared" && e.fifo:
 		ev.Verdict = obs.EvEager
 	case ev.Probe == "shared":
@@ -364,12 +380,12 @@ func (e *forkEv) waited(i, f int) {
 }
 
 func (e *forkEv) probeState() string {
-	var w [1]uint64
 	off := int64(e.probe/uintptr(prog.PageSize)) * 8
-	n, err := unix.Pread(e.pagemap, unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 8), off)
-	if err != nil || n != 8 {
-		return fmt.Sprintf("pagemap read failed (%d bytes, %v)", n, err)
+	n, errno := rawSyscall6(unix.SYS_PREAD64, uintptr(e.pagemap), uintptr(unsafe.Pointer(&e.pm[0])), 8, uintptr(off), 0, 0)
+	if errno != 0 || n != 8 {
+		return fmt.Sprintf("pagemap read failed (%d bytes, %v)", n, unix.Errno(errno))
 	}
+	w := e.pm[:1]
 	switch {
 	case w[0]&pmapPresent == 0:
 		return "not present"
@@ -377,6 +393,20 @@ func (e *forkEv) probeState() string {
 		return "exclusive"
 	}
 	return "shared"
+}
+
+// childRan says whether the child has been on a CPU (its schedstat run
+// count), "" if not or if it cannot tell.
+func childRan(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 3 && f[2] != "0" {
+		return "schedstat " + strings.TrimSpace(string(b))
+	}
+	return ""
 }
 
 // regionPages counts the present private anonymous pages of the

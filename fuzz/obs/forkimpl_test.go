@@ -27,6 +27,11 @@ func TestCheckForkImpl(t *testing.T) {
 			t.Errorf("%s with a %s fork: %v", c.profile, c.verdict, err)
 		}
 	}
+	// An undecided fork is tolerated when another decides.
+	o := &Observation{ForkImpl: &ForkImpl{Profile: "async-fork", Forks: []ForkEvidence{ev(EvUnknown), ev(EvDeferred)}}}
+	if err := CheckForkImpl(o); err != nil {
+		t.Errorf("one unknown and one deferred fork: %v", err)
+	}
 	if err := CheckForkImpl(&Observation{}); err != nil {
 		t.Errorf("no profile: %v", err)
 	}
