@@ -306,11 +306,13 @@ func NewForkImplTarget(t Target, profile string, differential bool) (*ForkImplTa
 	if err != nil {
 		return nil, err
 	}
-	if l, ok := t.(ForkImplLister); ok {
-		have := l.ForkImpls()
-		if !slices.Contains(have, profile) {
-			return nil, fmt.Errorf("--fork-impl %s: the %s target's kernel does not have it (no %s; it has: %s)", profile, t.Name(), p.Knob, strings.Join(have, ", "))
-		}
+	l, ok := t.(ForkImplLister)
+	if !ok {
+		return nil, fmt.Errorf("--fork-impl %s: the %s target cannot switch fork implementations (it runs no executor on a real kernel)", profile, t.Name())
+	}
+	have := l.ForkImpls()
+	if !slices.Contains(have, profile) {
+		return nil, fmt.Errorf("--fork-impl %s: the %s target's kernel does not have it (no %s; it has: %s)", profile, t.Name(), p.Knob, strings.Join(have, ", "))
 	}
 	return &ForkImplTarget{Target: t, Profile: profile, Differential: differential}, nil
 }

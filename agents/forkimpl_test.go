@@ -65,6 +65,9 @@ func TestNewForkImplTarget(t *testing.T) {
 	if _, err := NewForkImplTarget(&fakeImpl{}, "prctl65", false); err == nil || !strings.Contains(err.Error(), "unknown fork implementation") {
 		t.Errorf("unknown profile: %v", err)
 	}
+	if _, err := NewForkImplTarget(&fakeImpl{}, "stock", false); err == nil || !strings.Contains(err.Error(), "cannot switch fork implementations") {
+		t.Errorf("a target without executor: %v", err)
+	}
 	n := NewNative(nil)
 	defer n.Close()
 	_, err := NewForkImplTarget(n, "odf", false)
