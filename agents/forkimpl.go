@@ -50,6 +50,10 @@ func (t *ForkImplTarget) Run(p *prog.Program, opt Options) (*obs.Observation, er
 	if err := t.evidence(p, o); err != nil {
 		t.mu.Lock()
 		t.EvidenceErrors++
+		if t.Log != nil {
+			// A harness error is not saved as a finding: keep the program.
+			fmt.Fprintf(t.Log, "fork-implementation evidence failed (%v) for this program:\n%s", err, p.Format())
+		}
 		t.mu.Unlock()
 		return nil, err
 	}
