@@ -32,12 +32,17 @@ type ForkImplTarget struct {
 	// Log receives the summary on Close (nil: none).
 	Log io.Writer
 
-	mu sync.Mutex
+	mu           sync.Mutex
+	undecidedRun int
 	// Stats, for the summary.
 	Runs, Forks, Deferred, Eager, Unknown, EvidenceErrors int
 	WPPMDs, PMDReads                                      int
 	Compared, DiffSkipped, Diffs                          int
 }
+
+// MaxUndecidedRuns: this many runs in a row with forks none of which could
+// show whether the implementation took effect is a harness error.
+const MaxUndecidedRuns = 5
 
 // Run runs p with the profile and checks the evidence.
 func (t *ForkImplTarget) Run(p *prog.Program, opt Options) (*obs.Observation, error) {
@@ -56,6 +61,19 @@ func (t *ForkImplTarget) Run(p *prog.Program, opt Options) (*obs.Observation, er
 		}
 		t.mu.Unlock()
 		return nil, err
+	}
+	if u := obs.Undecided(o); u != "" {
+		t.mu.Lock()
+		t.undecidedRun++
+		n := t.undecidedRun
+		t.mu.Unlock()
+		if n >= MaxUndecidedRuns {
+			return nil, &obs.ForkImplError{Profile: t.Profile, Msg: fmt.Sprintf("%d runs in a row where no fork could show whether it took effect, last: %s", n, u)}
+		}
+	} else if o.ForkImpl != nil && len(o.ForkImpl.Forks) > 0 {
+		t.mu.Lock()
+		t.undecidedRun = 0
+		t.mu.Unlock()
 	}
 	if !t.Differential || t.Profile == "stock" {
 		return o, nil

@@ -87,12 +87,11 @@ func (e *ForkImplError) Error() string {
 func DeferredProfile(profile string) bool { return profile != "" && profile != "stock" }
 
 // CheckForkImpl checks the fork-implementation evidence of an observation:
-// with a deferring profile no fork of the main process may show EvEager,
-// and at least one must show EvDeferred; with "stock" none may show
-// EvDeferred and at least one must show EvEager. EvUnknown (the child ran
-// before the executor could look, because the parent blocked) is
-// tolerated as long as another fork of the run decides. It returns nil when
-// no profile was requested or no fork ran.
+// with a deferring profile no fork of the main process may show EvEager;
+// with "stock" none may show EvDeferred. EvUnknown (the child ran before
+// the executor could look, because the parent blocked) decides nothing;
+// Undecided reports a run where no fork decided. It returns nil when no
+// profile was requested or no fork ran.
 func CheckForkImpl(o *Observation) error {
 	if o == nil || o.ForkImpl == nil || len(o.ForkImpl.Forks) == 0 {
 		return nil
@@ -102,31 +101,42 @@ func CheckForkImpl(o *Observation) error {
 	if DeferredProfile(fi.Profile) {
 		want, wrong = EvDeferred, EvEager
 	}
-	var bad, unknown []string
-	got := 0
+	var bad []string
 	for _, f := range fi.Forks {
-		s := fmt.Sprintf("fork f%d (op %d): %s, want %s (probe page %s; %d/%d region pages exclusive", f.Fork, f.Op, f.Verdict, want, f.Probe, f.Exclusive, f.Pages)
-		if f.PMDsWP >= 0 {
-			s += fmt.Sprintf("; %d write-protected PMDs", f.PMDsWP)
+		if f.Verdict == wrong {
+			bad = append(bad, describe(f, want))
 		}
-		s += ")"
-		if f.Why != "" {
-			s += ": " + f.Why
-		}
-		switch f.Verdict {
-		case want:
-			got++
-		case wrong:
-			bad = append(bad, s)
-		default:
-			unknown = append(unknown, s)
-		}
-	}
-	if len(bad) == 0 && got > 0 {
-		return nil
 	}
 	if len(bad) == 0 {
-		bad = append(bad, "no fork decided: "+strings.Join(unknown, "; "))
+		return nil
 	}
 	return &ForkImplError{Profile: fi.Profile, Msg: strings.Join(bad, "; ") + " [set up: " + strings.Join(fi.Applied, ", ") + "]"}
+}
+
+// Undecided returns why no fork of the run decided ("" when one did, or
+// when there was no fork or no profile).
+func Undecided(o *Observation) string {
+	if o == nil || o.ForkImpl == nil || len(o.ForkImpl.Forks) == 0 {
+		return ""
+	}
+	var u []string
+	for _, f := range o.ForkImpl.Forks {
+		if f.Verdict != EvUnknown {
+			return ""
+		}
+		u = append(u, describe(f, "a decision"))
+	}
+	return strings.Join(u, "; ")
+}
+
+func describe(f ForkEvidence, want string) string {
+	s := fmt.Sprintf("fork f%d (op %d): %s, want %s (probe page %s; %d/%d region pages exclusive", f.Fork, f.Op, f.Verdict, want, f.Probe, f.Exclusive, f.Pages)
+	if f.PMDsWP >= 0 {
+		s += fmt.Sprintf("; %d write-protected PMDs", f.PMDsWP)
+	}
+	s += ")"
+	if f.Why != "" {
+		s += ": " + f.Why
+	}
+	return s
 }

@@ -15,7 +15,7 @@ func TestCheckForkImpl(t *testing.T) {
 	}{
 		{"async-fork", EvDeferred, true},
 		{"async-fork", EvEager, false},
-		{"async-fork", EvUnknown, false},
+		{"async-fork", EvUnknown, true},
 		{"odf", EvDeferred, true},
 		{"stock", EvEager, true},
 		{"stock", EvDeferred, false},
@@ -31,6 +31,13 @@ func TestCheckForkImpl(t *testing.T) {
 	o := &Observation{ForkImpl: &ForkImpl{Profile: "async-fork", Forks: []ForkEvidence{ev(EvUnknown), ev(EvDeferred)}}}
 	if err := CheckForkImpl(o); err != nil {
 		t.Errorf("one unknown and one deferred fork: %v", err)
+	}
+	if u := Undecided(o); u != "" {
+		t.Errorf("undecided with a deferred fork: %s", u)
+	}
+	o.ForkImpl.Forks = o.ForkImpl.Forks[:1]
+	if u := Undecided(o); !strings.Contains(u, "fork f0 (op 3): unknown") {
+		t.Errorf("undecided: %q", u)
 	}
 	if err := CheckForkImpl(&Observation{}); err != nil {
 		t.Errorf("no profile: %v", err)
