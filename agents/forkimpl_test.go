@@ -2,6 +2,7 @@ package agents
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -23,7 +24,10 @@ func (f *fakeImpl) Close() error { return nil }
 func (f *fakeImpl) Run(p *prog.Program, opt Options) (*obs.Observation, error) {
 	f.runs = append(f.runs, opt.ForkImpl)
 	o := &obs.Observation{Ops: make([]obs.OpResult, len(p.Ops)),
-		Views:    []obs.View{{Proc: 1, At: obs.AtStart, Words: []obs.Word{{Region: 0, Off: 0, Value: f.word[opt.ForkImpl]}}}},
+		Views: []obs.View{{Proc: 1, At: obs.AtStart, Words: []obs.Word{{Region: 0, Off: 0, Value: f.word[opt.ForkImpl]}},
+			// shmem inode numbers differ from run to run: never a difference
+			VMAs: []obs.VMA{{Start: 1 << 40, End: 1<<40 + 4096, Prot: "rw-s", Inode: uint64(len(f.runs))}}}},
+		Maps:     fmt.Sprintf("10000000000-10000001000 rw-s 00000000 00:01 %d /dev/zero (deleted)\n", len(f.runs)),
 		ForkImpl: &obs.ForkImpl{Profile: opt.ForkImpl, Forks: []obs.ForkEvidence{{Fork: 0, Op: 1, Verdict: f.verdict[opt.ForkImpl]}}}}
 	return o, nil
 }
