@@ -157,3 +157,66 @@ func TestAsyncForkKernel(t *testing.T) {
 	}
 	t.Log(d.Summary())
 }
+
+// The vendor bug forkfuzz found (pinned profile, campaign seed 20261203,
+// program 13): a page pinned with FOLL_PIN (an io_uring fixed buffer) and
+// written by the kernel on the parent's behalf after fork returned, but
+// before the child's deferred copy reached it, is copied into the child
+// with the parent's post-fork data: the child does not see its memory as
+// it was at fork. Stock fork copies pinned pages at fork (copy_present_page).
+const asyncForkPinnedProg = `forkfuzz v1
+region r0 anon-private pages=1024 thp=default
+uringreg r0 off=0x1fe000 len=0x4000
+fork f0
+uringread r0 off=0x1ff000 len=0x2000
+wait f0
+`
+
+// TestAsyncForkPinnedDMA counts, over FORKFUZZ_ASYNCFORK_REPRO runs (it
+// is skipped without it), how often the child of asyncForkPinnedProg sees
+// the parent's post-fork io_uring data, with Async-fork and with stock
+// fork on the same boot. Stock must never; with FORKFUZZ_ASYNCFORK_REPRO_DIR
+// set, the console is saved there.
+func TestAsyncForkPinnedDMA(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("FORKFUZZ_ASYNCFORK_REPRO"))
+	if n <= 0 {
+		t.Skip("set FORKFUZZ_ASYNCFORK_REPRO=N to run the pinned-DMA reproducer N times per mode")
+	}
+	needQEMU(t)
+	image := asyncForkKernel(t)
+	tg := bootTarget(t, image, nil, 0, &TargetFile{Cmdline: "async_fork.seq_fix=1"})
+	p := mustParse(t, asyncForkPinnedProg)
+	leaks := map[string]int{}
+	ran := map[string]int{}
+	for i := 0; i < n; i++ {
+		for _, impl := range []string{"async-fork", "stock"} {
+			o, err := tg.Run(p, agents.Options{ForkImpl: impl})
+			if err != nil {
+				t.Logf("%s run %d: %v", impl, i, err)
+				continue
+			}
+			ran[impl]++
+			for _, v := range o.Views {
+				if v.Proc != 1 || v.At != obs.AtStart {
+					continue
+				}
+				for _, w := range v.Words {
+					if w.Region == 0 && w.Off >= 0x1ff000 && w.Off < 0x201000 {
+						leaks[impl]++
+						t.Logf("%s run %d: the child's start view has r0+%#x = %#x, written by the parent's uringread after the fork", impl, i, w.Off, w.Value)
+						break
+					}
+				}
+			}
+		}
+	}
+	t.Logf("child saw the parent's post-fork io_uring data: async-fork %d of %d runs, stock %d of %d runs", leaks["async-fork"], ran["async-fork"], leaks["stock"], ran["stock"])
+	if leaks["stock"] > 0 {
+		t.Errorf("stock fork leaked the parent's post-fork data into the child %d times", leaks["stock"])
+	}
+	if dir := os.Getenv("FORKFUZZ_ASYNCFORK_REPRO_DIR"); dir != "" {
+		b, _ := os.ReadFile(filepath.Join(tg.cfg.Workdir, "vm-0", "console.log"))
+		os.WriteFile(filepath.Join(dir, "console.txt"), b, 0o644)
+		os.WriteFile(filepath.Join(dir, "repro.ffz"), []byte(asyncForkPinnedProg), 0o644)
+	}
+}
