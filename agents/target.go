@@ -49,11 +49,14 @@ type Options struct {
 	// the program's processes fork with; "" leaves the target as it is.
 	// ForkImplTarget sets it and checks the evidence.
 	ForkImpl string
+	// ForkImplNoEvidence (test only): apply ForkImpl without evidence
+	// (executor.Options.ForkImplNoEvidence).
+	ForkImplNoEvidence bool
 }
 
 // Executor returns the executor's options for opt.
 func (opt Options) Executor() executor.Options {
-	return executor.Options{WordCap: opt.WordCap, Corrupt: opt.Corrupt, ForkImpl: opt.ForkImpl}
+	return executor.Options{WordCap: opt.WordCap, Corrupt: opt.Corrupt, ForkImpl: opt.ForkImpl, ForkImplNoEvidence: opt.ForkImplNoEvidence}
 }
 
 // Event is an error a target returns when the program caused something

@@ -29,6 +29,10 @@ type Options struct {
 	// program's processes fork with; "" leaves the executor as it is.
 	// With a profile the observation carries per-fork evidence.
 	ForkImpl string `json:",omitempty"`
+	// ForkImplNoEvidence (test only) applies ForkImpl but takes no
+	// evidence: children are not held off the CPU around forks, so a
+	// test can show that a finding does not depend on the hold-off.
+	ForkImplNoEvidence bool `json:",omitempty"`
 }
 
 // GODEBUG setting the executor process needs: forked children run Go code
@@ -170,7 +174,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	m.rb.corrupt = opt.Corrupt
 	rep := m.rep
 	defer m.cleanup()
-	if err := m.fe.start(opt.ForkImpl); err != nil {
+	if err := m.fe.start(opt.ForkImpl, opt.ForkImplNoEvidence); err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
 	}
 	if err := m.setup(); err != nil {
