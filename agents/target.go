@@ -45,11 +45,18 @@ type Options struct {
 	// observation in a stated way (executor.Corruptions), to prove the
 	// oracles bite. Targets without an executor reject it.
 	Corrupt string
+	// ForkImpl is the fork-implementation profile (executor.ForkImplProfiles)
+	// the program's processes fork with; "" leaves the target as it is.
+	// ForkImplTarget sets it and checks the evidence.
+	ForkImpl string
+	// ForkImplNoEvidence (test only): apply ForkImpl without evidence
+	// (executor.Options.ForkImplNoEvidence).
+	ForkImplNoEvidence bool
 }
 
 // Executor returns the executor's options for opt.
 func (opt Options) Executor() executor.Options {
-	return executor.Options{WordCap: opt.WordCap, Corrupt: opt.Corrupt}
+	return executor.Options{WordCap: opt.WordCap, Corrupt: opt.Corrupt, ForkImpl: opt.ForkImpl, ForkImplNoEvidence: opt.ForkImplNoEvidence}
 }
 
 // Event is an error a target returns when the program caused something
@@ -83,6 +90,18 @@ func Parallelism(t Target) int {
 		return max(1, pt.Parallel())
 	}
 	return 1
+}
+
+// Unwrap returns the target a wrapper (one with an Unwrap method, e.g.
+// ForkImplTarget) runs on, all the way down.
+func Unwrap(t Target) Target {
+	for {
+		w, ok := t.(interface{ Unwrap() Target })
+		if !ok {
+			return t
+		}
+		t = w.Unwrap()
+	}
 }
 
 // AsEvent returns the Event in err's chain, if any.

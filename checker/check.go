@@ -31,6 +31,7 @@ func Check(p *prog.Program, o *obs.Observation) *Verdict {
 	m.col.excuse = newInjectedExcuses(p, o)
 	m.run()
 	m.checkRollbacks() // rollback.go
+	m.checkForkImpl()  // forkimpl.go
 	if m.hasThreads() {
 		dropped := 0
 		for _, tl := range o.Threads {

@@ -72,7 +72,7 @@ func TestCheckConfigs(t *testing.T) {
 		t.Errorf("the fragment itself is not OK:\n%s", r)
 	}
 	for _, c := range r.Caps {
-		if len(c.Missing) > 0 && !strings.Contains(c.Name, "KASAN") {
+		if len(c.Missing) > 0 && !strings.Contains(c.Name, "KASAN") && c.Name != asyncForkCap {
 			t.Errorf("the fragment lacks %v for %s", c.Missing, c.Name)
 		}
 	}
@@ -80,6 +80,17 @@ func TestCheckConfigs(t *testing.T) {
 	r = CheckConfig(bad, "bad")
 	if r.OK() || !strings.Contains(r.String(), "NO!  VM agent") || !strings.Contains(r.String(), "missing CONFIG_BLK_DEV_INITRD") {
 		t.Errorf("bad config:\n%s", r)
+	}
+}
+
+func TestCheckAsyncFork(t *testing.T) {
+	stock, _ := ParseConfig([]byte(Fragment + "\nCONFIG_MEMCG=y\n"))
+	if r := CheckConfig(stock, "stock"); r.HasAsyncFork() || !strings.Contains(r.String(), "NO   Async-fork") {
+		t.Errorf("a stock configuration has Async-fork:\n%s", r)
+	}
+	af, _ := ParseConfig([]byte(Fragment + "\nCONFIG_MEMCG=y\nCONFIG_ASYNC_FORK=y\nCONFIG_ASYNC_FORK_GUP_FIXUP=y\n"))
+	if r := CheckConfig(af, "asyncfork"); !r.HasAsyncFork() || !strings.Contains(r.String(), "yes  Async-fork") || !strings.Contains(r.String(), "CONFIG_ASYNC_FORK_GUP_FIXUP=y") {
+		t.Errorf("an Async-fork configuration is not recognised:\n%s", r)
 	}
 }
 

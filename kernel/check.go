@@ -168,6 +168,20 @@ type Capability struct {
 type CheckReport struct {
 	Source string
 	Caps   []Capability
+	// Values of options the report prints beside a capability.
+	Values map[string]string
+}
+
+const asyncForkCap = "Async-fork (--fork-impl async-fork: cgroup v2 memory.async_fork)"
+
+// HasAsyncFork reports whether the configuration has Alibaba's Async-fork.
+func (r *CheckReport) HasAsyncFork() bool {
+	for _, c := range r.Caps {
+		if c.Name == asyncForkCap {
+			return len(c.Missing) == 0
+		}
+	}
+	return false
 }
 
 var capabilities = []Capability{
@@ -189,11 +203,20 @@ var capabilities = []Capability{
 	{Name: "forced crashes for harness tests (sysrq-trigger)", Needs: []string{"CONFIG_MAGIC_SYSRQ"}},
 	{Name: "forced WARNINGs and BUGs for harness tests (LKDTM)", Needs: []string{"CONFIG_LKDTM", "CONFIG_DEBUG_FS"}},
 	{Name: "loadable modules (fork toggles, inspection modules)", Needs: []string{"CONFIG_MODULES"}},
+	{Name: asyncForkCap, Needs: []string{"CONFIG_ASYNC_FORK", "CONFIG_MEMCG"},
+		Note: "only kernels carrying Alibaba's Async-fork patch have the option; the guest reports the knob at boot"},
 }
 
 // CheckConfig evaluates a configuration.
 func CheckConfig(c Config, source string) *CheckReport {
-	r := &CheckReport{Source: source}
+	r := &CheckReport{Source: source, Values: map[string]string{}}
+	for _, n := range []string{"CONFIG_ASYNC_FORK_GUP_FIXUP"} {
+		v := c[n]
+		if v == "" {
+			v = "n"
+		}
+		r.Values[n] = v
+	}
 	for _, cp := range capabilities {
 		cp.Missing = nil
 		for _, n := range cp.Needs {
@@ -236,13 +259,20 @@ func (r *CheckReport) String() string {
 			if c.Required {
 				mark = "NO!"
 			}
-			missing = append(missing, c.Missing...)
+			if c.Name != asyncForkCap { // no config fragment gives a kernel Async-fork
+				missing = append(missing, c.Missing...)
+			}
 		}
 		fmt.Fprintf(&b, "  %s  %s", mark, c.Name)
 		if len(c.Missing) > 0 {
 			fmt.Fprintf(&b, ": missing %s", strings.Join(c.Missing, ", "))
 		}
 		b.WriteString("\n")
+		if c.Name == asyncForkCap && len(c.Missing) == 0 {
+			for _, n := range []string{"CONFIG_ASYNC_FORK_GUP_FIXUP"} {
+				fmt.Fprintf(&b, "       %s=%s\n", n, r.Values[n])
+			}
+		}
 	}
 	if r.OK() {
 		b.WriteString("verdict: usable as a forkfuzz VM target")

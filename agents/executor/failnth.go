@@ -189,6 +189,9 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 		a.limit, a.limitLen, a.max = uintptr(unsafe.Pointer(&lim.limit[0])), int64(lim.limitN), uintptr(unsafe.Pointer(&lim.max[0]))
 	}
 
+	if m.fe.on {
+		m.fe.before()
+	}
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
 	pid, errno, backN, armErr := rawForkInjected(a)
@@ -203,6 +206,9 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	armErr = uintptr(-int64(armErr))
 	sigRestore(&m.sigOld)
 	m.forkTSC[f] = [2]uint64{inv, resp}
+	if m.fe.on {
+		m.fe.after(m, i, f, int(pid), errno)
+	}
 	end := m.now()
 	if lim != nil {
 		hit, what := lim.disarm()

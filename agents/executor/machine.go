@@ -68,6 +68,7 @@ type machine struct {
 	forkTSC [prog.MaxForks][2]uint64
 
 	pin pinRes         // pinned.go
+	fe  forkEv         // forkimpl.go
 	rb  *rollbackState // failnth.go
 }
 
@@ -502,6 +503,9 @@ func (m *machine) exec(i int) {
 		if !m.inChild {
 			m.th.stop[op.Fork].Store(true) // ends storeloops until=fN
 			m.afterWait(i, op.Fork)
+			if m.fe.on {
+				m.fe.waited(i, op.Fork)
+			}
 		}
 	case prog.OpJoin:
 		m.join(op.Peer)
@@ -521,6 +525,10 @@ func (m *machine) exec(i int) {
 
 // fork runs a fork operation. In the child it never returns.
 func (m *machine) fork(i, f int, start int64) {
+	ev := m.fe.on && !m.inChild
+	if ev {
+		m.fe.before()
+	}
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
 	pid, errno := rawFork()
@@ -531,6 +539,9 @@ func (m *machine) fork(i, f int, start int64) {
 	sigRestore(&m.sigOld)
 	if !m.inChild {
 		m.forkTSC[f] = [2]uint64{inv, resp}
+	}
+	if ev {
+		m.fe.after(m, i, f, int(pid), errno)
 	}
 	end := m.now()
 	if errno == 0 {

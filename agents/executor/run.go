@@ -25,6 +25,14 @@ type Options struct {
 	// observation in a stated way, to prove that the oracles bite. See
 	// Corruptions.
 	Corrupt string
+	// ForkImpl names the fork-implementation profile (forkimpl.go) the
+	// program's processes fork with; "" leaves the executor as it is.
+	// With a profile the observation carries per-fork evidence.
+	ForkImpl string `json:",omitempty"`
+	// ForkImplNoEvidence (test only) applies ForkImpl but takes no
+	// evidence: children are not held off the CPU around forks, so a
+	// test can show that a finding does not depend on the hold-off.
+	ForkImplNoEvidence bool `json:",omitempty"`
 }
 
 // GODEBUG setting the executor process needs: forked children run Go code
@@ -166,6 +174,9 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	m.rb.corrupt = opt.Corrupt
 	rep := m.rep
 	defer m.cleanup()
+	if err := m.fe.start(opt.ForkImpl, opt.ForkImplNoEvidence); err != nil {
+		return nil, fmt.Errorf("executor: %w", err)
+	}
 	if err := m.setup(); err != nil {
 		return nil, err
 	}
@@ -210,6 +221,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	trimThreadLogs(p, o)
 	o.Maps = arenaMaps()
 	o.Kernel = kernelRelease()
+	o.ForkImpl = m.fe.result()
 	if opt.Corrupt != "" {
 		if err := corrupt(p, o, opt.Corrupt); err != nil {
 			return nil, err

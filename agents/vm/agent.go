@@ -189,7 +189,8 @@ func serve() error {
 	var uts unix.Utsname
 	unix.Uname(&uts)
 	uname := unix.ByteSliceToString(uts.Release[:]) + " " + unix.ByteSliceToString(uts.Version[:])
-	if err := a.send(&Msg{Type: MsgHello, Uname: uname, Uptime: uptime(), Steps: steps}); err != nil {
+	steps = append(steps, "fork-implementation knobs: "+executor.ForkImplKnobs())
+	if err := a.send(&Msg{Type: MsgHello, Uname: uname, Uptime: uptime(), Steps: steps, ForkImpls: executor.AvailableForkImpls()}); err != nil {
 		return err
 	}
 	go func() {
@@ -253,6 +254,14 @@ func (a *agent) run(m *Msg) *Msg {
 	}
 	if m.HoldMs > 0 {
 		time.Sleep(time.Duration(m.HoldMs) * time.Millisecond)
+	}
+	if m.TestRead != "" {
+		b, err := os.ReadFile(m.TestRead)
+		if err != nil {
+			reply.Text = "error: " + err.Error()
+		} else {
+			reply.Text = string(b)
+		}
 	}
 	if m.TestPath != "" {
 		// A crash trigger never returns: do not wait for it.

@@ -80,6 +80,7 @@ type instance struct {
 	nextID  uint64
 	uname   string
 	steps   []string
+	impls   []string
 	boots   int
 	started time.Time
 	ran     bool
@@ -227,7 +228,7 @@ func (in *instance) boot1() error {
 			if m.Type == MsgHello {
 				d := time.Since(in.started)
 				in.t.mu.Lock()
-				in.uname, in.steps = m.Uname, m.Steps
+				in.uname, in.steps, in.impls = m.Uname, m.Steps, m.ForkImpls
 				in.t.Boots = append(in.t.Boots, d)
 				in.t.mu.Unlock()
 				fmt.Fprintf(c.Log, "vm %d: booted %s under %s in %v\n", in.idx, strings.Fields(in.uname + " ?")[0], in.t.accel, d.Round(time.Millisecond))
@@ -366,7 +367,7 @@ func (in *instance) run(p *prog.Program, opt agents.Options, tt testHooks) (*obs
 	}
 	in.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
 	eo := opt.Executor()
-	if err := WriteMsg(in.conn, &Msg{Type: MsgRun, ID: id, Program: text, Options: &eo, HoldMs: holdMs, TestPath: tt.path, TestValue: tt.value}); err != nil {
+	if err := WriteMsg(in.conn, &Msg{Type: MsgRun, ID: id, Program: text, Options: &eo, HoldMs: holdMs, TestPath: tt.path, TestValue: tt.value, TestRead: tt.read}); err != nil {
 		return nil, vmDown(fmt.Sprintf("sending the program failed: %v", err))
 	}
 	hang := time.NewTimer(c.HangTimeout)
@@ -385,6 +386,9 @@ func (in *instance) run(p *prog.Program, opt agents.Options, tt testHooks) (*obs
 			hang.Reset(c.HangTimeout)
 			if m.Type != MsgResult || m.ID != id {
 				continue
+			}
+			if tt.readOut != nil {
+				*tt.readOut = m.Text
 			}
 			if !in.ran {
 				in.ran = true

@@ -104,7 +104,11 @@ func referenceKernel(t *testing.T) string {
 	if k := os.Getenv("FORKFUZZ_TEST_KERNEL"); k != "" {
 		return k
 	}
-	m, _ := filepath.Glob(filepath.Join(repoRoot(t), "../shared/kernels/bzImage-*"))
+	// The stock reference kernel, not the Async-fork one beside it.
+	m, _ := filepath.Glob(filepath.Join(repoRoot(t), "../shared/kernels/bzImage-*-forkfuzz"))
+	if len(m) == 0 {
+		m, _ = filepath.Glob(filepath.Join(repoRoot(t), "../shared/kernels/bzImage-*"))
+	}
 	if len(m) == 0 {
 		t.Skip("no reference kernel: set FORKFUZZ_TEST_KERNEL or provide ../shared/kernels/bzImage-* beside the repository")
 	}

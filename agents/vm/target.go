@@ -277,6 +277,19 @@ func (t *Target) KernelRelease() string {
 // KernelImage is the path of the kernel image the VMs boot.
 func (t *Target) KernelImage() string { return t.cfg.Kernel }
 
+// ForkImpls are the fork-implementation profiles whose knob the guest
+// kernel has, as the agent reported them at the last boot.
+func (t *Target) ForkImpls() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, in := range t.all {
+		if in.uname != "" {
+			return in.impls
+		}
+	}
+	return nil
+}
+
 // Accel is the accelerator in use ("kvm" or "tcg").
 func (t *Target) Accel() string { return t.accel }
 
@@ -297,6 +310,8 @@ func (t *Target) Run(p *prog.Program, opt agents.Options) (*obs.Observation, err
 type testHooks struct {
 	holdMs      int
 	path, value string
+	read        string  // a guest file to read before the program
+	readOut     *string // receives its content
 }
 
 func (t *Target) run(p *prog.Program, opt agents.Options, tt testHooks) (*obs.Observation, error) {

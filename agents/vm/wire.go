@@ -59,6 +59,11 @@ type Msg struct {
 	// LKDTM's provoke-crash/DIRECT.
 	TestPath  string `json:"test_path,omitempty"`
 	TestValue string `json:"test_value,omitempty"`
+	// TestRead (TEST ONLY): the agent reads this guest file before
+	// running and returns its content in the result's Text (tests check
+	// forkfuzz's evidence against kernel counters forkfuzz itself must
+	// not depend on).
+	TestRead string `json:"test_read,omitempty"`
 
 	// result: exactly one of Observation, Crash, Err.
 	Observation json.RawMessage `json:"observation,omitempty"`
@@ -69,6 +74,9 @@ type Msg struct {
 	Uname  string   `json:"uname,omitempty"`
 	Uptime float64  `json:"uptime,omitempty"` // guest seconds since boot (hello, progress)
 	Steps  []string `json:"steps,omitempty"`  // set-up steps run, and their outcome
+	// ForkImpls are the fork-implementation profiles whose knob the guest
+	// kernel has (executor.AvailableForkImpls; "stock" always).
+	ForkImpls []string `json:"fork_impls,omitempty"`
 
 	// log
 	Text string `json:"text,omitempty"`

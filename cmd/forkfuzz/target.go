@@ -29,6 +29,8 @@ type targetSel struct {
 	names   []string
 	owner   map[string]string // flag name -> target kind
 	openers map[string]func() (agents.Target, error)
+	// wrap applies --fork-impl/--differential (forkimpl.go) to every kind.
+	wrap func(agents.Target, error) (agents.Target, error)
 }
 
 // targetSetup adds --target (default def) and every kind's flags to fs.
@@ -53,6 +55,7 @@ func targetSetup(fs *flag.FlagSet, def string) *targetSel {
 			}
 		})
 	}
+	s.wrap = forkImplFlags(fs)
 	return s
 }
 
@@ -78,7 +81,7 @@ func (s *targetSel) Open() (agents.Target, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return s.openers[*s.name]()
+	return s.wrap(s.openers[*s.name]())
 }
 
 // checkCorrupt rejects an unknown --corrupt, or one on a target without an
@@ -130,6 +133,7 @@ type imageTarget interface {
 // that only change how fast or where logs go), paths made absolute, and
 // for a VM target the image it booted (Kernel gives its sha256).
 func (s *targetSel) ReplayArgs(t agents.Target) []string {
+	t = agents.Unwrap(t)
 	kind := targetKinds[*s.name]
 	args := []string{"--target", *s.name}
 	img, isImage := t.(imageTarget)
@@ -162,6 +166,14 @@ func (s *targetSel) ReplayArgs(t agents.Target) []string {
 		}
 		args = append(args, "--kernel", p)
 	}
+	// The fork implementation is part of what the kernel did: a replay
+	// without it would fork the stock way and pass.
+	if v := s.flagValue("fork-impl"); v != "" {
+		args = append(args, "--fork-impl", v)
+		if s.flagValue("differential") == "true" {
+			args = append(args, "--differential")
+		}
+	}
 	return args
 }
 
@@ -175,6 +187,7 @@ func (s *targetSel) flagValue(name string) string {
 
 // Kernel identifies the kernel t runs programs on.
 func (s *targetSel) Kernel(t agents.Target) campaign.KernelID {
+	t = agents.Unwrap(t)
 	if img, ok := t.(imageTarget); ok {
 		k := campaign.KernelID{Image: img.KernelImage(), Uname: img.KernelRelease()}
 		if a, err := filepath.Abs(k.Image); err == nil {

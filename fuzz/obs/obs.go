@@ -36,6 +36,10 @@ type Observation struct {
 	// Kernel is the release (uname -r) of the kernel the program ran on;
 	// the reference model follows it where Linux changed behaviour.
 	Kernel string `json:"kernel,omitempty"`
+	// ForkImpl is the fork implementation the program ran under and the
+	// per-fork evidence that it took effect (forkimpl.go); nil when none
+	// was requested.
+	ForkImpl *ForkImpl `json:"fork_impl,omitempty"`
 }
 
 // OpResult is what one operation returned.

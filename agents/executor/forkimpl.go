@@ -1,0 +1,474 @@
+package executor
+
+// Fork-implementation profiles (Options.ForkImpl): the executor process,
+// and so every process of the program, forks with an implementation other
+// than the kernel's stock fork. Only this process is switched: whoever
+// started it (forkfuzz, the guest agent, go-plugin's host side) keeps
+// stock fork. Note that the executor's own Go runtime (its threads, heap
+// and stacks) is part of every mm the kernel copies.
+//
+// A profile is data: the knob whose presence says the kernel has the
+// implementation, and the steps that switch it on for this process. It is
+// applied only where its knob exists; a missing knob is a harness error.
+//
+// Evidence (ForkEvidence in fuzz/obs): around every fork of the main
+// process the executor holds the child off the CPU (it pins itself to
+// its current CPU, runs SCHED_FIFO with SCHED_RESET_ON_FORK, and the child
+// inherits the one-CPU mask) until it has read /proc/self/pagemap: a
+// private probe page it wrote right before the fork is shared with the
+// child after an eager fork and still the parent's alone while the
+// child's page-table copy is pending. Then the child gets the executor's
+// CPU mask back and the executor returns to SCHED_OTHER. The kernel's own
+// counters (the 6.1 port's /sys/module/async_fork/parameters/stats) are
+// deliberately not used: vendor kernels do not have them.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// ForkImplProfile describes how one fork implementation is switched on.
+type ForkImplProfile struct {
+	Name string
+	Doc  string
+	// Knob is the file whose presence says the kernel has the
+	// implementation ("" for stock).
+	Knob  string
+	Steps []ForkImplStep
+}
+
+// ForkImplStep is one action of a profile, made by the executor process.
+type ForkImplStep struct {
+	// Kind: "memcg" (write Value to file Path of the executor's own
+	// memory cgroup, created for it under the cgroup it was started in,
+	// and read it back), "write" (write Value to Path; /proc/self is the
+	// executor), "prctl" (prctl(Args...) in the executor; its threads
+	// share it).
+	Kind  string
+	Path  string
+	Value string
+	Args  []uintptr
+	// IfPresent: skip the step where Path does not exist (stock uses it to
+	// switch off whatever knob the kernel has).
+	IfPresent bool
+}
+
+// ForkImplProfiles are the known profiles. Vendor knobs other than
+// Alibaba's are described from their public documentation and have not
+// been tried on a real kernel here; the prctl of On-demand-fork (65) is
+// deliberately absent: 65 is PR_SET_MDWE on mainline since 6.3.
+var ForkImplProfiles = []ForkImplProfile{
+	{Name: "stock", Doc: "the kernel's stock fork; any fork-implementation knob the kernel has is switched off for the executor",
+		Steps: []ForkImplStep{
+			{Kind: "memcg", Path: "memory.async_fork", Value: "0", IfPresent: true},
+			{Kind: "write", Path: "/proc/self/use_odf", Value: "0", IfPresent: true},
+		}},
+	{Name: "async-fork", Doc: "Alibaba's Async-fork (Anolis/Alibaba Cloud Linux, mm/async_fork.c): cgroup v2 memory.async_fork=1 on the executor's own memory cgroup",
+		Knob:  cgroupRoot + "/memory.async_fork",
+		Steps: []ForkImplStep{{Kind: "memcg", Path: "memory.async_fork", Value: "1"}}},
+	{Name: "bytedance-async-fork", Doc: "ByteDance's Async-fork: sysctl kernel.async_fork_enabled=1, then prctl(0x4000, 1) in the executor",
+		Knob: "/proc/sys/kernel/async_fork_enabled",
+		Steps: []ForkImplStep{
+			{Kind: "write", Path: "/proc/sys/kernel/async_fork_enabled", Value: "1"},
+			{Kind: "prctl", Args: []uintptr{0x4000, 1}},
+		}},
+	{Name: "odf", Doc: "On-demand-fork (shared PTE tables): /proc/PID/use_odf=1 for the executor",
+		Knob:  "/proc/self/use_odf",
+		Steps: []ForkImplStep{{Kind: "write", Path: "/proc/self/use_odf", Value: "1"}}},
+}
+
+// ForkImplNames lists the profile names.
+func ForkImplNames() []string {
+	var n []string
+	for _, p := range ForkImplProfiles {
+		n = append(n, p.Name)
+	}
+	return n
+}
+
+// LookupForkImpl returns the named profile.
+func LookupForkImpl(name string) (*ForkImplProfile, error) {
+	for i := range ForkImplProfiles {
+		if ForkImplProfiles[i].Name == name {
+			return &ForkImplProfiles[i], nil
+		}
+	}
+	return nil, fmt.Errorf("unknown fork implementation %q (want one of %s)", name, strings.Join(ForkImplNames(), ", "))
+}
+
+// AvailableForkImpls lists the profiles whose knob exists on the running
+// kernel (stock always).
+func AvailableForkImpls() []string {
+	var out []string
+	for _, p := range ForkImplProfiles {
+		if p.Knob == "" {
+			out = append(out, p.Name)
+			continue
+		}
+		if _, err := os.Stat(p.Knob); err == nil {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// applyForkImpl switches the executor process to profile name and says
+// what it did. Main process only.
+func applyForkImpl(name string) ([]string, error) {
+	p, err := LookupForkImpl(name)
+	if err != nil {
+		return nil, err
+	}
+	if p.Knob != "" {
+		if _, err := os.Stat(p.Knob); err != nil {
+			return nil, fmt.Errorf("fork implementation %s: this kernel does not have it (no %s)", name, p.Knob)
+		}
+	}
+	var did []string
+	for _, s := range p.Steps {
+		switch s.Kind {
+		case "memcg":
+			if s.IfPresent {
+				if _, err := os.Stat(filepath.Join(cgroupRoot, s.Path)); err != nil {
+					continue
+				}
+			}
+			dir, err := memcgDir()
+			if err != nil {
+				return did, fmt.Errorf("fork implementation %s: %w", name, err)
+			}
+			f := filepath.Join(dir, s.Path)
+			if err := os.WriteFile(f, []byte(s.Value), 0); err != nil {
+				return did, fmt.Errorf("fork implementation %s: write %s=%s: %w", name, f, s.Value, err)
+			}
+			back, err := os.ReadFile(f)
+			if err != nil || strings.TrimSpace(string(back)) != s.Value {
+				return did, fmt.Errorf("fork implementation %s: %s reads back %q (%v) after writing %s", name, f, strings.TrimSpace(string(back)), err, s.Value)
+			}
+			did = append(did, fmt.Sprintf("%s=%s (read back)", f, s.Value))
+		case "write":
+			path := strings.Replace(s.Path, "/proc/self/", fmt.Sprintf("/proc/%d/", os.Getpid()), 1)
+			if _, err := os.Stat(path); err != nil {
+				if s.IfPresent {
+					continue
+				}
+				return did, fmt.Errorf("fork implementation %s: %w", name, err)
+			}
+			if err := os.WriteFile(path, []byte(s.Value), 0); err != nil {
+				return did, fmt.Errorf("fork implementation %s: write %s=%s: %w", name, path, s.Value, err)
+			}
+			did = append(did, fmt.Sprintf("%s=%s", path, s.Value))
+		case "prctl":
+			var a [5]uintptr
+			copy(a[:], s.Args)
+			if _, _, e := unix.Syscall6(unix.SYS_PRCTL, a[0], a[1], a[2], a[3], a[4], 0); e != 0 {
+				return did, fmt.Errorf("fork implementation %s: prctl%v: %w", name, s.Args, e)
+			}
+			did = append(did, fmt.Sprintf("prctl%v", s.Args))
+		default:
+			return did, fmt.Errorf("fork implementation %s: unknown step kind %q", name, s.Kind)
+		}
+	}
+	if len(did) == 0 {
+		did = append(did, "no fork-implementation knob on this kernel: stock fork")
+	}
+	return did, nil
+}
+
+// Pagemap bits (Documentation/admin-guide/mm/pagemap.rst).
+const (
+	pmapPresent   = 1 << 63
+	pmapFile      = 1 << 61 // file page or shared anonymous
+	pmapExclusive = 1 << 56 // page mapped by exactly one process
+)
+
+// forkEv is the evidence machinery of one executor. Main process only.
+type forkEv struct {
+	on      bool
+	pagemap int
+	probe   uintptr // first page of a private 2 MiB VMA of its own, outside the arena
+	orig    unix.CPUSet
+	one     unix.CPUSet
+	fifo    bool // SCHED_FIFO worked this fork
+	pinned  bool // the affinity pin worked this fork
+	pinErr  string
+	pm      *[512]uint64 // a MAP_SHARED page
+	stamp   uint64
+	forks   []obs.ForkEvidence
+	applied []string
+	profile string
+	pmdMod  bool
+	last    int // index in forks of the latest fork, -1 if none
+}
+
+// init opens what the evidence needs, once per executor.
+func (e *forkEv) init() error {
+	if e.probe != 0 {
+		return nil
+	}
+	fd, err := unix.Open("/proc/self/pagemap", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("fork-implementation evidence: %w", err)
+	}
+	// The probe is a 2 MiB-aligned VMA of exactly one PMD, kept out of
+	// THP: Async-fork defers only PMDs a VMA covers in full (partly
+	// covered ones are copied in the parent's fast path).
+	const pmdSize = 2 << 20
+	raw, errno := sysMmap(0, 2*pmdSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE, -1, 0)
+	if errno != 0 {
+		unix.Close(fd)
+		return fmt.Errorf("fork-implementation evidence: map probe: %w", unix.Errno(errno))
+	}
+	probe := (raw + pmdSize - 1) &^ (pmdSize - 1)
+	if probe > raw {
+		sysMunmap(raw, probe-raw)
+	}
+	if end := raw + 2*pmdSize; end > probe+pmdSize {
+		sysMunmap(probe+pmdSize, end-probe-pmdSize)
+	}
+	if _, errno := sys3(unix.SYS_MADVISE, probe, pmdSize, unix.MADV_NOHUGEPAGE); errno != 0 {
+		unix.Close(fd)
+		return fmt.Errorf("fork-implementation evidence: probe: madvise nohugepage: %w", unix.Errno(errno))
+	}
+	store64(probe, 1)
+	// Pagemap entries are read into a MAP_SHARED page: fork neither
+	// write-protects nor defers it, so the read never faults in the
+	// parent (a fault could sleep and let the child run and copy).
+	buf, err := unix.Mmap(-1, 0, int(prog.PageSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+	if err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("fork-implementation evidence: map pagemap buffer: %w", err)
+	}
+	buf[0] = 1
+	e.pm = (*[512]uint64)(unsafe.Pointer(&buf[0]))
+	e.pagemap, e.probe = fd, probe
+	if err := unix.SchedGetaffinity(0, &e.orig); err != nil {
+		return fmt.Errorf("fork-implementation evidence: sched_getaffinity: %w", err)
+	}
+	_, err = os.Stat(pmdTableFile)
+	e.pmdMod = err == nil
+	return nil
+}
+
+// start prepares one run.
+func (e *forkEv) start(profile string, noEvidence bool) error {
+	e.forks, e.applied, e.profile, e.on, e.last = nil, nil, profile, false, -1
+	if profile == "" {
+		return nil
+	}
+	did, err := applyForkImpl(profile)
+	e.applied = did
+	if err != nil {
+		return err
+	}
+	if noEvidence {
+		e.applied = append(e.applied, "no evidence taken (test only): children were not held off the CPU")
+		return nil
+	}
+	if err := e.init(); err != nil {
+		return err
+	}
+	e.on = true
+	return nil
+}
+
+type schedParam struct{ prio int32 }
+
+// before runs right before a fork of the main process: it makes the probe
+// page the parent's alone (a write; copy-on-write breaks any sharing
+// with an earlier child) and holds children off this CPU.
+func (e *forkEv) before() {
+	e.stamp++
+	store64(e.probe, e.stamp|1<<62)
+	e.fifo, e.pinned, e.pinErr = false, false, ""
+	var cpu uint32
+	if _, errno := sys3(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0); errno != 0 {
+		e.pinErr = "getcpu: " + unix.Errno(errno).Error()
+		return
+	}
+	e.one.Zero()
+	e.one.Set(int(cpu))
+	if err := unix.SchedSetaffinity(0, &e.one); err != nil {
+		e.pinErr = "sched_setaffinity: " + err.Error()
+		return
+	}
+	e.pinned = true
+	p := schedParam{prio: 1}
+	if _, errno := sys3(unix.SYS_SCHED_SETSCHEDULER, 0, unix.SCHED_FIFO|unix.SCHED_RESET_ON_FORK, uintptr(unsafe.Pointer(&p))); errno != 0 {
+		e.pinErr = "sched_setscheduler SCHED_FIFO: " + unix.Errno(errno).Error()
+		return
+	}
+	e.fifo = true
+}
+
+// after runs in the parent right after fork f (operation i) returned pid:
+// it reads the evidence, then lets the child run anywhere.
+func (e *forkEv) after(m *machine, i, f int, pid int, errno uintptr) {
+	ev := obs.ForkEvidence{Fork: f, Op: i, PMDsWP: -1, PMDsWPAfterWait: -1, Pinned: e.fifo}
+	ran := ""
+	if errno == 0 {
+		ev.Probe = e.probeState()
+		ev.Pages, ev.Exclusive = e.regionPages(m.p)
+		ran = childRan(pid)
+		if e.pmdMod {
+			if src, pmds := readPMDs(); !strings.HasPrefix(src, "absent") {
+				ev.PMDsWP = 0
+				for _, p := range pmds {
+					if p.Present && !p.Huge && !p.RW {
+						ev.PMDsWP++
+					}
+				}
+			}
+		}
+	}
+	if e.fifo {
+		p := schedParam{}
+		sys3(unix.SYS_SCHED_SETSCHEDULER, 0, schedOther, uintptr(unsafe.Pointer(&p)))
+	}
+	if e.pinned {
+		if errno == 0 {
+			unix.SchedSetaffinity(pid, &e.orig)
+		}
+		unix.SchedSetaffinity(0, &e.orig)
+	}
+	switch {
+	case errno != 0:
+		e.last = -1
+		return // a failed fork has no child to defer to: no evidence either way
+	case ev.Probe == "exclusive":
+		ev.Verdict = obs.EvDeferred
+	case ev.Probe == "shared" && e.fifo && ran != "":
+		// The parent blocked (a fault or the mmap lock: a thread was
+		// changing mappings) and the child ran: it may have copied.
+		ev.Verdict, ev.Why = obs.EvUnknown, "the child ran before the evidence was read ("+ran+"): it may have copied already"
+	case ev.Probe == "shared" && e.fifo:
+		ev.Verdict = obs.EvEager
+	case ev.Probe == "shared":
+		ev.Verdict, ev.Why = obs.EvUnknown, "the child was not held off the CPU ("+e.pinErr+"): it may have copied already"
+	default:
+		ev.Verdict, ev.Why = obs.EvUnknown, "probe page: "+ev.Probe
+	}
+	e.forks = append(e.forks, ev)
+	e.last = len(e.forks) - 1
+}
+
+// waited runs in the main process right after operation i reaped the
+// child of fork f: if that was the latest fork, no page-table copy can be
+// in flight, and no PMD of the arena may still be write-protected.
+func (e *forkEv) waited(i, f int) {
+	if e.last < 0 || e.forks[e.last].Fork != f || !e.pmdMod {
+		return
+	}
+	src, pmds := readPMDs()
+	if strings.HasPrefix(src, "absent") {
+		return
+	}
+	ev := &e.forks[e.last]
+	ev.PMDsWPAfterWait, ev.AtWait = 0, i
+	for _, p := range pmds {
+		if p.Present && !p.Huge && !p.RW {
+			ev.PMDsWPAfterWait++
+			ev.WPAfterWait = append(ev.WPAfterWait, p.Addr)
+		}
+	}
+}
+
+func (e *forkEv) probeState() string {
+	off := int64(e.probe/uintptr(prog.PageSize)) * 8
+	n, errno := rawSyscall6(unix.SYS_PREAD64, uintptr(e.pagemap), uintptr(unsafe.Pointer(&e.pm[0])), 8, uintptr(off), 0, 0)
+	if errno != 0 || n != 8 {
+		return fmt.Sprintf("pagemap read failed (%d bytes, %v)", n, unix.Errno(errno))
+	}
+	w := e.pm[:1]
+	switch {
+	case w[0]&pmapPresent == 0:
+		return "not present"
+	case w[0]&pmapExclusive != 0:
+		return "exclusive"
+	}
+	return "shared"
+}
+
+// childRan says whether the child has been on a CPU (its schedstat run
+// count), "" if not or if it cannot tell.
+func childRan(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 3 && f[2] != "0" {
+		return "schedstat " + strings.TrimSpace(string(b))
+	}
+	return ""
+}
+
+// regionPages counts the present private anonymous pages of the
+// program's regions (the first 4096 pages of each) and those mapped by
+// the parent alone.
+func (e *forkEv) regionPages(p *prog.Program) (pages, excl int) {
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&e.pm[0])), len(e.pm)*8)
+	for r := range p.Regions {
+		base := prog.Base(r) / prog.PageSize
+		for first := uint64(0); first < 4096 && first < prog.SpanPages; first += uint64(len(e.pm)) {
+			n, err := unix.Pread(e.pagemap, buf, int64(base+first)*8)
+			if err != nil || n <= 0 {
+				break
+			}
+			for _, w := range e.pm[:n/8] {
+				if w&pmapPresent != 0 && w&pmapFile == 0 {
+					pages++
+					if w&pmapExclusive != 0 {
+						excl++
+					}
+				}
+			}
+		}
+	}
+	return pages, excl
+}
+
+// result is the run's ForkImpl record.
+func (e *forkEv) result() *obs.ForkImpl {
+	if e.profile == "" {
+		return nil
+	}
+	fs := append([]obs.ForkEvidence(nil), e.forks...)
+	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Op < fs[j].Op })
+	return &obs.ForkImpl{Profile: e.profile, Applied: e.applied, Forks: fs}
+}
+
+// ForkImplKnobs describes, for a boot report, which fork-implementation
+// knobs the running kernel has.
+func ForkImplKnobs() string {
+	var parts []string
+	for _, p := range ForkImplProfiles {
+		if p.Knob == "" {
+			continue
+		}
+		st := "absent"
+		if _, err := os.Stat(p.Knob); err == nil {
+			st = "present"
+			if b, err := os.ReadFile(p.Knob); err == nil {
+				st += " (" + strings.TrimSpace(string(b)) + ")"
+			}
+		} else if !errors.Is(err, os.ErrNotExist) {
+			st = err.Error()
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s %s", p.Name, p.Knob, st))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// schedOther is SCHED_OTHER (SCHED_NORMAL).
+const schedOther = 0

@@ -1,0 +1,81 @@
+package agents
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// fakeImpl is a target that records evidence as told (the real one needs
+// a kernel with the implementation; agents/vm's TestAsyncForkKernel boots
+// one).
+type fakeImpl struct {
+	verdict map[string]string // profile -> verdict of every fork
+	word    map[string]uint64 // profile -> value the child sees
+	runs    []string
+}
+
+func (f *fakeImpl) Name() string { return "fake" }
+func (f *fakeImpl) Close() error { return nil }
+func (f *fakeImpl) Run(p *prog.Program, opt Options) (*obs.Observation, error) {
+	f.runs = append(f.runs, opt.ForkImpl)
+	o := &obs.Observation{Ops: make([]obs.OpResult, len(p.Ops)),
+		Views: []obs.View{{Proc: 1, At: obs.AtStart, Words: []obs.Word{{Region: 0, Off: 0, Value: f.word[opt.ForkImpl]}},
+			// shmem inode numbers differ from run to run: never a difference
+			VMAs: []obs.VMA{{Start: 1 << 40, End: 1<<40 + 4096, Prot: "rw-s", Inode: uint64(len(f.runs))}}}},
+		Maps:     fmt.Sprintf("10000000000-10000001000 rw-s 00000000 00:01 %d /dev/zero (deleted)\n", len(f.runs)),
+		ForkImpl: &obs.ForkImpl{Profile: opt.ForkImpl, Forks: []obs.ForkEvidence{{Fork: 0, Op: 1, Verdict: f.verdict[opt.ForkImpl]}}}}
+	return o, nil
+}
+
+func TestForkImplTarget(t *testing.T) {
+	p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=1 thp=off\nstore r0 off=0x0 count=1\nfork f0\nwait f0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := map[string]string{"async-fork": obs.EvDeferred, "stock": obs.EvEager}
+	// Evidence as required, same views: clean, two runs.
+	f := &fakeImpl{verdict: good, word: map[string]uint64{"async-fork": 7, "stock": 7}}
+	w := &ForkImplTarget{Target: f, Profile: "async-fork", Differential: true}
+	if _, err := w.Run(p, Options{}); err != nil || strings.Join(f.runs, ",") != "async-fork,stock" {
+		t.Fatalf("clean differential: %v (runs %v)", err, f.runs)
+	}
+	// The mode did not take effect: a harness error, not an event.
+	f = &fakeImpl{verdict: map[string]string{"async-fork": obs.EvEager}}
+	w = &ForkImplTarget{Target: f, Profile: "async-fork"}
+	_, err = w.Run(p, Options{})
+	var fe *obs.ForkImplError
+	if _, isEv := AsEvent(err); !errors.As(err, &fe) || isEv {
+		t.Fatalf("eager forks under async-fork: %v, want a ForkImplError harness error", err)
+	}
+	// A difference: an event naming the first differing view.
+	f = &fakeImpl{verdict: good, word: map[string]uint64{"async-fork": 7, "stock": 8}}
+	w = &ForkImplTarget{Target: f, Profile: "async-fork", Differential: true}
+	o, err := w.Run(p, Options{})
+	ev, ok := AsEvent(err)
+	if !ok || o == nil || ev.Oracle() != "forkimpl-differential" || !strings.Contains(ev.Explanation(), "view child of f0 at start: r0+0x0 holds 0x7 with the implementation, 0x8 with stock fork") {
+		t.Fatalf("differing views: %v", err)
+	}
+	if w.Diffs != 1 || w.Compared != 1 {
+		t.Errorf("summary: %s", w.Summary())
+	}
+}
+
+func TestNewForkImplTarget(t *testing.T) {
+	if _, err := NewForkImplTarget(&fakeImpl{}, "prctl65", false); err == nil || !strings.Contains(err.Error(), "unknown fork implementation") {
+		t.Errorf("unknown profile: %v", err)
+	}
+	if _, err := NewForkImplTarget(&fakeImpl{}, "stock", false); err == nil || !strings.Contains(err.Error(), "cannot switch fork implementations") {
+		t.Errorf("a target without executor: %v", err)
+	}
+	n := NewNative(nil)
+	defer n.Close()
+	_, err := NewForkImplTarget(n, "odf", false)
+	if hasODF := strings.Contains(strings.Join(n.ForkImpls(), ","), "odf"); hasODF != (err == nil) {
+		t.Errorf("odf on the host (has it: %v): %v", hasODF, err)
+	}
+}

@@ -1,0 +1,229 @@
+package vm
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/kernel"
+)
+
+// asyncForkKernel is the Async-fork kernel in ../shared/kernels (or
+// $FORKFUZZ_ASYNCFORK_KERNEL). Under CI=true, where ../shared is beside
+// the clone, a missing one is a failure.
+func asyncForkKernel(t *testing.T) string {
+	t.Helper()
+	if k := os.Getenv("FORKFUZZ_ASYNCFORK_KERNEL"); k != "" {
+		return k
+	}
+	k := filepath.Join(repoRoot(t), "../shared/kernels/bzImage-6.1.192-asyncfork")
+	if _, err := os.Stat(k); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the Async-fork kernel is missing under CI (../shared/kernels beside the clone): %v", err)
+		}
+		t.Skipf("no Async-fork kernel (%v): set FORKFUZZ_ASYNCFORK_KERNEL or provide ../shared/kernels/bzImage-6.1.192-asyncfork", err)
+	}
+	return k
+}
+
+// asyncForkStats parses the 6.1 port's counters
+// (/sys/module/async_fork/parameters/stats). forkfuzz never reads them;
+// this test uses them to check forkfuzz's own evidence.
+func asyncForkStats(t *testing.T, s string) map[string]int64 {
+	t.Helper()
+	f := strings.Fields(s)
+	out := map[string]int64{}
+	for i := 0; i+1 < len(f); i += 2 {
+		n, err := strconv.ParseInt(f[i+1], 10, 64)
+		if err != nil {
+			t.Fatalf("async_fork stats %q: %v", s, err)
+		}
+		out[f[i]] = n
+	}
+	if _, ok := out["bind"]; !ok {
+		t.Fatalf("async_fork stats %q: no bind counter", s)
+	}
+	return out
+}
+
+// A program whose first region covers two whole PMDs (Async-fork defers
+// only PMDs a VMA covers in full) and whose second does not.
+const asyncForkProg = `forkfuzz v1
+region r0 anon-private pages=1024 thp=off
+region r1 anon-private pages=8 thp=off
+store r0 off=0x0 count=1024 stride=0x1000
+store r1 off=0x0 count=8 stride=0x1000
+fork f0
+store r0 off=0x8 count=4 stride=0x80000
+f0: store r0 off=0x10 count=2 stride=0x1000
+wait f0
+fork f1
+munmap r0 off=0x100000 len=0x1000
+f1: check
+wait f1
+`
+
+// TestAsyncForkKernel boots the Async-fork kernel once (with the
+// forkfuzz_pmd module built for it, and async_fork.seq_fix=1: without it
+// the vendor's write_protect_seq accounting trips a VM_BUG_ON as soon as
+// two threads of the executor fix up PMDs at once, see README) and checks
+// that: the guest reports the knob; with --fork-impl async-fork every fork
+// shows the deferred copy (probe page exclusive, write-protected PMDs),
+// matching the kernel's own counters; with the cgroup value 0 (stock) the
+// evidence shows eager forks and fails the async-fork check; and the
+// differential run finds no difference.
+func TestAsyncForkKernel(t *testing.T) {
+	needQEMU(t)
+	image := asyncForkKernel(t)
+	var mods []string
+	ko := filepath.Join(repoRoot(t), "kernel/testdata/forkfuzz_pmd-6.1.192-g4e939dd86bb5.ko")
+	if vm, err := kernel.ModuleVermagic(ko); err == nil && strings.HasPrefix(vm, "6.1.192-g4e939dd86bb5 ") {
+		mods = append(mods, ko)
+	} else {
+		t.Logf("no forkfuzz_pmd module for this kernel (%v): PMD counts not checked", err)
+	}
+	tg := bootTarget(t, image, mods, 0, &TargetFile{Cmdline: "async_fork.seq_fix=1"})
+	if !slices.Contains(tg.ForkImpls(), "async-fork") {
+		t.Fatalf("the guest reports fork implementations %v, want async-fork among them", tg.ForkImpls())
+	}
+	p := mustParse(t, asyncForkProg)
+	const stats = "/sys/module/async_fork/parameters/stats"
+
+	var s0, s1, s2 string
+	on, err := tg.run(p, agents.Options{ForkImpl: "async-fork"}, testHooks{read: stats, readOut: &s0})
+	if err != nil {
+		t.Fatalf("async-fork run: %v", err)
+	}
+	if err := obs.CheckForkImpl(on); err != nil {
+		t.Fatalf("async-fork run: %v", err)
+	}
+	if on.ForkImpl == nil || len(on.ForkImpl.Forks) != 2 {
+		t.Fatalf("async-fork run: evidence %+v, want two forks", on.ForkImpl)
+	}
+	for _, f := range on.ForkImpl.Forks {
+		t.Logf("async-fork f%d: %s, probe %s, %d/%d region pages exclusive, %d write-protected PMDs (%d after the wait), pinned %v",
+			f.Fork, f.Verdict, f.Probe, f.Exclusive, f.Pages, f.PMDsWP, f.PMDsWPAfterWait, f.Pinned)
+		if f.Exclusive < 1024 {
+			t.Errorf("f%d: %d of the 1024 pages of r0 exclusive to the parent right after the fork, want all", f.Fork, f.Exclusive)
+		}
+		if len(mods) > 0 && (f.PMDsWP < 2 || f.PMDsWPAfterWait != 0) {
+			t.Errorf("f%d: %d write-protected PMDs after the fork (want >= 2: r0's two), %d after the wait (want 0)", f.Fork, f.PMDsWP, f.PMDsWPAfterWait)
+		}
+	}
+
+	off, err := tg.run(p, agents.Options{ForkImpl: "stock"}, testHooks{read: stats, readOut: &s1})
+	if err != nil {
+		t.Fatalf("stock run: %v", err)
+	}
+	for _, f := range off.ForkImpl.Forks {
+		if f.Verdict != obs.EvEager || f.Exclusive != 0 || (len(mods) > 0 && f.PMDsWP != 0) {
+			t.Errorf("stock f%d: %+v, want eager, no exclusive page, no write-protected PMD", f.Fork, f)
+		}
+	}
+	off.ForkImpl.Profile = "async-fork"
+	var fe *obs.ForkImplError
+	if err := obs.CheckForkImpl(off); !errors.As(err, &fe) {
+		t.Errorf("the evidence of forks with memory.async_fork=0 passes the async-fork check: %v", err)
+	} else {
+		t.Logf("mode off: %v", err)
+	}
+
+	// The kernel's counters (this port's only): the async-fork run bound
+	// two async forks, the stock run none.
+	if _, err := tg.run(mustParse(t, "forkfuzz v1\nregion r0 anon-private pages=1 thp=default\ncheck\n"), agents.Options{}, testHooks{read: stats, readOut: &s2}); err != nil {
+		t.Fatalf("counter read: %v", err)
+	}
+	c0, c1, c2 := asyncForkStats(t, s0), asyncForkStats(t, s1), asyncForkStats(t, s2)
+	t.Logf("kernel counters before: %s after async-fork: %s after stock: %s", strings.TrimSpace(s0), strings.TrimSpace(s1), strings.TrimSpace(s2))
+	if d := c1["bind"] - c0["bind"]; d != 2 {
+		t.Errorf("the async-fork run bound %d async forks (kernel counter), want 2", d)
+	}
+	if d := c2["bind"] - c1["bind"]; d != 0 {
+		t.Errorf("the stock run bound %d async forks (kernel counter), want 0", d)
+	}
+
+	d := &agents.ForkImplTarget{Target: tg, Profile: "async-fork", Differential: true}
+	if _, err := d.Run(p, agents.Options{}); err != nil {
+		t.Errorf("differential: %v", err)
+	}
+	if d.Compared != 1 || d.Diffs != 0 {
+		t.Errorf("differential: %s", d.Summary())
+	}
+	t.Log(d.Summary())
+}
+
+// The vendor bug forkfuzz found (pinned profile, campaign seed 20261203,
+// program 13): a page pinned with FOLL_PIN (an io_uring fixed buffer) and
+// written by the kernel on the parent's behalf after fork returned, but
+// before the child's deferred copy reached it, is copied into the child
+// with the parent's post-fork data: the child does not see its memory as
+// it was at fork. Stock fork copies pinned pages at fork (copy_present_page).
+const asyncForkPinnedProg = `forkfuzz v1
+region r0 anon-private pages=1024 thp=default
+uringreg r0 off=0x1fe000 len=0x4000
+fork f0
+uringread r0 off=0x1ff000 len=0x2000
+wait f0
+`
+
+// TestAsyncForkPinnedDMA counts, over FORKFUZZ_ASYNCFORK_REPRO runs (it
+// is skipped without it), how often the child of asyncForkPinnedProg sees
+// the parent's post-fork io_uring data, with Async-fork and with stock
+// fork on the same boot. Stock must never; with FORKFUZZ_ASYNCFORK_REPRO_DIR
+// set, the console is saved there.
+func TestAsyncForkPinnedDMA(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("FORKFUZZ_ASYNCFORK_REPRO"))
+	if n <= 0 {
+		t.Skip("set FORKFUZZ_ASYNCFORK_REPRO=N to run the pinned-DMA reproducer N times per mode")
+	}
+	needQEMU(t)
+	image := asyncForkKernel(t)
+	tg := bootTarget(t, image, nil, 0, &TargetFile{Cmdline: "async_fork.seq_fix=1"})
+	p := mustParse(t, asyncForkPinnedProg)
+	leaks := map[string]int{}
+	ran := map[string]int{}
+	for i := 0; i < n; i++ {
+		for _, impl := range []string{"async-fork", "async-fork-no-hold", "stock"} {
+			opt := agents.Options{ForkImpl: impl}
+			if impl == "async-fork-no-hold" {
+				// No evidence, so the child is never held off the CPU:
+				// the window is the vendor's alone.
+				opt = agents.Options{ForkImpl: "async-fork", ForkImplNoEvidence: true}
+			}
+			o, err := tg.Run(p, opt)
+			if err != nil {
+				t.Logf("%s run %d: %v", impl, i, err)
+				continue
+			}
+			ran[impl]++
+			for _, v := range o.Views {
+				if v.Proc != 1 || v.At != obs.AtStart {
+					continue
+				}
+				for _, w := range v.Words {
+					if w.Region == 0 && w.Off >= 0x1ff000 && w.Off < 0x201000 {
+						leaks[impl]++
+						t.Logf("%s run %d: the child's start view has r0+%#x = %#x, written by the parent's uringread after the fork", impl, i, w.Off, w.Value)
+						break
+					}
+				}
+			}
+		}
+	}
+	t.Logf("child saw the parent's post-fork io_uring data: async-fork %d of %d runs, async-fork without the evidence's hold-off %d of %d runs, stock %d of %d runs",
+		leaks["async-fork"], ran["async-fork"], leaks["async-fork-no-hold"], ran["async-fork-no-hold"], leaks["stock"], ran["stock"])
+	if leaks["stock"] > 0 {
+		t.Errorf("stock fork leaked the parent's post-fork data into the child %d times", leaks["stock"])
+	}
+	if dir := os.Getenv("FORKFUZZ_ASYNCFORK_REPRO_DIR"); dir != "" {
+		b, _ := os.ReadFile(filepath.Join(tg.cfg.Workdir, "vm-0", "console.log"))
+		os.WriteFile(filepath.Join(dir, "console.txt"), b, 0o644)
+		os.WriteFile(filepath.Join(dir, "repro.ffz"), []byte(asyncForkPinnedProg), 0o644)
+	}
+}
