@@ -62,9 +62,8 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-// TestBigFast: 64 MiB of regions, written all over, a few forks: the
-// check takes milliseconds.
-// bigProg is a large program: 16k pages in four regions, nested forks.
+// bigProg is a large program: 64 MiB of regions in four kinds, written all
+// over, nested forks.
 const bigProg = `forkfuzz v1
 region r0 anon-private pages=8192 thp=on
 region r1 anon-shared pages=4096
