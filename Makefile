@@ -56,6 +56,10 @@ fuzz:
 	$(GO) test ./campaign/dist -run '^$$' -fuzz FuzzDecodeHeartbeat -fuzztime $(FUZZTIME)
 	$(GO) test ./campaign/dist -run '^$$' -fuzz FuzzParseConfig -fuzztime $(FUZZTIME)
 	$(GO) test ./checker/cut -run '^$$' -fuzz FuzzServeWorker -fuzztime $(FUZZTIME)
+	$(GO) test ./campaign/gate -run '^$$' -fuzz FuzzParseKnownIssues -fuzztime $(FUZZTIME)
+	$(GO) test ./agents/executor -run '^$$' -fuzz FuzzParsePMDs -fuzztime $(FUZZTIME)
+	$(GO) test ./campaign/redis -run '^$$' -fuzz FuzzReadReply -fuzztime $(FUZZTIME)
+	$(GO) test ./campaign/dist -run '^$$' -fuzz FuzzDecodeMinimizeResult -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./agents/executor/ ./checker/cut/

@@ -181,3 +181,20 @@ func FuzzDecodeHeartbeat(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecodeMinimizeResult(f *testing.F) {
+	f.Add(mustJSON(f, MinimizeResult{V: WireVersion, Campaign: "c", Agent: "a", Minimized: Minimized{Signature: "snapshot:x", Program: smallProg}}))
+	f.Add(mustJSON(f, MinimizeResult{V: WireVersion, Campaign: "c", Agent: "a", Minimized: Minimized{Signature: "snapshot:x"}, Skipped: "no"}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := DecodeMinimizeResult(b)
+		if err != nil {
+			return
+		}
+		if r.Minimized.Signature == "" {
+			t.Fatal("accepted without a signature")
+		}
+		if _, err := DecodeMinimizeResult(mustJSON(t, r)); err != nil {
+			t.Fatalf("re-decoding: %v", err)
+		}
+	})
+}
