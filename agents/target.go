@@ -45,11 +45,14 @@ type Options struct {
 	// observation in a stated way (executor.Corruptions), to prove the
 	// oracles bite. Targets without an executor reject it.
 	Corrupt string
+	// Symbols asks a target that collects kernel coverage for the
+	// kernel's text symbols too (obs.Coverage.Symbols).
+	Symbols bool
 }
 
 // Executor returns the executor's options for opt.
 func (opt Options) Executor() executor.Options {
-	return executor.Options{WordCap: opt.WordCap, Corrupt: opt.Corrupt}
+	return executor.Options{WordCap: opt.WordCap, Corrupt: opt.Corrupt, Symbols: opt.Symbols}
 }
 
 // Event is an error a target returns when the program caused something

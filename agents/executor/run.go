@@ -25,6 +25,9 @@ type Options struct {
 	// observation in a stated way, to prove that the oracles bite. See
 	// Corruptions.
 	Corrupt string
+	// Symbols asks for the kernel's text symbols (/proc/kallsyms) in the
+	// observation's coverage, to symbolize its PCs (kcov.go).
+	Symbols bool `json:"symbols,omitempty"`
 }
 
 // GODEBUG setting the executor process needs: forked children run Go code
@@ -120,7 +123,9 @@ func New() (*Executor, error) {
 		return nil, fmt.Errorf("executor: map control page: %w", err)
 	}
 	x := &Executor{reqs: make(chan request)}
-	go x.loop(newMachine(rep, ctl, make([]byte, mapsBufSize)))
+	m := newMachine(rep, ctl, make([]byte, mapsBufSize))
+	m.kc = openKcov()
+	go x.loop(m)
 	return x, nil
 }
 
@@ -179,6 +184,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 				fault = fmt.Sprintf("main process faulted: %v", r)
 			}
 		}()
+		m.kc.begin(p.NumForks())
 		m.runProc(0)
 		for f := range m.th.stop {
 			m.th.stop[f].Store(true)
@@ -208,6 +214,10 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 		}
 	}
 	trimThreadLogs(p, o)
+	o.Cover = m.kc.result(p.NumForks())
+	if opt.Symbols && o.Cover.Available() {
+		o.Cover.Symbols = textSymbols()
+	}
 	o.Maps = arenaMaps()
 	o.Kernel = kernelRelease()
 	if opt.Corrupt != "" {

@@ -36,6 +36,8 @@ type Observation struct {
 	// Kernel is the release (uname -r) of the kernel the program ran on;
 	// the reference model follows it where Linux changed behaviour.
 	Kernel string `json:"kernel,omitempty"`
+	// Cover is the kernel coverage of the run (nil: the target collects none).
+	Cover *Coverage `json:"cover,omitempty"`
 }
 
 // OpResult is what one operation returned.
