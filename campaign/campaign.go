@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/campaign/cover"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/corpus"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
@@ -44,6 +45,15 @@ type Config struct {
 	// MaxHarnessErrors aborts the campaign after this many consecutive
 	// harness errors (default 5).
 	MaxHarnessErrors int
+	// Blind: mutation ignores kernel coverage (it is still measured and
+	// kept in the corpus directory). See coverage.go.
+	Blind bool
+	// CoverCSV, when set, receives the coverage after every program
+	// (cover.Open).
+	CoverCSV string
+	// NoCover: targets do not collect kernel coverage at all (to measure
+	// what collecting costs).
+	NoCover bool
 }
 
 // Stats summarize a campaign.
@@ -57,6 +67,11 @@ type Stats struct {
 	// Judged is what the verdicts rested on, over every program.
 	Judged judge.Tally
 	Saved  []string // finding directories
+	// Cover is the coverage phrase of the summary; CoverCounts its
+	// numbers, CoverDir the corpus directory (empty: no coverage).
+	Cover       string
+	CoverCounts cover.Counts
+	CoverDir    string
 }
 
 // ProgramSeed is the seed of program i of a campaign with seed s. A program
@@ -146,6 +161,8 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 		return nil, err
 	}
 	pool := NewPool()
+	cov := newCoverState(cfg)
+	defer cov.close(st)
 	var programs, forks atomic.Int64
 	stopProgress := make(chan struct{})
 	progressDone := make(chan struct{})
@@ -162,9 +179,9 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 				return
 			case <-t.C:
 				el := time.Since(start).Seconds()
-				fmt.Fprintf(cfg.Progress, "\r%s  programs %d (%.1f/s)  forks %d (%.1f/s)  findings %d   ",
+				fmt.Fprintf(cfg.Progress, "\r%s  programs %d (%.1f/s)  forks %d (%.1f/s)  findings %d  %s   ",
 					time.Since(start).Round(time.Second), programs.Load(), float64(programs.Load())/el,
-					forks.Load(), float64(forks.Load())/el, atomic.LoadInt64(&st.Findings))
+					forks.Load(), float64(forks.Load())/el, atomic.LoadInt64(&st.Findings), cov.status())
 			}
 		}
 	}()
@@ -200,11 +217,15 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 				return
 			}
 			next++
-			p := NewProgram(cfg.Seed, i, pool.Progs, cfg.Weights)
+			p := cov.newProgram(i, pool)
+			syms := cov.wantSymbols()
 			mu.Unlock()
-			o, err := cfg.Target.Run(p, agents.Options{Corrupt: cfg.Corrupt})
+			o, err := cfg.Target.Run(p, agents.Options{Corrupt: cfg.Corrupt, Symbols: syms, NoCover: cfg.NoCover})
 			v, herr := judge.Judge(p, o, err)
 			mu.Lock()
+			if herr == nil {
+				cov.record(i, p, o)
+			}
 			found, err := record(cfg, st, store, pool, &harnessErrs, i, p, o, v, herr, &programs, &forks)
 			if err != nil && fatal == nil {
 				fatal = err

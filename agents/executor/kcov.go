@@ -49,11 +49,17 @@ const KcovPath = "/sys/kernel/debug/kcov"
 
 // Buffer sizes in entries (8 bytes each; entry 0 is the count).
 const (
-	kcovMainWords  = 1 << 22 // drained after every operation; a fork of the executor takes ~1.7M
-	kcovChildWords = 1 << 17 // drained after every operation of the child
+	kcovMainWords  = 1 << 22 // drained after every operation; one fork of the executor takes ~1M
+	kcovChildWords = 1 << 16 // drained after every operation of the child
 	// kcovChildren bounds the children that collect coverage (forks
-	// f0..f(kcovChildren-1)); later forks run without.
-	kcovChildren = 16
+	// f0..f(kcovChildren-1)); later forks run without. Children's buffers
+	// are mapped in every child (fork copies their page table entries, so
+	// they cost every fork); the main one is MADV_DONTFORK.
+	kcovChildren = 8
+	// kcovCache is the size of the per-process cache of edges drained
+	// recently: loops (a fork's copy of every PTE) repeat a few edges
+	// hundreds of thousands of times.
+	kcovCache = 1 << 12
 	// Sets of PCs and edges: open addressing over a power of two of
 	// slots, after one count word. The main process's are on the heap;
 	// each child's are in a shared mapping the main process merges.
@@ -67,13 +73,15 @@ const (
 // fd, area, pcs and edges and write only into memory shared with the main
 // process (their own kcov buffer and sets).
 type kcovState struct {
-	ok      bool   // KCOV is on for the main thread
+	ok      bool   // KCOV works
 	reason  string // why not, when !ok
-	enabled bool
+	enabled bool   // slot 0 is enabled on the executor thread
+	on      bool   // collecting for the current program
 	fd      [kcovChildren + 1]int
 	area    [kcovChildren + 1][]uint64 // shared with the kernel
 	pcs     [kcovChildren + 1][]uint64 // sets: [0] count, then slots (0 = empty)
 	edges   [kcovChildren + 1][]uint64
+	cache   [kcovCache]uint64 // private to each process
 	shared  []byte
 }
 
@@ -110,6 +118,14 @@ func openKcov() *kcovState {
 			k.close()
 			k.reason = fmt.Sprintf("mmap kcov: %v", err)
 			return k
+		}
+		if i == 0 {
+			if err := unix.Madvise(b, unix.MADV_DONTFORK); err != nil {
+				unix.Close(fd)
+				k.close()
+				k.reason = fmt.Sprintf("madvise kcov: %v", err)
+				return k
+			}
 		}
 		k.fd[i] = fd
 		k.area[i] = words64(b)
@@ -156,8 +172,16 @@ func (k *kcovState) close() {
 // begin prepares collection for a program with the given number of
 // forks. Executor thread only: the first call enables slot 0 on this
 // thread, which stays enabled.
-func (k *kcovState) begin(forks int) {
+func (k *kcovState) begin(forks int, off bool) {
 	if k == nil || !k.ok {
+		return
+	}
+	k.on = !off
+	if off {
+		if k.enabled {
+			unix.RawSyscall(unix.SYS_IOCTL, uintptr(k.fd[0]), kcovDisable, 0)
+			k.enabled = false
+		}
 		return
 	}
 	if !k.enabled {
@@ -176,12 +200,13 @@ func (k *kcovState) begin(forks int) {
 		}
 	}
 	atomic.StoreUint64(&k.area[0][0], 0)
+	clear(k.cache[:])
 }
 
 // enableChild turns collection on for the calling child of fork f. Safe
 // in a forked child: one raw ioctl.
 func (k *kcovState) enableChild(f int) {
-	if k == nil || !k.ok || f+1 >= len(k.fd) {
+	if k == nil || !k.ok || !k.on || f+1 >= len(k.fd) {
 		return
 	}
 	sys3(unix.SYS_IOCTL, uintptr(k.fd[f+1]), kcovEnable, kcovTracePC)
@@ -191,7 +216,7 @@ func (k *kcovState) enableChild(f int) {
 // the child that owns slot i (no allocation; it writes only shared
 // memory).
 func (k *kcovState) drain(i int) {
-	if k == nil || !k.ok || i >= len(k.area) {
+	if k == nil || !k.ok || !k.on || i >= len(k.area) {
 		return
 	}
 	a := k.area[i]
@@ -204,11 +229,18 @@ func (k *kcovState) drain(i int) {
 	}
 	pcs, edges := k.pcs[i], k.edges[i]
 	prev := uint64(0)
+	// An edge in the cache is in this process's sets, or (in a child,
+	// whose cache starts as its parent's) in an ancestor's: in the union
+	// either way.
 	for j := uint64(1); j <= n; j++ {
 		pc := a[j]
-		full = !setAdd(pcs, pc) || full
-		full = !setAdd(edges, edgeHash(prev, pc)) || full
+		e := edgeHash(prev, pc)
 		prev = pc
+		if c := &k.cache[e&(kcovCache-1)]; *c != e {
+			*c = e
+			full = !setAdd(pcs, pc) || full
+			full = !setAdd(edges, e) || full
+		}
 	}
 	atomic.StoreUint64(&a[0], 0)
 	if full {
@@ -266,6 +298,9 @@ func (k *kcovState) result(forks int) *obs.Coverage {
 			reason = k.reason
 		}
 		return &obs.Coverage{Unavailable: reason}
+	}
+	if !k.on {
+		return &obs.Coverage{Unavailable: "off (asked not to collect)"}
 	}
 	k.drain(0)
 	c := &obs.Coverage{}

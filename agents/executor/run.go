@@ -28,6 +28,8 @@ type Options struct {
 	// Symbols asks for the kernel's text symbols (/proc/kallsyms) in the
 	// observation's coverage, to symbolize its PCs (kcov.go).
 	Symbols bool `json:"symbols,omitempty"`
+	// NoCover turns KCOV collection off for this run.
+	NoCover bool `json:"no_cover,omitempty"`
 }
 
 // GODEBUG setting the executor process needs: forked children run Go code
@@ -184,7 +186,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 				fault = fmt.Sprintf("main process faulted: %v", r)
 			}
 		}()
-		m.kc.begin(p.NumForks())
+		m.kc.begin(p.NumForks(), opt.NoCover)
 		m.runProc(0)
 		for f := range m.th.stop {
 			m.th.stop[f].Store(true)

@@ -165,6 +165,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("q", false, "no progress line")
 	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", ")+" (part of what a seed replays)")
 	overJS := fs.Bool("dist", false, "run through a coordinator and an agent in this process over an embedded NATS JetStream server")
+	coverCfg := coverFlags(fs)
 	if fs.Parse(args) != nil {
 		return exitError
 	}
@@ -192,6 +193,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		Target: t, Seed: *seed, Duration: *duration, Programs: *programs, Workdir: *workdir,
 		Weights: weights, Log: stdout, MinimizeRuns: *minRuns, MinimizeTime: *minTime, Corrupt: *corrupt,
 	}
+	coverCfg(&cfg)
 	if !*quiet {
 		cfg.Progress = stderr
 	}
@@ -205,6 +207,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			st.Programs, st.Forks, st.Elapsed.Round(time.Millisecond), float64(st.Programs)/st.Elapsed.Seconds(),
 			float64(st.Forks)/st.Elapsed.Seconds(), st.Events, st.Findings, st.HarnessErrors, *seed)
 		fmt.Fprintf(stdout, "judged: %s\n", st.Judged.String())
+		coverSummary(stdout, st)
 		for _, d := range st.Saved {
 			fmt.Fprintf(stdout, "finding: %s\n", d)
 		}
