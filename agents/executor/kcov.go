@@ -63,10 +63,10 @@ const (
 	// Sets of PCs and edges: open addressing over a power of two of
 	// slots, after one count word. The main process's are on the heap;
 	// each child's are in a shared mapping the main process merges.
-	kcovMainPCs    = 1 << 18
-	kcovMainEdges  = 1 << 19
-	kcovChildPCs   = 1 << 15
-	kcovChildEdges = 1 << 16
+	kcovMainPCs    = 1 << 16
+	kcovMainEdges  = 1 << 17
+	kcovChildPCs   = 1 << 14
+	kcovChildEdges = 1 << 15
 )
 
 // kcovState is the executor's KCOV state, allocated once. Children read
@@ -81,7 +81,7 @@ type kcovState struct {
 	area    [kcovChildren + 1][]uint64 // shared with the kernel
 	pcs     [kcovChildren + 1][]uint64 // sets: [0] count, then slots (0 = empty)
 	edges   [kcovChildren + 1][]uint64
-	cache   [kcovCache]uint64 // private to each process
+	cache   [kcovCache][2]uint64 // (pc, prev) pairs drained; private to each process
 	shared  []byte
 }
 
@@ -229,18 +229,21 @@ func (k *kcovState) drain(i int) {
 	}
 	pcs, edges := k.pcs[i], k.edges[i]
 	prev := uint64(0)
-	// An edge in the cache is in this process's sets, or (in a child,
-	// whose cache starts as its parent's) in an ancestor's: in the union
-	// either way.
-	for j := uint64(1); j <= n; j++ {
-		pc := a[j]
-		e := edgeHash(prev, pc)
-		prev = pc
-		if c := &k.cache[e&(kcovCache-1)]; *c != e {
-			*c = e
-			full = !setAdd(pcs, pc) || full
-			full = !setAdd(edges, e) || full
+	// A (prev, pc) pair in the cache is in this process's sets, or (in a
+	// child, whose cache starts as its parent's) in an ancestor's: in the
+	// union either way. Loops repeat a few pairs hundreds of thousands of
+	// times, so the cache test is all most entries cost: no hashing.
+	ents := a[1 : n+1]
+	for _, pc := range ents {
+		c := &k.cache[(pc^prev>>4)&(kcovCache-1)]
+		if c[0] == pc && c[1] == prev {
+			prev = pc
+			continue
 		}
+		c[0], c[1] = pc, prev
+		full = !setAdd(pcs, pc) || full
+		full = !setAdd(edges, edgeHash(prev, pc)) || full
+		prev = pc
 	}
 	atomic.StoreUint64(&a[0], 0)
 	if full {
@@ -291,7 +294,7 @@ func setAdd(s []uint64, v uint64) bool {
 
 // result drains what is left and returns the program's coverage. Main
 // process only, after the program ran.
-func (k *kcovState) result(forks int) *obs.Coverage {
+func (k *kcovState) result(forks int) (c *obs.Coverage) {
 	if k == nil || !k.ok {
 		reason := "no KCOV"
 		if k != nil && k.reason != "" {
@@ -303,7 +306,7 @@ func (k *kcovState) result(forks int) *obs.Coverage {
 		return &obs.Coverage{Unavailable: "off (asked not to collect)"}
 	}
 	k.drain(0)
-	c := &obs.Coverage{}
+	c = &obs.Coverage{}
 	pcs := map[uint64]struct{}{}
 	edges := map[uint32]struct{}{}
 	for i := range k.area {

@@ -1,6 +1,8 @@
 package vm
 
 import (
+	"math/rand/v2"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/kernel"
 )
 
@@ -114,4 +117,42 @@ func symRange(t *testing.T, syms, fn string) (uint64, uint64) {
 		return at, at + 1<<20
 	}
 	return at, addrs[i]
+}
+
+// BenchmarkQEMUKcov measures what collecting coverage costs per program
+// on the reference kernel: the same generated programs with and without.
+//
+//	FORKFUZZ_TEST_KERNEL=.../bzImage-6.1.192-forkfuzz go test -run XXX -bench QEMUKcov -benchtime 8x ./agents/vm
+func BenchmarkQEMUKcov(b *testing.B) {
+	image := os.Getenv("FORKFUZZ_TEST_KERNEL")
+	if image == "" {
+		b.Skip("set FORKFUZZ_TEST_KERNEL to a KCOV kernel")
+	}
+	agent := staticAgent(b)
+	tg, err := New(Config{Kernel: image, Agent: agent, Accel: "auto", Workdir: b.TempDir(),
+		HangTimeout: time.Minute, BootTimeout: 3 * time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tg.Close()
+	w, _ := gen.Profile("default")
+	for _, mode := range []struct {
+		name string
+		off  bool
+	}{{"cover", false}, {"nocover", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			pcs := 0
+			for i := 0; i < b.N; i++ {
+				p := gen.Generate(rand.New(rand.NewPCG(uint64(i), 1)), w)
+				o, err := tg.Run(p, agents.Options{NoCover: mode.off})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if o.Cover != nil {
+					pcs += len(o.Cover.PCs)
+				}
+			}
+			b.ReportMetric(float64(pcs)/float64(b.N), "pcs/program")
+		})
+	}
 }
