@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/campaign/cover"
@@ -54,6 +56,48 @@ func cmdCover(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := cover.Report(stdout, fs.Arg(0), opt); err != nil {
 		fmt.Fprintln(stderr, "forkfuzz cover:", err)
+		return exitError
+	}
+	return exitClean
+}
+
+func init() {
+	commands = append(commands, command{name: "cover-plot", args: "OUT.svg NAME=CSV...",
+		help: "plot coverage over time from run --cover-csv files (SVG)", run: cmdCoverPlot})
+}
+
+func cmdCoverPlot(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("cover-plot", stderr)
+	title := fs.String("title", "kernel coverage over time", "plot title")
+	if fs.Parse(args) != nil {
+		return exitError
+	}
+	if fs.NArg() < 2 {
+		fmt.Fprintln(stderr, "forkfuzz cover-plot: want OUT.svg and at least one NAME=CSV")
+		return exitError
+	}
+	var series []*cover.Series
+	for _, a := range fs.Args()[1:] {
+		name, path, ok := strings.Cut(a, "=")
+		if !ok {
+			fmt.Fprintf(stderr, "forkfuzz cover-plot: %q: want NAME=CSV\n", a)
+			return exitError
+		}
+		s, err := cover.ReadSeries(name, path)
+		if err != nil {
+			fmt.Fprintln(stderr, "forkfuzz cover-plot:", err)
+			return exitError
+		}
+		series = append(series, s)
+	}
+	f, err := os.Create(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz cover-plot:", err)
+		return exitError
+	}
+	cover.PlotSVG(f, *title, series)
+	if err := f.Close(); err != nil {
+		fmt.Fprintln(stderr, "forkfuzz cover-plot:", err)
 		return exitError
 	}
 	return exitClean
