@@ -127,6 +127,7 @@ func New() (*Executor, error) {
 	x := &Executor{reqs: make(chan request)}
 	m := newMachine(rep, ctl, make([]byte, mapsBufSize))
 	m.kc = openKcov()
+	reserveHeapTables() // stackcache.go
 	go x.loop(m)
 	return x, nil
 }

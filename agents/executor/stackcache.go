@@ -20,8 +20,15 @@ package executor
 // task's last context switch (free_thread_stack ->
 // try_release_thread_stack_to_cache), before the parent runs again on that
 // CPU. The injected fork then takes a cached stack and makes no vmalloc.
+// It also fixes the PIDs (ns_last_pid) and reserveHeapTables fixes the Go
+// heap's page tables: TestQEMUFailNthPoints went from 160-166 points for
+// one fork to 187-188 (docs/rollback.md).
 
 import (
+	"os"
+	"runtime"
+	"runtime/debug"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -39,6 +46,9 @@ func (m *machine) primeStackCache() func() {
 	if err := unix.SchedSetaffinity(0, &cpu0); err != nil {
 		return func() {}
 	}
+	// The PID allocator's radix tree allocates a node when a PID lands in
+	// an empty 64-PID range: fixed PIDs make that the same every run.
+	os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(fixedLastPID), 0)
 	var pids [2]uintptr
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	for i := range pids {
@@ -67,4 +77,28 @@ func (m *machine) primeStackCache() func() {
 		}
 	}
 	return func() { unix.SchedSetaffinity(0, &old) }
+}
+
+// fixedLastPID is where PIDs continue before an injected fork: the
+// sponges get 30001 and 30002, the forked child 30003.
+const fixedLastPID = "30000"
+
+// heapReserve is how much Go heap the executor touches once when it
+// starts, then gives back (debug.FreeOSMemory): the page tables that map
+// it stay, so the heap's later growth (below the arena in address order,
+// hence before the program's regions among fork's failure points) adds no
+// page tables, whose allocations would move the program's failure points.
+const heapReserve = 64 << 20
+
+var heapSink []byte
+
+// reserveHeapTables touches heapReserve bytes of Go heap and frees them.
+func reserveHeapTables() {
+	heapSink = make([]byte, heapReserve)
+	for i := 0; i < len(heapSink); i += 4096 {
+		heapSink[i] = 1
+	}
+	heapSink = nil
+	runtime.GC()
+	debug.FreeOSMemory()
 }
