@@ -4,7 +4,7 @@
 //
 //	go run ./campaign/cover/mkfuncs /path/to/linux > campaign/cover/funcs.txt
 //
-// It scans kernel/fork.c and mm/*.c (not subdirectories) for top-level
+// It scans kernel/fork.c and mm/*.c (not subdirectories; not mm/nommu.c) for top-level
 // definitions: a line at column 0 naming a function, "(" on it, and "{"
 // opening the body before the next ";". SYSCALL_DEFINEn(name, ...) adds
 // the names the syscall wrappers get (__do_sys_name, __x64_sys_name,
@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -40,6 +41,9 @@ func main() {
 	}
 	src := os.Args[1]
 	files, _ := filepath.Glob(filepath.Join(src, "mm", "*.c"))
+	// mm/nommu.c is built only without an MMU; its names are those of
+	// mm/mmap.c and others, and would claim their functions.
+	files = slices.DeleteFunc(files, func(f string) bool { return filepath.Base(f) == "nommu.c" })
 	files = append(files, filepath.Join(src, "kernel", "fork.c"))
 	sort.Strings(files)
 	for _, f := range files {
