@@ -130,7 +130,7 @@ func BenchmarkQEMUKcov(b *testing.B) {
 	}
 	agent := staticAgent(b)
 	tg, err := New(Config{Kernel: image, Agent: agent, Accel: "auto", Workdir: b.TempDir(),
-		HangTimeout: time.Minute, BootTimeout: 3 * time.Minute})
+		HangTimeout: 3 * time.Minute, ProgramTimeout: 3 * time.Minute, BootTimeout: 3 * time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
