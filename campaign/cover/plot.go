@@ -79,7 +79,7 @@ func PlotSVG(w io.Writer, title string, series []*Series) {
 			}
 			fmt.Fprintln(w, `"/>`)
 		}
-		fmt.Fprintf(w, `<text x="%.0f" y="%.0f" fill="%s">%s: edges (solid), fork/mm PCs (dashed)</text>`+"\n", L+10, T+16+float64(k)*16, c, s.Name)
+		fmt.Fprintf(w, `<text x="%.0f" y="%.0f" fill="%s">%s: edges (solid), fork/mm PCs (dashed)</text>`+"\n", L+260, H-B-60+float64(k)*16, c, s.Name)
 	}
 	fmt.Fprintln(w, "</svg>")
 }
