@@ -52,11 +52,17 @@ type Options struct {
 	// ForkImplNoEvidence (test only): apply ForkImpl without evidence
 	// (executor.Options.ForkImplNoEvidence).
 	ForkImplNoEvidence bool
+	// Symbols asks a target that collects kernel coverage for the
+	// kernel's text symbols too (obs.Coverage.Symbols).
+	Symbols bool
+	// NoCover asks the target not to collect kernel coverage.
+	NoCover bool
 }
 
 // Executor returns the executor's options for opt.
 func (opt Options) Executor() executor.Options {
-	return executor.Options{WordCap: opt.WordCap, Corrupt: opt.Corrupt, ForkImpl: opt.ForkImpl, ForkImplNoEvidence: opt.ForkImplNoEvidence}
+	return executor.Options{WordCap: opt.WordCap, Corrupt: opt.Corrupt, ForkImpl: opt.ForkImpl, ForkImplNoEvidence: opt.ForkImplNoEvidence,
+		Symbols: opt.Symbols, NoCover: opt.NoCover}
 }
 
 // Event is an error a target returns when the program caused something

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/campaign/cover"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/corpus"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
@@ -61,6 +62,15 @@ type Config struct {
 	// OnSample is called with every stats sample (stats.go), e.g. to
 	// export metrics.
 	OnSample func(Sample)
+	// Blind: mutation ignores kernel coverage (it is still measured and
+	// kept in the corpus directory). See coverage.go.
+	Blind bool
+	// CoverCSV, when set, receives the coverage after every program
+	// (cover.Open).
+	CoverCSV string
+	// NoCover: targets do not collect kernel coverage at all (to measure
+	// what collecting costs).
+	NoCover bool
 }
 
 // Stats summarize a campaign.
@@ -80,6 +90,11 @@ type Stats struct {
 	Judged judge.Tally
 	Saved  []string // finding directories
 	stats  *statsLog
+	// Cover is the coverage phrase of the summary; CoverCounts its
+	// numbers, CoverDir the corpus directory (empty: no coverage).
+	Cover       string
+	CoverCounts cover.Counts
+	CoverDir    string
 }
 
 // ProgramSeed is the seed of program i of a campaign with seed s. A program
@@ -174,6 +189,8 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 		return nil, err
 	}
 	defer saved.done()
+	cov := newCoverState(cfg)
+	defer cov.close(st)
 	var programs, forks atomic.Int64
 	st.stats = newStatsLog(cfg, start)
 	defer st.stats.start(st, &programs, &forks, start)()
@@ -192,9 +209,9 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 				return
 			case <-t.C:
 				el := time.Since(start).Seconds()
-				line := fmt.Sprintf("%s  programs %d (%.1f/s)  forks %d (%.1f/s)  findings %d",
+				line := fmt.Sprintf("%s  programs %d (%.1f/s)  forks %d (%.1f/s)  findings %d  %s",
 					time.Since(start).Round(time.Second), programs.Load(), float64(programs.Load())/el,
-					forks.Load(), float64(forks.Load())/el, atomic.LoadInt64(&st.Findings))
+					forks.Load(), float64(forks.Load())/el, atomic.LoadInt64(&st.Findings), cov.status())
 				if cfg.ProgressLines {
 					fmt.Fprintf(cfg.Progress, "progress: %s\n", line)
 				} else {
@@ -235,12 +252,16 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 				return
 			}
 			next++
-			p, parent := NewProgramParent(cfg.Seed, i, pool.Progs, cfg.Weights)
+			p, parent := cov.newProgram(i, pool)
 			saved.mutated(i, parent)
+			syms := cov.wantSymbols()
 			mu.Unlock()
-			o, err := cfg.Target.Run(p, agents.Options{Corrupt: cfg.Corrupt})
+			o, err := cfg.Target.Run(p, agents.Options{Corrupt: cfg.Corrupt, Symbols: syms, NoCover: cfg.NoCover})
 			v, herr := judge.Judge(p, o, err)
 			mu.Lock()
+			if herr == nil {
+				cov.record(i, p, o)
+			}
 			found, err := record(cfg, st, store, pool, saved, &harnessErrs, i, p, o, v, herr, &programs, &forks)
 			if err != nil && fatal == nil {
 				fatal = err

@@ -150,6 +150,9 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 			fd = -1
 		}
 	}
+	if fd >= 0 {
+		defer m.primeStackCache()() // stackcache.go: the same failure sites every run
+	}
 	m.measureBefore(rb)
 	kmsg := -1
 	if fd >= 0 {

@@ -70,6 +70,7 @@ type machine struct {
 	pin pinRes         // pinned.go
 	fe  forkEv         // forkimpl.go
 	rb  *rollbackState // failnth.go
+	kc  *kcovState     // kcov.go; nil or !ok: no coverage
 }
 
 type span struct{ addr, length uint64 }
@@ -404,6 +405,7 @@ func (m *machine) runProc(proc int) {
 			continue
 		}
 		m.exec(i)
+		m.kc.drain(m.proc)
 	}
 }
 
@@ -559,12 +561,15 @@ func (m *machine) child(f int) {
 		m.pids[j] = 0
 	}
 	sys2(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL))
+	m.kc.enableChild(f)
 	w := uintptr(unsafe.Pointer(&m.ctl[f*64]))
 	for atomic.LoadUint32((*uint32)(unsafe.Pointer(&m.ctl[f*64]))) == 0 {
 		rawSyscall6(unix.SYS_FUTEX, w, futexWait, 0, 0, 0, 0)
 	}
 	m.view(obs.AtStart)
+	m.kc.drain(m.proc)
 	m.runProc(f + 1)
+	m.kc.drain(m.proc)
 	sysExit(0)
 }
 

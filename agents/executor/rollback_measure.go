@@ -37,6 +37,28 @@ func (m *machine) measureBefore(rb *obs.Rollback) {
 		rb.PageTablesNote = fmt.Sprintf("not measured: %d other user processes share the machine-wide PageTables counter (a forkfuzz VM has %d at most)", n, quietProcesses)
 	}
 	rb.PMDSource, rb.PMDBefore = readPMDs()
+	rb.VMAsBefore, rb.VMAsBelowArena = processVMAs()
+}
+
+// processVMAs counts the main process's VMAs, and those below the arena
+// (dup_mmap copies VMAs in address order, so only those come before the
+// program's regions in the order of fork's failure points).
+func processVMAs() (all, below int) {
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		lo, _, ok := strings.Cut(line, "-")
+		if !ok {
+			continue
+		}
+		all++
+		if a, err := strconv.ParseUint(lo, 16, 64); err == nil && a < prog.ArenaBase {
+			below++
+		}
+	}
+	return all, below
 }
 
 // threadsRemap reports whether a thread of the program changes mappings:

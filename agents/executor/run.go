@@ -33,6 +33,11 @@ type Options struct {
 	// evidence: children are not held off the CPU around forks, so a
 	// test can show that a finding does not depend on the hold-off.
 	ForkImplNoEvidence bool `json:",omitempty"`
+	// Symbols asks for the kernel's text symbols (/proc/kallsyms) in the
+	// observation's coverage, to symbolize its PCs (kcov.go).
+	Symbols bool `json:"symbols,omitempty"`
+	// NoCover turns KCOV collection off for this run.
+	NoCover bool `json:"no_cover,omitempty"`
 }
 
 // GODEBUG setting the executor process needs: forked children run Go code
@@ -128,7 +133,10 @@ func New() (*Executor, error) {
 		return nil, fmt.Errorf("executor: map control page: %w", err)
 	}
 	x := &Executor{reqs: make(chan request)}
-	go x.loop(newMachine(rep, ctl, make([]byte, mapsBufSize)))
+	m := newMachine(rep, ctl, make([]byte, mapsBufSize))
+	m.kc = openKcov()
+	reserveHeapTables() // stackcache.go
+	go x.loop(m)
 	return x, nil
 }
 
@@ -190,6 +198,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 				fault = fmt.Sprintf("main process faulted: %v", r)
 			}
 		}()
+		m.kc.begin(p.NumForks(), opt.NoCover)
 		m.runProc(0)
 		for f := range m.th.stop {
 			m.th.stop[f].Store(true)
@@ -219,6 +228,10 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 		}
 	}
 	trimThreadLogs(p, o)
+	o.Cover = m.kc.result(p.NumForks())
+	if opt.Symbols && o.Cover.Available() {
+		o.Cover.Symbols = textSymbols()
+	}
 	o.Maps = arenaMaps()
 	o.Kernel = kernelRelease()
 	o.ForkImpl = m.fe.result()

@@ -50,7 +50,7 @@ var (
 )
 
 // staticAgent builds a static forkfuzz binary for the guest, once.
-func staticAgent(t *testing.T) string {
+func staticAgent(t testing.TB) string {
 	t.Helper()
 	agentOnce.Do(func() {
 		agentDir, agentErr = os.MkdirTemp("", "forkfuzz-agent-")

@@ -175,6 +175,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("q", false, "no progress line")
 	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", ")+" (part of what a seed replays)")
 	overJS := fs.Bool("dist", false, "run through a coordinator and an agent in this process over an embedded NATS JetStream server")
+	coverCfg := coverFlags(fs)
 	resume := runFlags(fs)
 	maxHarness := fs.Int("max-harness-errors", 5, "give up (exit 2) after this many harness errors in a row")
 	if err := fs.Parse(args); err != nil {
@@ -226,6 +227,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		Weights: weights, Log: stdout, MinimizeRuns: *minRuns, MinimizeTime: *minTime, Corrupt: *corrupt,
 		TargetArgs: sel.ReplayArgs(t), Kernel: sel.Kernel(t), MaxHarnessErrors: *maxHarness,
 	}
+	coverCfg(&cfg)
 	if !*quiet {
 		cfg.Progress = stderr
 		if !isTerminal(stderr) {
@@ -250,6 +252,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		if st.Events > 0 {
 			fmt.Fprintf(stdout, "failures: %d failing runs, %d new findings, %d known from earlier runs in this workdir\n", st.Events, st.Findings, st.Known)
 		}
+		coverSummary(stdout, st)
 		for _, d := range st.Saved {
 			fmt.Fprintf(stdout, "finding: %s\n", d)
 		}

@@ -40,6 +40,8 @@ type Observation struct {
 	// per-fork evidence that it took effect (forkimpl.go); nil when none
 	// was requested.
 	ForkImpl *ForkImpl `json:"fork_impl,omitempty"`
+	// Cover is the kernel coverage of the run (nil: the target collects none).
+	Cover *Coverage `json:"cover,omitempty"`
 }
 
 // OpResult is what one operation returned.

@@ -75,6 +75,12 @@ type Rollback struct {
 	OthersVmPTEBefore int64 `json:"others_vmpte_before_kb,omitempty"`
 	OthersVmPTEAfter  int64 `json:"others_vmpte_after_kb,omitempty"`
 	OthersAfter       []int `json:"others_after,omitempty"`
+	// VMAsBefore counts the main process's VMAs right before the fork
+	// (the Go runtime's too), VMAsBelowArena those below the program's
+	// regions: with VmPTEBefore they explain how many failure points a
+	// fork has (docs/rollback.md).
+	VMAsBefore     int `json:"vmas_before,omitempty"`
+	VMAsBelowArena int `json:"vmas_below_arena,omitempty"`
 	// PageTablesNote says why PageTables was not measured (-1), if so.
 	PageTablesNote string `json:"pagetables_note,omitempty"`
 	// MemoryNote says why content digests and write passes were not

@@ -1,0 +1,368 @@
+package executor
+
+// Kernel coverage (KCOV) of a program's processes.
+//
+// KCOV is per task: a task enables collection on a kcov file descriptor
+// with KCOV_ENABLE and from then on the kernel appends the PC of every
+// basic block it runs on that task's behalf (KCOV_TRACE_PC) to a buffer
+// shared with user space. A forked child starts with KCOV off (kcov_task_init
+// in copy_process) and cannot enable the parent's descriptor (it is busy),
+// so the main process opens one descriptor per process before the program
+// starts: slot 0 for itself (enabled once on the executor's locked OS
+// thread, reset before every program), slot f+1 for the child of fork fF.
+// A child inherits every descriptor and the shared buffers (the kcov
+// mapping's pages are inserted at mmap time and copied into the child's
+// page tables at fork), enables its own slot with one raw ioctl, and never
+// touches the others. The kernel disables a child's slot when the child
+// exits (kcov_task_exit), so slots are reused by the next program.
+//
+// The main process drains its buffer after every operation (a fork of the
+// executor's address space alone fills tens of thousands of entries) into
+// fixed-size sets of PCs and edges (hashed pairs of consecutive PCs, like
+// syzkaller's signal); children's buffers are drained when the program
+// ends. Children run without the Go runtime, so everything a child does
+// here is a raw ioctl on a descriptor that already exists.
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+)
+
+// KCOV ioctls and modes (include/uapi/linux/kcov.h).
+const (
+	kcovInitTrace = 0x80086301 // _IOR('c', 1, unsigned long)
+	kcovEnable    = 0x6364     // _IO('c', 100)
+	kcovDisable   = 0x6365     // _IO('c', 101)
+	kcovTracePC   = 0
+)
+
+// KcovPath is the KCOV control file (debugfs).
+const KcovPath = "/sys/kernel/debug/kcov"
+
+// Buffer sizes in entries (8 bytes each; entry 0 is the count).
+const (
+	kcovMainWords  = 1 << 22 // drained after every operation; one fork of the executor takes ~1M
+	kcovChildWords = 1 << 16 // drained after every operation of the child
+	// kcovChildren bounds the children that collect coverage (forks
+	// f0..f(kcovChildren-1)); later forks run without. Children's buffers
+	// are mapped in every child (fork copies their page table entries, so
+	// they cost every fork); the main one is MADV_DONTFORK.
+	kcovChildren = 8
+	// kcovCache is the size of the per-process cache of edges drained
+	// recently: loops (a fork's copy of every PTE) repeat a few edges
+	// hundreds of thousands of times.
+	kcovCache = 1 << 12
+	// Sets of PCs and edges: open addressing over a power of two of
+	// slots, after one count word. The main process's are on the heap;
+	// each child's are in a shared mapping the main process merges.
+	kcovMainPCs    = 1 << 16
+	kcovMainEdges  = 1 << 17
+	kcovChildPCs   = 1 << 14
+	kcovChildEdges = 1 << 15
+)
+
+// kcovState is the executor's KCOV state, allocated once. Children read
+// fd, area, pcs and edges and write only into memory shared with the main
+// process (their own kcov buffer and sets).
+type kcovState struct {
+	ok      bool   // KCOV works
+	reason  string // why not, when !ok
+	enabled bool   // slot 0 is enabled on the executor thread
+	on      bool   // collecting for the current program
+	fd      [kcovChildren + 1]int
+	area    [kcovChildren + 1][]uint64 // shared with the kernel
+	pcs     [kcovChildren + 1][]uint64 // sets: [0] count, then slots (0 = empty)
+	edges   [kcovChildren + 1][]uint64
+	cache   [kcovCache][2]uint64 // (pc, prev) pairs drained; private to each process
+	shared  []byte
+}
+
+// openKcov opens and maps every slot. Main process, executor thread only.
+// On a kernel without KCOV it returns a state that says why.
+func openKcov() *kcovState {
+	k := &kcovState{}
+	for i := range k.fd {
+		k.fd[i] = -1
+	}
+	for i := range k.fd {
+		words := kcovChildWords
+		if i == 0 {
+			words = kcovMainWords
+		}
+		fd, err := unix.Open(KcovPath, unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			k.close()
+			k.reason = fmt.Sprintf("open %s: %v", KcovPath, err)
+			if os.IsNotExist(err) {
+				k.reason = "no KCOV (" + k.reason + ")"
+			}
+			return k
+		}
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), kcovInitTrace, uintptr(words)); e != 0 {
+			unix.Close(fd)
+			k.close()
+			k.reason = fmt.Sprintf("KCOV_INIT_TRACE: %v", e)
+			return k
+		}
+		b, err := unix.Mmap(fd, 0, words*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			unix.Close(fd)
+			k.close()
+			k.reason = fmt.Sprintf("mmap kcov: %v", err)
+			return k
+		}
+		if i == 0 {
+			if err := unix.Madvise(b, unix.MADV_DONTFORK); err != nil {
+				unix.Close(fd)
+				k.close()
+				k.reason = fmt.Sprintf("madvise kcov: %v", err)
+				return k
+			}
+		}
+		k.fd[i] = fd
+		k.area[i] = words64(b)
+	}
+	per := (kcovChildPCs + 1 + kcovChildEdges + 1) * 8
+	b, err := unix.Mmap(-1, 0, kcovChildren*per, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		k.close()
+		k.reason = fmt.Sprintf("map kcov sets: %v", err)
+		return k
+	}
+	k.shared = b
+	k.pcs[0] = make([]uint64, kcovMainPCs+1)
+	k.edges[0] = make([]uint64, kcovMainEdges+1)
+	for c := 0; c < kcovChildren; c++ {
+		w := words64(b[c*per : (c+1)*per])
+		k.pcs[c+1] = w[:kcovChildPCs+1]
+		k.edges[c+1] = w[kcovChildPCs+1:]
+	}
+	k.ok = true
+	return k
+}
+
+func words64(b []byte) []uint64 { return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), len(b)/8) }
+
+func (k *kcovState) close() {
+	for i := range k.fd {
+		if k.fd[i] >= 0 {
+			unix.Close(k.fd[i])
+			k.fd[i] = -1
+		}
+		if k.area[i] != nil {
+			unix.Munmap(unsafe.Slice((*byte)(unsafe.Pointer(&k.area[i][0])), len(k.area[i])*8))
+			k.area[i] = nil
+		}
+	}
+	if k.shared != nil {
+		unix.Munmap(k.shared)
+		k.shared = nil
+	}
+	k.ok = false
+}
+
+// begin prepares collection for a program with the given number of
+// forks. Executor thread only: the first call enables slot 0 on this
+// thread, which stays enabled.
+func (k *kcovState) begin(forks int, off bool) {
+	if k == nil || !k.ok {
+		return
+	}
+	k.on = !off
+	if off {
+		if k.enabled {
+			unix.RawSyscall(unix.SYS_IOCTL, uintptr(k.fd[0]), kcovDisable, 0)
+			k.enabled = false
+		}
+		return
+	}
+	if !k.enabled {
+		if _, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(k.fd[0]), kcovEnable, kcovTracePC); e != 0 {
+			k.reason = fmt.Sprintf("KCOV_ENABLE: %v", e)
+			k.close()
+			return
+		}
+		k.enabled = true
+	}
+	for i := range k.area {
+		if i <= forks {
+			clear(k.pcs[i])
+			clear(k.edges[i])
+			atomic.StoreUint64(&k.area[i][0], 0)
+		}
+	}
+	atomic.StoreUint64(&k.area[0][0], 0)
+	clear(k.cache[:])
+}
+
+// enableChild turns collection on for the calling child of fork f. Safe
+// in a forked child: one raw ioctl.
+func (k *kcovState) enableChild(f int) {
+	if k == nil || !k.ok || !k.on || f+1 >= len(k.fd) {
+		return
+	}
+	sys3(unix.SYS_IOCTL, uintptr(k.fd[f+1]), kcovEnable, kcovTracePC)
+}
+
+// drain moves slot i's buffer into slot i's sets and empties it. Safe in
+// the child that owns slot i (no allocation; it writes only shared
+// memory).
+func (k *kcovState) drain(i int) {
+	if k == nil || !k.ok || !k.on || i >= len(k.area) {
+		return
+	}
+	a := k.area[i]
+	n := atomic.LoadUint64(&a[0])
+	full := false
+	if n >= uint64(len(a)-1) {
+		n = uint64(len(a) - 1)
+		full = true
+		atomic.OrUint64(&pcs0(k, i)[0], 1<<62)
+	}
+	pcs, edges := k.pcs[i], k.edges[i]
+	prev := uint64(0)
+	// A (prev, pc) pair in the cache is in this process's sets, or (in a
+	// child, whose cache starts as its parent's) in an ancestor's: in the
+	// union either way. Loops repeat a few pairs hundreds of thousands of
+	// times, so the cache test is all most entries cost: no hashing.
+	ents := a[1 : n+1]
+	for _, pc := range ents {
+		c := &k.cache[(pc^prev>>4)&(kcovCache-1)]
+		if c[0] == pc && c[1] == prev {
+			prev = pc
+			continue
+		}
+		c[0], c[1] = pc, prev
+		full = !setAdd(pcs, pc) || full
+		full = !setAdd(edges, edgeHash(prev, pc)) || full
+		prev = pc
+	}
+	atomic.StoreUint64(&a[0], 0)
+	if full {
+		// Children flag overflow in their own count word's top bit.
+		atomic.OrUint64(&pcs[0], 1<<63)
+	}
+}
+
+func pcs0(k *kcovState, i int) []uint64 { return k.pcs[i] }
+
+func edgeHash(prev, pc uint64) uint64 {
+	x := prev*0x9e3779b97f4a7c15 ^ pc
+	x ^= x >> 31
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 29
+	return x | 1
+}
+
+func mix(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	return x
+}
+
+// setAdd adds v (non-zero) to set s ([0]: count, top bit: overflowed) and
+// reports false when the set is full.
+func setAdd(s []uint64, v uint64) bool {
+	if v == 0 {
+		return true
+	}
+	slots := s[1:]
+	mask := uint64(len(slots) - 1)
+	for h := mix(v) & mask; ; h = (h + 1) & mask {
+		switch slots[h] {
+		case v:
+			return true
+		case 0:
+			if s[0]&^(3<<62) >= uint64(len(slots))*3/4 {
+				return false
+			}
+			slots[h] = v
+			s[0]++
+			return true
+		}
+	}
+}
+
+// result drains what is left and returns the program's coverage. Main
+// process only, after the program ran.
+func (k *kcovState) result(forks int) (c *obs.Coverage) {
+	if k == nil || !k.ok {
+		reason := "no KCOV"
+		if k != nil && k.reason != "" {
+			reason = k.reason
+		}
+		return &obs.Coverage{Unavailable: reason}
+	}
+	if !k.on {
+		return &obs.Coverage{Unavailable: "off (asked not to collect)"}
+	}
+	k.drain(0)
+	c = &obs.Coverage{}
+	pcs := map[uint64]struct{}{}
+	edges := map[uint32]struct{}{}
+	for i := range k.area {
+		if i > forks {
+			break
+		}
+		if k.pcs[i][0] == 0 {
+			continue
+		}
+		c.Procs++
+		if w := k.pcs[i][0]; w&(1<<63) != 0 {
+			c.Overflow = true
+			what := "a set"
+			if w&(1<<62) != 0 {
+				what = "the kcov buffer"
+			}
+			c.Note += fmt.Sprintf("process %d: %s filled; ", i, what)
+		}
+		for _, pc := range k.pcs[i][1:] {
+			if pc != 0 {
+				pcs[pc] = struct{}{}
+			}
+		}
+		for _, e := range k.edges[i][1:] {
+			if e != 0 {
+				edges[uint32(e>>32)^uint32(e)] = struct{}{}
+			}
+		}
+	}
+	c.PCs = make([]uint64, 0, len(pcs))
+	for pc := range pcs {
+		c.PCs = append(c.PCs, pc)
+	}
+	sort.Slice(c.PCs, func(i, j int) bool { return c.PCs[i] < c.PCs[j] })
+	c.Edges = make([]uint32, 0, len(edges))
+	for e := range edges {
+		c.Edges = append(c.Edges, e)
+	}
+	sort.Slice(c.Edges, func(i, j int) bool { return c.Edges[i] < c.Edges[j] })
+	return c
+}
+
+// textSymbols returns the text symbols of /proc/kallsyms ("" when it is
+// unreadable or hides addresses). Main process only.
+func textSymbols() string {
+	b, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		return ""
+	}
+	var out strings.Builder
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 || (f[1] != "t" && f[1] != "T") || strings.Trim(f[0], "0") == "" {
+			continue
+		}
+		out.WriteString(f[0] + " " + f[1] + " " + f[2] + "\n")
+	}
+	return out.String()
+}

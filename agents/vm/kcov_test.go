@@ -1,0 +1,158 @@
+package vm
+
+import (
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/kernel"
+)
+
+// kcovProg forks, and the child writes (COW faults) before it looks.
+const kcovProg = `forkfuzz v1
+region r0 anon-private pages=64 thp=off
+store r0 off=0x0 count=64 stride=0x1000
+fork f0
+f0: store r0 off=0x0 count=64 stride=0x1000
+f0: check
+wait f0
+`
+
+// TestQEMUKcov runs a program on the reference kernel (CONFIG_KCOV) and
+// checks the coverage the executor collects: the parent's fork (dup_mmap,
+// copy_page_range) and copy-on-write faults (wp_page_copy, do_wp_page).
+func TestQEMUKcov(t *testing.T) {
+	needQEMU(t)
+	image := referenceKernel(t)
+	cfg, _, err := kernel.FindConfig(image)
+	if err == nil && !cfg.On("CONFIG_KCOV") {
+		t.Skipf("%s lacks CONFIG_KCOV", image)
+	}
+	tg := bootTarget(t, image, nil, time.Minute, nil)
+	p := mustParse(t, kcovProg)
+	o, err := tg.Run(p, agents.Options{Symbols: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := o.Cover
+	if c == nil || c.Unavailable != "" {
+		t.Fatalf("no coverage on a KCOV kernel: %+v", c)
+	}
+	if c.Procs != 2 || len(c.PCs) < 1000 || len(c.Edges) < len(c.PCs)/2 {
+		t.Fatalf("coverage: %d procs, %d PCs, %d edges; want 2 procs and over 1000 PCs", c.Procs, len(c.PCs), len(c.Edges))
+	}
+	syms := c.Symbols
+	in := func(fn string) int {
+		lo, hi := symRange(t, syms, fn)
+		i := sort.Search(len(c.PCs), func(i int) bool { return c.PCs[i] >= lo })
+		n := 0
+		for ; i < len(c.PCs) && c.PCs[i] < hi; i++ {
+			n++
+		}
+		return n
+	}
+	for _, fn := range []string{"dup_mmap", "copy_page_range", "wp_page_copy", "do_wp_page"} {
+		if n := in(fn); n == 0 {
+			t.Errorf("no PC in %s", fn)
+		} else {
+			t.Logf("%s: %d PCs", fn, n)
+		}
+	}
+	t.Logf("%d PCs, %d edges, overflow %v %s", len(c.PCs), len(c.Edges), c.Overflow, c.Note)
+	// Without the fork: no dup_mmap. (wp_page_copy would not do: the
+	// executor's Go runtime writes its own memory after a fork.)
+	q := mustParse(t, "forkfuzz v1\nregion r0 anon-private pages=64 thp=off\nstore r0 off=0x0 count=64 stride=0x1000\ncheck\n")
+	o2, err := tg.Run(q, agents.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o2.Cover.Symbols != "" {
+		t.Errorf("symbols sent without being asked for")
+	}
+	c = o2.Cover
+	if n := in("dup_mmap"); n != 0 || c.Procs != 1 {
+		t.Errorf("%d PCs in dup_mmap, %d processes covered, in a program without a fork", n, c.Procs)
+	}
+	o3, err := tg.Run(p, agents.Options{NoCover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o3.Cover == nil || o3.Cover.Unavailable == "" || len(o3.Cover.PCs) != 0 {
+		t.Errorf("NoCover: %+v", o3.Cover)
+	}
+}
+
+// symRange returns the address range of fn in kallsyms text (up to the
+// next symbol).
+func symRange(t *testing.T, syms, fn string) (uint64, uint64) {
+	t.Helper()
+	var addrs []uint64
+	var at uint64
+	for _, l := range strings.Split(syms, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 {
+			continue
+		}
+		a, err := strconv.ParseUint(f[0], 16, 64)
+		if err != nil {
+			continue
+		}
+		addrs = append(addrs, a)
+		if f[2] == fn {
+			at = a
+		}
+	}
+	if at == 0 {
+		t.Fatalf("%s not in kallsyms (%d symbols)", fn, len(addrs))
+	}
+	sort.Slice(addrs, func(i, j int) bool { return addrs[i] < addrs[j] })
+	i := sort.Search(len(addrs), func(i int) bool { return addrs[i] > at })
+	if i == len(addrs) {
+		return at, at + 1<<20
+	}
+	return at, addrs[i]
+}
+
+// BenchmarkQEMUKcov measures what collecting coverage costs per program
+// on the reference kernel: the same generated programs with and without.
+//
+//	FORKFUZZ_TEST_KERNEL=.../bzImage-6.1.192-forkfuzz go test -run XXX -bench QEMUKcov -benchtime 8x ./agents/vm
+func BenchmarkQEMUKcov(b *testing.B) {
+	image := os.Getenv("FORKFUZZ_TEST_KERNEL")
+	if image == "" {
+		b.Skip("set FORKFUZZ_TEST_KERNEL to a KCOV kernel")
+	}
+	agent := staticAgent(b)
+	tg, err := New(Config{Kernel: image, Agent: agent, Accel: "auto", Workdir: b.TempDir(),
+		HangTimeout: 3 * time.Minute, ProgramTimeout: 3 * time.Minute, BootTimeout: 3 * time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tg.Close()
+	w, _ := gen.Profile("default")
+	for _, mode := range []struct {
+		name string
+		off  bool
+	}{{"cover", false}, {"nocover", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			pcs := 0
+			for i := 0; i < b.N; i++ {
+				p := gen.Generate(rand.New(rand.NewPCG(uint64(i), 1)), w)
+				o, err := tg.Run(p, agents.Options{NoCover: mode.off})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if o.Cover != nil {
+					pcs += len(o.Cover.PCs)
+				}
+			}
+			b.ReportMetric(float64(pcs)/float64(b.N), "pcs/program")
+		})
+	}
+}

@@ -1,0 +1,429 @@
+// Package cover turns the kernel coverage of runs (obs.Coverage, from
+// KCOV in the executor) into guidance for a campaign: a program that
+// reaches edges no earlier program reached enters an on-disk corpus, one
+// per kernel build (WORKDIR/corpus/KERNEL-ID/), that mutation prefers;
+// programs that reached new code of the fork and memory-management paths
+// (kernel/fork.c and mm/*.c, by function name: funcs.txt) weigh more.
+//
+// Symbols come from the kernel itself (/proc/kallsyms, which the guest
+// executor returns once when asked; the reference kernel boots with
+// nokaslr, so KCOV PCs and kallsyms addresses agree) or from a System.map
+// given to `forkfuzz cover`. Without symbols every PC counts the same.
+package cover
+
+import (
+	"bufio"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"crypto/sha256"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// funcs.txt: "file<TAB>function" for kernel/fork.c and mm/*.c of Linux
+// 6.1 (go run ./campaign/cover/mkfuncs LINUX-SRC).
+//
+//go:embed funcs.txt
+var funcsTxt string
+
+var (
+	funcFileOnce sync.Once
+	funcFile     map[string]string
+	fileFuncs    map[string]int
+)
+
+func loadFuncs() {
+	funcFile = map[string]string{}
+	fileFuncs = map[string]int{}
+	for _, l := range strings.Split(funcsTxt, "\n") {
+		file, fn, ok := strings.Cut(l, "\t")
+		if !ok {
+			continue
+		}
+		if _, dup := funcFile[fn]; !dup {
+			funcFile[fn] = file
+			fileFuncs[file]++
+		}
+	}
+}
+
+// ForkMMFile returns the file (kernel/fork.c or mm/NAME.c) that defines
+// kernel function fn, or "" when fn is not on the fork and mm paths. GCC's
+// clone suffixes (.constprop.0, .isra.0, .part.0, .cold) are ignored.
+func ForkMMFile(fn string) string {
+	funcFileOnce.Do(loadFuncs)
+	if i := strings.IndexByte(fn, '.'); i > 0 {
+		fn = fn[:i]
+	}
+	return funcFile[fn]
+}
+
+// FileFuncs is how many functions funcs.txt lists for file.
+func FileFuncs(file string) int {
+	funcFileOnce.Do(loadFuncs)
+	return fileFuncs[file]
+}
+
+// Symbols maps kernel addresses to function names.
+type Symbols struct {
+	addrs []uint64
+	names []string
+}
+
+// ParseSymbols reads /proc/kallsyms or System.map text ("ADDR TYPE NAME"
+// lines); only text symbols (t, T, w, W) are kept. name says where the
+// text came from, for errors.
+func ParseSymbols(name string, r io.Reader) (*Symbols, error) {
+	type sym struct {
+		a uint64
+		n string
+	}
+	var syms []sym
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		f := strings.Fields(sc.Text())
+		if len(f) < 3 {
+			continue
+		}
+		switch f[1] {
+		case "t", "T", "w", "W":
+		default:
+			continue
+		}
+		a, err := strconv.ParseUint(f[0], 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: address %q: not hex", name, line, f[0])
+		}
+		if a == 0 {
+			continue
+		}
+		syms = append(syms, sym{a, f[2]})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(syms) == 0 {
+		return nil, fmt.Errorf("%s: no text symbols (addresses hidden? read it as root)", name)
+	}
+	sort.Slice(syms, func(i, j int) bool { return syms[i].a < syms[j].a })
+	s := &Symbols{}
+	for _, x := range syms {
+		s.addrs = append(s.addrs, x.a)
+		s.names = append(s.names, x.n)
+	}
+	return s, nil
+}
+
+// LoadSymbols reads a symbol file (kallsyms or System.map).
+func LoadSymbols(path string) (*Symbols, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseSymbols(path, f)
+}
+
+// Func returns the function containing pc.
+func (s *Symbols) Func(pc uint64) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	i := sort.Search(len(s.addrs), func(i int) bool { return s.addrs[i] > pc }) - 1
+	if i < 0 {
+		return "", false
+	}
+	return s.names[i], true
+}
+
+// ForkMM reports whether pc lies in a fork or mm function.
+func (s *Symbols) ForkMM(pc uint64) bool {
+	fn, ok := s.Func(pc)
+	return ok && ForkMMFile(fn) != ""
+}
+
+// Entry is one program of the corpus.
+type Entry struct {
+	Name     string // file name without extension
+	Prog     *prog.Program
+	NewEdges int // edges it reached first
+	NewMM    int // fork/mm PCs it reached first
+	Weight   int
+}
+
+// Tracker is a campaign's coverage: what every run reached, and the corpus.
+type Tracker struct {
+	// Guided: mutation draws on the corpus. When false the tracker only
+	// measures (a blind campaign).
+	Guided bool
+	Dir    string // WORKDIR/corpus/KERNEL-ID
+
+	syms        *Symbols
+	edges       map[uint32]struct{}
+	pcs         map[uint64]struct{}
+	mmPCs       int
+	entries     []Entry
+	totalWeight int
+	unavailable string
+	seen        bool // some run reported coverage
+	csv         *os.File
+	start       time.Time
+	programs    int
+}
+
+// KernelID names a kernel build for the corpus directory: the first 16
+// hex digits of the image's SHA-256, or "release-" plus its uname -r when
+// the image is not at hand (the host kernel).
+func KernelID(image, release string) string {
+	if image != "" {
+		if f, err := os.Open(image); err == nil {
+			defer f.Close()
+			h := sha256.New()
+			if _, err := io.Copy(h, f); err == nil {
+				return hex.EncodeToString(h.Sum(nil))[:16]
+			}
+		}
+	}
+	if release == "" {
+		release = "unknown"
+	}
+	return "release-" + strings.NewReplacer("/", "_", " ", "_").Replace(release)
+}
+
+// Open opens (creating it) the corpus directory of one kernel build under
+// workdir and loads the programs and coverage it holds. csvPath, when not
+// empty, receives one line per program: seconds, programs, PCs, edges,
+// fork/mm PCs, corpus size.
+func Open(workdir, kernelID string, guided bool, csvPath string) (*Tracker, error) {
+	t := &Tracker{Guided: guided, Dir: filepath.Join(workdir, "corpus", kernelID),
+		edges: map[uint32]struct{}{}, pcs: map[uint64]struct{}{}, start: time.Now()}
+	if err := os.MkdirAll(t.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cover: %w", err)
+	}
+	if s, err := LoadSymbols(filepath.Join(t.Dir, "kallsyms")); err == nil {
+		t.syms = s
+	}
+	files, _ := filepath.Glob(filepath.Join(t.Dir, "*.ffz"))
+	sort.Strings(files)
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".ffz")
+		text, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("cover: %w", err)
+		}
+		p, err := prog.Parse(text)
+		if err != nil {
+			return nil, fmt.Errorf("cover: corpus program %s: %w", f, err)
+		}
+		c, err := readCover(filepath.Join(t.Dir, name+".json"))
+		if err != nil {
+			return nil, err
+		}
+		ne, nm := t.merge(c)
+		t.addEntry(Entry{Name: name, Prog: p, NewEdges: ne, NewMM: nm})
+	}
+	if csvPath != "" {
+		f, err := os.OpenFile(csvPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("cover: %w", err)
+		}
+		fmt.Fprintln(f, "seconds,programs,pcs,edges,forkmm_pcs,corpus")
+		t.csv = f
+	}
+	return t, nil
+}
+
+func readCover(path string) (*obs.Coverage, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cover: %w", err)
+	}
+	var c obs.Coverage
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("cover: %s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// Close flushes the time series.
+func (t *Tracker) Close() error {
+	if t.csv != nil {
+		return t.csv.Close()
+	}
+	return nil
+}
+
+// NeedSymbols reports whether the next run should ask for kallsyms.
+func (t *Tracker) NeedSymbols() bool { return t.syms == nil && t.unavailable == "" }
+
+// Symbols returns the symbols in use (nil: none).
+func (t *Tracker) Symbols() *Symbols { return t.syms }
+
+// SetSymbols installs kallsyms text and saves it beside the corpus. The
+// fork/mm count of PCs seen so far is recomputed.
+func (t *Tracker) SetSymbols(text string) error {
+	s, err := ParseSymbols("kallsyms", strings.NewReader(text))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(t.Dir, "kallsyms"), []byte(text), 0o644); err != nil {
+		return fmt.Errorf("cover: %w", err)
+	}
+	t.syms = s
+	t.mmPCs = 0
+	for pc := range t.pcs {
+		if s.ForkMM(pc) {
+			t.mmPCs++
+		}
+	}
+	return nil
+}
+
+// merge adds c to the totals and returns how many edges and fork/mm PCs
+// were new.
+func (t *Tracker) merge(c *obs.Coverage) (newEdges, newMM int) {
+	for _, e := range c.Edges {
+		if _, ok := t.edges[e]; !ok {
+			t.edges[e] = struct{}{}
+			newEdges++
+		}
+	}
+	for _, pc := range c.PCs {
+		if _, ok := t.pcs[pc]; !ok {
+			t.pcs[pc] = struct{}{}
+			if t.syms.ForkMM(pc) {
+				t.mmPCs++
+				newMM++
+			}
+		}
+	}
+	return newEdges, newMM
+}
+
+// weight: programs that reached new fork/mm code weigh most.
+func weight(newEdges, newMM int) int {
+	return 1 + bits.Len(uint(newEdges)) + 4*bits.Len(uint(newMM))
+}
+
+func (t *Tracker) addEntry(e Entry) {
+	e.Weight = weight(e.NewEdges, e.NewMM)
+	t.entries = append(t.entries, e)
+	t.totalWeight += e.Weight
+}
+
+// Add takes in the coverage of program p and reports whether p entered
+// the corpus (it reached new edges). A nil or unavailable coverage is
+// remembered for Status.
+func (t *Tracker) Add(p *prog.Program, c *obs.Coverage) (bool, error) {
+	t.programs++
+	defer t.row()
+	if c == nil {
+		if !t.seen && t.unavailable == "" {
+			t.unavailable = "the target collects none"
+		}
+		return false, nil
+	}
+	if !c.Available() {
+		if !t.seen {
+			t.unavailable = c.Unavailable
+		}
+		return false, nil
+	}
+	t.seen, t.unavailable = true, ""
+	ne, nm := t.merge(c)
+	if ne == 0 {
+		return false, nil
+	}
+	text := p.Format()
+	sum := sha256.Sum256(text)
+	name := hex.EncodeToString(sum[:8])
+	stored := *c
+	stored.Symbols = ""
+	b, err := json.Marshal(&stored)
+	if err != nil {
+		return false, fmt.Errorf("cover: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(t.Dir, name+".json"), b, 0o644); err != nil {
+		return false, fmt.Errorf("cover: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(t.Dir, name+".ffz"), text, 0o644); err != nil {
+		return false, fmt.Errorf("cover: %w", err)
+	}
+	t.addEntry(Entry{Name: name, Prog: p, NewEdges: ne, NewMM: nm})
+	return true, nil
+}
+
+func (t *Tracker) row() {
+	if t.csv == nil {
+		return
+	}
+	fmt.Fprintf(t.csv, "%.1f,%d,%d,%d,%d,%d\n", time.Since(t.start).Seconds(), t.programs, len(t.pcs), len(t.edges), t.mmPCs, len(t.entries))
+}
+
+// Pick returns a corpus program, drawn by weight, or nil when the
+// corpus is empty or the tracker does not guide.
+func (t *Tracker) Pick(r *rand.Rand) *prog.Program {
+	if !t.Guided || len(t.entries) == 0 {
+		return nil
+	}
+	x := r.IntN(t.totalWeight)
+	for _, e := range t.entries {
+		if x < e.Weight {
+			return e.Prog
+		}
+		x -= e.Weight
+	}
+	return t.entries[len(t.entries)-1].Prog
+}
+
+// Counts are a tracker's totals.
+type Counts struct {
+	PCs, Edges, ForkMMPCs, Corpus int
+	Symbols                       bool
+}
+
+// Counts returns the totals so far.
+func (t *Tracker) Counts() Counts {
+	return Counts{PCs: len(t.pcs), Edges: len(t.edges), ForkMMPCs: t.mmPCs, Corpus: len(t.entries), Symbols: t.syms != nil}
+}
+
+// Status is one phrase for the progress line and the summary.
+func (t *Tracker) Status() string {
+	if !t.seen {
+		if t.unavailable != "" {
+			return "coverage: unavailable (" + t.unavailable + ")"
+		}
+		return "coverage: -"
+	}
+	c := t.Counts()
+	mm := "fork/mm n/a (no symbols)"
+	if c.Symbols {
+		mm = fmt.Sprintf("fork/mm %d", c.ForkMMPCs)
+	}
+	mode := "guided"
+	if !t.Guided {
+		mode = "blind"
+	}
+	return fmt.Sprintf("cover %d pcs %d edges %s corpus %d (%s)", c.PCs, c.Edges, mm, c.Corpus, mode)
+}
+
+// ErrNoCorpus is returned by Report when workdir has no coverage corpus.
+var ErrNoCorpus = errors.New("no coverage corpus (WORKDIR/corpus/*/ from a campaign on a KCOV kernel)")

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/campaign/cover"
+)
+
+func init() {
+	commands = append(commands, command{name: "cover", args: "[flags] WORKDIR",
+		help: "report the kernel coverage (KCOV) a campaign's corpus reached: fork/mm functions", run: cmdCover})
+}
+
+// coverFlags adds run's coverage flags and returns what applies them.
+func coverFlags(fs *flag.FlagSet) func(*campaign.Config) {
+	blind := fs.Bool("blind", false, "mutation ignores kernel coverage (KCOV); it is still measured and kept in WORKDIR/corpus")
+	csv := fs.String("cover-csv", "", "write coverage after every program to this CSV (seconds,programs,pcs,edges,forkmm_pcs,corpus)")
+	off := fs.Bool("no-cover", false, "do not collect kernel coverage at all (to measure its cost)")
+	return func(c *campaign.Config) { c.Blind, c.CoverCSV, c.NoCover = *blind, *csv, *off }
+}
+
+func coverSummary(w io.Writer, st *campaign.Stats) {
+	if st.Cover == "" {
+		return
+	}
+	fmt.Fprintln(w, st.Cover)
+	if st.CoverDir != "" && st.CoverCounts.PCs > 0 {
+		fmt.Fprintf(w, "coverage corpus: %s (forkfuzz cover WORKDIR)\n", st.CoverDir)
+	}
+}
+
+func cmdCover(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("cover", stderr)
+	sysMap := fs.String("system-map", "", "symbolize with this System.map (or a saved /proc/kallsyms) instead of the corpus's kallsyms")
+	all := fs.Bool("all", false, "list every covered function, not only kernel/fork.c and mm/*.c")
+	if fs.Parse(args) != nil {
+		return exitError
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "forkfuzz cover: want one WORKDIR")
+		return exitError
+	}
+	opt := cover.ReportOptions{All: *all}
+	if *sysMap != "" {
+		s, err := cover.LoadSymbols(*sysMap)
+		if err != nil {
+			fmt.Fprintln(stderr, "forkfuzz cover: --system-map:", err)
+			return exitError
+		}
+		opt.Symbols, opt.SymbolsFrom = s, *sysMap
+	}
+	if err := cover.Report(stdout, fs.Arg(0), opt); err != nil {
+		fmt.Fprintln(stderr, "forkfuzz cover:", err)
+		return exitError
+	}
+	return exitClean
+}
+
+func init() {
+	commands = append(commands, command{name: "cover-plot", args: "OUT.svg NAME=CSV...",
+		help: "plot coverage over time from run --cover-csv files (SVG)", run: cmdCoverPlot})
+}
+
+func cmdCoverPlot(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("cover-plot", stderr)
+	title := fs.String("title", "kernel coverage over time", "plot title")
+	if fs.Parse(args) != nil {
+		return exitError
+	}
+	if fs.NArg() < 2 {
+		fmt.Fprintln(stderr, "forkfuzz cover-plot: want OUT.svg and at least one NAME=CSV")
+		return exitError
+	}
+	var series []*cover.Series
+	for _, a := range fs.Args()[1:] {
+		name, path, ok := strings.Cut(a, "=")
+		if !ok {
+			fmt.Fprintf(stderr, "forkfuzz cover-plot: %q: want NAME=CSV\n", a)
+			return exitError
+		}
+		s, err := cover.ReadSeries(name, path)
+		if err != nil {
+			fmt.Fprintln(stderr, "forkfuzz cover-plot:", err)
+			return exitError
+		}
+		series = append(series, s)
+	}
+	f, err := os.Create(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz cover-plot:", err)
+		return exitError
+	}
+	cover.PlotSVG(f, *title, series)
+	if err := f.Close(); err != nil {
+		fmt.Fprintln(stderr, "forkfuzz cover-plot:", err)
+		return exitError
+	}
+	return exitClean
+}
