@@ -193,6 +193,9 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	defer cov.close(st)
 	var programs, forks atomic.Int64
 	st.stats = newStatsLog(cfg, start)
+	if st.stats != nil {
+		st.stats.cover = cov.snapshot
+	}
 	defer st.stats.start(st, &programs, &forks, start)()
 	stopProgress := make(chan struct{})
 	progressDone := make(chan struct{})

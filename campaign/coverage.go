@@ -22,6 +22,7 @@ type coverState struct {
 	t      *cover.Tracker
 	failed string // the tracker could not open: coverage is off
 	line   atomic.Value
+	counts atomic.Pointer[cover.Counts] // the totals, for stats samples
 }
 
 func newCoverState(cfg Config) *coverState {
@@ -85,7 +86,13 @@ func (c *coverState) record(i int64, p *prog.Program, o *obs.Observation) {
 		logf(c.cfg.Log, "program %d: coverage: %v", i, err)
 	}
 	c.line.Store(c.t.Status())
+	n := c.t.Counts()
+	c.counts.Store(&n)
 }
+
+// snapshot is the coverage so far (nil: none collected); safe from any
+// goroutine.
+func (c *coverState) snapshot() *cover.Counts { return c.counts.Load() }
 
 func (c *coverState) status() string { return c.line.Load().(string) }
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/forkfuzz/forkfuzz/campaign/cover"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 )
@@ -34,6 +35,11 @@ type Sample struct {
 	Events        int64     `json:"failing_runs"`
 	Findings      int64     `json:"findings"`
 	HarnessErrors int64     `json:"harness_errors"`
+	// Edges and ForkMMPCs are the kernel coverage so far (KCOV: distinct
+	// edges, and PCs in kernel/fork.c and mm/); absent when the campaign
+	// collects none.
+	Edges     int `json:"cover_edges,omitempty"`
+	ForkMMPCs int `json:"cover_forkmm_pcs,omitempty"`
 	// Signatures counts, per signature, the failing runs of this run that
 	// showed it, with the first and last time.
 	Signatures map[string]*SigCount `json:"signatures,omitempty"`
@@ -52,6 +58,9 @@ type statsLog struct {
 	path     string
 	sample   Sample
 	onSample func(Sample)
+	// cover returns the coverage so far (nil: none); safe to call from
+	// the sampling goroutine.
+	cover func() *cover.Counts
 }
 
 func newStatsLog(cfg Config, start time.Time) *statsLog {
@@ -133,6 +142,11 @@ func (l *statsLog) write(st *Stats, programs, forks int64, start time.Time) {
 	s.Elapsed = time.Since(start).Seconds()
 	s.Programs, s.Forks = programs, forks
 	s.Findings = atomic.LoadInt64(&st.Findings)
+	if l.cover != nil {
+		if c := l.cover(); c != nil {
+			s.Edges, s.ForkMMPCs = c.Edges, c.ForkMMPCs
+		}
+	}
 	sigs := make(map[string]*SigCount, len(s.Signatures))
 	for k, v := range s.Signatures {
 		c := *v

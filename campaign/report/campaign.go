@@ -256,9 +256,12 @@ func CampaignPage(c *Campaign) []byte {
 	forkS = series{name: "forks/s", color: "#27ae60"}
 	findS = series{name: "unique findings", color: "#c0392b"}
 	failS := series{name: "failing runs", color: "#e67e22"}
+	edgeS := series{name: "kernel edges", color: "#8e44ad"}
+	mmS := series{name: "fork/mm PCs", color: "#16a085"}
+	covered := false
 	var base int64
 	for _, r := range rs {
-		var ps, fs, ns, es []pt
+		var ps, fs, ns, es, cs, ms []pt
 		for i, s := range r {
 			var dp, df, dt float64
 			if i == 0 {
@@ -271,6 +274,11 @@ func CampaignPage(c *Campaign) []byte {
 				fs = append(fs, pt{s.Time, df / dt})
 			}
 			ns = append(ns, pt{s.Time, float64(base + s.Findings)})
+			if s.Edges > 0 {
+				covered = true
+				cs = append(cs, pt{s.Time, float64(s.Edges)})
+				ms = append(ms, pt{s.Time, float64(s.ForkMMPCs)})
+			}
 			es = append(es, pt{s.Time, float64(s.Events)})
 		}
 		base += r[len(r)-1].Findings
@@ -278,14 +286,23 @@ func CampaignPage(c *Campaign) []byte {
 		forkS.segs = append(forkS.segs, fs)
 		findS.segs = append(findS.segs, ns)
 		failS.segs = append(failS.segs, es)
+		edgeS.segs = append(edgeS.segs, cs)
+		mmS.segs = append(mmS.segs, ms)
 	}
-	b.f(`<section id="plots"><h2>Over time</h2><div class="scroll">%s %s</div>`,
+	coverChart := ""
+	if covered {
+		coverChart = " " + lineChart("kernel coverage (KCOV)", []series{edgeS, mmS}, 600, 230)
+	}
+	b.f(`<section id="plots"><h2>Over time</h2><div class="scroll">%s %s%s</div>`,
 		lineChart("programs and forks per second", []series{progS, forkS}, 600, 230),
-		lineChart("findings", []series{findS, failS}, 600, 230))
-	if len(c.Samples) == 0 {
+		lineChart("findings", []series{findS, failS}, 600, 230), coverChart)
+	switch {
+	case len(c.Samples) == 0:
 		b.f(`<p class="note">No samples in %s yet (a run writes one every %s).</p>`, campaign.StatsFile, campaign.StatsEvery)
-	} else {
-		b.f(`<p class="note">%d samples from %s; coverage over time is not plotted: this campaign collects no coverage.</p>`, len(c.Samples), campaign.StatsFile)
+	case !covered:
+		b.f(`<p class="note">%d samples from %s; no coverage plot: this campaign collected no kernel coverage (no KCOV on its target).</p>`, len(c.Samples), campaign.StatsFile)
+	default:
+		b.f(`<p class="note">%d samples from %s.</p>`, len(c.Samples), campaign.StatsFile)
 	}
 	b.f(`</section>`)
 
