@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -61,20 +60,9 @@ func setTargetFlags(fs *flag.FlagSet, names map[string]bool, kind string) (all, 
 		if !contains(k.replay, f.Name) {
 			return
 		}
-		v := f.Value.String()
-		if contains(k.paths, f.Name) {
-			var abs []string
-			for _, p := range strings.Split(v, ",") {
-				if a, err := filepath.Abs(p); err == nil && p != "" {
-					p = a
-				}
-				abs = append(abs, p)
-			}
-			v = strings.Join(abs, ",")
-		}
-		replay = append(replay, "--"+f.Name, v)
+		replay = append(replay, "--"+f.Name, replayValue(k, f))
 	})
-	return all, replay
+	return all, append(replay, forkImplReplay(fs)...)
 }
 
 func shellQuote(args []string) string {

@@ -30,3 +30,15 @@ func TestForkImplFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayCarriesForkImpl: a finding's replay command keeps the fork
+// implementation (without it a replay would fork the stock way and pass).
+func TestReplayCarriesForkImpl(t *testing.T) {
+	code, out, errs := forkfuzz(t, "exec", "--json", "--fork-impl", "stock", "testdata/clean.ffz")
+	if code != exitClean {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "--fork-impl stock") {
+		t.Fatalf("the replay command lacks --fork-impl:\n%s", out)
+	}
+}

@@ -144,18 +144,7 @@ func (s *targetSel) ReplayArgs(t agents.Target) []string {
 		if isImage && f.Name == "kernel" {
 			return // added below, resolved
 		}
-		v := f.Value.String()
-		if contains(kind.paths, f.Name) {
-			var abs []string
-			for _, p := range strings.Split(v, ",") {
-				if a, err := filepath.Abs(p); err == nil && p != "" {
-					p = a
-				}
-				abs = append(abs, p)
-			}
-			v = strings.Join(abs, ",")
-		}
-		args = append(args, "--"+f.Name, v)
+		args = append(args, "--"+f.Name, replayValue(kind, f))
 	})
 	if isImage && (s.flagValue("kernel") != "" || s.flagValue("target-file") != "") {
 		// (Without either, the default image replays as the default: a
@@ -166,13 +155,37 @@ func (s *targetSel) ReplayArgs(t agents.Target) []string {
 		}
 		args = append(args, "--kernel", p)
 	}
-	// The fork implementation is part of what the kernel did: a replay
-	// without it would fork the stock way and pass.
-	if v := s.flagValue("fork-impl"); v != "" {
-		args = append(args, "--fork-impl", v)
-		if s.flagValue("differential") == "true" {
-			args = append(args, "--differential")
+	return append(args, forkImplReplay(s.fs)...)
+}
+
+// replayValue is flag f's value for a replay command: the paths of kind's
+// path flags made absolute (the command runs in the finding directory).
+func replayValue(kind targetKind, f *flag.Flag) string {
+	v := f.Value.String()
+	if !contains(kind.paths, f.Name) {
+		return v
+	}
+	var abs []string
+	for _, p := range strings.Split(v, ",") {
+		if a, err := filepath.Abs(p); err == nil && p != "" {
+			p = a
 		}
+		abs = append(abs, p)
+	}
+	return strings.Join(abs, ",")
+}
+
+// forkImplReplay is --fork-impl (and --differential) as set on fs: the
+// fork implementation is part of what the kernel did, and a replay
+// without it would fork the stock way and pass.
+func forkImplReplay(fs *flag.FlagSet) []string {
+	f := fs.Lookup("fork-impl")
+	if f == nil || f.Value.String() == "" {
+		return nil
+	}
+	args := []string{"--fork-impl", f.Value.String()}
+	if d := fs.Lookup("differential"); d != nil && d.Value.String() == "true" {
+		args = append(args, "--differential")
 	}
 	return args
 }
