@@ -19,7 +19,8 @@
 //
 // The reproducer prints "FAIL: ..." lines naming the process, operation or
 // view, page, expected and actual value, and exits 1 on a failure, 0
-// otherwise, 2 when it cannot set the program up. It builds with
+// otherwise, 2 when it cannot set the program up, 3 (undecided: never a
+// pass) when the run left the model's predicted path before any failure. It builds with
 // `gcc -O2 -static -pthread repro.c`.
 //
 // Every operation kind is translated. Not checked: the consistent-cut oracle
