@@ -424,6 +424,10 @@ func (in *instance) hung(start int64, why string, kerr func(kind, title, rep str
 	return e
 }
 
+// drowningReports: a program after which the console shows this many
+// reports restarts the VM even if they are only warnings.
+const drowningReports = 8
+
 // result turns the agent's reply into what Run returns, with any kernel
 // report the console shows since the program started.
 func (in *instance) result(m *Msg, start int64, fromReport func(*report.Report, bool) *KernelReportError) (*obs.Observation, error) {
@@ -431,7 +435,10 @@ func (in *instance) result(m *Msg, start int64, fromReport func(*report.Report, 
 	cons, _ := in.con.Since(start)
 	var kr *KernelReportError
 	if r := scanReports(cons); r != nil {
-		restart := r.Fatal || (r.Kind != report.Warning && r.Kind != report.RSS)
+		// A BUG or worse leaves the kernel suspect; so does a storm of
+		// warnings: the next program (a replay, the minimizer's next
+		// try) gets a freshly booted VM instead of a drowning one.
+		restart := r.Fatal || (r.Kind != report.Warning && r.Kind != report.RSS) || len(report.Parse(cons)) >= drowningReports
 		kr = fromReport(r, restart)
 		if restart {
 			in.stop()

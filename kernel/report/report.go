@@ -63,6 +63,7 @@ var skipFrames = map[string]bool{
 	"__schedule": true, "schedule": true, "schedule_timeout": true, "schedule_preempt_disabled": true,
 	"io_schedule": true, "rwsem_down_write_slowpath": true, "rwsem_down_read_slowpath": true,
 	"__mutex_lock": true, "mutex_lock": true, "rcu_dump_cpu_stacks": true,
+	"print_bad_pte": true, "print_bad_pte.cold": true, "bad_page": true, "bad_page.cold": true,
 }
 
 func inFunc(m []string, body []string) string {
@@ -110,6 +111,11 @@ var patterns = []pattern{
 		title: func(m, b []string) string { return "BUG: soft lockup" + inFunc(m, b) }},
 	{re: regexp.MustCompile(`^(?:NMI )?[Ww]atchdog: .*hard LOCKUP`), kind: Hang,
 		title: func(m, b []string) string { return "BUG: hard lockup" + inFunc(m, b) }},
+	// "BUG: Bad page map in process P  pte:... pmd:..." and "BUG: Bad
+	// page state in process P  pfn:...": the process and the entries
+	// differ from report to report; where the kernel found it does not.
+	{re: regexp.MustCompile(`^BUG: Bad page (map|state)`), kind: Bug,
+		title: func(m, b []string) string { return "BUG: Bad page " + m[1] + inFunc(m, b) }},
 	{re: regexp.MustCompile(`^kernel BUG at ([^:]+)`), kind: Bug, fatal: true,
 		title: func(m, b []string) string { return "kernel BUG" + orAt(inFunc(m, b), m[1]) }},
 	{re: regexp.MustCompile(`^BUG: (.*)`), kind: Bug,
@@ -143,6 +149,10 @@ func orAt(in, file string) string {
 	}
 	return " at " + file
 }
+
+// suppressed matches the rate limiter's summary line ("BUG: Bad page map:
+// 67421 messages suppressed", "foo: 3 callbacks suppressed").
+var suppressed = regexp.MustCompile(`: \d+ (?:messages|callbacks) suppressed\s*$`)
 
 // maxBody is how many lines after a report's first line belong to it.
 const maxBody = 80
@@ -182,6 +192,16 @@ func Parse(log []byte) []*Report {
 		line := raw[len(prefix.FindString(raw)):]
 		var p pattern
 		var mm []string
+		if suppressed.MatchString(line) {
+			// printk_ratelimit's "N messages suppressed" repeats a
+			// report's first words with a count: it starts no report
+			// (a title made from it would never deduplicate).
+			if cur != nil {
+				body = append(body, line)
+			}
+			off = end
+			continue
+		}
 		for _, q := range patterns {
 			if mm = q.re.FindStringSubmatch(line); mm != nil {
 				p = q

@@ -60,8 +60,11 @@ func TestGolden(t *testing.T) {
 // files so that -update cannot silently accept a regression.
 func TestTitles(t *testing.T) {
 	for file, title := range map[string]string{
-		"synthetic-warning.log":                "WARNING in copy_pte_range",
-		"synthetic-rss-counter.log":            "BUG: Bad rss-counter state",
+		"synthetic-warning.log":     "WARNING in copy_pte_range",
+		"synthetic-rss-counter.log": "BUG: Bad rss-counter state",
+		// Titled from the first report, not the rate limiter's "67421
+		// messages suppressed" line before it.
+		"synthetic-bad-page-map-storm.log":     "BUG: Bad page map in zap_pte_range",
 		"synthetic-page-table-check.log":       "page table check: kernel BUG in page_table_check_set.part.0",
 		"synthetic-hung-task.log":              "INFO: task hung in dup_mmap",
 		"synthetic-rcu-stall.log":              "INFO: rcu detected stall in async_fork_cpt_ptes",
