@@ -121,10 +121,21 @@ func TestAsyncForkKernel(t *testing.T) {
 	if err != nil {
 		t.Fatalf("stock run: %v", err)
 	}
+	// Stock forks: never deferred, nothing exclusive, no write-protected
+	// PMD. A fork whose child ran before the parent looked is "unknown"
+	// (the executor says so: it cannot hold a stock child off the CPU
+	// when the parent blocks); at least one must show "eager".
+	eager := 0
 	for _, f := range off.ForkImpl.Forks {
-		if f.Verdict != obs.EvEager || f.Exclusive != 0 || (len(mods) > 0 && f.PMDsWP != 0) {
-			t.Errorf("stock f%d: %+v, want eager, no exclusive page, no write-protected PMD", f.Fork, f)
+		if f.Verdict == obs.EvEager {
+			eager++
 		}
+		if f.Verdict == obs.EvDeferred || f.Exclusive != 0 || (len(mods) > 0 && f.PMDsWP != 0) {
+			t.Errorf("stock f%d: %+v, want eager (or unknown), no exclusive page, no write-protected PMD", f.Fork, f)
+		}
+	}
+	if eager == 0 {
+		t.Errorf("no stock fork showed eager evidence: %+v", off.ForkImpl.Forks)
 	}
 	off.ForkImpl.Profile = "async-fork"
 	var fe *obs.ForkImplError

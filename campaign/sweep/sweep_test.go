@@ -211,9 +211,9 @@ func TestQEMUSweep(t *testing.T) {
 	}
 	image := os.Getenv("FORKFUZZ_TEST_KERNEL")
 	if image == "" {
-		m, _ := filepath.Glob(filepath.Join(repoRoot(t), "../shared/kernels/bzImage-*"))
+		m, _ := filepath.Glob(filepath.Join(repoRoot(t), "../shared/kernels/bzImage-*-forkfuzz"))
 		if len(m) == 0 {
-			t.Skip("no reference kernel: set FORKFUZZ_TEST_KERNEL or provide ../shared/kernels/bzImage-*")
+			t.Skip("no reference kernel: set FORKFUZZ_TEST_KERNEL or provide ../shared/kernels/bzImage-*-forkfuzz (the reference kernel)")
 		}
 		image = m[0]
 	}
