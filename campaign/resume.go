@@ -31,8 +31,9 @@ const CorpusFindings = "findings"
 const maxLoggedMutations = 10
 
 // savedCorpus keeps the mutation pool on disk (Config.Corpus) so a later
-// run continues from it. The campaign collects no coverage, so every
-// program that ran is kept, bounded like the pool: a program evicted from
+// run continues from it. It keeps every program that ran (what added
+// kernel coverage is kept apart, in the coverage corpus: coverage.go),
+// bounded like the pool: a program evicted from
 // the pool is deleted from disk; programs that showed a new finding are
 // kept in CorpusFindings for good. All methods are nil-safe and called
 // with the campaign's lock held.
@@ -80,7 +81,7 @@ func openCorpus(cfg Config, pool *Pool) (*savedCorpus, error) {
 			n++
 		}
 	}
-	c.log("corpus: %s: restored %d programs (%d that showed findings) into the mutation pool (%d programs); this campaign collects no coverage, so every program that runs is kept (bounded at %d)",
+	c.log("corpus: %s: restored %d programs (%d that showed findings) into the mutation pool (%d programs); every program that runs is kept here (bounded at %d; programs that add kernel coverage also go to the coverage corpus)",
 		cfg.Corpus, n, countFiles(finds), len(pool.Progs), PoolMax)
 	return c, nil
 }
