@@ -117,25 +117,34 @@ func TestAsyncForkKernel(t *testing.T) {
 		}
 	}
 
-	off, err := tg.run(p, agents.Options{ForkImpl: "stock"}, testHooks{read: stats, readOut: &s1})
-	if err != nil {
-		t.Fatalf("stock run: %v", err)
-	}
 	// Stock forks: never deferred, nothing exclusive, no write-protected
 	// PMD. A fork whose child ran before the parent looked is "unknown"
 	// (the executor says so: it cannot hold a stock child off the CPU
-	// when the parent blocks); at least one must show "eager".
-	eager := 0
-	for _, f := range off.ForkImpl.Forks {
-		if f.Verdict == obs.EvEager {
-			eager++
+	// while the parent is still in fork); under load both forks of a run
+	// can be unknown, so run up to 5 times until one shows "eager".
+	var off *obs.Observation
+	for try := 1; try <= 5; try++ {
+		o, err := tg.run(p, agents.Options{ForkImpl: "stock"}, testHooks{read: stats, readOut: &s1})
+		if err != nil {
+			t.Fatalf("stock run: %v", err)
 		}
-		if f.Verdict == obs.EvDeferred || f.Exclusive != 0 || (len(mods) > 0 && f.PMDsWP != 0) {
-			t.Errorf("stock f%d: %+v, want eager (or unknown), no exclusive page, no write-protected PMD", f.Fork, f)
+		eager := 0
+		for _, f := range o.ForkImpl.Forks {
+			if f.Verdict == obs.EvEager {
+				eager++
+			}
+			if f.Verdict == obs.EvDeferred || f.Exclusive != 0 || (len(mods) > 0 && f.PMDsWP != 0) {
+				t.Errorf("stock f%d: %+v, want eager (or unknown), no exclusive page, no write-protected PMD", f.Fork, f)
+			}
 		}
+		if eager > 0 {
+			off = o
+			break
+		}
+		t.Logf("stock run %d: no fork decided (%+v)", try, o.ForkImpl.Forks)
 	}
-	if eager == 0 {
-		t.Errorf("no stock fork showed eager evidence: %+v", off.ForkImpl.Forks)
+	if off == nil {
+		t.Fatal("5 stock runs and no fork showed eager evidence")
 	}
 	off.ForkImpl.Profile = "async-fork"
 	var fe *obs.ForkImplError
