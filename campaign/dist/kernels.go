@@ -2,22 +2,20 @@ package dist
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/forkfuzz/forkfuzz/kernel"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // PutKernel publishes a kernel image to the object store once, named by
 // its SHA-256, and returns the hash.
 func PutKernel(ctx context.Context, s *Store, path string) (string, error) {
-	sum, err := fileSHA256(path)
+	sum, err := kernel.FileSHA256(path)
 	if err != nil {
 		return "", fmt.Errorf("dist: kernel %s: %w", path, err)
 	}
@@ -42,7 +40,7 @@ func PutKernel(ctx context.Context, s *Store, path string) (string, error) {
 // the hash of what it fetched.
 func FetchKernel(ctx context.Context, s *Store, sum, cache string) (string, error) {
 	path := filepath.Join(cache, "kernels", sum)
-	if got, err := fileSHA256(path); err == nil && got == sum {
+	if got, err := kernel.FileSHA256(path); err == nil && got == sum {
 		return path, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -52,7 +50,7 @@ func FetchKernel(ctx context.Context, s *Store, sum, cache string) (string, erro
 	if err := s.Kernels.GetFile(ctx, sum, tmp); err != nil {
 		return "", fmt.Errorf("dist: fetching kernel %s: %w", sum, err)
 	}
-	got, err := fileSHA256(tmp)
+	got, err := kernel.FileSHA256(tmp)
 	if err != nil {
 		return "", fmt.Errorf("dist: kernel %s: %w", sum, err)
 	}
@@ -64,19 +62,6 @@ func FetchKernel(ctx context.Context, s *Store, sum, cache string) (string, erro
 		return "", fmt.Errorf("dist: kernel cache: %w", err)
 	}
 	return path, nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // CampaignKernel is the kernel of the newest unfinished qemu campaign (""

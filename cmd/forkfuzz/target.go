@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/kernel"
 )
 
 // targetSel is a command's --target and the flags of every target kind,
@@ -206,26 +205,13 @@ func (s *targetSel) Kernel(t agents.Target) campaign.KernelID {
 		if a, err := filepath.Abs(k.Image); err == nil {
 			k.Image = a
 		}
-		k.SHA256, _ = fileSHA256(k.Image)
+		k.SHA256, _ = kernel.FileSHA256(k.Image)
 		return k
 	}
 	if *s.name == "native" {
 		return campaign.HostKernel()
 	}
 	return campaign.KernelID{Simulated: t.Name()}
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func contains(list []string, s string) bool {
