@@ -6,7 +6,7 @@ export GOFLAGS ?= -buildvcs=false
 # forkfuzz ships itself into VM initramfs images: build it static.
 export CGO_ENABLED := 0
 
-.PHONY: all build run run-native run-sim test test-short fuzz bench vet clean deps gofuzz
+.PHONY: all build run run-native run-sim test test-short fuzz bench vet clean deps gofuzz gofuzz-compare
 
 all: build
 
@@ -61,23 +61,19 @@ fuzz:
 	$(GO) test ./campaign/redis -run '^$$' -fuzz FuzzReadReply -fuzztime $(FUZZTIME)
 	$(GO) test ./campaign/dist -run '^$$' -fuzz FuzzDecodeMinimizeResult -fuzztime $(FUZZTIME)
 
-# go-fuzz (github.com/dvyukov/go-fuzz) on the simulated kernel (campaign/gofuzz),
-# in a scratch copy of the module (go-fuzz-build needs go-fuzz-dep in go.mod),
-# corpus kept in $(GOFUZZ_WORK)/corpus. With Go 1.26 go-fuzz-build (latest,
-# 2022) fails: it cannot copy a dependency's //go:embed directory (porcupine's
-# visualization): "copyFile: copying failed: ... copy_file_range: is a
-# directory". Rewriting that embed as one //go:embed line per file gets past
-# the copy, then its go build fails: "pattern visualization/index.css: no
-# matching files found" (the files are not copied). Native fuzzing: make fuzz.
+# go-fuzz (github.com/dvyukov/go-fuzz) on the simulated kernel and the
+# program parser (campaign/gofuzz), built in a scratch copy of the module
+# (campaign/gofuzz/gofuzz.sh says why), corpora kept in $(GOFUZZ_WORK).
+# gofuzz-compare: seconds to the first crasher per simulated-kernel mutant,
+# go-fuzz vs the native FuzzSim. Native fuzzing of every parser: make fuzz.
 GOFUZZ_WORK ?= workdir/gofuzz
 GOFUZZ_TIME ?= 60
+GOFUZZ_MUTANTS ?= eager-no-wrprotect eager-cow-reuse odf-break-refcount async-mmap-nosync async-rollback-partial
 gofuzz:
-	$(GO) install github.com/dvyukov/go-fuzz/go-fuzz@latest github.com/dvyukov/go-fuzz/go-fuzz-build@latest
-	rm -rf $(GOFUZZ_WORK)/src && mkdir -p $(GOFUZZ_WORK)/src $(GOFUZZ_WORK)/corpus
-	git ls-files | tar -cf - -T - | tar -xf - -C $(GOFUZZ_WORK)/src
-	cd $(GOFUZZ_WORK)/src && $(GO) get github.com/dvyukov/go-fuzz/go-fuzz-dep@v0.0.0-20220726122315-1d375ef9f9f6
-	cd $(GOFUZZ_WORK)/src/campaign/gofuzz && go-fuzz-build -o $(abspath $(GOFUZZ_WORK))/gofuzz-fuzz.zip .
-	timeout $(GOFUZZ_TIME) go-fuzz -bin $(GOFUZZ_WORK)/gofuzz-fuzz.zip -workdir $(GOFUZZ_WORK)/corpus || test $$? = 124
+	GO=$(GO) ./campaign/gofuzz/gofuzz.sh run $(GOFUZZ_WORK) $(GOFUZZ_TIME)
+
+gofuzz-compare:
+	GO=$(GO) ./campaign/gofuzz/gofuzz.sh compare $(GOFUZZ_WORK) $(GOFUZZ_TIME) $(GOFUZZ_MUTANTS)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./agents/executor/ ./checker/cut/

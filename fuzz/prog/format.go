@@ -2,7 +2,9 @@ package prog
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -527,4 +529,31 @@ func (ps *parser) opArgs(op *Op, toks []token) error {
 		op.To = r
 	}
 	return nil
+}
+
+// RoundTrip is the property the parser's fuzzers (the native FuzzParse and
+// go-fuzz's FuzzParse in campaign/gofuzz) check: Parse never panics,
+// rejects text only with a *SyntaxError or *ValidationError, and whatever
+// it accepts formats to a canonical text that parses to the same program.
+// It reports whether text was accepted, and an error when the property
+// does not hold.
+func RoundTrip(text []byte) (accepted bool, err error) {
+	p, err := Parse(text)
+	if err != nil {
+		var se *SyntaxError
+		var ve *ValidationError
+		if !errors.As(err, &se) && !errors.As(err, &ve) {
+			return false, fmt.Errorf("error of unexpected type %T: %v", err, err)
+		}
+		return false, nil
+	}
+	out := p.Format()
+	q, err := Parse(out)
+	if err != nil {
+		return true, fmt.Errorf("canonical text does not parse: %v\n%s", err, out)
+	}
+	if !reflect.DeepEqual(p, q) {
+		return true, fmt.Errorf("round trip differs:\n%s\n%s", out, q.Format())
+	}
+	return true, nil
 }
