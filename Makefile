@@ -68,7 +68,7 @@ fuzz:
 # go-fuzz vs the native FuzzSim. Native fuzzing of every parser: make fuzz.
 GOFUZZ_WORK ?= workdir/gofuzz
 GOFUZZ_TIME ?= 60
-GOFUZZ_MUTANTS ?= eager-no-wrprotect eager-cow-reuse odf-break-refcount async-mmap-nosync async-rollback-partial
+GOFUZZ_MUTANTS ?= odf-break-refcount async-mmap-nosync async-rollback-partial async-no-ptl async-nested-fork async-kill-norecover
 gofuzz:
 	GO=$(GO) ./campaign/gofuzz/gofuzz.sh run $(GOFUZZ_WORK) $(GOFUZZ_TIME)
 
