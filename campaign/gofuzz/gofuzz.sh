@@ -82,7 +82,9 @@ run)
 compare)
 	[ $# -gt 0 ] || { echo "compare: name at least one mutant (forkfuzz sim-bench --list-mutants)" >&2; exit 2; }
 	build
-	(cd "$work/src" && $GO test -c -o "$work/simbench.test" ./campaign/simbench)
+	# -d=libfuzzer on the module's packages: the coverage instrumentation
+	# go test -fuzz adds itself (without it the native fuzzer runs blind).
+	(cd "$work/src" && $GO test -c -gcflags='github.com/forkfuzz/forkfuzz/...=-d=libfuzzer' -o "$work/simbench.test" ./campaign/simbench)
 	printf '%-32s %12s %12s\n' mutant go-fuzz native
 	for m in "$@"; do
 		rm -rf "$work/cmp-$m"
