@@ -80,7 +80,7 @@ run)
 	done
 	;;
 compare)
-	[ $# -gt 0 ] || { echo "compare: name at least one mutant (forkfuzz sim-bench --list-mutants)" >&2; exit 2; }
+	[ $# -gt 0 ] || { echo "compare: name at least one mutant (forkfuzz run --target sim --fork async --list-mutants)" >&2; exit 2; }
 	build
 	# -d=libfuzzer on the module's packages: the coverage instrumentation
 	# go test -fuzz adds itself (without it the native fuzzer runs blind).
