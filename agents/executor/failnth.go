@@ -120,7 +120,7 @@ func (m *machine) wantsRollback(i int) bool {
 	if m.inChild || op.Proc != 0 || m.rb == nil {
 		return false
 	}
-	if op.FailNth > 0 || op.OOMMemcg > 0 {
+	if op.FailNth > 0 || op.OOMMemcg > 0 || op.ChildFail > 0 {
 		return true
 	}
 	for _, o := range m.p.Ops {
@@ -192,6 +192,17 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 		a.limit, a.limitLen, a.max = uintptr(unsafe.Pointer(&lim.limit[0])), int64(lim.limitN), uintptr(unsafe.Pointer(&lim.max[0]))
 	}
 
+	// childfail (childfail.go): the child is armed while it is held off
+	// the CPU, by the evidence machinery or by hold.
+	var hold childHold
+	childKmsg := -1
+	if op.ChildFail > 0 {
+		rb.Cause = obs.CauseChildFail
+		childKmsg = kmsgOpen()
+		if !m.fe.on {
+			hold.before()
+		}
+	}
 	if m.fe.on {
 		m.fe.before()
 	}
@@ -209,8 +220,25 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	armErr = uintptr(-int64(armErr))
 	sigRestore(&m.sigOld)
 	m.forkTSC[f] = [2]uint64{inv, resp}
+	var arm *childArm
+	if op.ChildFail > 0 && errno == 0 {
+		arm = armChild(int(pid), op.ChildFail, childKmsg)
+		if !m.fe.on && !hold.fifo && arm.cf.Ran == "" {
+			arm.cf.Ran = "not held off the CPU (" + hold.err + "): the child may have started its copy before it was armed"
+		}
+	} else if childKmsg >= 0 {
+		unix.Close(childKmsg)
+	}
 	if m.fe.on {
 		m.fe.after(m, i, f, int(pid), errno)
+	} else if op.ChildFail > 0 {
+		hold.after(int(pid))
+	}
+	if arm != nil {
+		rb.Child = arm.settle()
+		if rb.Child.Injection == obs.InjUnsupported {
+			m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: childfail=%d not injected, the child ran without it: %s", f, op.ChildFail, rb.Child.Reason))
+		}
 	}
 	end := m.now()
 	if lim != nil {

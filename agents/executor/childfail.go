@@ -1,0 +1,190 @@
+package executor
+
+// Fault injection into the child's side of a fork (prog.Op.ChildFail).
+// Under Async-fork the child copies the PMD and PTE levels of the
+// parent's page tables in its own context (schedule_tail) before it first
+// returns to user space; the parent's fail-nth cannot reach that (fork
+// resets the child's fail-nth), and make-it-fail with probability and
+// interval counts every task's allocations in one global counter. So the
+// parent arms the child itself, right after fork returned and while the
+// child is still held off the CPU (pinned to the parent's CPU, the parent
+// SCHED_FIFO; the evidence machinery of forkimpl.go does the same):
+//
+//  1. kill(child, SIGSTOP): the child stops on its way to user space,
+//     after everything the kernel does for it before that, and before it
+//     runs a single user instruction;
+//  2. write K to /proc/CHILD/task/CHILD/fail-nth: the K-th failure point
+//     of the child's own context fails (failslab and fail_page_alloc
+//     with the settings of FaultInjection, verbose=2 so the kernel logs
+//     the failing stack);
+//  3. let the child run, waitid(WSTOPPED|WEXITED|WNOWAIT): it either
+//     stopped (it survived everything before user space) or died there;
+//  4. read the child's fail-nth back (a zombie's /proc entry is still
+//     there): 0 means the fault was injected, else the child passed
+//     K-remaining failure points; write 0 (disarm); read the kernel log
+//     for the site and whose stack it was; SIGCONT a stopped child.
+//
+// Main process only; the parent may use the Go runtime throughout (its
+// own fail-nth is not armed).
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+)
+
+// childHold keeps a new child off the CPU when the evidence machinery
+// does not (no --fork-impl): the parent pins itself to its CPU and runs
+// SCHED_FIFO (with SCHED_RESET_ON_FORK: the child is SCHED_OTHER on the
+// same CPU, so it cannot run while the parent is runnable).
+type childHold struct {
+	orig         unix.CPUSet
+	pinned, fifo bool
+	err          string
+}
+
+func (h *childHold) before() {
+	*h = childHold{}
+	if err := unix.SchedGetaffinity(0, &h.orig); err != nil {
+		h.err = "sched_getaffinity: " + err.Error()
+		return
+	}
+	var cpu uint32
+	if _, errno := sys3(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0); errno != 0 {
+		h.err = "getcpu: " + unix.Errno(errno).Error()
+		return
+	}
+	var one unix.CPUSet
+	one.Set(int(cpu))
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		h.err = "sched_setaffinity: " + err.Error()
+		return
+	}
+	h.pinned = true
+	p := schedParam{prio: 1}
+	if _, errno := sys3(unix.SYS_SCHED_SETSCHEDULER, 0, unix.SCHED_FIFO|unix.SCHED_RESET_ON_FORK, uintptr(unsafe.Pointer(&p))); errno != 0 {
+		h.err = "sched_setscheduler SCHED_FIFO: " + unix.Errno(errno).Error()
+		return
+	}
+	h.fifo = true
+}
+
+func (h *childHold) after(pid int) {
+	if h.fifo {
+		p := schedParam{}
+		sys3(unix.SYS_SCHED_SETSCHEDULER, 0, schedOther, uintptr(unsafe.Pointer(&p)))
+	}
+	if h.pinned {
+		if pid > 0 {
+			unix.SchedSetaffinity(pid, &h.orig)
+		}
+		unix.SchedSetaffinity(0, &h.orig)
+	}
+}
+
+// childArm is an armed child: what armChild did, for settleChild.
+type childArm struct {
+	cf   *obs.ChildFault
+	pid  int
+	fd   int // the child's fail-nth, or -1
+	kmsg int
+}
+
+// armChild runs in the parent right after fork returned pid, while the
+// child is held off the CPU (steps 1 and 2 above).
+func armChild(pid, k, kmsg int) *childArm {
+	a := &childArm{cf: &obs.ChildFault{FailNth: k}, pid: pid, fd: -1, kmsg: kmsg}
+	if _, err := FaultInjection(); err != nil {
+		a.cf.Injection, a.cf.Reason = obs.InjUnsupported, err.Error()
+		return a
+	}
+	if _, errno := sys2(unix.SYS_KILL, uintptr(pid), uintptr(unix.SIGSTOP)); errno != 0 {
+		a.cf.Injection, a.cf.Reason = obs.InjUnsupported, "SIGSTOP to the child: "+unix.Errno(errno).Error()
+		return a
+	}
+	path := fmt.Sprintf("/proc/%d/task/%d/fail-nth", pid, pid)
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err == nil {
+		_, err = unix.Write(fd, []byte(strconv.Itoa(k)))
+		if err != nil {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		a.cf.Injection, a.cf.Reason = obs.InjUnsupported, fmt.Sprintf("arm %s: %v", path, err)
+		return a
+	}
+	a.fd = fd
+	a.cf.Ran = childRan(pid)
+	return a
+}
+
+// settle waits for the armed child to stop on its way to user space or
+// to die, and records what happened (steps 3 and 4 above). The child
+// must be free to run by now.
+func (a *childArm) settle() *obs.ChildFault {
+	cf := a.cf
+	if a.kmsg >= 0 {
+		defer unix.Close(a.kmsg)
+	}
+	if a.fd < 0 {
+		if cf.Injection == obs.InjUnsupported {
+			// SIGSTOP may have been sent before arming failed.
+			sys2(unix.SYS_KILL, uintptr(a.pid), uintptr(unix.SIGCONT))
+		}
+		return cf
+	}
+	defer unix.Close(a.fd)
+	var info [128]byte
+	for {
+		_, _, e := unix.Syscall6(unix.SYS_WAITID, 1 /* P_PID */, uintptr(a.pid), uintptr(unsafe.Pointer(&info[0])),
+			unix.WEXITED|unix.WSTOPPED|unix.WNOWAIT, 0, 0)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			cf.Injection, cf.Reason = obs.InjUnsupported, "waitid for the armed child: "+e.Error()
+			return cf
+		}
+		break
+	}
+	// siginfo_t: si_signo 0, si_errno 4, si_code 8, si_pid 16, si_uid 20, si_status 24.
+	code := *(*int32)(unsafe.Pointer(&info[8]))
+	status := int(*(*int32)(unsafe.Pointer(&info[24])))
+	switch code {
+	case 5: // CLD_STOPPED
+		cf.Outcome = obs.ChildStopped
+	case 2, 3: // CLD_KILLED, CLD_DUMPED
+		cf.Outcome, cf.Signal = obs.ChildDied, status
+	case 1: // CLD_EXITED
+		cf.Outcome, cf.Status = obs.ChildDied, status
+	default:
+		cf.Outcome = fmt.Sprintf("waitid si_code %d status %d", code, status)
+	}
+	var buf [24]byte
+	n, err := unix.Pread(a.fd, buf[:], 0)
+	unix.Pwrite(a.fd, []byte("0"), 0)
+	left, perr := strconv.Atoi(strings.TrimSpace(string(buf[:max(n, 0)])))
+	switch {
+	case err != nil || perr != nil:
+		cf.Injection, cf.Reason = obs.InjUnsupported, fmt.Sprintf("reading the child's fail-nth back: %q %v", buf[:max(n, 0)], err)
+	case left == 0:
+		cf.Injection = obs.InjInjected
+	default:
+		cf.Injection, cf.Remaining = obs.InjNotReached, left
+	}
+	if a.kmsg >= 0 {
+		lines := kmsgLines(a.kmsg)
+		cf.Site = ParseFaultSite(lines)
+		cf.Phase = FaultPhase(lines, a.pid)
+	}
+	if cf.Outcome == obs.ChildStopped {
+		sys2(unix.SYS_KILL, uintptr(a.pid), uintptr(unix.SIGCONT))
+	}
+	return cf
+}
