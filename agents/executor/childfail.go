@@ -110,6 +110,10 @@ func armChild(pid, k, kmsg int) *childArm {
 	path := fmt.Sprintf("/proc/%d/task/%d/fail-nth", pid, pid)
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err == nil {
+		// Whether the child has been on a CPU yet, read right before
+		// the write that arms it: if it has, it may have passed failure
+		// points unarmed.
+		a.cf.Ran = childRan(pid)
 		_, err = unix.Write(fd, []byte(strconv.Itoa(k)))
 		if err != nil {
 			unix.Close(fd)
@@ -120,7 +124,6 @@ func armChild(pid, k, kmsg int) *childArm {
 		return a
 	}
 	a.fd = fd
-	a.cf.Ran = childRan(pid)
 	return a
 }
 

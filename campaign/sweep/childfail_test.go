@@ -36,10 +36,11 @@ check
 // (--fork-impl async-fork, async_fork.seq_fix=1, the forkfuzz_pmd module
 // built for it) and injects faults into the child's side of a fork: with
 // childfail far beyond its failure points the child passes them all and
-// runs; childfail=1 strikes the child's copy of the page tables, the
-// child dies with SIGKILL before user space and the parent is intact (no
-// finding: maps, content, PMD RW bits, page tables, write pass); so does
-// the last failure point.
+// runs; childfail=1, the middle one and the last but one strike the
+// child's copy of the page tables, the child dies with SIGKILL before
+// user space and the parent is intact (no finding: maps, content, PMD RW
+// bits, page tables, write pass); the last one is the harness's SIGSTOP
+// notification.
 func TestQEMUChildFail(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots a QEMU VM: skipped under -short")
@@ -113,11 +114,18 @@ func TestQEMUChildFail(t *testing.T) {
 	if points < 2 {
 		t.Fatalf("the child has %d failure points before user space: under Async-fork its copy of the page tables allocates (PMD and PTE tables)", points)
 	}
-	for _, k := range []int{1, points} {
+	// The last one is the harness's own: the child stops on SIGSTOP
+	// and the kernel allocates the SIGCHLD that tells the parent
+	// (do_signal_stop); the ones before it are the child's copy.
+	rb, v = run(points)
+	if c := rb.Child; c.Injection != obs.InjInjected || c.Phase != obs.PhaseChild || !strings.Contains(c.Site, "do_signal_stop") || c.Outcome != obs.ChildStopped || len(v.Issues) != 0 {
+		t.Errorf("childfail=%d (the last): %+v, issues %v; want the SIGSTOP notification, the child alive", points, c, v.Issues)
+	}
+	for _, k := range []int{1, points / 2, points - 1} {
 		rb, v := run(k)
 		c := rb.Child
-		if c.Injection != obs.InjInjected || c.Phase != obs.PhaseCopy || c.Outcome != obs.ChildDied || c.Signal != 9 {
-			t.Errorf("childfail=%d: %+v; want the fault injected in the child's copy and the child killed with SIGKILL", k, c)
+		if c.Injection != obs.InjInjected || c.Phase != obs.PhaseCopy || c.Outcome != obs.ChildDied || c.Signal != 9 || c.Ran != "" {
+			t.Errorf("childfail=%d: %+v; want the fault injected in the child's copy (armed before the child ran) and the child killed with SIGKILL", k, c)
 		}
 		if len(v.Issues) != 0 || !rb.Comparable {
 			t.Errorf("childfail=%d: the parent is not judged intact (comparable %v): %v", k, rb.Comparable, v.Issues)
