@@ -63,7 +63,10 @@ func TestChildFailKilled(t *testing.T) {
 		want string
 	}{
 		{"segfault", func(rb *obs.Rollback, o *obs.Observation) { rb.Child.Signal = 11; o.Ops[4].Ret = 11 }, "rollback:child-copy-signal"},
-		{"exit", func(rb *obs.Rollback, o *obs.Observation) { rb.Child.Signal, rb.Child.Status = 0, 1; o.Ops[4].Ret = 0x100 }, "rollback:child-copy-signal"},
+		{"exit", func(rb *obs.Rollback, o *obs.Observation) {
+			rb.Child.Signal, rb.Child.Status = 0, 1
+			o.Ops[4].Ret = 0x100
+		}, "rollback:child-copy-signal"},
 		{"no fault", func(rb *obs.Rollback, o *obs.Observation) {
 			rb.Child.Injection, rb.Child.Remaining, rb.Child.Site, rb.Child.Phase = obs.InjNotReached, 3, "", ""
 		}, "rollback:child-died"},

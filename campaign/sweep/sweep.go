@@ -75,8 +75,8 @@ type ForkResult struct {
 	ChildSignals               map[int]int
 	Phases                     map[string]int
 	Elapsed                    time.Duration
-	Stopped  string // why the sweep of this fork ended
-	Findings []Finding
+	Stopped                    string // why the sweep of this fork ended
+	Findings                   []Finding
 }
 
 // Result is a whole sweep.
