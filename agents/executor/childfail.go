@@ -87,44 +87,101 @@ func (h *childHold) after(pid int) {
 	}
 }
 
-// childArm is an armed child: what armChild did, for settleChild.
+// childArm is an armed child: what armChild did, for settle. It is
+// allocated before the fork: between the fork and the write that arms
+// the child, the parent makes only raw system calls on these buffers (an
+// allocation could start a garbage collection, whose stop-the-world may
+// block the parent and let the child run, and copy, unarmed).
 type childArm struct {
-	cf   *obs.ChildFault
-	pid  int
-	fd   int // the child's fail-nth, or -1
-	kmsg int
+	cf    *obs.ChildFault
+	pid   int
+	fd    int // the child's fail-nth, or -1
+	kmsg  int
+	k     [24]byte
+	kn    int
+	path  [64]byte // /proc/PID/task/PID/fail-nth
+	stat  [64]byte // /proc/PID/schedstat
+	buf   [128]byte
+	ran   bool
+	err   uintptr
+	where string
 }
 
-// armChild runs in the parent right after fork returned pid, while the
-// child is held off the CPU (steps 1 and 2 above).
-func armChild(pid, k, kmsg int) *childArm {
-	a := &childArm{cf: &obs.ChildFault{FailNth: k}, pid: pid, fd: -1, kmsg: kmsg}
-	if _, err := FaultInjection(); err != nil {
-		a.cf.Injection, a.cf.Reason = obs.InjUnsupported, err.Error()
-		return a
+func newChildArm(k, kmsg int) *childArm {
+	a := &childArm{cf: &obs.ChildFault{FailNth: k}, fd: -1, kmsg: kmsg}
+	a.kn = len(strconv.AppendInt(a.k[:0], int64(k), 10))
+	return a
+}
+
+// putPath writes "/proc/PID" + rest + NUL into dst (no allocation).
+func putPath(dst []byte, pid int, rest string) {
+	n := copy(dst, "/proc/")
+	n += len(strconv.AppendInt(dst[n:n], int64(pid), 10))
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == '#' {
+			n += len(strconv.AppendInt(dst[n:n], int64(pid), 10))
+			continue
+		}
+		dst[n] = rest[i]
+		n++
 	}
-	if _, errno := sys2(unix.SYS_KILL, uintptr(pid), uintptr(unix.SIGSTOP)); errno != 0 {
-		a.cf.Injection, a.cf.Reason = obs.InjUnsupported, "SIGSTOP to the child: "+unix.Errno(errno).Error()
-		return a
+	dst[n] = 0
+}
+
+// arm runs in the parent right after fork returned pid, while the child
+// is held off the CPU (steps 1 and 2 above): raw system calls only.
+func (a *childArm) arm(pid int) {
+	a.pid = pid
+	if _, a.err = sys2(unix.SYS_KILL, uintptr(pid), uintptr(unix.SIGSTOP)); a.err != 0 {
+		a.where = "SIGSTOP to the child"
+		return
 	}
-	path := fmt.Sprintf("/proc/%d/task/%d/fail-nth", pid, pid)
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err == nil {
-		// Whether the child has been on a CPU yet, read right before
-		// the write that arms it: if it has, it may have passed failure
-		// points unarmed.
-		a.cf.Ran = childRan(pid)
-		_, err = unix.Write(fd, []byte(strconv.Itoa(k)))
-		if err != nil {
-			unix.Close(fd)
+	putPath(a.path[:], pid, "/task/#/fail-nth")
+	putPath(a.stat[:], pid, "/schedstat")
+	fd, e := rawSyscall6(unix.SYS_OPENAT, uintptr(atFdcwd), uintptr(unsafe.Pointer(&a.path[0])), unix.O_RDWR|unix.O_CLOEXEC, 0, 0, 0)
+	if e != 0 {
+		a.err, a.where = e, "open the child's fail-nth"
+		return
+	}
+	// Whether the child has been on a CPU yet, read right before the
+	// write that arms it: if it has, it may have passed failure points
+	// unarmed (its schedstat's third field counts its runs).
+	if sf, e := rawSyscall6(unix.SYS_OPENAT, uintptr(atFdcwd), uintptr(unsafe.Pointer(&a.stat[0])), unix.O_RDONLY|unix.O_CLOEXEC, 0, 0, 0); e == 0 {
+		n, e := rawSyscall6(unix.SYS_READ, sf, uintptr(unsafe.Pointer(&a.buf[0])), uintptr(len(a.buf)), 0, 0, 0)
+		rawSyscall6(unix.SYS_CLOSE, sf, 0, 0, 0, 0, 0)
+		if e == 0 && int(n) > 0 && int(n) <= len(a.buf) {
+			b := a.buf[:n]
+			for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
+				b = b[:len(b)-1]
+			}
+			a.ran = len(b) > 0 && b[len(b)-1] != '0' || len(b) > 1 && b[len(b)-2] != ' '
 		}
 	}
-	if err != nil {
-		a.cf.Injection, a.cf.Reason = obs.InjUnsupported, fmt.Sprintf("arm %s: %v", path, err)
-		return a
+	if _, e := rawSyscall6(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&a.k[0])), uintptr(a.kn), 0, 0, 0); e != 0 {
+		rawSyscall6(unix.SYS_CLOSE, fd, 0, 0, 0, 0, 0)
+		a.err, a.where = e, "write the child's fail-nth"
+		return
 	}
-	a.fd = fd
-	return a
+	a.fd = int(fd)
+}
+
+// armed finishes arm's bookkeeping once the Go runtime may be used again.
+func (a *childArm) armed() {
+	switch {
+	case a.err != 0:
+		a.cf.Injection, a.cf.Reason = obs.InjUnsupported, fmt.Sprintf("%s (/proc/%d/task/%d/fail-nth): %v", a.where, a.pid, a.pid, unix.Errno(a.err))
+	case a.ran:
+		a.cf.Ran = "the child had been on a CPU before it was armed: schedstat " + strings.TrimSpace(string(a.buf[:clen(a.buf[:])]))
+	}
+}
+
+func clen(b []byte) int {
+	for i, c := range b {
+		if c == 0 {
+			return i
+		}
+	}
+	return len(b)
 }
 
 // settle waits for the armed child to stop on its way to user space or

@@ -195,12 +195,20 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	// childfail (childfail.go): the child is armed while it is held off
 	// the CPU, by the evidence machinery or by hold.
 	var hold childHold
-	childKmsg := -1
+	var arm *childArm
 	if op.ChildFail > 0 {
 		rb.Cause = obs.CauseChildFail
-		childKmsg = kmsgOpen()
-		if !m.fe.on {
-			hold.before()
+		arm = newChildArm(op.ChildFail, -1)
+		if setup, err := FaultInjection(); err != nil {
+			arm.cf.Injection, arm.cf.Reason = obs.InjUnsupported, err.Error()
+			m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: childfail=%d not injected, the child ran without it: %v", f, op.ChildFail, err))
+			rb.Child, arm = arm.cf, nil
+		} else {
+			rb.Setup = setup
+			arm.kmsg = kmsgOpen()
+			if !m.fe.on {
+				hold.before()
+			}
 		}
 	}
 	if m.fe.on {
@@ -220,14 +228,19 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	armErr = uintptr(-int64(armErr))
 	sigRestore(&m.sigOld)
 	m.forkTSC[f] = [2]uint64{inv, resp}
-	var arm *childArm
-	if op.ChildFail > 0 && errno == 0 {
-		arm = armChild(int(pid), op.ChildFail, childKmsg)
-		if !m.fe.on && !hold.fifo && arm.cf.Ran == "" {
+	if arm != nil && errno == 0 {
+		arm.arm(int(pid))
+	}
+	if arm != nil {
+		arm.armed()
+		if errno != 0 {
+			if arm.kmsg >= 0 {
+				unix.Close(arm.kmsg)
+			}
+			rb.Child, arm = nil, nil // no child: nothing was armed
+		} else if !m.fe.on && !hold.fifo && arm.cf.Ran == "" {
 			arm.cf.Ran = "not held off the CPU (" + hold.err + "): the child may have started its copy before it was armed"
 		}
-	} else if childKmsg >= 0 {
-		unix.Close(childKmsg)
 	}
 	if m.fe.on {
 		m.fe.after(m, i, f, int(pid), errno)

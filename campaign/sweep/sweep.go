@@ -71,12 +71,14 @@ type ForkResult struct {
 	// reached user space although the fault was injected
 	// (ChildSurvived), and where the fault struck (Phases:
 	// obs.ChildFault.Phase, "" when the kernel did not say).
-	ChildKilled, ChildSurvived int
-	ChildSignals               map[int]int
-	Phases                     map[string]int
-	Elapsed                    time.Duration
-	Stopped                    string // why the sweep of this fork ended
-	Findings                   []Finding
+	// Unarmed counts runs repeated because the child had run before it
+	// was armed.
+	ChildKilled, ChildSurvived, Unarmed int
+	ChildSignals                        map[int]int
+	Phases                              map[string]int
+	Elapsed                             time.Duration
+	Stopped                             string // why the sweep of this fork ended
+	Findings                            []Finding
 }
 
 // Result is a whole sweep.
@@ -136,6 +138,7 @@ func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult,
 	}
 	start := time.Now()
 	seen := map[string]bool{}
+	retries := 0
 	defer func() { fr.Elapsed = time.Since(start) }()
 	for k := 1; k <= o.MaxK; k += o.Stride {
 		q := p.Clone()
@@ -175,6 +178,19 @@ func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult,
 			continue // judged above (rollback:missing, a crash, ...)
 		}
 		if o.Child {
+			if c := rb.Child; c != nil && c.Ran != "" && c.Injection != obs.InjUnsupported {
+				// The child ran before it was armed: it may have passed
+				// failure points unarmed, so this run says nothing about
+				// K. Run K again.
+				fr.Unarmed++
+				logf(o.Log, "fork f%d childfail=%d: armed late (%s), %s, child %s; running it again", f, k, c.Ran, c.Injection, c.Outcome)
+				if retries++; retries > maxUnarmed {
+					return fr, fmt.Errorf("sweep fork f%d at childfail=%d: the child ran before it was armed %d times in a row (%s)", f, k, retries, c.Ran)
+				}
+				k -= o.Stride
+				continue
+			}
+			retries = 0
 			done, err := childRun(fr, rb, k, len(v.Issues), o.Log)
 			if done || err != nil {
 				return fr, err
@@ -241,6 +257,10 @@ func childRun(fr *ForkResult, rb *obs.Rollback, k, issues int, log io.Writer) (d
 	}
 	return false, nil
 }
+
+// maxUnarmed bounds the repeats of one K whose child ran before it was
+// armed.
+const maxUnarmed = 5
 
 func rollbackOf(o *obs.Observation, op int) *obs.Rollback {
 	for j := range o.Rollbacks {

@@ -116,9 +116,9 @@ func printSweep(w io.Writer, res *sweep.Result) {
 				phases = append(phases, fmt.Sprintf("%s x%d", ph, n))
 			}
 			sort.Strings(phases)
-			fmt.Fprintf(w, "fork f%d (op %d), the child's side: %s failure points before user space; %d runs in %v (%v/run): child died %d times (%s), reached user space despite the fault %d times; faults struck in: %s; %d findings; %s\n",
+			fmt.Fprintf(w, "fork f%d (op %d), the child's side: %s failure points before user space; %d runs in %v (%v/run): child died %d times (%s), reached user space despite the fault %d times; faults struck in: %s; %d runs repeated (the child ran before it was armed); %d findings; %s\n",
 				fr.Fork, fr.Op, pts, fr.Runs, fr.Elapsed.Round(time.Millisecond), (fr.Elapsed / time.Duration(max(fr.Runs, 1))).Round(time.Millisecond),
-				fr.ChildKilled, strings.Join(sigs, ", "), fr.ChildSurvived, strings.Join(phases, ", "), len(fr.Findings), fr.Stopped)
+				fr.ChildKilled, strings.Join(sigs, ", "), fr.ChildSurvived, strings.Join(phases, ", "), fr.Unarmed, len(fr.Findings), fr.Stopped)
 		} else {
 			fmt.Fprintf(w, "fork f%d (op %d): %s failure points; %d runs in %v (%v/run): fork failed %d times (%s), fork returned success despite the fault %d times; %d findings; %s\n",
 				fr.Fork, fr.Op, pts, fr.Runs, fr.Elapsed.Round(time.Millisecond), (fr.Elapsed / time.Duration(max(fr.Runs, 1))).Round(time.Millisecond),
