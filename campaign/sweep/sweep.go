@@ -260,7 +260,7 @@ func childRun(fr *ForkResult, rb *obs.Rollback, k, issues int, log io.Writer) (d
 
 // maxUnarmed bounds the repeats of one K whose child ran before it was
 // armed.
-const maxUnarmed = 5
+const maxUnarmed = 8
 
 func rollbackOf(o *obs.Observation, op int) *obs.Rollback {
 	for j := range o.Rollbacks {
