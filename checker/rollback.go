@@ -114,16 +114,28 @@ func injectedWhere(p *prog.Program, rb *obs.Rollback) string {
 		s += fmt.Sprintf(", child killed with SIGKILL before it ran and reaped by %s", opRef(p, rb.At))
 	case rb.Child != nil:
 		c := rb.Child
-		switch c.Injection {
-		case obs.InjInjected:
+		switch {
+		case c.ChildOOM > 0 && c.Injection == obs.InjInjected:
+			s += fmt.Sprintf(": the child's memory cgroup reached its limit before user space (child_oom=%d; the kernel's report: %s)", c.ChildOOM, phaseName(c.Phase))
+			if c.Site != "" {
+				s += " (" + c.Site + ")"
+			}
+		case c.ChildOOM > 0 && c.Injection == obs.InjNotReached:
+			s += fmt.Sprintf(": the child stayed within its memory cgroup limit before user space (child_oom=%d)", c.ChildOOM)
+		case c.ChildOOM > 0:
+			s += fmt.Sprintf(": child_oom=%d not applied (%s)", c.ChildOOM, c.Reason)
+		case c.Injection == obs.InjInjected:
 			s += fmt.Sprintf(": a fault was injected at failure point %d of the child's context before user space (childfail=%d, struck in %s)", c.FailNth, c.FailNth, phaseName(c.Phase))
 			if c.Site != "" {
 				s += " (" + c.Site + ")"
 			}
-		case obs.InjNotReached:
+		case c.Injection == obs.InjNotReached:
 			s += fmt.Sprintf(": childfail=%d was not reached (the child passed %d failure points before user space), no fault injected", c.FailNth, c.FailNth-c.Remaining)
 		default:
 			s += fmt.Sprintf(": childfail=%d not injected (%s)", c.FailNth, c.Reason)
+		}
+		if c.Memcg != "" {
+			s += " [" + c.Memcg + "]"
 		}
 		switch {
 		case c.Outcome == obs.ChildDied && c.Signal != 0:
@@ -174,7 +186,7 @@ func (m *machine) checkRollbacks() {
 			m.col.note("fork f%d: oom_memcg was not applied, the fork ran without a memory limit: %s", rb.Fork, rb.Memcg)
 		}
 		if c := rb.Child; c != nil && c.Injection == obs.InjUnsupported {
-			m.col.note("fork f%d: childfail=%d was not injected, the child ran without it: %s", rb.Fork, c.FailNth, c.Reason)
+			m.col.note("fork f%d: the fault into the child's side (childfail=%d, child_oom=%d) was not applied, the child ran without it: %s", rb.Fork, c.FailNth, c.ChildOOM, c.Reason)
 		}
 		if c := rb.Child; c != nil && c.Ran != "" {
 			m.col.note("fork f%d: the child had run before it was armed (%s): the fault may have missed the start of its copy", rb.Fork, c.Ran)

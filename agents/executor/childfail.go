@@ -109,7 +109,9 @@ type childArm struct {
 
 func newChildArm(k, kmsg int) *childArm {
 	a := &childArm{cf: &obs.ChildFault{FailNth: k}, fd: -1, kmsg: kmsg}
-	a.kn = len(strconv.AppendInt(a.k[:0], int64(k), 10))
+	if k > 0 {
+		a.kn = len(strconv.AppendInt(a.k[:0], int64(k), 10))
+	}
 	return a
 }
 
@@ -138,10 +140,14 @@ func (a *childArm) arm(pid int) {
 	}
 	putPath(a.path[:], pid, "/task/#/fail-nth")
 	putPath(a.stat[:], pid, "/schedstat")
-	fd, e := rawSyscall6(unix.SYS_OPENAT, uintptr(atFdcwd), uintptr(unsafe.Pointer(&a.path[0])), unix.O_RDWR|unix.O_CLOEXEC, 0, 0, 0)
-	if e != 0 {
-		a.err, a.where = e, "open the child's fail-nth"
-		return
+	fd := ^uintptr(0)
+	if a.kn > 0 {
+		var e uintptr
+		fd, e = rawSyscall6(unix.SYS_OPENAT, uintptr(atFdcwd), uintptr(unsafe.Pointer(&a.path[0])), unix.O_RDWR|unix.O_CLOEXEC, 0, 0, 0)
+		if e != 0 {
+			a.err, a.where = e, "open the child's fail-nth"
+			return
+		}
 	}
 	// Whether the child has been on a CPU yet, read right before the
 	// write that arms it: if it has, it may have passed failure points
@@ -156,6 +162,9 @@ func (a *childArm) arm(pid int) {
 			}
 			a.ran = len(b) > 0 && b[len(b)-1] != '0' || len(b) > 1 && b[len(b)-2] != ' '
 		}
+	}
+	if a.kn == 0 {
+		return // child_oom: nothing to write
 	}
 	if _, e := rawSyscall6(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&a.k[0])), uintptr(a.kn), 0, 0, 0); e != 0 {
 		rawSyscall6(unix.SYS_CLOSE, fd, 0, 0, 0, 0, 0)
@@ -187,19 +196,23 @@ func clen(b []byte) int {
 // settle waits for the armed child to stop on its way to user space or
 // to die, and records what happened (steps 3 and 4 above). The child
 // must be free to run by now.
-func (a *childArm) settle() *obs.ChildFault {
+// lim is the child_oom limit (nil for childfail).
+func (a *childArm) settle(lim *childLimit) *obs.ChildFault {
 	cf := a.cf
 	if a.kmsg >= 0 {
 		defer unix.Close(a.kmsg)
 	}
-	if a.fd < 0 {
-		if cf.Injection == obs.InjUnsupported {
-			// SIGSTOP may have been sent before arming failed.
-			sys2(unix.SYS_KILL, uintptr(a.pid), uintptr(unix.SIGCONT))
+	if cf.Injection == obs.InjUnsupported {
+		// SIGSTOP may have been sent before arming failed.
+		if lim != nil {
+			_, cf.Memcg = lim.lift(a.pid, true)
 		}
+		sys2(unix.SYS_KILL, uintptr(a.pid), uintptr(unix.SIGCONT))
 		return cf
 	}
-	defer unix.Close(a.fd)
+	if a.fd >= 0 {
+		defer unix.Close(a.fd)
+	}
 	var info [128]byte
 	for {
 		_, _, e := unix.Syscall6(unix.SYS_WAITID, 1 /* P_PID */, uintptr(a.pid), uintptr(unsafe.Pointer(&info[0])),
@@ -226,11 +239,23 @@ func (a *childArm) settle() *obs.ChildFault {
 	default:
 		cf.Outcome = fmt.Sprintf("waitid si_code %d status %d", code, status)
 	}
+	if lim != nil {
+		var hit bool
+		hit, cf.Memcg = lim.lift(a.pid, cf.Outcome == obs.ChildStopped)
+		cf.Injection = obs.InjNotReached
+		if hit {
+			cf.Injection = obs.InjInjected
+		}
+	}
 	var buf [24]byte
-	n, err := unix.Pread(a.fd, buf[:], 0)
-	unix.Pwrite(a.fd, []byte("0"), 0)
+	n, err := 0, error(nil)
+	if a.fd >= 0 {
+		n, err = unix.Pread(a.fd, buf[:], 0)
+		unix.Pwrite(a.fd, []byte("0"), 0)
+	}
 	left, perr := strconv.Atoi(strings.TrimSpace(string(buf[:max(n, 0)])))
 	switch {
+	case lim != nil:
 	case err != nil || perr != nil:
 		cf.Injection, cf.Reason = obs.InjUnsupported, fmt.Sprintf("reading the child's fail-nth back: %q %v", buf[:max(n, 0)], err)
 	case left == 0:

@@ -120,7 +120,7 @@ func (m *machine) wantsRollback(i int) bool {
 	if m.inChild || op.Proc != 0 || m.rb == nil {
 		return false
 	}
-	if op.FailNth > 0 || op.OOMMemcg > 0 || op.ChildFail > 0 {
+	if op.FailNth > 0 || op.OOMMemcg > 0 || op.ChildFail > 0 || op.ChildOOM > 0 {
 		return true
 	}
 	for _, o := range m.p.Ops {
@@ -196,27 +196,44 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	// the CPU, by the evidence machinery or by hold.
 	var hold childHold
 	var arm *childArm
-	if op.ChildFail > 0 {
+	var clim *childLimit // child_oom (childoom.go)
+	attr := fmt.Sprintf("childfail=%d", op.ChildFail)
+	if op.ChildOOM > 0 {
+		attr = fmt.Sprintf("child_oom=%d", op.ChildOOM)
+	}
+	if op.ChildFail > 0 || op.ChildOOM > 0 {
 		rb.Cause = obs.CauseChildFail
 		arm = newChildArm(op.ChildFail, -1)
-		if setup, err := FaultInjection(); err != nil {
+		arm.cf.ChildOOM = op.ChildOOM
+		var err error
+		if op.ChildFail > 0 {
+			rb.Setup, err = FaultInjection()
+		} else if clim, err = armChildOOM(op.ChildOOM); err == nil {
+			rb.Setup = append(rb.Setup, clim.what)
+		}
+		if err != nil {
 			arm.cf.Injection, arm.cf.Reason = obs.InjUnsupported, err.Error()
-			m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: childfail=%d not injected, the child ran without it: %v", f, op.ChildFail, err))
+			m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: %s not injected, the child ran without it: %v", f, attr, err))
 			rb.Child, arm = arm.cf, nil
 		} else {
-			rb.Setup = setup
 			arm.kmsg = kmsgOpen()
 			if !m.fe.on {
 				hold.before()
 			}
 		}
 	}
+	cargs := new(cloneArgs)
 	if m.fe.on {
 		m.fe.before()
 	}
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
-	pid, errno, backN, armErr := rawForkInjected(a)
+	var pid, errno, backN, armErr uintptr
+	if clim != nil {
+		pid, errno = forkIntoGroup(clim, cargs)
+	} else {
+		pid, errno, backN, armErr = rawForkInjected(a)
+	}
 	if errno == 0 && pid == 0 {
 		m.child(f) // the kernel resets fail-nth in the child (dup_task_struct)
 	}
@@ -237,6 +254,9 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 			if arm.kmsg >= 0 {
 				unix.Close(arm.kmsg)
 			}
+			if clim != nil {
+				_, rb.Memcg = clim.lift(0, false)
+			}
 			rb.Child, arm = nil, nil // no child: nothing was armed
 		} else if !m.fe.on && !hold.fifo && arm.cf.Ran == "" {
 			arm.cf.Ran = "not held off the CPU (" + hold.err + "): the child may have started its copy before it was armed"
@@ -244,13 +264,13 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	}
 	if m.fe.on {
 		m.fe.after(m, i, f, int(pid), errno)
-	} else if op.ChildFail > 0 {
+	} else if op.ChildFail > 0 || op.ChildOOM > 0 {
 		hold.after(int(pid))
 	}
 	if arm != nil {
-		rb.Child = arm.settle()
+		rb.Child = arm.settle(clim)
 		if rb.Child.Injection == obs.InjUnsupported {
-			m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: childfail=%d not injected, the child ran without it: %s", f, op.ChildFail, rb.Child.Reason))
+			m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: %s not injected, the child ran without it: %s", f, attr, rb.Child.Reason))
 		}
 	}
 	end := m.now()

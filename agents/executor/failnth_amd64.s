@@ -174,3 +174,33 @@ wdone:
 	XORQ	DI, DI
 	SYSCALL
 	JMP	wdone
+
+// func rawClone3(args *cloneArgs, size uintptr) (pid, errno uintptr)
+// A fork through clone3 (child_oom: CLONE_INTO_CGROUP puts the child in
+// its own memory cgroup from birth). The child resets its stack guard
+// like rawFork.
+TEXT ·rawClone3(SB), NOSPLIT, $0-32
+	MOVQ	args+0(FP), DI
+	MOVQ	size+8(FP), SI
+	MOVQ	$435, AX         // SYS_clone3
+	SYSCALL
+	CMPQ	AX, $0
+	JEQ	c3child
+	CMPQ	AX, $0xfffffffffffff001
+	JLS	c3ok
+	NEGQ	AX
+	MOVQ	$-1, pid+16(FP)
+	MOVQ	AX, errno+24(FP)
+	RET
+c3ok:
+	MOVQ	AX, pid+16(FP)
+	MOVQ	$0, errno+24(FP)
+	RET
+c3child:
+	MOVQ	(TLS), CX        // g
+	MOVQ	0(CX), BX        // g.stack.lo
+	ADDQ	$4096, BX
+	MOVQ	BX, 16(CX)       // g.stackguard0
+	MOVQ	$0, pid+16(FP)
+	MOVQ	$0, errno+24(FP)
+	RET

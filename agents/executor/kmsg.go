@@ -69,16 +69,14 @@ var plumbing = []string{"dump_stack", "should_fail", "fail_dump", "should_failsl
 // ParseFaultSite finds the last fault-injection report in kernel log
 // lines and summarizes it (see kmsgSite).
 func ParseFaultSite(lines []string) string {
-	start := -1
-	for i, l := range lines {
-		if strings.Contains(l, "FAULT_INJECTION: forcing a failure") {
-			start = i
-		}
-	}
+	start := reportStart(lines)
 	if start < 0 {
 		return ""
 	}
 	name := "fault"
+	if strings.Contains(lines[start], "invoked oom-killer") {
+		name = "oom-killer"
+	}
 	var frames []string
 	trace := false
 	for _, l := range lines[start+1:] {
@@ -131,19 +129,14 @@ var copyFrames = []string{"async_fork_cpr_rest", "async_fork_copy_vma", "copy_pa
 // (the child, elsewhere), obs.PhaseOther (another task: the "CPU: N PID:
 // P" line of the report names another pid), "" (no report).
 func FaultPhase(lines []string, pid int) string {
-	start := -1
-	for i, l := range lines {
-		if strings.Contains(l, "FAULT_INJECTION: forcing a failure") {
-			start = i
-		}
-	}
+	start := reportStart(lines)
 	if start < 0 {
 		return ""
 	}
 	phase := obs.PhaseChild
 	for _, l := range lines[start+1:] {
 		t := strings.TrimSpace(l)
-		if strings.HasPrefix(t, "FAULT_INJECTION") {
+		if strings.HasPrefix(t, "FAULT_INJECTION") || strings.Contains(t, "invoked oom-killer") || t == "</TASK>" {
 			break
 		}
 		if i := strings.Index(t, "PID: "); i >= 0 && strings.HasPrefix(t, "CPU: ") {
@@ -159,4 +152,17 @@ func FaultPhase(lines []string, pid int) string {
 		}
 	}
 	return phase
+}
+
+// reportStart is the line of the last fault-injection report, or of the
+// last OOM-killer report (child_oom: "P invoked oom-killer: ..." with a
+// stack trace), in kernel log lines; -1 if none.
+func reportStart(lines []string) int {
+	start := -1
+	for i, l := range lines {
+		if strings.Contains(l, "FAULT_INJECTION: forcing a failure") || strings.Contains(l, "invoked oom-killer:") {
+			start = i
+		}
+	}
+	return start
 }

@@ -23,7 +23,15 @@ func (x *machine) childFail(i, f int) {
 	op := &x.p.Ops[i]
 	rb := x.rb[f]
 	c := x.procs[f+1]
-	if op.ChildFail == 0 || rb == nil || c == nil {
+	if rb == nil || c == nil {
+		return
+	}
+	if op.ChildOOM > 0 {
+		rb.Child = &obs.ChildFault{ChildOOM: op.ChildOOM, Injection: obs.InjUnsupported, Outcome: obs.ChildStopped,
+			Reason: "the simulated kernel does not model memory cgroups: child_oom was not applied"}
+		return
+	}
+	if op.ChildFail == 0 {
 		return
 	}
 	cf := &obs.ChildFault{FailNth: op.ChildFail}
@@ -53,6 +61,10 @@ func (x *machine) childFail(i, f int) {
 // childFailRollback starts the rollback measurement of a fork with
 // childfail (startInjection's part for it).
 func childFailRollback(op *prog.Op, rb *obs.Rollback) {
+	if op.ChildOOM > 0 {
+		rb.Cause = obs.CauseChildFail
+		return
+	}
 	if op.ChildFail == 0 {
 		return
 	}

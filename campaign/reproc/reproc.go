@@ -75,7 +75,7 @@ func Translate(p *prog.Program, opt Options) ([]byte, error) {
 		// The child's fault needs the child held off the CPU and armed
 		// from the parent, and a killed child changes what every later
 		// operation expects; C reproducers do neither yet.
-		return nil, fmt.Errorf("op %d `%s`: childfail is not supported by C reproducers (replay it with forkfuzz exec)", in[0], p.Ops[in[0]].String())
+		return nil, fmt.Errorf("op %d `%s`: childfail and child_oom are not supported by C reproducers (replay it with forkfuzz exec)", in[0], p.Ops[in[0]].String())
 	}
 	spec, err := checker.NewSpec(p, opt.Kernel)
 	if err != nil {

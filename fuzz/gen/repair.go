@@ -99,6 +99,9 @@ func Repair(p *prog.Program) *prog.Program {
 				f.OOMMemcg = min(op.OOMMemcg, prog.MaxOOMMemcg)
 				if f.FailNth == 0 && f.OOMMemcg == 0 {
 					f.ChildFail = min(max(op.ChildFail, 0), prog.MaxFailNth)
+					if f.ChildFail == 0 {
+						f.ChildOOM = min(op.ChildOOM, prog.MaxOOMMemcg)
+					}
 				}
 			}
 			q.Ops = append(q.Ops, f)

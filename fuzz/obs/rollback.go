@@ -127,6 +127,12 @@ type ChildFault struct {
 	// Ran is set when the child had already been on a CPU when the
 	// parent armed it (the fault may have missed the start of its copy).
 	Ran string `json:"ran,omitempty"`
+	// ChildOOM is the child_oom budget (bytes) when the fault was a
+	// memory cgroup limit rather than fail-nth (FailNth 0); Injection is
+	// then InjInjected when the child's group reached its limit, and
+	// Memcg says what the limit and memory.events did.
+	ChildOOM uint64 `json:"child_oom,omitempty"`
+	Memcg    string `json:"memcg,omitempty"`
 }
 
 // Where a child's fault struck (ChildFault.Phase).

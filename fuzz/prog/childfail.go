@@ -13,25 +13,35 @@ package prog
 // validateChildFail checks the childfail attribute of fork operation i.
 func (p *Program) validateChildFail(i int) error {
 	op := &p.Ops[i]
-	if op.ChildFail == 0 {
+	if op.ChildFail == 0 && op.ChildOOM == 0 {
 		return nil
 	}
 	if op.ChildFail < 0 || op.ChildFail > MaxFailNth {
 		return &ValidationError{Op: i, Region: -1, Msg: "childfail out of range 1..1048576"}
 	}
-	if op.FailNth > 0 || op.OOMMemcg > 0 {
-		// One fault per run: the kernel log's fault report must say
-		// unambiguously whose failure point it was.
-		return &ValidationError{Op: i, Region: -1, Msg: "childfail cannot be combined with fail_nth or oom_memcg on one fork"}
+	if op.ChildOOM > MaxOOMMemcg {
+		return &ValidationError{Op: i, Region: -1, Msg: "child_oom out of range"}
+	}
+	n := 0
+	for _, on := range []bool{op.FailNth > 0, op.OOMMemcg > 0, op.ChildFail > 0, op.ChildOOM > 0} {
+		if on {
+			n++
+		}
+	}
+	if n > 1 {
+		// One fault per run: the kernel log's report must say
+		// unambiguously whose failure it was.
+		return &ValidationError{Op: i, Region: -1, Msg: "childfail and child_oom cannot be combined with each other or with fail_nth or oom_memcg on one fork"}
 	}
 	return nil
 }
 
-// ChildInjected returns the fork operations of p that carry childfail.
+// ChildInjected returns the fork operations of p that carry childfail or
+// child_oom.
 func (p *Program) ChildInjected() []int {
 	var out []int
 	for i, op := range p.Ops {
-		if op.Kind == OpFork && op.ChildFail > 0 {
+		if op.Kind == OpFork && (op.ChildFail > 0 || op.ChildOOM > 0) {
 			out = append(out, i)
 		}
 	}

@@ -9,7 +9,7 @@ func (ps *parser) forkArgs(op *Op, toks []token) error {
 	if len(toks) == 0 {
 		return nil
 	}
-	kv, err := ps.args(toks, map[string]bool{"fail_nth": false, "oom_memcg": false, "childfail": false})
+	kv, err := ps.args(toks, map[string]bool{"fail_nth": false, "oom_memcg": false, "childfail": false, "child_oom": false})
 	if err != nil {
 		return err
 	}
@@ -43,6 +43,16 @@ func (ps *parser) forkArgs(op *Op, toks []token) error {
 		}
 		op.ChildFail = int(v)
 	}
+	if t, ok := kv["child_oom"]; ok {
+		v, err := ps.num(t)
+		if err != nil {
+			return err
+		}
+		if v < 1 || v > MaxOOMMemcg {
+			return ps.errf(t.col, "child_oom %d out of range 1..%d", v, uint64(MaxOOMMemcg))
+		}
+		op.ChildOOM = v
+	}
 	return nil
 }
 
@@ -52,11 +62,11 @@ const MaxOOMMemcg = 1 << 40
 // validateFailNth checks the fault-injection attributes of operation i.
 func (p *Program) validateFailNth(i int) error {
 	op := &p.Ops[i]
-	if op.FailNth == 0 && op.OOMMemcg == 0 && op.ChildFail == 0 {
+	if op.FailNth == 0 && op.OOMMemcg == 0 && op.ChildFail == 0 && op.ChildOOM == 0 {
 		return nil
 	}
 	if op.Kind != OpFork {
-		return &ValidationError{Op: i, Region: -1, Msg: "fail_nth, oom_memcg and childfail are attributes of fork only"}
+		return &ValidationError{Op: i, Region: -1, Msg: "fail_nth, oom_memcg, childfail and child_oom are attributes of fork only"}
 	}
 	if err := p.validateChildFail(i); err != nil {
 		return err
@@ -71,7 +81,7 @@ func (p *Program) validateFailNth(i int) error {
 		// The executor measures the parent around an injected failure with
 		// the Go runtime (maps, content digests, page-table counters),
 		// which a forked child cannot use.
-		return &ValidationError{Op: i, Region: -1, Msg: "fail_nth, oom_memcg and childfail are supported on forks of the main process only"}
+		return &ValidationError{Op: i, Region: -1, Msg: "fail_nth, oom_memcg, childfail and child_oom are supported on forks of the main process only"}
 	}
 	return nil
 }
@@ -81,7 +91,7 @@ func (p *Program) validateFailNth(i int) error {
 func (p *Program) Injected() []int {
 	var out []int
 	for i, op := range p.Ops {
-		if op.Kind == OpFork && (op.FailNth > 0 || op.OOMMemcg > 0 || op.ChildFail > 0) {
+		if op.Kind == OpFork && (op.FailNth > 0 || op.OOMMemcg > 0 || op.ChildFail > 0 || op.ChildOOM > 0) {
 			out = append(out, i)
 		}
 	}

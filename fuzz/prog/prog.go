@@ -231,7 +231,7 @@ const (
 //	mprotect                 Region, Off, Len, Prot
 //	madvise                  Region, Off, Len, Advice
 //	mremap                   Region, Off, Len, NewLen, Flags, To, ToOff (To/ToOff with MremapFixed)
-//	fork                     Fork, FailNth, OOMMemcg, ChildFail (optional fault injection, main process only)
+//	fork                     Fork, FailNth, OOMMemcg, ChildFail, ChildOOM (optional fault injection, main process only)
 //	wait, kill               Fork
 //	check                    -
 //	procmem, pvwrite         Region, Off, Count, Stride, Into (0: self; N: the child of fork f(N-1))
@@ -274,6 +274,12 @@ type Op struct {
 	// page tables (schedule_tail); under stock fork the child has no
 	// failure point there. See childfail.go.
 	ChildFail int
+	// ChildOOM, on a fork, puts the child, before it runs, into a memory
+	// cgroup of its own whose memory.max is ChildOOM bytes above what
+	// the group holds, until it reaches user space: its copy of the page
+	// tables runs into the limit and the memory cgroup's OOM killer
+	// (0: no limit). See childfail.go.
+	ChildOOM uint64
 }
 
 // Program is a forkfuzz program.
