@@ -131,7 +131,15 @@ func putPath(dst []byte, pid int, rest string) {
 }
 
 // arm runs in the parent right after fork returned pid, while the child
-// is held off the CPU (steps 1 and 2 above): raw system calls only.
+// is held off the CPU (steps 1 and 2 above): raw system calls only. For
+// childfail, rawForkInjected does the same in assembly (fromAsm), before
+// the parent's first store after clone (a store to the stack, which fork
+// write-protected, faults, and under Async-fork copies a PMD to the child
+// and can block on the mmap lock while Go runtime threads fault too:
+// then the child ran, and might have copied, before it was armed, in
+// about 1 run of 3 of a loaded machine); child_oom uses this one (its
+// child is limited from birth; SIGSTOP only has to come before user
+// space).
 func (a *childArm) arm(pid int) {
 	a.pid = pid
 	if _, a.err = sys2(unix.SYS_KILL, uintptr(pid), uintptr(unix.SIGSTOP)); a.err != 0 {
@@ -172,6 +180,55 @@ func (a *childArm) arm(pid int) {
 		return
 	}
 	a.fd = int(fd)
+}
+
+// Layout of the child-arm buffer of rawForkInjected (failnth_amd64.s), a
+// MAP_SHARED page (fork does not write-protect it): the path at 0 (Go
+// writes "/proc/", the assembly the pid and a suffix), kill's result at
+// 40, the fail-nth open's at 48 (fd or -errno), the write's at 56, the
+// child's schedstat at 64..190, the suffixes "/schedstat" at 192 and
+// "/fail-nth" at 208, the pid's digits at 224..247.
+const (
+	armKill   = 40
+	armOpen   = 48
+	armWrite  = 56
+	armStat   = 64
+	armSufSt  = 192
+	armSufNth = 208
+	armBufLen = 256
+)
+
+// prepareAsm readies buf for rawForkInjected to arm the child.
+func prepareAsm(buf []byte) {
+	clear(buf[:armBufLen])
+	copy(buf, "/proc/")
+	copy(buf[armSufSt:], "/schedstat\x00")
+	copy(buf[armSufNth:], "/fail-nth\x00")
+}
+
+// fromAsm takes what rawForkInjected did to arm the child pid.
+func (a *childArm) fromAsm(buf []byte, pid int) {
+	a.pid = pid
+	word := func(off int) int64 { return *(*int64)(unsafe.Pointer(&buf[off])) }
+	if e := word(armKill); e < 0 {
+		a.err, a.where = uintptr(-e), "SIGSTOP to the child"
+		return
+	}
+	if fd := word(armOpen); fd < 0 {
+		a.err, a.where = uintptr(-fd), "open the child's fail-nth"
+		return
+	} else {
+		a.fd = int(fd)
+	}
+	if n := word(armWrite); n < 0 {
+		unix.Close(a.fd)
+		a.fd = -1
+		a.err, a.where = uintptr(-n), "write the child's fail-nth"
+		return
+	}
+	st := strings.Fields(string(buf[armStat : armStat+clen(buf[armStat:armSufSt])]))
+	copy(a.buf[:], buf[armStat:armSufSt])
+	a.ran = len(st) == 3 && st[2] != "0"
 }
 
 // armed finishes arm's bookkeeping once the Go runtime may be used again.

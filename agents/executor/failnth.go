@@ -107,6 +107,20 @@ type rollbackState struct {
 	resident []byte // mincore vector scratch
 	wdStack  []byte // the raw watchdog thread's stack
 	corrupt  string // Options.Corrupt (rollback-write-hang acts during the run)
+	armBuf   []byte // childfail.go: the child-arm buffer (MAP_SHARED), once mapped
+}
+
+// childBuf maps the child-arm buffer once; nil if it cannot (the child
+// is then armed from Go, arm).
+func (r *rollbackState) childBuf() []byte {
+	if r.armBuf == nil {
+		b, err := unix.Mmap(-1, 0, prog.PageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+		if err != nil {
+			return nil
+		}
+		r.armBuf = b
+	}
+	return r.armBuf
 }
 
 func newRollbackState() *rollbackState {
@@ -173,25 +187,6 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 			rb.Setup = append(rb.Setup, what)
 		}
 	}
-	// Everything the injected fork needs, prepared before it (see
-	// rawForkInjected): the read-back lands in this fork's slot of the
-	// MAP_SHARED control page (bytes 32..55; the child only waits on
-	// bytes 0..3), which fork does not write-protect.
-	num := new([24]byte)
-	zero := new([1]byte)
-	zero[0] = '0'
-	back := m.ctl[f*64+32 : f*64+56]
-	a := &injectArgs{failFd: -1, memFd: -1, kbuf: uintptr(unsafe.Pointer(&num[0])), zero: uintptr(unsafe.Pointer(&zero[0])),
-		back: uintptr(unsafe.Pointer(&back[0])), backLen: int64(len(back))}
-	if fd >= 0 {
-		a.failFd = int64(fd)
-		a.klen = int64(len(strconv.AppendInt(num[:0], int64(op.FailNth), 10)))
-	}
-	if lim != nil {
-		a.memFd = int64(lim.fd)
-		a.limit, a.limitLen, a.max = uintptr(unsafe.Pointer(&lim.limit[0])), int64(lim.limitN), uintptr(unsafe.Pointer(&lim.max[0]))
-	}
-
 	// childfail (childfail.go): the child is armed while it is held off
 	// the CPU, by the evidence machinery or by hold.
 	var hold childHold
@@ -222,6 +217,31 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 			}
 		}
 	}
+	// Everything the injected fork needs, prepared before it (see
+	// rawForkInjected): the read-back lands in this fork's slot of the
+	// MAP_SHARED control page (bytes 32..55; the child only waits on
+	// bytes 0..3), which fork does not write-protect.
+	num := new([24]byte)
+	zero := new([1]byte)
+	zero[0] = '0'
+	back := m.ctl[f*64+32 : f*64+56]
+	a := &injectArgs{failFd: -1, memFd: -1, kbuf: uintptr(unsafe.Pointer(&num[0])), zero: uintptr(unsafe.Pointer(&zero[0])),
+		back: uintptr(unsafe.Pointer(&back[0])), backLen: int64(len(back))}
+	if fd >= 0 {
+		a.failFd = int64(fd)
+		a.klen = int64(len(strconv.AppendInt(num[:0], int64(op.FailNth), 10)))
+	}
+	if arm != nil && op.ChildFail > 0 && m.rb.childBuf() != nil {
+		// The child's K: kbuf/klen (the parent's fail-nth is not armed).
+		a.klen = int64(len(strconv.AppendInt(num[:0], int64(op.ChildFail), 10)))
+		prepareAsm(m.rb.armBuf)
+		a.child = uintptr(unsafe.Pointer(&m.rb.armBuf[0]))
+	}
+	if lim != nil {
+		a.memFd = int64(lim.fd)
+		a.limit, a.limitLen, a.max = uintptr(unsafe.Pointer(&lim.limit[0])), int64(lim.limitN), uintptr(unsafe.Pointer(&lim.max[0]))
+	}
+
 	cargs := new(cloneArgs)
 	if m.fe.on {
 		m.fe.before()
@@ -246,7 +266,11 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	sigRestore(&m.sigOld)
 	m.forkTSC[f] = [2]uint64{inv, resp}
 	if arm != nil && errno == 0 {
-		arm.arm(int(pid))
+		if a.child != 0 {
+			arm.fromAsm(m.rb.armBuf, int(pid))
+		} else {
+			arm.arm(int(pid))
+		}
 	}
 	if arm != nil {
 		arm.armed()
@@ -342,6 +366,7 @@ type injectArgs struct {
 	limit    uintptr // 56: the limit in decimal
 	limitLen int64   // 64
 	max      uintptr // 72: "max"
+	child    uintptr // 80: the child-arm buffer (childfail: K is kbuf, klen), or 0
 }
 
 func rawForkInjected(a *injectArgs) (pid, errno, backN, armErr uintptr)
