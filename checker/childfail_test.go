@@ -122,3 +122,23 @@ func TestChildFailSurvived(t *testing.T) {
 		t.Fatalf("no note on the surviving child: %v", v.Notes)
 	}
 }
+
+// TestChildOOMKilled: a child whose memory cgroup limit killed it before
+// user space (child_oom) is judged like a failed copy.
+func TestChildOOMKilled(t *testing.T) {
+	p, err := prog.Parse([]byte(strings.Replace(childFailProg, "childfail=2", "child_oom=0x1000", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, o := childFailObs(t, sigKILL)
+	o.Rollbacks[0].Child = &obs.ChildFault{ChildOOM: 0x1000, Injection: obs.InjInjected, Phase: obs.PhaseCopy, Outcome: obs.ChildDied, Signal: sigKILL,
+		Memcg: "memory.events of the child's group: max +3, oom +1, oom_kill +1"}
+	if v := Check(p, o); len(v.Findings) != 0 {
+		t.Fatalf("clean: %v", v.Findings)
+	}
+	o.Rollbacks[0].Child.Injection = obs.InjNotReached
+	v := Check(p, o)
+	if got := sigs(v); len(got) == 0 || got[0] != "rollback:child-died" || !strings.Contains(v.Findings[0].Explanation, "child_oom=4096") {
+		t.Fatalf("died within the limit: %v", v.Findings)
+	}
+}
