@@ -139,14 +139,18 @@ func TestQEMUChildFail(t *testing.T) {
 	// The last point is the copy's last, or the harness's own: the
 	// kernel allocates the SIGCHLD that tells the parent the child
 	// stopped when none is pending in the parent yet (do_signal_stop);
-	// the child survives that one.
+	// the child survives that one. The count moves by a few between runs
+	// (the executor's Go runtime mappings are part of what the child
+	// copies: 35-38 here), so the point may not be reached at all.
 	rb, v = run(points)
 	switch c := rb.Child; {
 	case len(v.Issues) != 0:
 		t.Errorf("childfail=%d (the last): issues %v", points, v.Issues)
 	case c.Phase == obs.PhaseCopy && c.Outcome == obs.ChildDied && c.Signal == 9:
 	case c.Phase == obs.PhaseChild && strings.Contains(c.Site, "do_signal_stop") && c.Outcome == obs.ChildStopped:
+	case c.Injection == obs.InjNotReached && c.Outcome == obs.ChildStopped:
+		t.Logf("childfail=%d: not reached this time (%d points)", points, points-c.Remaining)
 	default:
-		t.Errorf("childfail=%d (the last): %+v; want the copy's last point (child killed) or the SIGSTOP notification (child alive)", points, c)
+		t.Errorf("childfail=%d (the last): %+v; want the copy's last point (child killed), the SIGSTOP notification or no fault (child alive)", points, c)
 	}
 }
