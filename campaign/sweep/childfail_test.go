@@ -84,6 +84,9 @@ func TestQEMUChildFail(t *testing.T) {
 		t.Helper()
 		q := p.Clone()
 		q.Ops[fi].ChildFail = k
+		if k < 0 {
+			q.Ops[fi].ChildFail, q.Ops[fi].ChildOOM = 0, uint64(-k)
+		}
 		for try := 1; ; try++ {
 			o, err := tg.Run(q, agents.Options{})
 			if err != nil {
@@ -136,6 +139,18 @@ func TestQEMUChildFail(t *testing.T) {
 			t.Errorf("childfail=%d: PMD flags not read: %s", k, rb.PMDSource)
 		}
 	}
+	// child_oom: a limit of one page above what the child's own memory
+	// cgroup holds stops its copy of the page tables; a generous one does
+	// not.
+	rb, v = run(-4096)
+	if c := rb.Child; c.Injection != obs.InjInjected || c.Outcome != obs.ChildDied || c.Signal != 9 || len(v.Issues) != 0 {
+		t.Errorf("child_oom=4096: %+v, issues %v; want the limit reached and the child killed with SIGKILL, the parent intact", c, v.Issues)
+	}
+	rb, v = run(-(64 << 20))
+	if c := rb.Child; c.Injection != obs.InjNotReached || c.Outcome != obs.ChildStopped || len(v.Issues) != 0 {
+		t.Errorf("child_oom=64MiB: %+v, issues %v; want no limit reached, the child alive", c, v.Issues)
+	}
+
 	// The last point is the copy's last, or the harness's own: the
 	// kernel allocates the SIGCHLD that tells the parent the child
 	// stopped when none is pending in the parent yet (do_signal_stop);
