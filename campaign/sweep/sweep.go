@@ -42,6 +42,10 @@ type Options struct {
 	// Child sweeps the child's failure points (childfail=K) instead of
 	// the fork's (fail_nth=K).
 	Child bool
+	// ChildOOMStep, with Child, sweeps memory cgroup limits on the
+	// child's side instead (child_oom=K*ChildOOMStep bytes), until the
+	// child stays within one.
+	ChildOOMStep uint64
 }
 
 // Finding is one issue found at one failure point.
@@ -74,6 +78,9 @@ type ForkResult struct {
 	// Unarmed counts runs repeated because the child had run before it
 	// was armed.
 	ChildKilled, ChildSurvived, Unarmed int
+	// ChildOOMStep: a child_oom sweep in steps of this many bytes; Points
+	// is then the number of limits the child ran into.
+	ChildOOMStep uint64
 	ChildSignals                        map[int]int
 	Phases                              map[string]int
 	Elapsed                             time.Duration
@@ -134,7 +141,7 @@ func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult,
 	f := p.Ops[i].Fork
 	fr := &ForkResult{Fork: f, Op: i, Points: -1, Errnos: map[int]int{}, Sites: map[string]int{}}
 	if o.Child {
-		fr.ChildSignals, fr.Phases = map[int]int{}, map[string]int{}
+		fr.ChildSignals, fr.Phases, fr.ChildOOMStep = map[int]int{}, map[string]int{}, o.ChildOOMStep
 	}
 	start := time.Now()
 	seen := map[string]bool{}
@@ -143,13 +150,17 @@ func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult,
 	for k := 1; k <= o.MaxK; k += o.Stride {
 		q := p.Clone()
 		for j := range q.Ops {
-			q.Ops[j].FailNth, q.Ops[j].ChildFail = 0, 0
+			q.Ops[j].FailNth, q.Ops[j].ChildFail, q.Ops[j].ChildOOM = 0, 0, 0
 		}
 		attr := "fail_nth"
-		if o.Child {
-			q.Ops[i].ChildFail, attr = k, "childfail"
+		switch {
+		case o.Child && o.ChildOOMStep > 0:
+			q.Ops[i].ChildOOM, attr = uint64(k)*o.ChildOOMStep, "child_oom/step"
 			q.Ops[i].OOMMemcg = 0
-		} else {
+		case o.Child:
+			q.Ops[i].ChildFail, attr = k, "childfail"
+			q.Ops[i].OOMMemcg, q.Ops[i].ChildOOM = 0, 0
+		default:
 			q.Ops[i].FailNth = k
 		}
 		ob, runErr := t.Run(q, agents.Options{})
@@ -250,6 +261,11 @@ func childRun(fr *ForkResult, rb *obs.Rollback, k, issues int, log io.Writer) (d
 		}
 	}
 	logf(log, "fork f%d childfail=%d: %s, child %s (signal %d), %d issues; %s %s", fr.Fork, k, cf.Injection, cf.Outcome, cf.Signal, issues, cf.Phase, cf.Site)
+	if cf.Injection == obs.InjNotReached && cf.ChildOOM > 0 {
+		fr.Points = k - 1
+		fr.Stopped = fmt.Sprintf("the child stayed within its memory cgroup limit: child_oom=%d (%s)", cf.ChildOOM, cf.Memcg)
+		return true, nil
+	}
 	if cf.Injection == obs.InjNotReached {
 		fr.Points = k - cf.Remaining
 		fr.Stopped = fmt.Sprintf("the child passed all its failure points before user space: childfail=%d read back %d", k, cf.Remaining)
