@@ -81,11 +81,11 @@ type ForkResult struct {
 	// ChildOOMStep: a child_oom sweep in steps of this many bytes; Points
 	// is then the number of limits the child ran into.
 	ChildOOMStep uint64
-	ChildSignals                        map[int]int
-	Phases                              map[string]int
-	Elapsed                             time.Duration
-	Stopped                             string // why the sweep of this fork ended
-	Findings                            []Finding
+	ChildSignals map[int]int
+	Phases       map[string]int
+	Elapsed      time.Duration
+	Stopped      string // why the sweep of this fork ended
+	Findings     []Finding
 }
 
 // Result is a whole sweep.
