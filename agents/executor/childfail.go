@@ -236,6 +236,9 @@ func (a *childArm) armed() {
 	switch {
 	case a.err != 0:
 		a.cf.Injection, a.cf.Reason = obs.InjUnsupported, fmt.Sprintf("%s (/proc/%d/task/%d/fail-nth): %v", a.where, a.pid, a.pid, unix.Errno(a.err))
+	case a.ran && a.kn == 0:
+		// child_oom: limited from birth; only SIGSTOP came late.
+		a.cf.Ran = "the child had been on a CPU before it was sent SIGSTOP (it may have reached user space under its limit): schedstat " + strings.TrimSpace(string(a.buf[:clen(a.buf[:])]))
 	case a.ran:
 		a.cf.Ran = "the child had been on a CPU before it was armed: schedstat " + strings.TrimSpace(string(a.buf[:clen(a.buf[:])]))
 	}

@@ -189,20 +189,20 @@ func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult,
 			continue // judged above (rollback:missing, a crash, ...)
 		}
 		if o.Child {
-			if c := rb.Child; c != nil && c.Ran != "" && c.Injection != obs.InjUnsupported {
+			if c := rb.Child; c != nil && c.Ran != "" && c.FailNth > 0 && c.Injection != obs.InjUnsupported {
 				// The child ran before it was armed: it may have passed
 				// failure points unarmed, so this run says nothing about
 				// K. Run K again.
 				fr.Unarmed++
-				logf(o.Log, "fork f%d childfail=%d: armed late (%s), %s, child %s; running it again", f, k, c.Ran, c.Injection, c.Outcome)
+				logf(o.Log, "fork f%d %s=%d: armed late (%s), %s, child %s; running it again", f, attr, k, c.Ran, c.Injection, c.Outcome)
 				if retries++; retries > maxUnarmed {
-					return fr, fmt.Errorf("sweep fork f%d at childfail=%d: the child ran before it was armed %d times in a row (%s)", f, k, retries, c.Ran)
+					return fr, fmt.Errorf("sweep fork f%d at %s=%d: the child ran before it was armed %d times in a row (%s)", f, attr, k, retries, c.Ran)
 				}
 				k -= o.Stride
 				continue
 			}
 			retries = 0
-			done, err := childRun(fr, rb, k, len(v.Issues), o.Log)
+			done, err := childRun(fr, rb, attr, k, len(v.Issues), o.Log)
 			if done || err != nil {
 				return fr, err
 			}
@@ -234,7 +234,7 @@ func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult,
 }
 
 // childRun accounts one run of a child sweep; done ends the sweep.
-func childRun(fr *ForkResult, rb *obs.Rollback, k, issues int, log io.Writer) (done bool, err error) {
+func childRun(fr *ForkResult, rb *obs.Rollback, attr string, k, issues int, log io.Writer) (done bool, err error) {
 	cf := rb.Child
 	switch {
 	case rb.Errno != 0:
@@ -242,10 +242,10 @@ func childRun(fr *ForkResult, rb *obs.Rollback, k, issues int, log io.Writer) (d
 		// there was no child to inject into.
 		fr.Failed++
 		fr.Errnos[rb.Errno]++
-		logf(log, "fork f%d childfail=%d: the fork itself failed with errno %d, %d issues", fr.Fork, k, rb.Errno, issues)
+		logf(log, "fork f%d %s=%d: the fork itself failed with errno %d, %d issues", fr.Fork, attr, k, rb.Errno, issues)
 		return false, nil
 	case cf == nil:
-		return true, fmt.Errorf("sweep fork f%d at childfail=%d: the rollback measurement has no record of the child's fault", fr.Fork, k)
+		return true, fmt.Errorf("sweep fork f%d at %s=%d: the rollback measurement has no record of the child's fault", fr.Fork, attr, k)
 	case cf.Injection == obs.InjUnsupported:
 		return true, &UnsupportedError{cf.Reason}
 	}
@@ -260,7 +260,7 @@ func childRun(fr *ForkResult, rb *obs.Rollback, k, issues int, log io.Writer) (d
 			fr.ChildSurvived++
 		}
 	}
-	logf(log, "fork f%d childfail=%d: %s, child %s (signal %d), %d issues; %s %s", fr.Fork, k, cf.Injection, cf.Outcome, cf.Signal, issues, cf.Phase, cf.Site)
+	logf(log, "fork f%d %s=%d: %s, child %s (signal %d), %d issues; %s %s %s", fr.Fork, attr, k, cf.Injection, cf.Outcome, cf.Signal, issues, cf.Phase, cf.Site, cf.Memcg)
 	if cf.Injection == obs.InjNotReached && cf.ChildOOM > 0 {
 		fr.Points = k - 1
 		fr.Stopped = fmt.Sprintf("the child stayed within its memory cgroup limit: child_oom=%d (%s)", cf.ChildOOM, cf.Memcg)
