@@ -1,9 +1,11 @@
 package executor
 
 import (
+	"os"
 	"strings"
 	"testing"
 
+	"github.com/forkfuzz/forkfuzz/checker"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 )
 
@@ -71,5 +73,56 @@ func TestFaultPhase(t *testing.T) {
 				t.Errorf("site %q, want %q", got, c.site)
 			}
 		}
+	}
+}
+
+// childProg is rollbackProg whose child runs (no kill).
+func childProg(attr string) string {
+	return strings.Replace(strings.Replace(rollbackProg, "%s", attr, 1), "kill f0\n", "f0: store r0 off=0x0 count=1 stride=0x8\n", 1)
+}
+
+// TestChildFailUnsupported: on a kernel without fail-nth the executor
+// says the child's fault was not injected and the child runs normally.
+func TestChildFailUnsupported(t *testing.T) {
+	if _, err := os.Stat(failNthPath); err == nil {
+		t.Skip("this kernel has " + failNthPath + "; the QEMU test covers injection")
+	}
+	p, o := run(t, childProg(" childfail=1"), Options{})
+	if len(o.Rollbacks) != 1 || o.Rollbacks[0].Child == nil {
+		t.Fatalf("rollbacks %+v", o.Rollbacks)
+	}
+	c := o.Rollbacks[0].Child
+	if c.Injection != obs.InjUnsupported || !strings.Contains(c.Reason, failNthPath) {
+		t.Fatalf("child fault %+v", c)
+	}
+	if !hasEvent(o.Events, obs.EvInjectNotApplied, "childfail=1 not injected") {
+		t.Fatalf("no event says the fault was not injected: %v", o.Events)
+	}
+	if v := checker.Check(p, o); len(v.Findings) != 0 {
+		t.Fatalf("findings: %v", v.Findings)
+	}
+}
+
+// TestChildOOMStock: with child_oom on a stock kernel the child is born
+// into its own memory cgroup, has nothing to copy before user space, is
+// stopped there, moved back and runs; nothing is reached.
+func TestChildOOMStock(t *testing.T) {
+	if _, err := memcgDir(); err != nil {
+		t.Skipf("no memory cgroup for the executor here: %v", err)
+	}
+	p, o := run(t, childProg(" child_oom=0x1000"), Options{})
+	if len(o.Rollbacks) != 1 || o.Rollbacks[0].Child == nil {
+		t.Fatalf("rollbacks %+v, events %v", o.Rollbacks, o.Events)
+	}
+	c := o.Rollbacks[0].Child
+	t.Logf("child_oom=4096 on the host: %+v", c)
+	if c.Injection == obs.InjUnsupported {
+		t.Skipf("child_oom not applied here: %s", c.Reason)
+	}
+	if c.Outcome != obs.ChildStopped || !strings.Contains(c.Memcg, "memory.events of the child's group") {
+		t.Fatalf("child fault %+v", c)
+	}
+	if v := checker.Check(p, o); len(v.Findings) != 0 {
+		t.Fatalf("findings: %v", v.Findings)
 	}
 }
