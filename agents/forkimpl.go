@@ -180,7 +180,7 @@ func DifferentialSkip(p *prog.Program) string {
 		switch {
 		case op.Thread != 0 || op.Kind == prog.OpStoreLoop || op.Kind == prog.OpJoin:
 			return "threads race with forks: the views depend on timing"
-		case op.FailNth > 0 || op.OOMMemcg > 0:
+		case op.FailNth > 0 || op.OOMMemcg > 0 || op.ChildFail > 0 || op.ChildOOM > 0:
 			return "fault injection counts the fork's allocations, which differ between implementations"
 		}
 	}

@@ -65,6 +65,8 @@ func Check(p *prog.Program, o *obs.Observation) *Verdict {
 			switch {
 			case m.procs[v.Proc].state == forkFailed:
 				why = "the fork that would create the process failed"
+			case m.procs[v.Proc].copyKilled:
+				why = "the process " + m.killedHow(v.Proc-1)
 			case m.killOp(v.Proc-1) >= 0:
 				why = fmt.Sprintf("the process was killed by %s before it was released", opRef(p, m.killOp(v.Proc-1)))
 			}

@@ -21,6 +21,13 @@ func (m *machine) fork(pr *proc, i int) {
 	}
 	m.setRet(i, uint64(10000+op.Fork))
 	child.state = blocked
+	if m.checking() && rollbackOf(m.o, i).CopyKilled() {
+		// childfail: the child died on its way to user space (its
+		// copy of the page tables failed); it never runs, like a child
+		// killed before it was released (the rollback oracle judges
+		// how it died and the parent).
+		defer func() { child.state, child.copyKilled = killed, true }()
+	}
 	child.forkSeq = m.opSeq[i]
 	child.anon = pageMap{}
 	child.reset = map[int]int{}
@@ -76,9 +83,15 @@ func (m *machine) wait(pr *proc, i int) {
 			for j := range m.p.Ops {
 				if m.p.Ops[j].Proc == child.id && m.o.Ops[j].Ran {
 					m.col.add(Finding{Oracle: "child-exit", Signature: "child-exit:killed-child-ran", Proc: child.id, View: -1, Op: j, Region: -1,
-						Explanation: fmt.Sprintf("%s was killed by %s before it was released, yet %s ran", procName(child.id), opRef(m.p, m.killOp(op.Fork)), opRef(m.p, j))})
+						Explanation: fmt.Sprintf("%s was %s, yet %s ran", procName(child.id), m.killedHow(op.Fork), opRef(m.p, j))})
 					break
 				}
+			}
+			if child.copyKilled {
+				// How a child died of its failed copy is the rollback
+				// oracle's (rollback:child-copy-signal).
+				child.state = exited
+				return
 			}
 			if r.Errno == 0 && r.Ret&0x7f != sigKILL {
 				m.col.add(Finding{Oracle: "child-exit", Signature: "child-exit:killed-" + statusClass(r.Ret), Proc: child.id, View: -1, Op: i, Region: -1,
@@ -103,6 +116,14 @@ func (m *machine) wait(pr *proc, i int) {
 			Explanation: fmt.Sprintf("%s ended with wait status %#x (%s) reported by %s; a child that was not killed must exit with status 0",
 				procName(child.id), r.Ret, statusString(r.Ret), opRef(m.p, i))})
 	}
+}
+
+// killedHow says how the child of fork f was killed before it ran.
+func (m *machine) killedHow(f int) string {
+	if c := m.procs[f+1]; c != nil && c.copyKilled {
+		return fmt.Sprintf("killed on its way to user space after a fault injected into its side of %s", opRef(m.p, m.p.ForkOp(f)))
+	}
+	return fmt.Sprintf("killed by %s before it was released", opRef(m.p, m.killOp(f)))
 }
 
 func (m *machine) killOp(f int) int {

@@ -26,6 +26,13 @@ package checker
 //	rollback:pmd-lost            a PMD present before the fork is gone after it
 //	rollback:missing             a fork with fail_nth ran but the observation
 //	                             has no measurement of it
+//	rollback:child-copy-signal   a fault injected into the child's side of a
+//	                             fork (childfail) killed it before user space
+//	                             with a signal other than SIGKILL, or it exited
+//	                             (a failed Async-fork copy kills with SIGKILL)
+//	rollback:child-died          the child of a childfail fork died before
+//	                             user space although no fault was injected
+//	                             into it
 //
 // The write pass bound: after fork (failed or not), an anonymous private
 // page whose PTE fork write-protected takes exactly one write fault (the
@@ -105,6 +112,39 @@ func injectedWhere(p *prog.Program, rb *obs.Rollback) string {
 	switch {
 	case rb.Cause == obs.CauseKill:
 		s += fmt.Sprintf(", child killed with SIGKILL before it ran and reaped by %s", opRef(p, rb.At))
+	case rb.Child != nil:
+		c := rb.Child
+		switch {
+		case c.ChildOOM > 0 && c.Injection == obs.InjInjected:
+			s += fmt.Sprintf(": the child's memory cgroup reached its limit before user space (child_oom=%d; the kernel's report: %s)", c.ChildOOM, phaseName(c.Phase))
+			if c.Site != "" {
+				s += " (" + c.Site + ")"
+			}
+		case c.ChildOOM > 0 && c.Injection == obs.InjNotReached:
+			s += fmt.Sprintf(": the child stayed within its memory cgroup limit before user space (child_oom=%d)", c.ChildOOM)
+		case c.ChildOOM > 0:
+			s += fmt.Sprintf(": child_oom=%d not applied (%s)", c.ChildOOM, c.Reason)
+		case c.Injection == obs.InjInjected:
+			s += fmt.Sprintf(": a fault was injected at failure point %d of the child's context before user space (childfail=%d, struck in %s)", c.FailNth, c.FailNth, phaseName(c.Phase))
+			if c.Site != "" {
+				s += " (" + c.Site + ")"
+			}
+		case c.Injection == obs.InjNotReached:
+			s += fmt.Sprintf(": childfail=%d was not reached (the child passed %d failure points before user space), no fault injected", c.FailNth, c.FailNth-c.Remaining)
+		default:
+			s += fmt.Sprintf(": childfail=%d not injected (%s)", c.FailNth, c.Reason)
+		}
+		if c.Memcg != "" {
+			s += " [" + c.Memcg + "]"
+		}
+		switch {
+		case c.Outcome == obs.ChildDied && c.Signal != 0:
+			s += fmt.Sprintf("; the child died before user space, killed by signal %d, and was reaped by %s", c.Signal, opRef(p, rb.At))
+		case c.Outcome == obs.ChildDied:
+			s += fmt.Sprintf("; the child exited with code %d before user space", c.Status)
+		case c.Outcome == obs.ChildStopped:
+			s += "; the child reached user space"
+		}
 	case rb.Cause == obs.CauseOOMMemcg:
 		s += fmt.Sprintf(": run under a memory cgroup limit, %s", map[bool]string{true: "which it reached", false: "which it did not reach"}[rb.MemcgHit])
 	case rb.Injection == obs.InjInjected:
@@ -144,6 +184,15 @@ func (m *machine) checkRollbacks() {
 		seen[rb.Op] = true
 		if strings.HasPrefix(rb.Memcg, "unsupported") {
 			m.col.note("fork f%d: oom_memcg was not applied, the fork ran without a memory limit: %s", rb.Fork, rb.Memcg)
+		}
+		if c := rb.Child; c != nil && c.Injection == obs.InjUnsupported {
+			m.col.note("fork f%d: the fault into the child's side (childfail=%d, child_oom=%d) was not applied, the child ran without it: %s", rb.Fork, c.FailNth, c.ChildOOM, c.Reason)
+		}
+		if c := rb.Child; c != nil && c.Ran != "" {
+			m.col.note("fork f%d: the child had run before it was armed (%s): the fault may have missed the start of its copy", rb.Fork, c.Ran)
+		}
+		if c := rb.Child; c != nil && c.Injection == obs.InjInjected && c.Outcome == obs.ChildStopped {
+			m.col.note("fork f%d: the fault injected into the child (%s, %s) did not kill it: it reached user space, and its views judge what it got", rb.Fork, phaseName(c.Phase), c.Site)
 		}
 		if rb.Cause == obs.CauseFailNth && rb.Injection == obs.InjUnsupported {
 			m.col.note("fork f%d: fail_nth=%d was not injected, the fork ran without it: %s", rb.Fork, rb.FailNth, rb.Reason)
@@ -223,7 +272,19 @@ func judgeRollback(p *prog.Program, o *obs.Observation, rb *obs.Rollback) []Find
 			Explanation: where + ": " + fmt.Sprintf(format, args...)})
 	}
 	failed := rb.Errno != 0
-	killed := rb.Cause == obs.CauseKill
+	killed := rb.Cause == obs.CauseKill || rb.CopyKilled()
+	if c := rb.Child; c != nil && c.Outcome == obs.ChildDied {
+		switch {
+		case c.Injection != obs.InjInjected:
+			add("rollback", "rollback:child-died", "the child died before it reached user space (signal %d, exit code %d) although no fault was injected into it", c.Signal, c.Status)
+		case c.Signal != sigKILL:
+			how := fmt.Sprintf("it exited with code %d", c.Status)
+			if c.Signal != 0 {
+				how = fmt.Sprintf("it was killed by signal %d", c.Signal)
+			}
+			add("rollback", "rollback:child-copy-signal", "the child died before user space after the injected fault, but %s: a child whose copy of the page tables failed is killed with SIGKILL", how)
+		}
+	}
 	if failed && (rb.Injection == obs.InjInjected || rb.MemcgHit) && rb.Errno != eNOMEM && rb.Errno != eAGAIN {
 		add("rollback", "rollback:errno", "fork(2) fails with ENOMEM (a kernel structure could not be allocated) or EAGAIN, not %s", errnoName(rb.Errno))
 	}
@@ -312,6 +373,19 @@ func judgeRollback(p *prog.Program, o *obs.Observation, rb *obs.Rollback) []Find
 		}
 	}
 	return out
+}
+
+// phaseName says where a child's fault struck (obs.ChildFault.Phase).
+func phaseName(ph string) string {
+	switch ph {
+	case obs.PhaseCopy:
+		return "the child's copy of the page tables"
+	case obs.PhaseChild:
+		return "the child's context, outside the page-table copy"
+	case obs.PhaseOther:
+		return "another task's context (the kernel log names another pid)"
+	}
+	return "a place the kernel log did not report"
 }
 
 // laterForkAlive reports whether a fork of the main process after rb's

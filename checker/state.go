@@ -304,6 +304,10 @@ type proc struct {
 	holes []hole
 	// crashed: the observation says the process stopped running.
 	crashed bool
+	// copyKilled: the observation says the child died before it reached
+	// user space, after a fault injected into its side of the fork
+	// (childfail, rollback.go); the model treats it as killed.
+	copyKilled bool
 }
 
 type hole struct{ start, end int }

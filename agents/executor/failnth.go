@@ -107,6 +107,20 @@ type rollbackState struct {
 	resident []byte // mincore vector scratch
 	wdStack  []byte // the raw watchdog thread's stack
 	corrupt  string // Options.Corrupt (rollback-write-hang acts during the run)
+	armBuf   []byte // childfail.go: the child-arm buffer (MAP_SHARED), once mapped
+}
+
+// childBuf maps the child-arm buffer once; nil if it cannot (the child
+// is then armed from Go, arm).
+func (r *rollbackState) childBuf() []byte {
+	if r.armBuf == nil {
+		b, err := unix.Mmap(-1, 0, prog.PageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+		if err != nil {
+			return nil
+		}
+		r.armBuf = b
+	}
+	return r.armBuf
 }
 
 func newRollbackState() *rollbackState {
@@ -120,7 +134,7 @@ func (m *machine) wantsRollback(i int) bool {
 	if m.inChild || op.Proc != 0 || m.rb == nil {
 		return false
 	}
-	if op.FailNth > 0 || op.OOMMemcg > 0 {
+	if op.FailNth > 0 || op.OOMMemcg > 0 || op.ChildFail > 0 || op.ChildOOM > 0 {
 		return true
 	}
 	for _, o := range m.p.Ops {
@@ -173,6 +187,36 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 			rb.Setup = append(rb.Setup, what)
 		}
 	}
+	// childfail (childfail.go): the child is armed while it is held off
+	// the CPU, by the evidence machinery or by hold.
+	var hold childHold
+	var arm *childArm
+	var clim *childLimit // child_oom (childoom.go)
+	attr := fmt.Sprintf("childfail=%d", op.ChildFail)
+	if op.ChildOOM > 0 {
+		attr = fmt.Sprintf("child_oom=%d", op.ChildOOM)
+	}
+	if op.ChildFail > 0 || op.ChildOOM > 0 {
+		rb.Cause = obs.CauseChildFail
+		arm = newChildArm(op.ChildFail, -1)
+		arm.cf.ChildOOM = op.ChildOOM
+		var err error
+		if op.ChildFail > 0 {
+			rb.Setup, err = FaultInjection()
+		} else if clim, err = armChildOOM(op.ChildOOM); err == nil {
+			rb.Setup = append(rb.Setup, clim.what)
+		}
+		if err != nil {
+			arm.cf.Injection, arm.cf.Reason = obs.InjUnsupported, err.Error()
+			m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: %s not injected, the child ran without it: %v", f, attr, err))
+			rb.Child, arm = arm.cf, nil
+		} else {
+			arm.kmsg = kmsgOpen()
+			if !m.fe.on {
+				hold.before()
+			}
+		}
+	}
 	// Everything the injected fork needs, prepared before it (see
 	// rawForkInjected): the read-back lands in this fork's slot of the
 	// MAP_SHARED control page (bytes 32..55; the child only waits on
@@ -187,17 +231,29 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 		a.failFd = int64(fd)
 		a.klen = int64(len(strconv.AppendInt(num[:0], int64(op.FailNth), 10)))
 	}
+	if arm != nil && op.ChildFail > 0 && m.rb.childBuf() != nil {
+		// The child's K: kbuf/klen (the parent's fail-nth is not armed).
+		a.klen = int64(len(strconv.AppendInt(num[:0], int64(op.ChildFail), 10)))
+		prepareAsm(m.rb.armBuf)
+		a.child = uintptr(unsafe.Pointer(&m.rb.armBuf[0]))
+	}
 	if lim != nil {
 		a.memFd = int64(lim.fd)
 		a.limit, a.limitLen, a.max = uintptr(unsafe.Pointer(&lim.limit[0])), int64(lim.limitN), uintptr(unsafe.Pointer(&lim.max[0]))
 	}
 
+	cargs := new(cloneArgs)
 	if m.fe.on {
 		m.fe.before()
 	}
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
-	pid, errno, backN, armErr := rawForkInjected(a)
+	var pid, errno, backN, armErr uintptr
+	if clim != nil {
+		pid, errno = forkIntoGroup(clim, cargs)
+	} else {
+		pid, errno, backN, armErr = rawForkInjected(a)
+	}
 	if errno == 0 && pid == 0 {
 		m.child(f) // the kernel resets fail-nth in the child (dup_task_struct)
 	}
@@ -209,8 +265,37 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	armErr = uintptr(-int64(armErr))
 	sigRestore(&m.sigOld)
 	m.forkTSC[f] = [2]uint64{inv, resp}
+	if arm != nil && errno == 0 {
+		if a.child != 0 {
+			arm.fromAsm(m.rb.armBuf, int(pid))
+		} else {
+			arm.arm(int(pid))
+		}
+	}
+	if arm != nil {
+		arm.armed()
+		if errno != 0 {
+			if arm.kmsg >= 0 {
+				unix.Close(arm.kmsg)
+			}
+			if clim != nil {
+				_, rb.Memcg = clim.lift(0, false)
+			}
+			rb.Child, arm = nil, nil // no child: nothing was armed
+		} else if !m.fe.on && !hold.fifo && arm.cf.Ran == "" {
+			arm.cf.Ran = "not held off the CPU (" + hold.err + "): the child may have started its copy before it was armed"
+		}
+	}
 	if m.fe.on {
 		m.fe.after(m, i, f, int(pid), errno)
+	} else if op.ChildFail > 0 || op.ChildOOM > 0 {
+		hold.after(int(pid))
+	}
+	if arm != nil {
+		rb.Child = arm.settle(clim)
+		if rb.Child.Injection == obs.InjUnsupported {
+			m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: %s not injected, the child ran without it: %s", f, attr, rb.Child.Reason))
+		}
 	}
 	end := m.now()
 	if lim != nil {
@@ -281,6 +366,7 @@ type injectArgs struct {
 	limit    uintptr // 56: the limit in decimal
 	limitLen int64   // 64
 	max      uintptr // 72: "max"
+	child    uintptr // 80: the child-arm buffer (childfail: K is kbuf, klen), or 0
 }
 
 func rawForkInjected(a *injectArgs) (pid, errno, backN, armErr uintptr)

@@ -21,7 +21,9 @@ TEXT ·orZero(SB), NOSPLIT, $0-8
 // the stack: fork write-protected the stack, so a store there would take a
 // copy-on-write fault whose page allocation could consume the fault (or,
 // under the memory limit, never be charged). The child resets its stack
-// guard like rawFork. injectArgs layout: see failnth.go.
+// guard like rawFork. injectArgs layout: see failnth.go. With a
+// child-arm buffer (childfail) the parent arms the child right after
+// clone, before its own first store.
 TEXT ·rawForkInjected(SB), NOSPLIT, $0-40
 	MOVQ	a+0(FP), R12
 	XORQ	R15, R15
@@ -57,6 +59,95 @@ nofail:
 	JEQ	child
 	MOVQ	AX, R13
 	XORQ	R14, R14
+	// childfail (childfail.go): arm the child before anything can block
+	// this thread. BX: the child-arm buffer (MAP_SHARED, layout in
+	// childfail.go): SIGSTOP the child, read /proc/PID/schedstat, open
+	// /proc/PID/fail-nth and write K (kbuf, klen) into it.
+	MOVQ	80(R12), BX
+	CMPQ	BX, $0
+	JEQ	nochild
+	CMPQ	R13, $0xfffffffffffff001
+	JCC	nochild          // clone failed: no child
+	MOVQ	$62, AX          // SYS_kill
+	MOVQ	R13, DI
+	MOVQ	$19, SI          // SIGSTOP
+	SYSCALL
+	MOVQ	AX, 40(BX)
+	// "/proc/" is at 0; the pid's digits, built backwards ending at 248.
+	MOVQ	R13, AX
+	LEAQ	248(BX), DI
+digit:
+	XORQ	DX, DX
+	MOVQ	$10, CX
+	DIVQ	CX
+	ADDQ	$48, DX
+	DECQ	DI
+	MOVB	DL, (DI)
+	TESTQ	AX, AX
+	JNZ	digit
+	LEAQ	6(BX), R8
+	LEAQ	248(BX), SI
+cpdigit:
+	MOVB	(DI), DX
+	MOVB	DX, (R8)
+	INCQ	DI
+	INCQ	R8
+	CMPQ	DI, SI
+	JLT	cpdigit
+	MOVQ	R8, R9           // end of "/proc/PID"
+	LEAQ	192(BX), SI      // "/schedstat\0"
+	MOVQ	$11, CX
+cpstat:
+	MOVB	(SI), DX
+	MOVB	DX, (R8)
+	INCQ	SI
+	INCQ	R8
+	DECQ	CX
+	JNZ	cpstat
+	MOVQ	$257, AX         // SYS_openat
+	MOVQ	$-100, DI        // AT_FDCWD
+	MOVQ	BX, SI
+	MOVQ	$0x80000, DX     // O_RDONLY|O_CLOEXEC
+	XORQ	R10, R10
+	SYSCALL
+	CMPQ	AX, $0xfffffffffffff001
+	JCC	nostat
+	MOVQ	AX, R8
+	XORQ	AX, AX           // SYS_read
+	MOVQ	R8, DI
+	LEAQ	64(BX), SI
+	MOVQ	$127, DX
+	SYSCALL
+	MOVQ	$3, AX           // SYS_close
+	MOVQ	R8, DI
+	SYSCALL
+nostat:
+	MOVQ	R9, R8
+	LEAQ	208(BX), SI      // "/fail-nth\0"
+	MOVQ	$10, CX
+cpnth:
+	MOVB	(SI), DX
+	MOVB	DX, (R8)
+	INCQ	SI
+	INCQ	R8
+	DECQ	CX
+	JNZ	cpnth
+	MOVQ	$257, AX         // SYS_openat
+	MOVQ	$-100, DI
+	MOVQ	BX, SI
+	MOVQ	$0x80002, DX     // O_RDWR|O_CLOEXEC
+	XORQ	R10, R10
+	SYSCALL
+	MOVQ	AX, 48(BX)
+	CMPQ	AX, $0xfffffffffffff001
+	JCC	nochild
+	MOVQ	AX, DI
+	MOVQ	$1, AX           // SYS_write
+	MOVQ	8(R12), SI
+	MOVQ	16(R12), DX
+	SYSCALL
+	MOVQ	AX, 56(BX)
+nochild:
 	MOVQ	0(R12), DI
 	CMPQ	DI, $0
 	JLT	nolift0
@@ -174,3 +265,33 @@ wdone:
 	XORQ	DI, DI
 	SYSCALL
 	JMP	wdone
+
+// func rawClone3(args *cloneArgs, size uintptr) (pid, errno uintptr)
+// A fork through clone3 (child_oom: CLONE_INTO_CGROUP puts the child in
+// its own memory cgroup from birth). The child resets its stack guard
+// like rawFork.
+TEXT ·rawClone3(SB), NOSPLIT, $0-32
+	MOVQ	args+0(FP), DI
+	MOVQ	size+8(FP), SI
+	MOVQ	$435, AX         // SYS_clone3
+	SYSCALL
+	CMPQ	AX, $0
+	JEQ	c3child
+	CMPQ	AX, $0xfffffffffffff001
+	JLS	c3ok
+	NEGQ	AX
+	MOVQ	$-1, pid+16(FP)
+	MOVQ	AX, errno+24(FP)
+	RET
+c3ok:
+	MOVQ	AX, pid+16(FP)
+	MOVQ	$0, errno+24(FP)
+	RET
+c3child:
+	MOVQ	(TLS), CX        // g
+	MOVQ	0(CX), BX        // g.stack.lo
+	ADDQ	$4096, BX
+	MOVQ	BX, 16(CX)       // g.stackguard0
+	MOVQ	$0, pid+16(FP)
+	MOVQ	$0, errno+24(FP)
+	RET

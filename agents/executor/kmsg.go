@@ -4,9 +4,12 @@ package executor
 // read back from /dev/kmsg (split from failnth.go).
 
 import (
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 )
 
 // kmsgOpen opens the kernel log positioned at its end, or returns -1.
@@ -27,7 +30,11 @@ func kmsgOpen() int {
 // first frames of the stack trace that are not fault-injection or
 // allocator plumbing, innermost first, e.g. "failslab: vm_area_dup <-
 // dup_mmap <- copy_process <- kernel_clone". "" if the log says nothing.
-func kmsgSite(fd int) string {
+func kmsgSite(fd int) string { return ParseFaultSite(kmsgLines(fd)) }
+
+// kmsgLines reads the kernel log records written since kmsgOpen, one
+// line per message line.
+func kmsgLines(fd int) []string {
 	var lines []string
 	buf := make([]byte, 8192)
 	for {
@@ -46,7 +53,7 @@ func kmsgSite(fd int) string {
 		// /dev/kmsg escapes newlines inside a message as \x0a.
 		lines = append(lines, strings.Split(rec, `\x0a`)...)
 	}
-	return ParseFaultSite(lines)
+	return lines
 }
 
 // plumbing are frames of the fault-injection and allocation machinery, not
@@ -62,16 +69,14 @@ var plumbing = []string{"dump_stack", "should_fail", "fail_dump", "should_failsl
 // ParseFaultSite finds the last fault-injection report in kernel log
 // lines and summarizes it (see kmsgSite).
 func ParseFaultSite(lines []string) string {
-	start := -1
-	for i, l := range lines {
-		if strings.Contains(l, "FAULT_INJECTION: forcing a failure") {
-			start = i
-		}
-	}
+	start := reportStart(lines)
 	if start < 0 {
 		return ""
 	}
 	name := "fault"
+	if strings.Contains(lines[start], "invoked oom-killer") {
+		name = "oom-killer"
+	}
 	var frames []string
 	trace := false
 	for _, l := range lines[start+1:] {
@@ -111,4 +116,53 @@ func ParseFaultSite(lines []string) string {
 		return name
 	}
 	return name + ": " + strings.Join(frames, " <- ")
+}
+
+// copyFrames are frames of a child's page-table copy: Async-fork's
+// (mm/async_fork.c, called from schedule_tail) and the shared copy code
+// it calls.
+var copyFrames = []string{"async_fork_cpr_rest", "async_fork_copy_vma", "copy_page_range_slow", "async_fork_"}
+
+// FaultPhase says whose stack the last fault-injection report in kernel
+// log lines was taken on, for a fault injected into the child pid:
+// obs.PhaseCopy (the child, inside Async-fork's copy), obs.PhaseChild
+// (the child, elsewhere), obs.PhaseOther (another task: the "CPU: N PID:
+// P" line of the report names another pid), "" (no report).
+func FaultPhase(lines []string, pid int) string {
+	start := reportStart(lines)
+	if start < 0 {
+		return ""
+	}
+	phase := obs.PhaseChild
+	for _, l := range lines[start+1:] {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "FAULT_INJECTION") || strings.Contains(t, "invoked oom-killer") || t == "</TASK>" {
+			break
+		}
+		if i := strings.Index(t, "PID: "); i >= 0 && strings.HasPrefix(t, "CPU: ") {
+			f := strings.Fields(t[i+len("PID: "):])
+			if len(f) > 0 && f[0] != strconv.Itoa(pid) {
+				return obs.PhaseOther
+			}
+		}
+		for _, c := range copyFrames {
+			if strings.HasPrefix(t, c) {
+				phase = obs.PhaseCopy
+			}
+		}
+	}
+	return phase
+}
+
+// reportStart is the line of the last fault-injection report, or of the
+// last OOM-killer report (child_oom: "P invoked oom-killer: ..." with a
+// stack trace), in kernel log lines; -1 if none.
+func reportStart(lines []string) int {
+	start := -1
+	for i, l := range lines {
+		if strings.Contains(l, "FAULT_INJECTION: forcing a failure") || strings.Contains(l, "invoked oom-killer:") {
+			start = i
+		}
+	}
+	return start
 }

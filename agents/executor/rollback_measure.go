@@ -212,8 +212,9 @@ func (m *machine) comparable(rb *obs.Rollback) bool {
 		}
 	}
 	if rb.Errno == 0 {
-		// The child ran its operations unless it was killed first.
-		killed := false
+		// The child ran its operations unless it was killed first (or
+		// died before user space: childfail).
+		killed := rb.CopyKilled()
 		for j := rb.Op + 1; j < rb.At; j++ {
 			if m.p.Ops[j].Kind == prog.OpKill && m.p.Ops[j].Fork == rb.Fork {
 				killed = true

@@ -18,6 +18,12 @@ type asyncCopy struct {
 	phase int
 	table *PTETable // locked by the copier in phases 1-2
 	ctx   *allocCtx
+	// childCtx, when set, counts the copier's own allocations instead of
+	// ctx: the child's fail-nth (childfail, childfail.go), which the
+	// parent's syncs do not reach.
+	childCtx *allocCtx
+	// err is why the copy failed.
+	err error
 	// speed decides how eagerly the scheduler runs the copier.
 	speed int
 	// done: finished (copied, failed or aborted); killed: the child gets
@@ -80,6 +86,9 @@ func (k *Kernel) step(c *asyncCopy) bool {
 	}
 	saved := k.ctx
 	k.ctx = c.ctx
+	if c.childCtx != nil {
+		k.ctx = c.childCtx
+	}
 	defer func() { k.ctx = saved }()
 	if c.phase == 0 {
 		for c.next < len(c.pending) {
@@ -303,6 +312,7 @@ func (k *Kernel) copyFailed(c *asyncCopy, err error) {
 	}
 	k.restoreRW(c, cur)
 	c.killed = true
+	c.err = err
 	k.retire(c)
 }
 

@@ -33,7 +33,7 @@ func (x *machine) startInjection(parent, f int, ctx *allocCtx) {
 			kill = true
 		}
 	}
-	if op.FailNth == 0 && !kill {
+	if op.FailNth == 0 && op.ChildFail == 0 && op.ChildOOM == 0 && !kill {
 		return
 	}
 	rb := &obs.Rollback{Fork: f, Op: i, At: i, Cause: obs.CauseKill, FailNth: op.FailNth,
@@ -43,6 +43,7 @@ func (x *machine) startInjection(parent, f int, ctx *allocCtx) {
 		rb.Setup = []string{rollbackSetup}
 		ctx.failAt = op.FailNth
 	}
+	childFailRollback(op, rb)
 	rb.ChildrenBefore = x.liveChildren()
 	rb.PMDSource, rb.PMDBefore = x.pmds()
 	if x.rb == nil {

@@ -373,6 +373,9 @@ func (x *machine) fork(parent, f int) (uint64, int) {
 	}
 	x.procs[f+1] = c
 	x.forked(f, ctx, 0)
+	if parent == 0 {
+		x.childFail(x.p.ForkOp(f), f) // childfail.go
+	}
 	return Pid(f), 0
 }
 

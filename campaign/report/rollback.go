@@ -46,6 +46,27 @@ func rollbackSection(p *prog.Program, o *obs.Observation, ev *checker.Finding) s
 		if rb.Memcg != "" {
 			kv("memory cgroup", rb.Memcg)
 		}
+		if c := rb.Child; c != nil {
+			what := fmt.Sprintf("childfail=%d", c.FailNth)
+			if c.ChildOOM > 0 {
+				what = fmt.Sprintf("child_oom=%d", c.ChildOOM)
+			}
+			kv("the child's side", fmt.Sprintf("%s: %s (remaining %d) %s", what, c.Injection, c.Remaining, c.Reason))
+			if c.Site != "" {
+				kv("child fault site", fmt.Sprintf("%s (phase %s)", c.Site, c.Phase))
+			}
+			out := "reached user space"
+			if c.Outcome == "died" {
+				out = fmt.Sprintf("died before user space: signal %d, exit code %d", c.Signal, c.Status)
+			}
+			kv("child outcome", out)
+			if c.Memcg != "" {
+				kv("child memory cgroup", c.Memcg)
+			}
+			if c.Ran != "" {
+				kv("armed late", c.Ran)
+			}
+		}
 		kv("fork returned", fmt.Sprintf("errno %d", rb.Errno))
 		at := ""
 		if rb.At >= 0 && rb.At < len(p.Ops) {

@@ -71,6 +71,12 @@ func Translate(p *prog.Program, opt Options) ([]byte, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid program: %w", err)
 	}
+	if in := p.ChildInjected(); len(in) > 0 {
+		// The child's fault needs the child held off the CPU and armed
+		// from the parent, and a killed child changes what every later
+		// operation expects; C reproducers do neither yet.
+		return nil, fmt.Errorf("op %d `%s`: childfail and child_oom are not supported by C reproducers (replay it with forkfuzz exec)", in[0], p.Ops[in[0]].String())
+	}
 	spec, err := checker.NewSpec(p, opt.Kernel)
 	if err != nil {
 		return nil, err

@@ -306,4 +306,8 @@ func TestRefusals(t *testing.T) {
 	if _, err := Translate(p, Options{Mutate: "pipe"}); err == nil || !strings.Contains(err.Error(), "nothing to mutate") {
 		t.Errorf("mutation without a target: got %v", err)
 	}
+	cf, _ := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4\nfork f0 childfail=2\nwait f0\n"))
+	if _, err := Translate(cf, Options{}); err == nil || !strings.Contains(err.Error(), "op 0 `fork f0 childfail=2`: childfail and child_oom are not supported by C reproducers") {
+		t.Errorf("childfail: got %v", err)
+	}
 }

@@ -4,6 +4,12 @@
 // without consuming the fault (the kernel's fail-nth reads back non-zero),
 // judging every run with all oracles. Every run's program carries its
 // fail_nth, so a finding replays exactly.
+//
+// With Options.Child it sweeps the child's side of each fork instead
+// (prog.Op.ChildFail): the failure points the child reaches in its own
+// context before user space, which under Async-fork are its copy of the
+// parent's page tables; it ends when the child passes them all (its
+// fail-nth reads back non-zero when it stops at user space).
 package sweep
 
 import (
@@ -33,6 +39,13 @@ type Options struct {
 	Forks []int
 	// Log receives one line per run (nil: none).
 	Log io.Writer
+	// Child sweeps the child's failure points (childfail=K) instead of
+	// the fork's (fail_nth=K).
+	Child bool
+	// ChildOOMStep, with Child, sweeps memory cgroup limits on the
+	// child's side instead (child_oom=K*ChildOOMStep bytes), until the
+	// child stays within one.
+	ChildOOMStep uint64
 }
 
 // Finding is one issue found at one failure point.
@@ -56,10 +69,23 @@ type ForkResult struct {
 	Errnos                  map[int]int // errno -> runs
 	// Sites counts the runs by where the kernel said the fault struck
 	// (obs.Rollback.Site; "" when it did not say).
-	Sites    map[string]int
-	Elapsed  time.Duration
-	Stopped  string // why the sweep of this fork ended
-	Findings []Finding
+	Sites map[string]int
+	// Child sweeps only: runs whose child died before user space
+	// (ChildKilled; by signal in ChildSignals, 0: it exited), whose child
+	// reached user space although the fault was injected
+	// (ChildSurvived), and where the fault struck (Phases:
+	// obs.ChildFault.Phase, "" when the kernel did not say).
+	// Unarmed counts runs repeated because the child had run before it
+	// was armed.
+	ChildKilled, ChildSurvived, Unarmed int
+	// ChildOOMStep: a child_oom sweep in steps of this many bytes; Points
+	// is then the number of limits the child ran into.
+	ChildOOMStep uint64
+	ChildSignals map[int]int
+	Phases       map[string]int
+	Elapsed      time.Duration
+	Stopped      string // why the sweep of this fork ended
+	Findings     []Finding
 }
 
 // Result is a whole sweep.
@@ -114,20 +140,34 @@ func Run(t agents.Target, p *prog.Program, o Options) (*Result, error) {
 func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult, error) {
 	f := p.Ops[i].Fork
 	fr := &ForkResult{Fork: f, Op: i, Points: -1, Errnos: map[int]int{}, Sites: map[string]int{}}
+	if o.Child {
+		fr.ChildSignals, fr.Phases, fr.ChildOOMStep = map[int]int{}, map[string]int{}, o.ChildOOMStep
+	}
 	start := time.Now()
 	seen := map[string]bool{}
+	retries := 0
 	defer func() { fr.Elapsed = time.Since(start) }()
 	for k := 1; k <= o.MaxK; k += o.Stride {
 		q := p.Clone()
 		for j := range q.Ops {
-			q.Ops[j].FailNth = 0
+			q.Ops[j].FailNth, q.Ops[j].ChildFail, q.Ops[j].ChildOOM = 0, 0, 0
 		}
-		q.Ops[i].FailNth = k
+		attr := "fail_nth"
+		switch {
+		case o.Child && o.ChildOOMStep > 0:
+			q.Ops[i].ChildOOM, attr = uint64(k)*o.ChildOOMStep, "child_oom/step"
+			q.Ops[i].OOMMemcg = 0
+		case o.Child:
+			q.Ops[i].ChildFail, attr = k, "childfail"
+			q.Ops[i].OOMMemcg, q.Ops[i].ChildOOM = 0, 0
+		default:
+			q.Ops[i].FailNth = k
+		}
 		ob, runErr := t.Run(q, agents.Options{})
 		fr.Runs++
 		v, err := judge.Judge(q, ob, runErr)
 		if err != nil {
-			return fr, fmt.Errorf("sweep fork f%d at fail_nth=%d: %w", f, k, err)
+			return fr, fmt.Errorf("sweep fork f%d at %s=%d: %w", f, attr, k, err)
 		}
 		for _, is := range v.Issues {
 			if !seen[is.Signature] {
@@ -138,15 +178,35 @@ func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult,
 		if ob == nil {
 			// The executor or the kernel died: the fault is somewhere in
 			// there, but its outcome is unknown. Go on with the next K.
-			logf(o.Log, "fork f%d fail_nth=%d: no observation (%v)", f, k, runErr)
+			logf(o.Log, "fork f%d %s=%d: no observation (%v)", f, attr, k, runErr)
 			continue
 		}
 		rb := rollbackOf(ob, i)
 		if rb == nil {
 			if v.OK() {
-				return fr, fmt.Errorf("sweep fork f%d at fail_nth=%d: the observation has no rollback measurement", f, k)
+				return fr, fmt.Errorf("sweep fork f%d at %s=%d: the observation has no rollback measurement", f, attr, k)
 			}
 			continue // judged above (rollback:missing, a crash, ...)
+		}
+		if o.Child {
+			if c := rb.Child; c != nil && c.Ran != "" && c.FailNth > 0 && c.Injection != obs.InjUnsupported {
+				// The child ran before it was armed: it may have passed
+				// failure points unarmed, so this run says nothing about
+				// K. Run K again.
+				fr.Unarmed++
+				logf(o.Log, "fork f%d %s=%d: armed late (%s), %s, child %s; running it again", f, attr, k, c.Ran, c.Injection, c.Outcome)
+				if retries++; retries > maxUnarmed {
+					return fr, fmt.Errorf("sweep fork f%d at %s=%d: the child ran before it was armed %d times in a row (%s)", f, attr, k, retries, c.Ran)
+				}
+				k -= o.Stride
+				continue
+			}
+			retries = 0
+			done, err := childRun(fr, rb, attr, k, len(v.Issues), o.Log)
+			if done || err != nil {
+				return fr, err
+			}
+			continue
 		}
 		if rb.Injection == obs.InjUnsupported {
 			return fr, &UnsupportedError{rb.Reason}
@@ -172,6 +232,51 @@ func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult,
 	fr.Stopped = fmt.Sprintf("stopped at the limit of %d failure points", o.MaxK)
 	return fr, nil
 }
+
+// childRun accounts one run of a child sweep; done ends the sweep.
+func childRun(fr *ForkResult, rb *obs.Rollback, attr string, k, issues int, log io.Writer) (done bool, err error) {
+	cf := rb.Child
+	switch {
+	case rb.Errno != 0:
+		// The parent's fork failed without injection (ENOMEM, say):
+		// there was no child to inject into.
+		fr.Failed++
+		fr.Errnos[rb.Errno]++
+		logf(log, "fork f%d %s=%d: the fork itself failed with errno %d, %d issues", fr.Fork, attr, k, rb.Errno, issues)
+		return false, nil
+	case cf == nil:
+		return true, fmt.Errorf("sweep fork f%d at %s=%d: the rollback measurement has no record of the child's fault", fr.Fork, attr, k)
+	case cf.Injection == obs.InjUnsupported:
+		return true, &UnsupportedError{cf.Reason}
+	}
+	if cf.Outcome == obs.ChildDied {
+		fr.ChildKilled++
+		fr.ChildSignals[cf.Signal]++
+	}
+	if cf.Injection == obs.InjInjected {
+		fr.Sites[cf.Site]++
+		fr.Phases[cf.Phase]++
+		if cf.Outcome == obs.ChildStopped {
+			fr.ChildSurvived++
+		}
+	}
+	logf(log, "fork f%d %s=%d: %s, child %s (signal %d), %d issues; %s %s %s", fr.Fork, attr, k, cf.Injection, cf.Outcome, cf.Signal, issues, cf.Phase, cf.Site, cf.Memcg)
+	if cf.Injection == obs.InjNotReached && cf.ChildOOM > 0 {
+		fr.Points = k - 1
+		fr.Stopped = fmt.Sprintf("the child stayed within its memory cgroup limit: child_oom=%d (%s)", cf.ChildOOM, cf.Memcg)
+		return true, nil
+	}
+	if cf.Injection == obs.InjNotReached {
+		fr.Points = k - cf.Remaining
+		fr.Stopped = fmt.Sprintf("the child passed all its failure points before user space: childfail=%d read back %d", k, cf.Remaining)
+		return true, nil
+	}
+	return false, nil
+}
+
+// maxUnarmed bounds the repeats of one K whose child ran before it was
+// armed.
+const maxUnarmed = 8
 
 func rollbackOf(o *obs.Observation, op int) *obs.Rollback {
 	for j := range o.Rollbacks {

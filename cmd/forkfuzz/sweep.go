@@ -24,6 +24,8 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	stride := fs.Int("stride", 1, "try every N-th failure point only")
 	forks := fs.String("forks", "", "comma-separated fork numbers to sweep (default: every fork of the main process)")
 	verbose := fs.Bool("v", false, "log every run")
+	childOOM := fs.Uint64("child-oom", 0, "with --child: sweep memory cgroup limits on the child's side instead, child_oom=STEP, 2*STEP, ... bytes (e.g. 4096) until the child stays within one")
+	child := fs.Bool("child", false, "sweep the child's failure points before user space (childfail=1,2,...: under Async-fork, the child's copy of the page tables) instead of the fork's")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
@@ -40,7 +42,11 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "forkfuzz sweep:", err)
 		return exitError
 	}
-	opt := sweep.Options{MaxK: *maxK, Stride: *stride}
+	if *childOOM > 0 && !*child {
+		fmt.Fprintln(stderr, "forkfuzz sweep: --child-oom needs --child")
+		return exitError
+	}
+	opt := sweep.Options{MaxK: *maxK, Stride: *stride, Child: *child, ChildOOMStep: *childOOM}
 	if *verbose {
 		opt.Log = stderr
 	}
@@ -97,9 +103,36 @@ func printSweep(w io.Writer, res *sweep.Result) {
 		if fr.Points >= 0 {
 			pts = strconv.Itoa(fr.Points)
 		}
-		fmt.Fprintf(w, "fork f%d (op %d): %s failure points; %d runs in %v (%v/run): fork failed %d times (%s), fork returned success despite the fault %d times; %d findings; %s\n",
-			fr.Fork, fr.Op, pts, fr.Runs, fr.Elapsed.Round(time.Millisecond), (fr.Elapsed / time.Duration(max(fr.Runs, 1))).Round(time.Millisecond),
-			fr.Failed, strings.Join(errs, ", "), fr.Tolerated, len(fr.Findings), fr.Stopped)
+		if fr.ChildSignals != nil {
+			var sigs []string
+			var ks []int
+			for s := range fr.ChildSignals {
+				ks = append(ks, s)
+			}
+			sort.Ints(ks)
+			for _, s := range ks {
+				sigs = append(sigs, fmt.Sprintf("signal %d x%d", s, fr.ChildSignals[s]))
+			}
+			var phases []string
+			for ph, n := range fr.Phases {
+				if ph == "" {
+					ph = "unknown"
+				}
+				phases = append(phases, fmt.Sprintf("%s x%d", ph, n))
+			}
+			sort.Strings(phases)
+			what := "failure points before user space"
+			if fr.ChildOOMStep > 0 {
+				what = fmt.Sprintf("memory cgroup limits (steps of %d bytes) the child ran into before user space", fr.ChildOOMStep)
+			}
+			fmt.Fprintf(w, "fork f%d (op %d), the child's side: %s %s; %d runs in %v (%v/run): child died %d times (%s), reached user space despite the fault %d times; faults struck in: %s; %d runs repeated (the child ran before it was armed); %d findings; %s\n",
+				fr.Fork, fr.Op, pts, what, fr.Runs, fr.Elapsed.Round(time.Millisecond), (fr.Elapsed / time.Duration(max(fr.Runs, 1))).Round(time.Millisecond),
+				fr.ChildKilled, strings.Join(sigs, ", "), fr.ChildSurvived, strings.Join(phases, ", "), fr.Unarmed, len(fr.Findings), fr.Stopped)
+		} else {
+			fmt.Fprintf(w, "fork f%d (op %d): %s failure points; %d runs in %v (%v/run): fork failed %d times (%s), fork returned success despite the fault %d times; %d findings; %s\n",
+				fr.Fork, fr.Op, pts, fr.Runs, fr.Elapsed.Round(time.Millisecond), (fr.Elapsed / time.Duration(max(fr.Runs, 1))).Round(time.Millisecond),
+				fr.Failed, strings.Join(errs, ", "), fr.Tolerated, len(fr.Findings), fr.Stopped)
+		}
 		var sites []string
 		for s := range fr.Sites {
 			sites = append(sites, s)
@@ -116,7 +149,14 @@ func printSweep(w io.Writer, res *sweep.Result) {
 		}
 		for _, f := range fr.Findings {
 			total++
-			fmt.Fprintf(w, "\nFAIL %s at fork f%d fail_nth=%d\n%s\nreproducer:\n%s\n", f.Issue.Signature, f.Fork, f.K, f.Issue.Explanation, f.Program.Format())
+			attr := "fail_nth"
+			if fr.ChildSignals != nil {
+				attr = "childfail"
+			}
+			if fr.ChildOOMStep > 0 {
+				attr = fmt.Sprintf("child_oom=%d*", fr.ChildOOMStep)
+			}
+			fmt.Fprintf(w, "\nFAIL %s at fork f%d %s=%d\n%s\nreproducer:\n%s\n", f.Issue.Signature, f.Fork, attr, f.K, f.Issue.Explanation, f.Program.Format())
 		}
 	}
 	fmt.Fprintf(w, "sweep: %d forks in %v, %d findings\n", len(res.Forks), res.Elapsed.Round(time.Millisecond), total)

@@ -31,3 +31,18 @@ func TestSweepNativeWithoutFailNth(t *testing.T) {
 	}
 	t.Skipf("the host kernel injects faults (exit %d): %s", code, out)
 }
+
+// TestSweepChildSim sweeps the child's side of a fork (--child) on the
+// simulated Async-fork kernel: every failure point of the child's copy
+// kills the child with SIGKILL and is clean; the rollback mutant is found
+// with a reproducer that carries its childfail.
+func TestSweepChildSim(t *testing.T) {
+	code, out, errs := forkfuzz(t, "sweep", "--child", "--target", "sim", "--fork", "async", "../../corpus/rollback/vmas.ffz")
+	if code != exitClean || !strings.Contains(out, "the child's side: 2 failure points before user space") || !strings.Contains(out, "child died 2 times (signal 9 x2)") || !strings.Contains(out, "0 findings") {
+		t.Fatalf("clean: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	code, out, errs = forkfuzz(t, "sweep", "--child", "--target", "sim", "--fork", "async", "--mutant", "async-rollback-partial", "../../corpus/rollback/vmas.ffz")
+	if code != exitFindings || !strings.Contains(out, "FAIL pagetable:pmd-rw-not-restored at fork f0 childfail=") || !strings.Contains(out, "fork f0 childfail=") {
+		t.Fatalf("mutant: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+}

@@ -223,6 +223,8 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 	fork := prog.Op{Proc: proc, Kind: prog.OpFork, Fork: f}
 	if proc == 0 && g.w.MaxFailNth > 0 && chance(g.r, g.w.FailNthProb) {
 		fork.FailNth = between(g.r, 1, min(g.w.MaxFailNth, prog.MaxFailNth))
+	} else if proc == 0 && g.w.MaxChildFail > 0 && g.w.ChildFailProb > 0 && chance(g.r, g.w.ChildFailProb) {
+		fork.ChildFail = between(g.r, 1, min(g.w.MaxChildFail, prog.MaxFailNth))
 	}
 	ops = append(ops, fork)
 	g.nops++

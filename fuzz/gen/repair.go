@@ -97,6 +97,12 @@ func Repair(p *prog.Program) *prog.Program {
 				// Injected faults stay with the fork (main process only).
 				f.FailNth = min(max(op.FailNth, 0), prog.MaxFailNth)
 				f.OOMMemcg = min(op.OOMMemcg, prog.MaxOOMMemcg)
+				if f.FailNth == 0 && f.OOMMemcg == 0 {
+					f.ChildFail = min(max(op.ChildFail, 0), prog.MaxFailNth)
+					if f.ChildFail == 0 {
+						f.ChildOOM = min(op.ChildOOM, prog.MaxOOMMemcg)
+					}
+				}
 			}
 			q.Ops = append(q.Ops, f)
 			forks = append(forks, fork{parent: pr, alive: true})

@@ -83,6 +83,12 @@ type Weights struct {
 	// rollback oracle judges the parent.
 	FailNthProb float64
 	MaxFailNth  int
+	// ChildFailProb is the probability that a fork of the main process
+	// without fail_nth carries childfail=K (K up to MaxChildFail): the
+	// K-th failure point of the child before user space fails (under
+	// Async-fork, in its copy of the page tables).
+	ChildFailProb float64
+	MaxChildFail  int
 }
 
 // MutationWeights weighs the kinds of change Mutate makes.
@@ -134,6 +140,9 @@ func DefaultWeights() Weights {
 		MaxWriters:    3,
 		FailNthProb:   0.03,
 		MaxFailNth:    160, // a fork of a generated program has about 100-150 failure points
+		// ChildFailProb stays 0 by default: a non-zero value draws from
+		// the random stream and would change every seed's programs.
+		MaxChildFail: 48, // the child of a small program passes about 36 under Async-fork (6.1 port)
 	}
 }
 

@@ -93,6 +93,65 @@ type Rollback struct {
 	PMDSource string     `json:"pmd_source"`
 	PMDBefore []PMDEntry `json:"pmd_before,omitempty"`
 	PMDAfter  []PMDEntry `json:"pmd_after,omitempty"`
+	// Child is the fault injected into the child's own context before it
+	// returned to user space (prog.Op.ChildFail), nil without one.
+	Child *ChildFault `json:"child,omitempty"`
+}
+
+// ChildFault is what happened to a fault injected into the child's side
+// of a fork (prog.Op.ChildFail): the parent wrote the child's fail-nth
+// and sent it SIGSTOP while the child was held off the CPU, then waited
+// until the child either stopped on its way to user space (it survived
+// everything before user space) or died there.
+type ChildFault struct {
+	FailNth int `json:"fail_nth"`
+	// Injection: InjInjected (the child's fail-nth read back 0),
+	// InjNotReached (Remaining left: the child passed FailNth-Remaining
+	// failure points before user space) or InjUnsupported (Reason).
+	Injection string `json:"injection"`
+	Remaining int    `json:"remaining,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	// Site is the kernel log's fault report (kmsg: innermost frames
+	// first), Phase where that stack was: PhaseCopy (Async-fork's copy
+	// in the child), PhaseChild (elsewhere in the child before user
+	// space), PhaseOther (not the child's stack), "" (no report).
+	Site  string `json:"site,omitempty"`
+	Phase string `json:"phase,omitempty"`
+	// Outcome: ChildStopped (it reached user space and stopped on
+	// SIGSTOP; it went on with SIGCONT) or ChildDied (it died before user
+	// space: Signal is the signal that killed it, 0 if it exited, Status
+	// its exit code then).
+	Outcome string `json:"outcome"`
+	Signal  int    `json:"signal,omitempty"`
+	Status  int    `json:"status,omitempty"`
+	// Ran is set when the child had already been on a CPU when the
+	// parent armed it (the fault may have missed the start of its copy).
+	Ran string `json:"ran,omitempty"`
+	// ChildOOM is the child_oom budget (bytes) when the fault was a
+	// memory cgroup limit rather than fail-nth (FailNth 0); Injection is
+	// then InjInjected when the child's group reached its limit, and
+	// Memcg says what the limit and memory.events did.
+	ChildOOM uint64 `json:"child_oom,omitempty"`
+	Memcg    string `json:"memcg,omitempty"`
+}
+
+// Where a child's fault struck (ChildFault.Phase).
+const (
+	PhaseCopy  = "copy"
+	PhaseChild = "child"
+	PhaseOther = "other"
+)
+
+// Outcomes of a child with an injected fault (ChildFault.Outcome).
+const (
+	ChildStopped = "stopped"
+	ChildDied    = "died"
+)
+
+// CopyKilled reports whether the child of a fork with childfail died
+// before it reached user space.
+func (rb *Rollback) CopyKilled() bool {
+	return rb != nil && rb.Child != nil && rb.Child.Outcome == ChildDied
 }
 
 // Rollback causes.
@@ -102,6 +161,9 @@ const (
 	// CauseOOMMemcg: the fork ran under a memory cgroup limit (oom_memcg)
 	// and no fail_nth.
 	CauseOOMMemcg = "oom-memcg"
+	// CauseChildFail: a fault was injected into the child's side of the
+	// fork (childfail); "after" is measured once the child was reaped.
+	CauseChildFail = "child-fail"
 )
 
 // Injection outcomes.

@@ -9,7 +9,7 @@ func (ps *parser) forkArgs(op *Op, toks []token) error {
 	if len(toks) == 0 {
 		return nil
 	}
-	kv, err := ps.args(toks, map[string]bool{"fail_nth": false, "oom_memcg": false})
+	kv, err := ps.args(toks, map[string]bool{"fail_nth": false, "oom_memcg": false, "childfail": false, "child_oom": false})
 	if err != nil {
 		return err
 	}
@@ -33,6 +33,26 @@ func (ps *parser) forkArgs(op *Op, toks []token) error {
 		}
 		op.OOMMemcg = v
 	}
+	if t, ok := kv["childfail"]; ok {
+		v, err := ps.num(t)
+		if err != nil {
+			return err
+		}
+		if v < 1 || v > MaxFailNth {
+			return ps.errf(t.col, "childfail %d out of range 1..%d", v, MaxFailNth)
+		}
+		op.ChildFail = int(v)
+	}
+	if t, ok := kv["child_oom"]; ok {
+		v, err := ps.num(t)
+		if err != nil {
+			return err
+		}
+		if v < 1 || v > MaxOOMMemcg {
+			return ps.errf(t.col, "child_oom %d out of range 1..%d", v, uint64(MaxOOMMemcg))
+		}
+		op.ChildOOM = v
+	}
 	return nil
 }
 
@@ -42,11 +62,14 @@ const MaxOOMMemcg = 1 << 40
 // validateFailNth checks the fault-injection attributes of operation i.
 func (p *Program) validateFailNth(i int) error {
 	op := &p.Ops[i]
-	if op.FailNth == 0 && op.OOMMemcg == 0 {
+	if op.FailNth == 0 && op.OOMMemcg == 0 && op.ChildFail == 0 && op.ChildOOM == 0 {
 		return nil
 	}
 	if op.Kind != OpFork {
-		return &ValidationError{Op: i, Region: -1, Msg: "fail_nth and oom_memcg are attributes of fork only"}
+		return &ValidationError{Op: i, Region: -1, Msg: "fail_nth, oom_memcg, childfail and child_oom are attributes of fork only"}
+	}
+	if err := p.validateChildFail(i); err != nil {
+		return err
 	}
 	if op.FailNth < 0 || op.FailNth > MaxFailNth {
 		return &ValidationError{Op: i, Region: -1, Msg: "fail_nth out of range 1..1048576"}
@@ -58,17 +81,17 @@ func (p *Program) validateFailNth(i int) error {
 		// The executor measures the parent around an injected failure with
 		// the Go runtime (maps, content digests, page-table counters),
 		// which a forked child cannot use.
-		return &ValidationError{Op: i, Region: -1, Msg: "fail_nth and oom_memcg are supported on forks of the main process only"}
+		return &ValidationError{Op: i, Region: -1, Msg: "fail_nth, oom_memcg, childfail and child_oom are supported on forks of the main process only"}
 	}
 	return nil
 }
 
 // Injected returns the fork operations of p that carry fault injection
-// (fail_nth or oom_memcg).
+// (fail_nth, oom_memcg or childfail).
 func (p *Program) Injected() []int {
 	var out []int
 	for i, op := range p.Ops {
-		if op.Kind == OpFork && (op.FailNth > 0 || op.OOMMemcg > 0) {
+		if op.Kind == OpFork && (op.FailNth > 0 || op.OOMMemcg > 0 || op.ChildFail > 0 || op.ChildOOM > 0) {
 			out = append(out, i)
 		}
 	}

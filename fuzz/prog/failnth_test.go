@@ -38,7 +38,7 @@ func TestFailNthErrors(t *testing.T) {
 		{"kill f0 fail_nth=2\n", "kill takes one fork name"},
 		{"fork f0 oom_memcg=0\nwait f0\n", "3:19: oom_memcg 0 out of range"},
 		{"fork f0 oom_memcg=0x20000000000\nwait f0\n", "oom_memcg 2199023255552 out of range"},
-		{"fork f0\nf0: fork f1 fail_nth=2\nf0: wait f1\nwait f0\n", "line 4: op 1: fail_nth and oom_memcg are supported on forks of the main process only"},
+		{"fork f0\nf0: fork f1 fail_nth=2\nf0: wait f1\nwait f0\n", "line 4: op 1: fail_nth, oom_memcg, childfail and child_oom are supported on forks of the main process only"},
 	} {
 		_, err := Parse([]byte(head + c.text))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -19,6 +19,7 @@ import (
 //	store r0 off=0x1000 count=4 stride=0x8
 //	fork f0
 //	fork f2 fail_nth=3   # inject a fault at the 3rd failure point inside fork (main process only)
+//	fork f3 childfail=2  # ... at the 2nd failure point of the child before user space (its copy)
 //	f0: store r0 off=0x0 count=1 stride=0x8
 //	f0: fork f1
 //	f1: check
@@ -96,6 +97,12 @@ func (op Op) String() string {
 		}
 		if op.Kind == OpFork && op.OOMMemcg != 0 {
 			fmt.Fprintf(&b, " oom_memcg=%#x", op.OOMMemcg)
+		}
+		if op.Kind == OpFork && op.ChildFail != 0 {
+			fmt.Fprintf(&b, " childfail=%d", op.ChildFail)
+		}
+		if op.Kind == OpFork && op.ChildOOM != 0 {
+			fmt.Fprintf(&b, " child_oom=%#x", op.ChildOOM)
 		}
 	case OpStoreLoop:
 		fmt.Fprintf(&b, " r%d off=%#x count=%d stride=%#x until=f%d", op.Region, op.Off, op.Count, op.Stride, op.Fork)

@@ -109,7 +109,7 @@ const (
 	// MaxThreads is the number of extra threads (t1..tN) the main process
 	// may run besides its main thread.
 	MaxThreads = 8
-	// MaxFailNth bounds a fork's fail_nth.
+	// MaxFailNth bounds a fork's fail_nth (and childfail).
 	MaxFailNth = 1 << 20
 	// MaxLoopWrites bounds the writes of one storeloop (values encode the
 	// write number in 24 bits).
@@ -231,7 +231,7 @@ const (
 //	mprotect                 Region, Off, Len, Prot
 //	madvise                  Region, Off, Len, Advice
 //	mremap                   Region, Off, Len, NewLen, Flags, To, ToOff (To/ToOff with MremapFixed)
-//	fork                     Fork, FailNth, OOMMemcg (optional fault injection, main process only)
+//	fork                     Fork, FailNth, OOMMemcg, ChildFail, ChildOOM (optional fault injection, main process only)
 //	wait, kill               Fork
 //	check                    -
 //	procmem, pvwrite         Region, Off, Count, Stride, Into (0: self; N: the child of fork f(N-1))
@@ -266,6 +266,20 @@ type Op struct {
 	// the executor's memory cgroup (memory.max = memory.current + it), so
 	// fork runs out of memory for real (0: no limit). See failnth.go.
 	OOMMemcg uint64
+	// ChildFail, on a fork, makes the ChildFail-th fault-injection point
+	// the child reaches in its own context before it first returns to
+	// user space fail (the parent writes the child's
+	// /proc/PID/task/PID/fail-nth while the child is held off the CPU;
+	// 0: no injection). Under Async-fork that is the child's copy of the
+	// page tables (schedule_tail); under stock fork the child has no
+	// failure point there. See childfail.go.
+	ChildFail int
+	// ChildOOM, on a fork, puts the child, before it runs, into a memory
+	// cgroup of its own whose memory.max is ChildOOM bytes above what
+	// the group holds, until it reaches user space: its copy of the page
+	// tables runs into the limit and the memory cgroup's OOM killer
+	// (0: no limit). See childfail.go.
+	ChildOOM uint64
 }
 
 // Program is a forkfuzz program.
