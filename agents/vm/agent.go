@@ -293,7 +293,7 @@ func (a *agent) run(m *Msg) *Msg {
 	var ce *executor.CrashError
 	switch {
 	case errors.As(err, &ce):
-		reply.Crash = &Crash{Hang: ce.Hang, Status: ce.Status}
+		reply.Crash = &Crash{Hang: ce.Hang, Status: ce.Status, Lost: ce.Lost, Stderr: ce.Stderr, State: ce.State}
 	case err != nil:
 		reply.Err = err.Error()
 	default:
