@@ -207,6 +207,10 @@ type Remote struct {
 	Timeout time.Duration
 	// Stderr receives the executor's standard error (default discard).
 	Stderr io.Writer
+	// DumpGoroutines: before a hung executor, or one whose connection
+	// broke while it still ran, is killed, it gets SIGQUIT so that the Go
+	// runtime writes every goroutine's stack on its stderr.
+	DumpGoroutines bool
 
 	mu       sync.Mutex
 	stderr   *tailBuffer
@@ -219,7 +223,7 @@ type Remote struct {
 func (r *Remote) start() error {
 	cmd := r.Command()
 	cmd.Env = EnvWithGODEBUG(append(cmd.Env, os.Environ()...))
-	r.stderr = &tailBuffer{max: 16 << 10, next: r.Stderr}
+	r.stderr = &tailBuffer{max: 64 << 10, next: r.Stderr}
 	stderr := r.stderr
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  Handshake,
@@ -327,12 +331,26 @@ func (r *Remote) run(args RunArgs, nops int) (*obs.Observation, error) {
 	return &o, nil
 }
 
-// liveState describes the executor process if it is still running.
+// liveState describes the executor process if it is still running: its
+// threads and memory from /proc, then (if DumpGoroutines) the Go
+// runtime's dump of every goroutine, which SIGQUIT makes it write on its
+// standard error as it exits (with GOTRACEBACK=crash in its environment
+// it includes the goroutines running on other threads).
 func (r *Remote) liveState() string {
 	if r.cmd == nil || r.cmd.Process == nil {
 		return ""
 	}
-	return fmt.Sprintf("executor pid %d\n", r.cmd.Process.Pid) + processState(r.cmd.Process.Pid)
+	s := fmt.Sprintf("executor pid %d\n", r.cmd.Process.Pid) + processState(r.cmd.Process.Pid)
+	if r.DumpGoroutines {
+		r.cmd.Process.Signal(unix.SIGQUIT)
+		r.cmd.Process.Signal(unix.SIGCONT) // a stopped process handles it now
+		deadline := time.Now().Add(5 * time.Second)
+		for !r.client.Exited() && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		s += "(sent SIGQUIT for a goroutine dump: see the executor's stderr)\n"
+	}
+	return s
 }
 
 // kill kills the executor process at once, then lets go-plugin clean up

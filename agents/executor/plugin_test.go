@@ -131,3 +131,23 @@ func TestRemoteHangState(t *testing.T) {
 		t.Fatalf("after the hang: %v", err)
 	}
 }
+
+// With DumpGoroutines, a hung executor writes every goroutine's stack on
+// its stderr before it is killed, and the crash carries it.
+func TestRemoteHangGoroutineDump(t *testing.T) {
+	r := testRemote(t)
+	r.Timeout = 2 * time.Second
+	r.DumpGoroutines = true
+	p, err := prog.Parse([]byte(smallProg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.run(RunArgs{Program: p.Format(), SelfStop: true}, len(p.Ops))
+	var ce *CrashError
+	if !errors.As(err, &ce) || !ce.Hang {
+		t.Fatalf("want a hang CrashError, got %v", err)
+	}
+	if !strings.Contains(ce.Stderr, "SIGQUIT") || !strings.Contains(ce.Stderr, "goroutine ") || !strings.Contains(ce.Stderr, "rpcServer).Run") {
+		t.Fatalf("no goroutine dump in the executor's stderr:\n%s", ce.Stderr)
+	}
+}
