@@ -35,8 +35,8 @@ func TestJUnitValidates(t *testing.T) {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
 	js := sampleResult().JUnit()
-	// 3 phases + min-programs, 4 corpus cases, 3 oracles.
-	if js.Tests != 11 || js.Failures != 2 || js.Errors != 2 || js.Skipped != 3 {
+	// 3 phases + min-programs + harness health, 4 corpus cases, 3 oracles.
+	if js.Tests != 12 || js.Failures != 2 || js.Errors != 2 || js.Skipped != 3 {
 		t.Fatalf("counts: tests %d failures %d errors %d skipped %d", js.Tests, js.Failures, js.Errors, js.Skipped)
 	}
 	if !strings.Contains(b.String(), "forkfuzz exec y") || strings.Contains(b.String(), "\x07") {
