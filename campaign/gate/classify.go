@@ -192,6 +192,7 @@ func (g *gate) finish() {
 	r.Oracles = nil
 	for _, n := range names {
 		oc := OracleCase{Oracle: n}
+		oc.Judgments, oc.Needs = g.judgments(n)
 		if strings.HasPrefix(n, "kernel-") && !qemu {
 			oc.NotApplicable = "only QEMU targets watch a kernel console"
 		}
@@ -303,4 +304,27 @@ func (g *gate) harnessFlake(f *FindingRecord) bool {
 		return false
 	}
 	return true
+}
+
+// judgments is how much oracle o had to judge over the gate's runs, and
+// what it needs: an oracle that judged nothing passed nothing.
+func (g *gate) judgments(o string) (int, string) {
+	t := g.tally
+	switch checker.Oracle(o) {
+	case checker.OracleSnapshot, checker.OracleIsolation, checker.OracleShared, checker.OracleMemory:
+		return t.Pages, "pages compared in process views"
+	case checker.OracleMapping, checker.OracleMissingView, checker.OracleUnexpectedView:
+		return t.Views, "process views"
+	case checker.OracleErrno, checker.OracleSkipped, checker.OracleObservation:
+		return t.Ops, "operations that ran"
+	case checker.OracleChildExit, checker.OracleCrash:
+		return t.Forks, "forks that ran"
+	case checker.OraclePipe:
+		return t.PipeReads, "readpipe operations that ran"
+	case checker.OracleLinearizability, checker.OracleLinUnknown:
+		return t.Cells, "thread-written cells in child snapshots (programs with writer threads)"
+	case checker.OracleRollback, checker.OraclePageTable:
+		return t.Rollbacks, "rollback measurements (forks with fail_nth, oom_memcg or a kill)"
+	}
+	return t.Runs, "programs that ran"
 }

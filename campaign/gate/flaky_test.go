@@ -115,6 +115,19 @@ func TestGateUnreproducedExecutorDeath(t *testing.T) {
 		}
 	}
 
+	// Oracle cases say how much each judged; one that judged nothing is
+	// skipped in the JUnit output, never a silent pass.
+	for _, o := range r.Oracles {
+		if o.Oracle == "snapshot" && o.Judgments == 0 {
+			t.Fatalf("the snapshot oracle judged no page in %d programs", r.Programs)
+		}
+		if o.Judgments == 0 && o.NotApplicable == "" && o.New+o.Known+o.Preexisting+o.HarnessFlakes == 0 &&
+			!strings.Contains(r.junit, `<testcase name="`+o.Oracle+`" classname="forkfuzz.oracles" time="0.000">`+"\n"+`   <skipped message="not exercised`) {
+			t.Errorf("oracle %s judged nothing but its JUnit case is not skipped", o.Oracle)
+		}
+		t.Logf("oracle %s: %d %s", o.Oracle, o.Judgments, o.Needs)
+	}
+
 	// No tolerance: the same is a harness error, exit 2, never a pass.
 	r = runCrashGate(t, 0, &crashingTarget{Target: simTarget(t), crash: once})
 	if r.ExitCode != ExitError || !strings.HasPrefix(r.Reason, "harness unhealthy") || !strings.Contains(r.junit, `type="harness-unhealthy"`) {

@@ -164,7 +164,9 @@ type gate struct {
 	weights     gen.Weights
 	// sigRuns counts failing runs per signature (corpus and fuzzing).
 	sigRuns map[string]int64
-	mu      sync.Mutex
+	// tally is what the verdicts of every run rested on.
+	tally judge.Tally
+	mu    sync.Mutex
 }
 
 func (g *gate) logf(format string, args ...any) {
@@ -326,12 +328,16 @@ func Run(ctx context.Context, cfg Config) *Result {
 		judged.Views += fuzzStats.Judged.Views
 		judged.Pages += fuzzStats.Judged.Pages
 		judged.Cells += fuzzStats.Judged.Cells
+		judged.Forks += fuzzStats.Judged.Forks
+		judged.PipeReads += fuzzStats.Judged.PipeReads
+		judged.Rollbacks += fuzzStats.Judged.Rollbacks
 		for sig, n := range fuzzStats.SignatureRuns {
 			g.sigRuns[sig] += n
 		}
 	}
 	r.Programs = r.CorpusPrograms + r.FuzzPrograms
 	r.Judged = judged.String()
+	g.tally = judged
 
 	// Collecting runs whatever happened (also after a signal): the
 	// findings on disk are the gate's record.

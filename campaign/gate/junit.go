@@ -230,8 +230,10 @@ func (r *Result) JUnit() *JUnitSuites {
 			c.SystemOut = strings.Join(other, "\n")
 		case o.NotApplicable != "":
 			c.Skipped = &JUnitSkipped{Message: o.NotApplicable}
+		case o.Judgments == 0 && len(other) == 0:
+			c.Skipped = &JUnitSkipped{Message: fmt.Sprintf("not exercised: 0 %s in %d programs", o.Needs, r.Programs)}
 		default:
-			c.SystemOut = strings.Join(other, "\n")
+			c.SystemOut = strings.TrimPrefix(fmt.Sprintf("judged %d %s\n", o.Judgments, o.Needs)+strings.Join(other, "\n"), "\n")
 		}
 		orS.add(c)
 	}

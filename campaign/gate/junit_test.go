@@ -70,3 +70,28 @@ func TestValidateJUnitRejects(t *testing.T) {
 		}
 	}
 }
+
+// An oracle that judged nothing is not a pass: its case is skipped and
+// says what it needed; one that judged something passes and says how much.
+func TestJUnitUnexercisedOracleSkipped(t *testing.T) {
+	r := sampleResult()
+	r.Oracles = append(r.Oracles, OracleCase{Oracle: "linearizability", Needs: "thread-written cells"},
+		OracleCase{Oracle: "rollback", Judgments: 7, Needs: "rollback measurements"})
+	js := r.JUnit()
+	var lin, rb *JUnitTestCase
+	for i := range js.Suites[2].Cases {
+		c := &js.Suites[2].Cases[i]
+		switch c.Name {
+		case "linearizability":
+			lin = c
+		case "rollback":
+			rb = c
+		}
+	}
+	if lin == nil || lin.Skipped == nil || !strings.Contains(lin.Skipped.Message, "not exercised: 0 thread-written cells in 3 programs") {
+		t.Fatalf("unexercised oracle: %+v", lin)
+	}
+	if rb == nil || rb.Skipped != nil || rb.Failure != nil || !strings.Contains(rb.SystemOut, "judged 7 rollback measurements") {
+		t.Fatalf("exercised oracle: %+v", rb)
+	}
+}

@@ -100,6 +100,10 @@ type OracleCase struct {
 	Preexisting   int    `json:"pre_existing"`
 	NotApplicable string `json:"not_applicable,omitempty"`
 	HarnessFlakes int    `json:"harness_flakes,omitempty"`
+	// Judgments is how much the oracle judged (its unit is Needs): 0
+	// means it was never exercised, and its JUnit case is skipped.
+	Judgments int    `json:"judgments"`
+	Needs     string `json:"needs"`
 }
 
 // Counts summarize the findings.
