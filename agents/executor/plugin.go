@@ -9,6 +9,7 @@ import (
 	"net/rpc"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -106,6 +107,14 @@ func Serve() {
 	log.SetOutput(io.Discard)
 	// Die with the host: an orphaned executor holds forked children.
 	unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
+	// One P per writer thread, one for the program's thread and spare
+	// ones for go-plugin's connection: with only as many Ps as CPUs (2
+	// in a VM), spinning writer threads and the garbage collector held
+	// them all and the connection's goroutines waited for a P, past the
+	// peer's 10 s keepalive under TCG. The kernel shares the CPUs.
+	if n := prog.MaxThreads + 3; runtime.GOMAXPROCS(0) < n {
+		runtime.GOMAXPROCS(n)
+	}
 	x, err := New()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -32,6 +33,17 @@ const maxThreadLog = 1 << 21
 // matter are those near a fork call, which come early: a loop starts
 // right before the fork it races with.
 const maxLoopLog = 1 << 18
+
+// A storeloop stores back to back for its first loopDensePasses passes
+// (the fork it races with follows at once), then pauses loopPause
+// between passes: still storing through every later fork (a fork takes
+// far longer), but no longer taking a whole CPU from the program's own
+// thread and the executor's connection for as long as the program runs
+// (two such loops on a 2-CPU TCG guest made programs take over a minute).
+const (
+	loopDensePasses = 1024
+	loopPause       = 50 * time.Microsecond
+)
 
 // worker is one extra thread t1..tN: a goroutine locked to its own OS
 // thread, with a private machine copy for scratch state (maps buffer,
@@ -152,10 +164,13 @@ func (w *worker) run(i int) {
 		// the loop must keep storing right through the fork.
 		ok := w.writable(op)
 		logLimit := min(len(w.log.Stores)+maxLoopLog, maxThreadLog/2)
-		for n == 0 || (!w.m.th.stop[op.Fork].Load() && n+op.Count <= prog.MaxLoopWrites && len(w.log.Stores)+op.Count <= logLimit) {
+		for pass := 0; n == 0 || (!w.m.th.stop[op.Fork].Load() && n+op.Count <= prog.MaxLoopWrites && len(w.log.Stores)+op.Count <= logLimit); pass++ {
 			w.timedStores(i, op, n, ok)
 			signal()
 			n += op.Count
+			if pass >= loopDensePasses {
+				time.Sleep(loopPause)
+			}
 		}
 		w.m.recOp(i, 0, uint64(n/op.Count), start, w.m.now(), 0)
 	default:
