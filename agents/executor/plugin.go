@@ -140,7 +140,7 @@ type CrashError struct {
 	// not make it die; something made it stop answering.
 	Lost bool
 	// Stderr is what the executor wrote on its standard error during the
-	// run (last 16 KiB); State the live process's threads and memory
+	// run (last 128 KiB); State the live process's threads and memory
 	// before it was killed (hangs and lost connections); Console the VM
 	// console since the program started (QEMU targets).
 	Stderr, State, Console string
@@ -232,7 +232,7 @@ type Remote struct {
 func (r *Remote) start() error {
 	cmd := r.Command()
 	cmd.Env = EnvWithGODEBUG(append(cmd.Env, os.Environ()...))
-	r.stderr = &tailBuffer{max: 64 << 10, next: r.Stderr}
+	r.stderr = &tailBuffer{max: 128 << 10, next: r.Stderr}
 	stderr := r.stderr
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  Handshake,

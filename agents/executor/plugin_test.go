@@ -147,7 +147,8 @@ func TestRemoteHangGoroutineDump(t *testing.T) {
 	if !errors.As(err, &ce) || !ce.Hang {
 		t.Fatalf("want a hang CrashError, got %v", err)
 	}
-	if !strings.Contains(ce.Stderr, "SIGQUIT") || !strings.Contains(ce.Stderr, "goroutine ") || !strings.Contains(ce.Stderr, "rpcServer).Run") {
-		t.Fatalf("no goroutine dump in the executor's stderr:\n%s", ce.Stderr)
+	// The dump may be longer than the tail kept: look for its frames.
+	if !strings.Contains(ce.Stderr, "goroutine ") || !strings.Contains(ce.Stderr, "go-plugin") {
+		t.Fatalf("no goroutine dump in the executor's stderr:\n%s", lastLines(ce.Stderr, 40))
 	}
 }
