@@ -152,3 +152,18 @@ func TestGateReproducibleExecutorDeath(t *testing.T) {
 		t.Fatalf("a death with a kernel report on the console: exit %d, finding %+v", r.ExitCode, f)
 	}
 }
+
+// A corpus program whose run killed the executor once is replayed (3
+// times) before it counts: a one-off is a harness flake there too, with
+// the corpus case showing it, not failing.
+func TestGateCorpusExecutorDeathReplayed(t *testing.T) {
+	once := func(run int64, p *prog.Program) bool { return run == 2 }
+	r := runCrashGate(t, 1, &crashingTarget{Target: simTarget(t), crash: once})
+	f := findingOf(r, "executor-crash")
+	if f == nil || !strings.HasPrefix(f.Source, "corpus:") || f.Status != StatusHarnessFlake || f.Replays != corpusEventReplays || f.Reproduced != 0 {
+		t.Fatalf("corpus executor-crash finding: %+v", f)
+	}
+	if r.ExitCode != ExitPass || r.HarnessFlakeRuns != 1 {
+		t.Fatalf("exit %d, flake runs %d: %s", r.ExitCode, r.HarnessFlakeRuns, r.Reason)
+	}
+}
