@@ -52,6 +52,7 @@ func TestSoakReferenceKernel(t *testing.T) {
 				"--budget", d.String(), "--junit", jx, "--json", jj, "--workdir", filepath.Join(dir, "w"), "-q",
 				"--vm-workdir", filepath.Join(dir, "vm")}
 			cmd := exec.Command(bin, args...)
+			cmd.Dir = root // the gate replays corpus/regress and corpus/rollback from here
 			var out, errb strings.Builder
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			cmd.Run()
