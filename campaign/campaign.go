@@ -88,8 +88,11 @@ type Stats struct {
 	Elapsed       time.Duration
 	// Judged is what the verdicts rested on, over every program.
 	Judged judge.Tally
-	Saved  []string // finding directories
-	stats  *statsLog
+	// SignatureRuns counts the failing runs per signature (a signature
+	// is saved once but may fail many runs).
+	SignatureRuns map[string]int64
+	Saved         []string // finding directories
+	stats         *statsLog
 	// Cover is the coverage phrase of the summary; CoverCounts its
 	// numbers, CoverDir the corpus directory (empty: no coverage).
 	Cover       string
@@ -326,6 +329,10 @@ func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, saved *saved
 	st.Events++
 	var found []*Finding
 	for _, is := range v.Issues {
+		if st.SignatureRuns == nil {
+			st.SignatureRuns = map[string]int64{}
+		}
+		st.SignatureRuns[is.Signature]++
 		if store.Seen(is.Signature) {
 			if dir, ok := store.Known(is.Signature); ok && !slices.Contains(st.KnownDirs, dir) {
 				st.Known++

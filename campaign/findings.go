@@ -49,6 +49,12 @@ type Finding struct {
 	Version string
 	// Interrupted: minimization or its replays were cut short by a signal.
 	Interrupted bool
+	// NotRepeated: the program did not fail again on its first rerun, so
+	// it was not minimized (Minimized is the program itself).
+	NotRepeated bool
+	// ReplayErrors counts replay runs that gave no verdict (refused at
+	// the end of a budget, harness errors); they are not in Replays.
+	ReplayErrors int
 }
 
 // Reduce minimizes f.Program while the same signature reproduces on target,
@@ -77,18 +83,35 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 		v, herr := judge.Judge(q, o, err)
 		return herr == nil && v.Has(sig)
 	}
-	min, _ := minimize.Minimize(f.Program, reproduces, minimize.MaxAttempts(maxRuns))
+	// The program is minimized only if it fails again: a finding that
+	// does not reproduce (a flaky harness error, a rare race) would make
+	// the minimizer spend its runs on attempts that all fail and keep
+	// the program as it was; its replays below say how reliable it is.
+	min := f.Program
+	if reproduces(f.Program) {
+		min, _ = minimize.Minimize(f.Program, reproduces, minimize.MaxAttempts(maxRuns))
+	} else {
+		f.NotRepeated = true
+	}
 	f.Minimized, f.MinRuns = min, runs
 	f.Interrupted = ctx.Err() != nil
-	f.Replays = 5
-	for k := 0; k < f.Replays; k++ {
+	// Replays count runs that gave a verdict: a run the target refused
+	// (the gate's budget is spent) or a harness error is not a failure
+	// to reproduce. At most twice as many runs are tried.
+	f.Replays = 0
+	for k := 0; k < 2*replays && f.Replays < replays; k++ {
 		if ctx.Err() != nil {
-			f.Replays, f.Interrupted = k, true
+			f.Interrupted = true
 			break
 		}
 		o, err := target.Run(min, opt)
 		v, herr := judge.Judge(min, o, err)
-		if herr != nil || !v.Has(sig) {
+		if herr != nil {
+			f.ReplayErrors++
+			continue
+		}
+		f.Replays++
+		if !v.Has(sig) {
 			continue
 		}
 		f.Reproduced++
@@ -103,6 +126,10 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 		}
 	}
 }
+
+// replays is how often a minimized program is replayed to state its
+// reliability.
+const replays = 5
 
 // FindingStore keeps one directory per signature under Dir/findings.
 type FindingStore struct {
@@ -269,12 +296,18 @@ func (f *Finding) Report() string {
 	switch {
 	case f.Minimized == nil:
 		b.WriteString("minimized: not yet (saved as soon as seen; minimization follows)\n")
+	case f.NotRepeated:
+		fmt.Fprintf(&b, "minimized: no, the program did not fail again on its first rerun%s; reproduced %d/%d replays\n",
+			map[bool]string{true: " (then interrupted)"}[f.Interrupted], f.Reproduced, f.Replays)
 	case f.Interrupted:
 		fmt.Fprintf(&b, "minimized: %d ops (from %d) in %d target runs, then interrupted; reproduced %d/%d replays\n",
 			len(f.Minimized.Ops), len(f.Program.Ops), f.MinRuns, f.Reproduced, f.Replays)
 	default:
 		fmt.Fprintf(&b, "minimized: %d ops (from %d) in %d target runs; reproduced %d/%d replays\n",
 			len(f.Minimized.Ops), len(f.Program.Ops), f.MinRuns, f.Reproduced, f.Replays)
+	}
+	if f.ReplayErrors > 0 {
+		fmt.Fprintf(&b, "          (%d more replay runs gave no verdict: refused at the end of the budget, or harness errors)\n", f.ReplayErrors)
 	}
 	fmt.Fprintf(&b, "replay:   %s\n", f.Replay())
 	b.WriteString("          (in this directory; exit status 1 and the signature above when it reproduces)\n")

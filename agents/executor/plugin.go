@@ -9,6 +9,8 @@ import (
 	"net/rpc"
 	"os"
 	"os/exec"
+	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,8 +36,12 @@ type RunArgs struct {
 	Program []byte
 	Options Options
 	// SelfKill is test-only: the executor kills itself with SIGKILL after
-	// receiving the program, as the OOM killer would.
+	// receiving the program, as the OOM killer would, after a line on
+	// its standard error.
 	SelfKill bool
+	// SelfStop is test-only: the executor stops itself (SIGSTOP), as a
+	// process that stops answering.
+	SelfStop bool
 }
 
 // RunReply carries the observation as JSON, or a harness error.
@@ -48,7 +54,13 @@ type rpcServer struct{ x *Executor }
 
 func (s *rpcServer) Run(args RunArgs, reply *RunReply) error {
 	if args.SelfKill {
+		// File descriptor 2, as the runtime writes a fatal error (go-plugin
+		// replaced os.Stderr with a pipe to the client's SyncStderr).
+		unix.Write(2, []byte("executor: killing itself (test)\n"))
 		unix.Kill(os.Getpid(), unix.SIGKILL)
+	}
+	if args.SelfStop {
+		unix.Kill(os.Getpid(), unix.SIGSTOP)
 	}
 	p, err := prog.Parse(args.Program)
 	if err != nil {
@@ -95,6 +107,14 @@ func Serve() {
 	log.SetOutput(io.Discard)
 	// Die with the host: an orphaned executor holds forked children.
 	unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
+	// One P per writer thread, one for the program's thread and spare
+	// ones for go-plugin's connection: with only as many Ps as CPUs (2
+	// in a VM), spinning writer threads and the garbage collector held
+	// them all and the connection's goroutines waited for a P, past the
+	// peer's 10 s keepalive under TCG. The kernel shares the CPUs.
+	if n := prog.MaxThreads + 3; runtime.GOMAXPROCS(0) < n {
+		runtime.GOMAXPROCS(n)
+	}
 	x, err := New()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -109,11 +129,21 @@ func Serve() {
 }
 
 // CrashError reports that the executor process died or hung while running a
-// program. It is an event of the run (the program may have triggered it),
-// not a harness failure; the Remote restarts the executor on the next Run.
+// program, or that its connection broke. It is an event of the run (the
+// program may have triggered it), not a harness failure; the Remote
+// restarts the executor on the next Run.
 type CrashError struct {
 	Hang   bool   // no answer within the timeout; the executor was killed
 	Status string // how the process ended, e.g. "signal: killed"
+	// Lost: the connection to the executor broke while the process was
+	// still running (it was killed after State was read): the program did
+	// not make it die; something made it stop answering.
+	Lost bool
+	// Stderr is what the executor wrote on its standard error during the
+	// run (last 128 KiB); State the live process's threads and memory
+	// before it was killed (hangs and lost connections); Console the VM
+	// console since the program started (QEMU targets).
+	Stderr, State, Console string
 }
 
 func (e *CrashError) Error() string {
@@ -136,8 +166,44 @@ func (e *CrashError) Oracle() string {
 // program says otherwise.
 func (e *CrashError) Signature() string { return e.Oracle() }
 
-// Explanation is Error.
-func (e *CrashError) Explanation() string { return e.Error() }
+// Explanation is Error, then the executor's standard error and state.
+func (e *CrashError) Explanation() string {
+	var b strings.Builder
+	b.WriteString(e.Error())
+	if e.Lost {
+		b.WriteString("\nthe executor process was still running when its connection broke (state below; it was then killed)")
+	}
+	if s := strings.TrimSpace(e.Stderr); s != "" {
+		fmt.Fprintf(&b, "\n--- executor stderr during the run ---\n%s", lastLines(s, 40))
+	} else {
+		b.WriteString("\nexecutor stderr during the run: empty")
+	}
+	if s := strings.TrimSpace(e.State); s != "" {
+		fmt.Fprintf(&b, "\n--- executor state before it was killed ---\n%s", lastLines(s, 60))
+	}
+	return b.String()
+}
+
+// Files are the executor's standard error and state and the VM console,
+// for the finding directory.
+func (e *CrashError) Files() map[string]string {
+	files := map[string]string{"executor-stderr.txt": e.Stderr}
+	if e.State != "" {
+		files["executor-state.txt"] = e.State
+	}
+	if e.Console != "" {
+		files["console.txt"] = e.Console
+	}
+	return files
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(s, "\n")
+	if len(l) > n {
+		l = append([]string{fmt.Sprintf("[%d lines before]", len(l)-n)}, l[len(l)-n:]...)
+	}
+	return strings.Join(l, "\n")
+}
 
 // Remote runs programs in a separate executor process started through
 // go-plugin, so a crash, hang or OOM kill of the executor never takes the
@@ -150,8 +216,13 @@ type Remote struct {
 	Timeout time.Duration
 	// Stderr receives the executor's standard error (default discard).
 	Stderr io.Writer
+	// DumpGoroutines: before a hung executor, or one whose connection
+	// broke while it still ran, is killed, it gets SIGQUIT so that the Go
+	// runtime writes every goroutine's stack on its stderr.
+	DumpGoroutines bool
 
 	mu       sync.Mutex
+	stderr   *tailBuffer
 	client   *plugin.Client
 	cmd      *exec.Cmd
 	rc       *rpcClient
@@ -161,10 +232,8 @@ type Remote struct {
 func (r *Remote) start() error {
 	cmd := r.Command()
 	cmd.Env = EnvWithGODEBUG(append(cmd.Env, os.Environ()...))
-	stderr := r.Stderr
-	if stderr == nil {
-		stderr = io.Discard
-	}
+	r.stderr = &tailBuffer{max: 128 << 10, next: r.Stderr}
+	stderr := r.stderr
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  Handshake,
 		Plugins:          map[string]plugin.Plugin{pluginName: &execPlugin{}},
@@ -173,7 +242,10 @@ func (r *Remote) start() error {
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolNetRPC},
 		Logger:           hclog.New(&hclog.LoggerOptions{Level: hclog.Off, Output: io.Discard}),
 		Stderr:           stderr,
-		StartTimeout:     30 * time.Second,
+		// What the executor writes to os.Stderr once it serves (go-plugin
+		// redirects it through the connection): yamux's errors, ours.
+		SyncStderr:   stderr,
+		StartTimeout: 30 * time.Second,
 	})
 	proto, err := client.Client()
 	if err != nil {
@@ -221,26 +293,39 @@ func (r *Remote) run(args RunArgs, nops int) (*obs.Observation, error) {
 		reply, err := r.rc.run(args)
 		done <- result{reply, err}
 	}()
+	if r.stderr != nil {
+		r.stderr.take()
+	}
 	var res result
 	select {
 	case res = <-done:
 	case <-time.After(timeout):
-		r.client.Kill()
-		return nil, &CrashError{Hang: true, Status: fmt.Sprintf("no answer within %v", timeout)}
+		state := r.liveState()
+		r.kill()
+		return nil, &CrashError{Hang: true, Status: fmt.Sprintf("no answer within %v", timeout), State: state, Stderr: r.stderr.take()}
 	}
 	if res.err != nil {
-		// The connection broke: the executor died. Wait for go-plugin to
-		// reap it so its exit status is known.
+		// The connection broke: the executor died, or stopped answering
+		// (go-plugin's connection gives up on a peer that does not
+		// answer its keepalive within 10 s). Wait for go-plugin to reap
+		// it so its exit status is known.
 		deadline := time.Now().Add(5 * time.Second)
 		for !r.client.Exited() && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
-		status := res.err.Error()
-		if r.client.Exited() && r.cmd.ProcessState != nil {
-			status = r.cmd.ProcessState.String()
+		ce := &CrashError{Status: res.err.Error()}
+		switch {
+		case r.client.Exited() && r.cmd.ProcessState != nil:
+			ce.Status = r.cmd.ProcessState.String()
+			time.Sleep(200 * time.Millisecond) // its last lines on stderr
+		case !r.client.Exited():
+			ce.Lost = true
+			ce.State = r.liveState()
+			ce.Status = fmt.Sprintf("connection lost (%v) while the executor was still running; killed it", res.err)
 		}
-		r.client.Kill()
-		return nil, &CrashError{Status: status}
+		r.kill()
+		ce.Stderr = r.stderr.take()
+		return nil, ce
 	}
 	if res.reply.Err != "" {
 		return nil, errors.New(res.reply.Err)
@@ -253,6 +338,38 @@ func (r *Remote) run(args RunArgs, nops int) (*obs.Observation, error) {
 		return nil, fmt.Errorf("executor reply: %d op results for %d ops", len(o.Ops), nops)
 	}
 	return &o, nil
+}
+
+// liveState describes the executor process if it is still running: its
+// threads and memory from /proc, then (if DumpGoroutines) the Go
+// runtime's dump of every goroutine, which SIGQUIT makes it write on its
+// standard error as it exits (with GOTRACEBACK=crash in its environment
+// it includes the goroutines running on other threads).
+func (r *Remote) liveState() string {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return ""
+	}
+	s := fmt.Sprintf("executor pid %d\n", r.cmd.Process.Pid) + processState(r.cmd.Process.Pid)
+	if r.DumpGoroutines {
+		r.cmd.Process.Signal(unix.SIGQUIT)
+		r.cmd.Process.Signal(unix.SIGCONT) // a stopped process handles it now
+		deadline := time.Now().Add(5 * time.Second)
+		for !r.client.Exited() && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		s += "(sent SIGQUIT for a goroutine dump: see the executor's stderr)\n"
+	}
+	return s
+}
+
+// kill kills the executor process at once, then lets go-plugin clean up
+// (go-plugin's Kill first asks the process to quit over the connection
+// and waits for an answer that a hung or stopped process never gives).
+func (r *Remote) kill() {
+	if r.cmd != nil && r.cmd.Process != nil {
+		r.cmd.Process.Kill()
+	}
+	r.client.Kill()
 }
 
 // Close stops the executor process.

@@ -51,8 +51,14 @@ func TestRemoteRunAndCrashRecovery(t *testing.T) {
 	// the caller gets a CrashError and carries on.
 	_, err = r.run(RunArgs{Program: p.Format(), SelfKill: true}, len(p.Ops))
 	var ce *CrashError
-	if !errors.As(err, &ce) || ce.Hang || !strings.Contains(ce.Status, "killed") {
+	if !errors.As(err, &ce) || ce.Hang || ce.Lost || !strings.Contains(ce.Status, "killed") {
 		t.Fatalf("want a CrashError saying killed, got %v", err)
+	}
+	// What the executor said on its standard error during the run is in
+	// the crash and its finding files.
+	if !strings.Contains(ce.Stderr, "killing itself") || !strings.Contains(ce.Files()["executor-stderr.txt"], "killing itself") ||
+		!strings.Contains(ce.Explanation(), "killing itself") {
+		t.Fatalf("executor stderr not in the crash: %q / %q", ce.Stderr, ce.Explanation())
 	}
 	o, err = r.Run(p, Options{})
 	if err != nil {
@@ -95,5 +101,54 @@ func TestRemoteHang(t *testing.T) {
 	q, _ := prog.Parse([]byte(smallProg))
 	if _, err := r.Run(q, Options{}); err != nil {
 		t.Fatalf("after hang: %v", err)
+	}
+}
+
+// A hung executor's state (threads, wait channels, memory) is read before
+// it is killed, so a hang says where the process was.
+func TestRemoteHangState(t *testing.T) {
+	r := testRemote(t)
+	r.Timeout = 2 * time.Second
+	p, err := prog.Parse([]byte(smallProg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.run(RunArgs{Program: p.Format(), SelfStop: true}, len(p.Ops))
+	var ce *CrashError
+	if !errors.As(err, &ce) || !ce.Hang {
+		t.Fatalf("want a hang CrashError, got %v", err)
+	}
+	for _, want := range []string{"executor pid", "State: T", "VmRSS:", "thread "} {
+		if !strings.Contains(ce.State, want) {
+			t.Fatalf("hang state lacks %q:\n%s", want, ce.State)
+		}
+	}
+	if !strings.Contains(ce.Files()["executor-state.txt"], "State: T") || !strings.Contains(ce.Explanation(), "executor state before it was killed") {
+		t.Fatalf("state not in the finding: %q", ce.Explanation())
+	}
+	r.Timeout = 20 * time.Second
+	if _, err := r.Run(p, Options{}); err != nil {
+		t.Fatalf("after the hang: %v", err)
+	}
+}
+
+// With DumpGoroutines, a hung executor writes every goroutine's stack on
+// its stderr before it is killed, and the crash carries it.
+func TestRemoteHangGoroutineDump(t *testing.T) {
+	r := testRemote(t)
+	r.Timeout = 2 * time.Second
+	r.DumpGoroutines = true
+	p, err := prog.Parse([]byte(smallProg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.run(RunArgs{Program: p.Format(), SelfStop: true}, len(p.Ops))
+	var ce *CrashError
+	if !errors.As(err, &ce) || !ce.Hang {
+		t.Fatalf("want a hang CrashError, got %v", err)
+	}
+	// The dump may be longer than the tail kept: look for its frames.
+	if !strings.Contains(ce.Stderr, "goroutine ") || !strings.Contains(ce.Stderr, "go-plugin") {
+		t.Fatalf("no goroutine dump in the executor's stderr:\n%s", lastLines(ce.Stderr, 40))
 	}
 }

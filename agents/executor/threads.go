@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -18,6 +19,31 @@ import (
 
 // maxThreadLog bounds the stores one thread records per program.
 const maxThreadLog = 1 << 21
+
+// maxLoopLog bounds the stores one storeloop records: the loop ends there
+// (as at prog.MaxLoopWrites), and a thread's storeloops together stop at
+// half the thread's log, leaving the rest for its plain stores (a store
+// beyond the log's capacity is dropped, which makes the program's
+// consistent-cut judgement undecided). Without it a loop that runs until
+// a late wait under TCG logged 2M stores per thread: a 500 MB executor
+// heap whose collection and trimming took longer than the program
+// timeout, and during which the executor stopped answering go-plugin's
+// keepalive (an "executor died: unexpected EOF" or "executor hung" with
+// no kernel report, which replays did not reproduce). The stores that
+// matter are those near a fork call, which come early: a loop starts
+// right before the fork it races with.
+const maxLoopLog = 1 << 18
+
+// A storeloop stores back to back for its first loopDensePasses passes
+// (the fork it races with follows at once), then pauses loopPause
+// between passes: still storing through every later fork (a fork takes
+// far longer), but no longer taking a whole CPU from the program's own
+// thread and the executor's connection for as long as the program runs
+// (two such loops on a 2-CPU TCG guest made programs take over a minute).
+const (
+	loopDensePasses = 1024
+	loopPause       = 50 * time.Microsecond
+)
 
 // worker is one extra thread t1..tN: a goroutine locked to its own OS
 // thread, with a private machine copy for scratch state (maps buffer,
@@ -137,10 +163,14 @@ func (w *worker) run(i int) {
 		// read per pass would block on mmap_lock while fork holds it, and
 		// the loop must keep storing right through the fork.
 		ok := w.writable(op)
-		for n == 0 || (!w.m.th.stop[op.Fork].Load() && n+op.Count <= prog.MaxLoopWrites) {
+		logLimit := min(len(w.log.Stores)+maxLoopLog, maxThreadLog/2)
+		for pass := 0; n == 0 || (!w.m.th.stop[op.Fork].Load() && n+op.Count <= prog.MaxLoopWrites && len(w.log.Stores)+op.Count <= logLimit); pass++ {
 			w.timedStores(i, op, n, ok)
 			signal()
 			n += op.Count
+			if pass >= loopDensePasses {
+				time.Sleep(loopPause)
+			}
 		}
 		w.m.recOp(i, 0, uint64(n/op.Count), start, w.m.now(), 0)
 	default:

@@ -89,3 +89,34 @@ join t2
 		}
 	}
 }
+
+// TestStoreLoopLogBounded: a storeloop that runs until a late wait ends
+// when it has logged maxLoopLog stores, instead of logging millions (a
+// heap of hundreds of MB in a VM) and then dropping stores (which makes
+// the consistent-cut judgement undecided: a finding).
+func TestStoreLoopLogBounded(t *testing.T) {
+	text := `forkfuzz v1
+region r0 anon-private pages=16 thp=off
+region r1 memfd-shared pages=128 thp=off
+t1: storeloop r0 off=0x0 count=1 stride=0x8 until=f0
+fork f0
+pwrite r1 off=0x0 count=65536 stride=0x8
+pwrite r1 off=0x0 count=65536 stride=0x8
+pwrite r1 off=0x0 count=65536 stride=0x8
+pwrite r1 off=0x0 count=65536 stride=0x8
+pwrite r1 off=0x0 count=65536 stride=0x8
+pwrite r1 off=0x0 count=65536 stride=0x8
+wait f0
+join t1
+`
+	_, o := run(t, text, Options{})
+	if len(o.Threads) != 1 {
+		t.Fatalf("%d thread logs", len(o.Threads))
+	}
+	tl := o.Threads[0]
+	loops := o.Ops[0].Ret
+	if tl.Dropped != 0 || loops == 0 || loops > maxLoopLog || len(tl.Stores)+tl.Trimmed > maxLoopLog+1 {
+		t.Fatalf("storeloop: %d passes, %d stores logged, %d trimmed, %d dropped (bound %d)", loops, len(tl.Stores), tl.Trimmed, tl.Dropped, maxLoopLog)
+	}
+	t.Logf("storeloop: %d passes (bound %d), %d stores kept, %d trimmed", loops, maxLoopLog, len(tl.Stores), tl.Trimmed)
+}

@@ -176,7 +176,7 @@ func serve() error {
 		return err
 	}
 	a := &agent{cfg: cfg, port: port}
-	a.remote = &executor.Remote{Command: a.executorCommand, Stderr: os.Stderr,
+	a.remote = &executor.Remote{Command: a.executorCommand, Stderr: os.Stderr, DumpGoroutines: true,
 		Timeout: time.Duration(cfg.ProgramTimeoutMs) * time.Millisecond}
 	var steps []string
 	for _, s := range cfg.Setup {
@@ -235,10 +235,15 @@ func (a *agent) executorCommand() *exec.Cmd {
 			prctls = append(prctls, strings.Join(s.Args, ","))
 		}
 	}
-	if len(prctls) == 0 {
-		return exec.Command(self, "executor")
+	cmd := exec.Command(self, "executor")
+	if len(prctls) > 0 {
+		cmd = exec.Command(self, append([]string{"vm-agent", "--exec-executor"}, prctls...)...)
 	}
-	return exec.Command(self, append([]string{"vm-agent", "--exec-executor"}, prctls...)...)
+	// A goroutine dump (SIGQUIT, Remote.DumpGoroutines; a fatal error)
+	// includes the goroutines running on other threads; the guest
+	// writes no core file (RLIMIT_CORE is 0 for init's children).
+	cmd.Env = []string{"GOTRACEBACK=crash"}
+	return cmd
 }
 
 // warmup is a trivial program that makes the executor process exist, so
@@ -293,7 +298,7 @@ func (a *agent) run(m *Msg) *Msg {
 	var ce *executor.CrashError
 	switch {
 	case errors.As(err, &ce):
-		reply.Crash = &Crash{Hang: ce.Hang, Status: ce.Status}
+		reply.Crash = &Crash{Hang: ce.Hang, Status: ce.Status, Lost: ce.Lost, Stderr: ce.Stderr, State: ce.State}
 	case err != nil:
 		reply.Err = err.Error()
 	default:

@@ -96,7 +96,11 @@ func fakeQEMU(mode, sock string) {
 		case "warn":
 			fmt.Print(fakeWarning)
 		case "execcrash":
-			reply.Crash = &Crash{Status: "signal: killed"}
+			fmt.Print("[   42.000000] Out of memory: Killed process 123 (forkfuzz) total-vm:1000kB\n")
+			reply.Crash = &Crash{Status: "signal: killed", Stderr: "fatal error: runtime: out of memory\n"}
+		case "execlost":
+			fmt.Print("2026/12/03 06:41:56 [ERR] yamux: keepalive failed: i/o deadline reached\n")
+			reply.Crash = &Crash{Status: "connection lost (unexpected EOF) while the executor was still running; killed it", Lost: true, State: "State: R (running)\n"}
 		}
 		if reply.Crash == nil {
 			o := map[string]any{"version": 1, "ops": make([]struct{}, len(p.Ops))}
@@ -248,6 +252,35 @@ func TestFakeExecutorCrash(t *testing.T) {
 	var ce *executor.CrashError
 	if !errors.As(err, &ce) {
 		t.Fatalf("got %v, want an executor.CrashError", err)
+	}
+	// The finding says why: the console's OOM-killer line in the status,
+	// the console and the executor's stderr among its files.
+	if !strings.Contains(ce.Error(), "OOM killer acted: Out of memory: Killed process 123 (forkfuzz)") {
+		t.Fatalf("status lacks the OOM line: %v", ce)
+	}
+	files := ce.Files()
+	if !strings.Contains(files["console.txt"], "Out of memory") || !strings.Contains(files["executor-stderr.txt"], "out of memory") {
+		t.Fatalf("finding files lack console or stderr: %q", files)
+	}
+}
+
+// An executor whose connection broke while it still ran is reported as
+// such, with its state and the console (where go-plugin's connection
+// says why it gave up).
+func TestFakeExecutorLost(t *testing.T) {
+	tg, err := New(fakeConfig(t, "execlost"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	_, err = tg.Run(mustParse(t, testProg), agents.Options{})
+	var ce *executor.CrashError
+	if !errors.As(err, &ce) || !ce.Lost || ce.Hang {
+		t.Fatalf("got %v, want a lost-connection executor.CrashError", err)
+	}
+	if !strings.Contains(ce.Files()["console.txt"], "keepalive failed") || !strings.Contains(ce.Files()["executor-state.txt"], "State: R") ||
+		!strings.Contains(ce.Explanation(), "still running when its connection broke") {
+		t.Fatalf("lost connection not explained: %q %q", ce.Files(), ce.Explanation())
 	}
 }
 

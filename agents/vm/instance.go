@@ -451,7 +451,12 @@ func (in *instance) result(m *Msg, start int64, fromReport func(*report.Report, 
 		if kr != nil {
 			return nil, kr
 		}
-		return nil, &executor.CrashError{Hang: m.Crash.Hang, Status: "in vm: " + m.Crash.Status}
+		ce := &executor.CrashError{Hang: m.Crash.Hang, Status: "in vm: " + m.Crash.Status, Lost: m.Crash.Lost,
+			Stderr: m.Crash.Stderr, State: m.Crash.State, Console: lastBytes(cons, 256<<10)}
+		if oom := oomLines(cons); oom != "" {
+			ce.Status += "; the guest's OOM killer acted: " + oom
+		}
+		return nil, ce
 	case m.Err != "":
 		if kr != nil {
 			return nil, kr
@@ -469,4 +474,19 @@ func (in *instance) result(m *Msg, start int64, fromReport func(*report.Report, 
 		return &o, kr
 	}
 	return &o, nil
+}
+
+// oomLines returns the console's OOM-killer lines ("Out of memory: Killed
+// process ...", "oom-kill:..."), joined, or "".
+func oomLines(cons []byte) string {
+	var out []string
+	for _, l := range strings.Split(string(cons), "\n") {
+		if strings.Contains(l, "Out of memory") || strings.Contains(l, "Killed process") || strings.Contains(l, "oom-kill:") {
+			if i := strings.Index(l, "] "); i >= 0 && strings.HasPrefix(l, "[") {
+				l = l[i+2:]
+			}
+			out = append(out, strings.TrimSpace(l))
+		}
+	}
+	return strings.Join(out, " | ")
 }

@@ -89,6 +89,9 @@ type Msg struct {
 type Crash struct {
 	Hang   bool   `json:"hang,omitempty"`
 	Status string `json:"status"`
+	Lost   bool   `json:"lost,omitempty"`
+	Stderr string `json:"stderr,omitempty"`
+	State  string `json:"state,omitempty"`
 }
 
 // FrameError is a malformed frame.

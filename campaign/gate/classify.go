@@ -2,11 +2,14 @@ package gate
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/checker"
+	"github.com/forkfuzz/forkfuzz/kernel/report"
 )
 
 // classify sets every finding's status and groups.
@@ -28,6 +31,10 @@ func (g *gate) classify() {
 		case f.Baseline != nil && f.Baseline.Reproduced > 0:
 			f.Status = StatusPreexisting
 			f.StatusReason = fmt.Sprintf("also fails on the baseline (%d/%d replays)", f.Baseline.Reproduced, f.Baseline.Runs)
+		case g.harnessFlake(f):
+			f.Status = StatusHarnessFlake
+			f.StatusReason = fmt.Sprintf("the executor %s in %d run(s) but reproduced 0/%d on replays, and the console showed no kernel report: "+
+				"an unreproduced harness error, not counted against the kernel (files: %s)", eventVerb(f.Oracle), g.sigRuns[f.Signature], f.Replays, f.Dir)
 		default:
 			f.Status = StatusNew
 			switch {
@@ -118,7 +125,7 @@ func (g *gate) group() {
 	for n, r := range roots {
 		gr := Group{ID: fmt.Sprintf("G%d", n+1)}
 		whys := map[string]bool{}
-		hasNew, hasPre := false, false
+		hasNew, hasPre, hasKnown := false, false, false
 		for _, i := range members[r] {
 			f := &fs[i]
 			f.Group = gr.ID
@@ -136,7 +143,10 @@ func (g *gate) group() {
 			case StatusPreexisting:
 				hasPre = true
 				c.Preexisting++
+			case StatusHarnessFlake:
+				c.HarnessFlakes++
 			default:
+				hasKnown = true
 				c.Known++
 			}
 		}
@@ -147,9 +157,12 @@ func (g *gate) group() {
 		case hasPre:
 			gr.Status = StatusPreexisting
 			c.PreexistingGroups++
-		default:
+		case hasKnown:
 			gr.Status = StatusKnown
 			c.KnownGroups++
+		default:
+			gr.Status = StatusHarnessFlake
+			c.HarnessFlakeGroups++
 		}
 		g.res.Groups = append(g.res.Groups, gr)
 	}
@@ -179,6 +192,7 @@ func (g *gate) finish() {
 	r.Oracles = nil
 	for _, n := range names {
 		oc := OracleCase{Oracle: n}
+		oc.Judgments, oc.Needs = g.judgments(n)
 		if strings.HasPrefix(n, "kernel-") && !qemu {
 			oc.NotApplicable = "only QEMU targets watch a kernel console"
 		}
@@ -195,6 +209,8 @@ func (g *gate) finish() {
 				oc.New++
 			case StatusKnown:
 				oc.Known++
+			case StatusHarnessFlake:
+				oc.HarnessFlakes++
 			default:
 				oc.Preexisting++
 			}
@@ -214,6 +230,20 @@ func (g *gate) finish() {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("the test-only corruption %q did not apply to %d runs; they ran again without it", g.cfg.Corrupt, n))
 		}
 	}
+	var flakes []string
+	for _, f := range r.Findings {
+		if f.Status == StatusHarnessFlake {
+			r.HarnessFlakeRuns += g.sigRuns[f.Signature]
+			flakes = append(flakes, fmt.Sprintf("%s (%d run(s), reproduced 0/%d)", f.Signature, g.sigRuns[f.Signature], f.Replays))
+		}
+	}
+	r.MaxHarnessFlakes = g.cfg.MaxHarnessFlakes
+	flakeNote := ""
+	if len(flakes) > 0 {
+		flakeNote = fmt.Sprintf("%d run(s) with an unreproduced executor death (%s; at most %d tolerated, --max-harness-flakes)",
+			r.HarnessFlakeRuns, strings.Join(flakes, ", "), g.cfg.MaxHarnessFlakes)
+		r.Warnings = append(r.Warnings, "harness: "+flakeNote+": not counted against the kernel; see each finding's executor-stderr.txt, executor-state.txt and console.txt")
+	}
 	switch {
 	case r.Counts.NewGroups > 0:
 		r.Outcome, r.ExitCode = "fail", ExitFindings
@@ -229,6 +259,8 @@ func (g *gate) finish() {
 		}
 	case r.harnessErr != "":
 		r.Outcome, r.ExitCode, r.Reason = "error", ExitError, "harness error: "+r.harnessErr
+	case r.HarnessFlakeRuns > int64(g.cfg.MaxHarnessFlakes):
+		r.Outcome, r.ExitCode, r.Reason = "error", ExitError, "harness unhealthy: "+flakeNote+"; no new finding, but the gate cannot vouch for the kernel"
 	case r.Interrupted:
 		r.Outcome, r.ExitCode, r.Reason = "error", ExitError, "interrupted before the budget was spent, no new finding so far: not a pass"
 	case r.Programs < int64(r.MinPrograms):
@@ -236,8 +268,63 @@ func (g *gate) finish() {
 	default:
 		r.Outcome, r.ExitCode = "pass", ExitPass
 		r.Reason = fmt.Sprintf("no new finding in %d programs", r.Programs)
-		if r.Counts.Findings > 0 {
-			r.Reason += fmt.Sprintf(" (%d known, %d pre-existing findings, in %d groups)", r.Counts.Known, r.Counts.Preexisting, r.Counts.Groups)
+		if n := r.Counts.Known + r.Counts.Preexisting; n > 0 {
+			r.Reason += fmt.Sprintf(" (%d known, %d pre-existing findings, in %d groups)", r.Counts.Known, r.Counts.Preexisting, r.Counts.Groups-r.Counts.HarnessFlakeGroups)
+		}
+		if flakeNote != "" {
+			r.Reason += "; " + flakeNote + ", not counted against the kernel"
 		}
 	}
+}
+
+// isExecutorEvent: the signature is the executor's death or hang.
+func isExecutorEvent(sig string) bool {
+	return sig == "executor-crash" || sig == "executor-hang"
+}
+
+func eventVerb(oracle string) string {
+	if oracle == "executor-hang" {
+		return "hung"
+	}
+	return "died"
+}
+
+// harnessFlake: f is an executor death or hang that never came back on
+// its replays (at least one ran) and whose console, if the target has
+// one, shows no kernel report. Such an event says more about the harness
+// (the guest's memory, the executor's connection under load) than about
+// the kernel: the gate reports it, and counts it against the harness's
+// health, not against the kernel. A kernel that makes the executor die
+// reproducibly still fails the gate.
+func (g *gate) harnessFlake(f *FindingRecord) bool {
+	if !isExecutorEvent(f.Signature) || f.Replays == 0 || f.Reproduced > 0 {
+		return false
+	}
+	if b, err := os.ReadFile(filepath.Join(f.Dir, "console.txt")); err == nil && report.Contains(b) {
+		return false
+	}
+	return true
+}
+
+// judgments is how much oracle o had to judge over the gate's runs, and
+// what it needs: an oracle that judged nothing passed nothing.
+func (g *gate) judgments(o string) (int, string) {
+	t := g.tally
+	switch checker.Oracle(o) {
+	case checker.OracleSnapshot, checker.OracleIsolation, checker.OracleShared, checker.OracleMemory:
+		return t.Pages, "pages compared in process views"
+	case checker.OracleMapping, checker.OracleMissingView, checker.OracleUnexpectedView:
+		return t.Views, "process views"
+	case checker.OracleErrno, checker.OracleSkipped, checker.OracleObservation:
+		return t.Ops, "operations that ran"
+	case checker.OracleChildExit, checker.OracleCrash:
+		return t.Forks, "forks that ran"
+	case checker.OraclePipe:
+		return t.PipeReads, "readpipe operations that ran"
+	case checker.OracleLinearizability, checker.OracleLinUnknown:
+		return t.Cells, "thread-written cells in child snapshots (programs with writer threads)"
+	case checker.OracleRollback, checker.OraclePageTable:
+		return t.Rollbacks, "rollback measurements (forks with fail_nth, oom_memcg or a kill)"
+	}
+	return t.Runs, "programs that ran"
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/corpus"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 	"github.com/forkfuzz/forkfuzz/internal/version"
 )
 
@@ -208,6 +209,9 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 		failed++
 		c.Status = "fail"
 		c.Signatures = v.Signatures()
+		for _, sig := range c.Signatures {
+			g.sigRuns[sig]++
+		}
 		var ex []string
 		for _, is := range v.Issues {
 			head := fmt.Sprintf("[%s] %s", is.Oracle, is.Signature)
@@ -226,6 +230,12 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 			f := &campaign.Finding{Issue: is, Program: c.prog, Observation: o, Minimized: c.prog, MinObs: o, MinIssue: is,
 				Judged: v.Summary(), Target: g.tut.Name(), Corrupt: g.cfg.Corrupt, Replays: 1, Reproduced: 1,
 				TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID(), Version: version.String()}
+			if isExecutorEvent(is.Signature) {
+				// An executor death must happen again to count against
+				// the kernel (classify): replay it now.
+				f.Replays, f.Reproduced = 0, 0
+				g.replayEvent(f, c.prog, is.Signature, corpusEventReplays)
+			}
 			dir, err := g.store.Save(f)
 			if err != nil {
 				ph.Error = err.Error()
@@ -245,4 +255,26 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 		n += "\n" + ph.Note
 	}
 	ph.Note = n
+}
+
+// corpusEventReplays is how often a corpus program that made the
+// executor die or hang is replayed.
+const corpusEventReplays = 3
+
+// replayEvent runs p up to n times more (runs without a verdict, such as
+// refused ones, are not counted) and records in f how often sig came
+// back.
+func (g *gate) replayEvent(f *campaign.Finding, p *prog.Program, sig string, n int) {
+	for k := 0; k < 2*n && f.Replays < n && g.ctx.Err() == nil; k++ {
+		o, err := g.tut.Run(p, agents.Options{Corrupt: g.cfg.Corrupt})
+		v, herr := judge.Judge(p, o, err)
+		if herr != nil {
+			f.ReplayErrors++
+			continue
+		}
+		f.Replays++
+		if v.Has(sig) {
+			f.Reproduced++
+		}
+	}
 }

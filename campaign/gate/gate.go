@@ -51,6 +51,9 @@ const (
 	StatusNew         = "new"          // counts against the kernel under test
 	StatusKnown       = "known"        // matched an unexpired known-issues entry
 	StatusPreexisting = "pre-existing" // reproduced on the baseline kernel too
+	// StatusHarnessFlake: an executor death or hang that reproduced 0/N
+	// on replays with no kernel report on the console (harnessFlake).
+	StatusHarnessFlake = "harness-flake"
 )
 
 // Config describes a gate.
@@ -85,8 +88,12 @@ type Config struct {
 	MinPrograms    int
 	// BaselineReplays is how often a reproducer runs on the baseline (3).
 	BaselineReplays int
-	MinimizeRuns    int
-	Corrupt         string
+	// MaxHarnessFlakes is how many runs with an unreproduced executor
+	// death or hang the gate tolerates (reported, not gated); more make
+	// it exit 2: the harness is unhealthy.
+	MaxHarnessFlakes int
+	MinimizeRuns     int
+	Corrupt          string
 	// ReplayCommand returns the command that runs program file path on
 	// the kernel under test (baseline false) or the baseline.
 	ReplayCommand func(path string, baseline bool) string
@@ -155,7 +162,11 @@ type gate struct {
 	reportStart time.Time
 	baseCh      chan baselineOpen
 	weights     gen.Weights
-	mu          sync.Mutex
+	// sigRuns counts failing runs per signature (corpus and fuzzing).
+	sigRuns map[string]int64
+	// tally is what the verdicts of every run rested on.
+	tally judge.Tally
+	mu    sync.Mutex
 }
 
 func (g *gate) logf(format string, args ...any) {
@@ -248,7 +259,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 	if start.IsZero() {
 		start = time.Now()
 	}
-	g := &gate{cfg: cfg, start: start, ctx: ctx, corpusF: map[string]string{}}
+	g := &gate{cfg: cfg, start: start, ctx: ctx, corpusF: map[string]string{}, sigRuns: map[string]int64{}}
 	reserve := min(max(cfg.Budget/50, 2*time.Second), 15*time.Second)
 	g.hard = start.Add(cfg.Budget - reserve)
 	r := &Result{Schema: "forkfuzz-ci", SchemaVersion: SchemaVersion, Version: version.String(), Started: start.UTC(), BudgetS: cfg.Budget.Seconds(),
@@ -317,9 +328,16 @@ func Run(ctx context.Context, cfg Config) *Result {
 		judged.Views += fuzzStats.Judged.Views
 		judged.Pages += fuzzStats.Judged.Pages
 		judged.Cells += fuzzStats.Judged.Cells
+		judged.Forks += fuzzStats.Judged.Forks
+		judged.PipeReads += fuzzStats.Judged.PipeReads
+		judged.Rollbacks += fuzzStats.Judged.Rollbacks
+		for sig, n := range fuzzStats.SignatureRuns {
+			g.sigRuns[sig] += n
+		}
 	}
 	r.Programs = r.CorpusPrograms + r.FuzzPrograms
 	r.Judged = judged.String()
+	g.tally = judged
 
 	// Collecting runs whatever happened (also after a signal): the
 	// findings on disk are the gate's record.

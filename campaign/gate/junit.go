@@ -168,6 +168,17 @@ func (r *Result) JUnit() *JUnitSuites {
 		mp.Error = &JUnitProblem{Type: "min-programs", Message: fmt.Sprintf("only %d programs ran, fewer than --min-programs %d", r.Programs, r.MinPrograms), Text: mp.SystemOut}
 	}
 	gateS.add(mp)
+	hh := JUnitTestCase{Name: fmt.Sprintf("harness health: unreproduced executor deaths <= %d", r.MaxHarnessFlakes), Classname: "forkfuzz.gate", Time: "0.000",
+		SystemOut: fmt.Sprintf("%d run(s) with an executor death or hang that did not reproduce; %d harness errors", r.HarnessFlakeRuns, r.HarnessErrors)}
+	for _, f := range r.Findings {
+		if f.Status == StatusHarnessFlake {
+			hh.SystemOut += "\n" + f.Signature + ": " + f.StatusReason
+		}
+	}
+	if r.HarnessFlakeRuns > int64(r.MaxHarnessFlakes) {
+		hh.Error = &JUnitProblem{Type: "harness-unhealthy", Message: fmt.Sprintf("%d runs with an unreproduced executor death or hang, more than --max-harness-flakes %d", r.HarnessFlakeRuns, r.MaxHarnessFlakes), Text: hh.SystemOut}
+	}
+	gateS.add(hh)
 
 	corpS := JUnitSuite{Name: "forkfuzz.corpus", ID: 1, Package: "forkfuzz", Timestamp: ts, Hostname: host}
 	for _, cp := range r.Corpus {
@@ -219,8 +230,10 @@ func (r *Result) JUnit() *JUnitSuites {
 			c.SystemOut = strings.Join(other, "\n")
 		case o.NotApplicable != "":
 			c.Skipped = &JUnitSkipped{Message: o.NotApplicable}
+		case o.Judgments == 0 && len(other) == 0:
+			c.Skipped = &JUnitSkipped{Message: fmt.Sprintf("not exercised: 0 %s in %d programs", o.Needs, r.Programs)}
 		default:
-			c.SystemOut = strings.Join(other, "\n")
+			c.SystemOut = strings.TrimPrefix(fmt.Sprintf("judged %d %s\n", o.Judgments, o.Needs)+strings.Join(other, "\n"), "\n")
 		}
 		orS.add(c)
 	}

@@ -35,8 +35,8 @@ func TestJUnitValidates(t *testing.T) {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
 	js := sampleResult().JUnit()
-	// 3 phases + min-programs, 4 corpus cases, 3 oracles.
-	if js.Tests != 11 || js.Failures != 2 || js.Errors != 2 || js.Skipped != 3 {
+	// 3 phases + min-programs + harness health, 4 corpus cases, 3 oracles.
+	if js.Tests != 12 || js.Failures != 2 || js.Errors != 2 || js.Skipped != 3 {
 		t.Fatalf("counts: tests %d failures %d errors %d skipped %d", js.Tests, js.Failures, js.Errors, js.Skipped)
 	}
 	if !strings.Contains(b.String(), "forkfuzz exec y") || strings.Contains(b.String(), "\x07") {
@@ -68,5 +68,30 @@ func TestValidateJUnitRejects(t *testing.T) {
 		if err := ValidateJUnit([]byte(doc)); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// An oracle that judged nothing is not a pass: its case is skipped and
+// says what it needed; one that judged something passes and says how much.
+func TestJUnitUnexercisedOracleSkipped(t *testing.T) {
+	r := sampleResult()
+	r.Oracles = append(r.Oracles, OracleCase{Oracle: "linearizability", Needs: "thread-written cells"},
+		OracleCase{Oracle: "rollback", Judgments: 7, Needs: "rollback measurements"})
+	js := r.JUnit()
+	var lin, rb *JUnitTestCase
+	for i := range js.Suites[2].Cases {
+		c := &js.Suites[2].Cases[i]
+		switch c.Name {
+		case "linearizability":
+			lin = c
+		case "rollback":
+			rb = c
+		}
+	}
+	if lin == nil || lin.Skipped == nil || !strings.Contains(lin.Skipped.Message, "not exercised: 0 thread-written cells in 3 programs") {
+		t.Fatalf("unexercised oracle: %+v", lin)
+	}
+	if rb == nil || rb.Skipped != nil || rb.Failure != nil || !strings.Contains(rb.SystemOut, "judged 7 rollback measurements") {
+		t.Fatalf("exercised oracle: %+v", rb)
 	}
 }

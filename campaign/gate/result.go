@@ -99,6 +99,11 @@ type OracleCase struct {
 	Known         int    `json:"known"`
 	Preexisting   int    `json:"pre_existing"`
 	NotApplicable string `json:"not_applicable,omitempty"`
+	HarnessFlakes int    `json:"harness_flakes,omitempty"`
+	// Judgments is how much the oracle judged (its unit is Needs): 0
+	// means it was never exercised, and its JUnit case is skipped.
+	Judgments int    `json:"judgments"`
+	Needs     string `json:"needs"`
 }
 
 // Counts summarize the findings.
@@ -111,6 +116,10 @@ type Counts struct {
 	New               int `json:"new"`
 	Known             int `json:"known"`
 	Preexisting       int `json:"pre_existing"`
+	// HarnessFlakes are executor deaths and hangs that did not reproduce
+	// (status harness-flake), in HarnessFlakeGroups groups of their own.
+	HarnessFlakes      int `json:"harness_flakes"`
+	HarnessFlakeGroups int `json:"harness_flake_groups"`
 }
 
 // SchemaVersion is the version of the JSON summary (docs/ci.md).
@@ -138,19 +147,23 @@ type Result struct {
 	Workdir     string          `json:"workdir"`
 	Programs    int64           `json:"programs"`
 	// CorpusPrograms and FuzzPrograms split Programs.
-	CorpusPrograms int64           `json:"corpus_programs"`
-	FuzzPrograms   int64           `json:"fuzz_programs"`
-	Forks          int64           `json:"forks"`
-	HarnessErrors  int64           `json:"harness_errors"`
-	MinPrograms    int             `json:"min_programs"`
-	Judged         string          `json:"judged"`
-	Phases         []Phase         `json:"phases"`
-	Corpus         []CorpusCase    `json:"corpus"`
-	Counts         Counts          `json:"counts"`
-	Groups         []Group         `json:"groups"`
-	Findings       []FindingRecord `json:"findings"`
-	Oracles        []OracleCase    `json:"oracles"`
-	Warnings       []string        `json:"warnings,omitempty"`
+	CorpusPrograms int64 `json:"corpus_programs"`
+	FuzzPrograms   int64 `json:"fuzz_programs"`
+	Forks          int64 `json:"forks"`
+	HarnessErrors  int64 `json:"harness_errors"`
+	// HarnessFlakeRuns counts the runs whose executor death or hang did
+	// not reproduce; more than MaxHarnessFlakes make the gate exit 2.
+	HarnessFlakeRuns int64           `json:"harness_flake_runs"`
+	MaxHarnessFlakes int             `json:"max_harness_flakes"`
+	MinPrograms      int             `json:"min_programs"`
+	Judged           string          `json:"judged"`
+	Phases           []Phase         `json:"phases"`
+	Corpus           []CorpusCase    `json:"corpus"`
+	Counts           Counts          `json:"counts"`
+	Groups           []Group         `json:"groups"`
+	Findings         []FindingRecord `json:"findings"`
+	Oracles          []OracleCase    `json:"oracles"`
+	Warnings         []string        `json:"warnings,omitempty"`
 
 	harnessErr  string
 	reportStart time.Time
@@ -232,14 +245,17 @@ func (r *Result) Summary() string {
 		ph = append(ph, s)
 	}
 	fmt.Fprintf(&b, "ci: phases: %s\n", strings.Join(ph, ", "))
-	fmt.Fprintf(&b, "ci: findings: %d signatures in %d groups: %d new, %d known, %d pre-existing groups\n",
-		r.Counts.Findings, r.Counts.Groups, r.Counts.NewGroups, r.Counts.KnownGroups, r.Counts.PreexistingGroups)
+	fmt.Fprintf(&b, "ci: findings: %d signatures in %d groups: %d new, %d known, %d pre-existing, %d harness-flake groups\n",
+		r.Counts.Findings, r.Counts.Groups, r.Counts.NewGroups, r.Counts.KnownGroups, r.Counts.PreexistingGroups, r.Counts.HarnessFlakeGroups)
 	for _, g := range r.Groups {
 		fmt.Fprintf(&b, "ci:   %s [%s] %s\n", g.ID, g.Status, strings.Join(g.Signatures, ", "))
 	}
 	for _, f := range r.Findings {
 		if f.Status == StatusNew {
 			fmt.Fprintf(&b, "ci:   new %s (%s): %s; %s; replay: %s\n", f.Signature, f.Group, f.Reproducibility(), f.StatusReason, f.Replay)
+		}
+		if f.Status == StatusHarnessFlake {
+			fmt.Fprintf(&b, "ci:   harness-flake %s (%s): %s\n", f.Signature, f.Group, f.StatusReason)
 		}
 	}
 	for _, w := range r.Warnings {

@@ -75,6 +75,12 @@ type Judged struct {
 	Excused int `json:"excused,omitempty"`
 	// Observation is false when there was none to judge (a crash).
 	Observation bool `json:"observation"`
+	// Forks, PipeReads and Rollbacks count what the oracles of children,
+	// pipes and failed forks had to judge: fork and readpipe operations
+	// that ran, and the executor's rollback measurements.
+	Forks     int `json:"forks,omitempty"`
+	PipeReads int `json:"pipe_reads,omitempty"`
+	Rollbacks int `json:"rollbacks,omitempty"`
 }
 
 // OK reports whether no oracle failed.
@@ -162,8 +168,15 @@ func Judge(p *prog.Program, o *obs.Observation, runErr error) (*Verdict, error) 
 			v.Skipped = append(v.Skipped, SkippedOp{Op: i, Text: p.Ops[i].String(), Reason: r.Skip})
 		case r.Ran:
 			v.Judged.Ops++
+			switch p.Ops[i].Kind {
+			case prog.OpFork:
+				v.Judged.Forks++
+			case prog.OpReadPipe:
+				v.Judged.PipeReads++
+			}
 		}
 	}
+	v.Judged.Rollbacks = len(o.Rollbacks)
 	return v, nil
 }
 
@@ -233,6 +246,8 @@ func (v *Verdict) Report() string {
 // Tally accumulates what many verdicts judged, for campaign summaries.
 type Tally struct {
 	Runs, Ops, Views, Pages, Cells int
+	// Forks, PipeReads, Rollbacks: see Judged.
+	Forks, PipeReads, Rollbacks int
 	// SkippedOps counts skipped operations by reason.
 	SkippedOps map[string]int
 	// Unjudged counts runs where the model lost track of some memory.
@@ -250,6 +265,9 @@ func (t *Tally) Add(v *Verdict) {
 	t.Views += v.Judged.Views
 	t.Pages += v.Judged.Pages
 	t.Cells += v.Judged.Cells
+	t.Forks += v.Judged.Forks
+	t.PipeReads += v.Judged.PipeReads
+	t.Rollbacks += v.Judged.Rollbacks
 	if v.Judged.Lost > 0 || v.Judged.SharedUnjudged {
 		t.Unjudged++
 	}

@@ -88,6 +88,7 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 	jsonPath := fs.String("json", "", "write the JSON summary here (docs/ci.md)")
 	knownPath := fs.String("known-issues", "", "known-issues file: matched findings are reported, not gated (format: docs/ci.md)")
 	minProgs := fs.Int("min-programs", 1, "fewer programs than this (corpus + fuzzed) is a harness error (exit 2)")
+	maxFlakes := fs.Int("max-harness-flakes", 1, "runs with an executor death or hang that did not reproduce (no kernel report) the gate reports but tolerates; more are exit 2")
 	seed := fs.Uint64("seed", 1, "campaign seed (fixed default: a gate is reproducible)")
 	workdir := fs.String("workdir", "forkfuzz-ci", "where findings are saved (must hold no earlier findings)")
 	baseline := fs.String("baseline", "", "qemu: baseline kernel image; findings it reproduces are pre-existing")
@@ -123,6 +124,9 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 	}
 	if *minProgs < 0 {
 		return fail("--min-programs must be >= 0, got %d", *minProgs)
+	}
+	if *maxFlakes < 0 {
+		return fail("--max-harness-flakes must be >= 0, got %d", *maxFlakes)
 	}
 	if *baseReplays < 1 {
 		return fail("--baseline-replays must be >= 1, got %d", *baseReplays)
@@ -177,7 +181,7 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 	cfg := gate.Config{
 		Open: openTarget, Budget: *budget, Seed: *seed, Profile: *profile, Workdir: *workdir,
 		CorpusDirs: corpusDirs, ReplayFindings: replayFindings, Known: known, MinPrograms: *minProgs,
-		BaselineReplays: *baseReplays, MinimizeRuns: *minRuns, Corrupt: *corrupt, Log: stdout, Start: start,
+		BaselineReplays: *baseReplays, MinimizeRuns: *minRuns, MaxHarnessFlakes: *maxFlakes, Corrupt: *corrupt, Log: stdout, Start: start,
 	}
 	if len(corpusDirs) == 0 {
 		cfg.OptionalCorpusDirs = []string{"corpus/regress", "corpus/rollback"}

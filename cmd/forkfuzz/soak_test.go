@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,12 +52,19 @@ func TestSoakReferenceKernel(t *testing.T) {
 				"--budget", d.String(), "--junit", jx, "--json", jj, "--workdir", filepath.Join(dir, "w"), "-q",
 				"--vm-workdir", filepath.Join(dir, "vm")}
 			cmd := exec.Command(bin, args...)
+			cmd.Dir = root // the gate replays corpus/regress and corpus/rollback from here
 			var out, errb strings.Builder
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			cmd.Run()
 			r := &ciRun{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
 			readResults(t, r, jx, jj)
-			t.Logf("forkfuzz %s: exit %d, %d programs, %d forks\n%s", strings.Join(args, " "), r.code, r.res.Programs, r.res.Forks, lastLines(r.stdout, 14))
+			t.Logf("forkfuzz %s: exit %d, %d programs (%d corpus, %d fuzzed), %d forks, %d harness errors, %d runs with an unreproduced executor death (harness flakes)\n%s",
+				strings.Join(args, " "), r.code, r.res.Programs, r.res.CorpusPrograms, r.res.FuzzPrograms, r.res.Forks, r.res.HarnessErrors, r.res.HarnessFlakeRuns, lastLines(r.stdout, 14))
+			var ph []string
+			for _, p := range r.res.Phases {
+				ph = append(ph, fmt.Sprintf("%s %.1fs", p.Name, p.Seconds))
+			}
+			t.Logf("profile %s phases: %s; elapsed %.1fs of %.0fs", profile, strings.Join(ph, ", "), r.res.ElapsedS, r.res.BudgetS)
 			if r.code != exitClean {
 				t.Fatalf("the unmodified reference kernel failed the gate with profile %s (exit %d):\n%s\n%s", profile, r.code, r.stdout, r.stderr)
 			}

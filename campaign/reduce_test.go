@@ -1,0 +1,86 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// crashTarget answers like the model, except that the executor "dies" on
+// programs with at least minOps ops (a crash the program causes), and
+// after refuseAfter runs (0: never) it refuses every run, as the gate's
+// budget wrapper does at the end of the budget.
+type crashTarget struct {
+	modelTarget
+	minOps      int
+	refuseAfter int64
+	n           atomic.Int64
+}
+
+func (c *crashTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	if n := c.n.Add(1); c.refuseAfter > 0 && n > c.refuseAfter {
+		return nil, errors.New("budget spent, run refused")
+	}
+	if c.minOps > 0 && len(p.Ops) >= c.minOps {
+		return nil, &executor.CrashError{Status: "signal: segmentation fault"}
+	}
+	return c.modelTarget.Run(p, opt)
+}
+
+func crashFinding(t *testing.T) *Finding {
+	p := NewProgram(3, 1, nil, gen.DefaultWeights())
+	if len(p.Ops) < 4 {
+		t.Fatalf("program too short: %d ops", len(p.Ops))
+	}
+	return &Finding{Issue: judge.Issue{Signature: "executor-crash", Oracle: "executor-crash"}, Program: p}
+}
+
+// An executor death that does not happen again is not minimized (the
+// minimizer's runs would all fail); its replays say 0/5.
+func TestReduceUnrepeatedFinding(t *testing.T) {
+	f := crashFinding(t)
+	tg := &crashTarget{} // never crashes: the finding was a one-off
+	ReduceContext(context.Background(), tg, f, 300, 0, "")
+	if !f.NotRepeated || f.MinRuns != 1 || len(f.Minimized.Ops) != len(f.Program.Ops) {
+		t.Fatalf("not repeated %v, %d minimization runs, %d of %d ops", f.NotRepeated, f.MinRuns, len(f.Minimized.Ops), len(f.Program.Ops))
+	}
+	if f.Replays != 5 || f.Reproduced != 0 || tg.n.Load() != 6 {
+		t.Fatalf("reproduced %d/%d in %d runs, want 0/5 in 6", f.Reproduced, f.Replays, tg.n.Load())
+	}
+	if r := f.Report(); !strings.Contains(r, "did not fail again on its first rerun; reproduced 0/5 replays") {
+		t.Fatalf("report:\n%s", r)
+	}
+}
+
+// A crash the program causes every time is minimized and reproduces 5/5.
+func TestReduceRepeatedCrash(t *testing.T) {
+	f := crashFinding(t)
+	tg := &crashTarget{minOps: 2}
+	ReduceContext(context.Background(), tg, f, 300, 0, "")
+	if f.NotRepeated || len(f.Minimized.Ops) != 2 || f.Replays != 5 || f.Reproduced != 5 {
+		t.Fatalf("not repeated %v, minimized to %d ops, reproduced %d/%d", f.NotRepeated, len(f.Minimized.Ops), f.Reproduced, f.Replays)
+	}
+}
+
+// Replays the target refused (the budget was spent) are not failures to
+// reproduce: they were counted as 0/5 before.
+func TestReduceRefusedReplaysNotCounted(t *testing.T) {
+	f := crashFinding(t)
+	tg := &crashTarget{minOps: 1, refuseAfter: 1} // the first rerun crashes, then every run is refused
+	ReduceContext(context.Background(), tg, f, 300, 0, "")
+	if f.Replays != 0 || f.Reproduced != 0 || f.ReplayErrors != 10 {
+		t.Fatalf("reproduced %d/%d with %d replay errors, want 0/0 with 10", f.Reproduced, f.Replays, f.ReplayErrors)
+	}
+	if r := f.Report(); !strings.Contains(r, "reproduced 0/0 replays") || !strings.Contains(r, "10 more replay runs gave no verdict") {
+		t.Fatalf("report:\n%s", r)
+	}
+}
