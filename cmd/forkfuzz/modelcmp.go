@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents/sim"
 	"github.com/forkfuzz/forkfuzz/agents/sim/hostcmp"
@@ -32,6 +33,7 @@ func cmdModelcmp(args []string, stdout, stderr io.Writer) int {
 	profile := fs.String("profile", "default", "generator weights (without threads, fault injection and the pinned operations the model lacks)")
 	out := fs.String("out", "", "write every differing program, the differences and both observations' maps to this directory")
 	verbose := fs.Bool("v", false, "print every differing program and its differences")
+	duration := fs.Duration("duration", 0, "stop after this long even if fewer programs were compared (0: no limit)")
 	maxErr := fs.Int("max-harness-errors", 5, "give up (exit 2) after this many target errors in a row")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
@@ -71,8 +73,17 @@ func cmdModelcmp(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "modelcmp: %s against the simulated %s fork, seed %d, profile %s, model seed %d, %d programs\n",
 		t.Name(), mode, *seed, *profile, *modelSeed, *n)
 	c := &hostcmp.ModelCmp{Target: t, Mode: mode, SchedSeed: *modelSeed}
-	inRow := 0
+	inRow, r0 := 0, 0
+	start := time.Now()
 	for i := 0; c.Programs < *n; i++ {
+		if *duration > 0 && time.Since(start) > *duration {
+			fmt.Fprintf(stderr, "modelcmp: --duration %v reached after %d programs\n", *duration, c.Programs)
+			break
+		}
+		if c.Programs > 0 && c.Programs%10 == 0 && r0 != c.Programs {
+			r0 = c.Programs
+			fmt.Fprintf(stderr, "modelcmp: %d compared in %v: %d agree, %d differ, %d target errors\n", c.Programs, time.Since(start).Round(time.Second), c.Agree, c.Differ, c.HarnessErrors+c.Events)
+		}
 		p := hostcmp.Generate(*seed, i, w)
 		r := c.One(p)
 		switch {
