@@ -1,16 +1,22 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/sim"
 	"github.com/forkfuzz/forkfuzz/agents/sim/hostcmp"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
 func init() {
@@ -33,6 +39,8 @@ func cmdModelcmp(args []string, stdout, stderr io.Writer) int {
 	profile := fs.String("profile", "default", "generator weights (without threads, fault injection and the pinned operations the model lacks)")
 	out := fs.String("out", "", "write every differing program, the differences and both observations' maps to this directory")
 	verbose := fs.Bool("v", false, "print every differing program and its differences")
+	record := fs.String("record", "", "save every compared program and the target's observation (N.ffz, N.json) in this directory, for --replay")
+	replay := fs.String("replay", "", "compare the programs and observations saved by --record in this directory with the model again (no target runs)")
 	duration := fs.Duration("duration", 0, "stop after this long even if fewer programs were compared (0: no limit)")
 	maxErr := fs.Int("max-harness-errors", 5, "give up (exit 2) after this many target errors in a row")
 	if err := fs.Parse(args); err != nil {
@@ -64,6 +72,15 @@ func cmdModelcmp(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 	}
+	if *replay != "" {
+		return modelcmpReplay(*replay, mode, *modelSeed, *verbose, stdout, stderr)
+	}
+	if *record != "" {
+		if err := os.MkdirAll(*record, 0o755); err != nil {
+			fmt.Fprintln(stderr, "forkfuzz modelcmp:", err)
+			return exitError
+		}
+	}
 	t, err := sel.Open()
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz modelcmp:", err)
@@ -72,7 +89,8 @@ func cmdModelcmp(args []string, stdout, stderr io.Writer) int {
 	defer t.Close()
 	fmt.Fprintf(stderr, "modelcmp: %s against the simulated %s fork, seed %d, profile %s, model seed %d, %d programs\n",
 		t.Name(), mode, *seed, *profile, *modelSeed, *n)
-	c := &hostcmp.ModelCmp{Target: t, Mode: mode, SchedSeed: *modelSeed}
+	rec := &recordingTarget{Target: t}
+	c := &hostcmp.ModelCmp{Target: rec, Mode: mode, SchedSeed: *modelSeed}
 	inRow, r0 := 0, 0
 	start := time.Now()
 	for i := 0; c.Programs < *n; i++ {
@@ -85,7 +103,13 @@ func cmdModelcmp(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "modelcmp: %d compared in %v: %d agree, %d differ, %d target errors\n", c.Programs, time.Since(start).Round(time.Second), c.Agree, c.Differ, c.HarnessErrors+c.Events)
 		}
 		p := hostcmp.Generate(*seed, i, w)
+		rec.last = nil
 		r := c.One(p)
+		if *record != "" && rec.last != nil {
+			b, _ := json.Marshal(rec.last)
+			os.WriteFile(filepath.Join(*record, fmt.Sprintf("%d.ffz", i)), p.Format(), 0o644)
+			os.WriteFile(filepath.Join(*record, fmt.Sprintf("%d.json", i)), b, 0o644)
+		}
 		switch {
 		case r.Skip != "":
 			continue
@@ -120,6 +144,78 @@ func cmdModelcmp(args []string, stdout, stderr io.Writer) int {
 	}
 	c.Report(stdout)
 	if u := c.Unexplained(); len(u) > 0 {
+		return exitFindings
+	}
+	return exitClean
+}
+
+// recordingTarget keeps the last observation of the target it wraps.
+type recordingTarget struct {
+	agents.Target
+	last *obs.Observation
+}
+
+func (r *recordingTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	o, err := r.Target.Run(p, opt)
+	if err == nil {
+		r.last = o
+	}
+	return o, err
+}
+
+// recorded is a target that returns one saved observation.
+type recorded struct{ o *obs.Observation }
+
+func (r recorded) Name() string { return "recorded" }
+func (r recorded) Close() error { return nil }
+func (r recorded) Run(*prog.Program, agents.Options) (*obs.Observation, error) {
+	o := *r.o
+	return &o, nil
+}
+
+// modelcmpReplay compares the programs and observations --record saved in
+// dir with the model.
+func modelcmpReplay(dir string, mode sim.Mode, seed uint64, verbose bool, stdout, stderr io.Writer) int {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.ffz"))
+	if len(files) == 0 {
+		fmt.Fprintf(stderr, "forkfuzz modelcmp: --replay %s: no saved programs (N.ffz and N.json)\n", dir)
+		return exitError
+	}
+	num := func(f string) int { n, _ := strconv.Atoi(strings.TrimSuffix(filepath.Base(f), ".ffz")); return n }
+	sort.Slice(files, func(i, j int) bool { return num(files[i]) < num(files[j]) })
+	c := &hostcmp.ModelCmp{Mode: mode, SchedSeed: seed}
+	for _, f := range files {
+		p, err := readProgram(f)
+		if err != nil {
+			fmt.Fprintln(stderr, "forkfuzz modelcmp:", err)
+			return exitError
+		}
+		jf := strings.TrimSuffix(f, ".ffz") + ".json"
+		b, err := readLimited(jf, maxObservationFile, "observation")
+		if err != nil {
+			fmt.Fprintln(stderr, "forkfuzz modelcmp:", err)
+			return exitError
+		}
+		var o obs.Observation
+		if err := json.Unmarshal(b, &o); err != nil {
+			fmt.Fprintf(stderr, "forkfuzz modelcmp: %s: %v\n", jf, err)
+			return exitError
+		}
+		c.Target = recorded{&o}
+		r := c.One(p)
+		if r.Err != nil {
+			fmt.Fprintf(stderr, "forkfuzz modelcmp: %s: %v\n", f, r.Err)
+			return exitError
+		}
+		if verbose && len(r.Diffs) > 0 {
+			fmt.Fprintf(stdout, "# %s: %d differences\n", f, len(r.Diffs))
+			for _, d := range r.Diffs {
+				fmt.Fprintf(stdout, "# [%s] %s\n", d.Class, strings.ReplaceAll(d.Text, "\n", "\n#   "))
+			}
+		}
+	}
+	c.Report(stdout)
+	if len(c.Unexplained()) > 0 {
 		return exitFindings
 	}
 	return exitClean
