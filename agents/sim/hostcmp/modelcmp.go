@@ -145,7 +145,9 @@ func (c *ModelCmp) One(p *prog.Program) Result {
 		return Result{Err: err}
 	}
 	seed := c.SchedSeed
-	mo, mk, err := sim.Run(p, sim.Config{Mode: c.Mode, SchedSeed: seed}, 0)
+	// The model follows the target kernel's release where Linux changed
+	// behaviour.
+	mo, mk, err := sim.Run(p, sim.Config{Mode: c.Mode, SchedSeed: seed, Kernel: ko.Kernel}, 0)
 	if mk != nil {
 		defer mk.Release()
 	}
@@ -154,7 +156,7 @@ func (c *ModelCmp) One(p *prog.Program) Result {
 	}
 	r := Result{Diffs: Diffs(p, ko, mo)}
 	if c.Mode != sim.Eager {
-		eo, ek, err := sim.Run(p, sim.Config{Mode: sim.Eager, SchedSeed: seed}, 0)
+		eo, ek, err := sim.Run(p, sim.Config{Mode: sim.Eager, SchedSeed: seed, Kernel: ko.Kernel}, 0)
 		if ek != nil {
 			defer ek.Release()
 		}

@@ -1,10 +1,15 @@
 package hostcmp
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/forkfuzz/forkfuzz/agents/sim"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
 // TestModelCmpModels: the simulated Async-fork agrees with the simulated
@@ -48,5 +53,56 @@ func TestModelCmpModels(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "| UNEXPLAINED: ") {
 		t.Errorf("the report does not mark unexplained classes:\n%s", b.String())
+	}
+}
+
+// TestLinux61Recorded: observations recorded on Linux 6.1.192 in QEMU
+// (checker/testdata/linux61) agree with the simulated kernel told that
+// release, and at least one differs from the model of 6.18: the version
+// rules (mremap before 6.17) bite.
+func TestLinux61Recorded(t *testing.T) {
+	files, _ := filepath.Glob("../../../checker/testdata/linux61/*.ffz")
+	if len(files) == 0 {
+		t.Fatal("no recorded 6.1 observations")
+	}
+	compared, differ618 := 0, 0
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := prog.Parse(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if Comparable(p) != "" {
+			continue
+		}
+		b, err := os.ReadFile(strings.TrimSuffix(f, ".ffz") + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o obs.Observation
+		if err := json.Unmarshal(b, &o); err != nil {
+			t.Fatal(err)
+		}
+		compared++
+		for _, kernel := range []string{o.Kernel, "6.18.0"} {
+			so, k, err := sim.Run(p, sim.Config{Mode: sim.Eager, Kernel: kernel}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k.Release()
+			d := Compare(p, &o, so)
+			switch {
+			case kernel == o.Kernel && len(d) > 0:
+				t.Errorf("%s: the model of %s differs from the recording: %v", filepath.Base(f), kernel, d)
+			case kernel != o.Kernel && len(d) > 0:
+				differ618++
+			}
+		}
+	}
+	if compared == 0 || differ618 == 0 {
+		t.Errorf("%d recorded programs compared, %d differ from the 6.18 model: want some of each", compared, differ618)
 	}
 }
