@@ -33,6 +33,7 @@ func cmdModelcmp(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("modelcmp", stderr)
 	sel := targetSetup(fs, "native")
 	model := fs.String("model", "async", "simulated fork the target is compared with: eager, ondemand or async")
+	modelKernel := fs.String("model-kernel", "", "release the model follows where Linux changed behaviour (default: the target's uname -r; e.g. 6.18 to see what the version rules account for)")
 	modelSeed := fs.Uint64("model-seed", 0, "scheduler seed of the simulated kernel (interleaving of Async-fork's copy)")
 	n := fs.Int("programs", 100, "programs to compare")
 	seed := fs.Uint64("seed", 0, "generator seed (0: random, printed)")
@@ -73,7 +74,7 @@ func cmdModelcmp(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *replay != "" {
-		return modelcmpReplay(*replay, mode, *modelSeed, *verbose, stdout, stderr)
+		return modelcmpReplay(*replay, mode, *modelSeed, *modelKernel, *verbose, stdout, stderr)
 	}
 	if *record != "" {
 		if err := os.MkdirAll(*record, 0o755); err != nil {
@@ -90,7 +91,7 @@ func cmdModelcmp(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "modelcmp: %s against the simulated %s fork, seed %d, profile %s, model seed %d, %d programs\n",
 		t.Name(), mode, *seed, *profile, *modelSeed, *n)
 	rec := &recordingTarget{Target: t}
-	c := &hostcmp.ModelCmp{Target: rec, Mode: mode, SchedSeed: *modelSeed}
+	c := &hostcmp.ModelCmp{Target: rec, Mode: mode, SchedSeed: *modelSeed, Kernel: *modelKernel}
 	inRow, r0 := 0, 0
 	start := time.Now()
 	for i := 0; c.Programs < *n; i++ {
@@ -175,7 +176,7 @@ func (r recorded) Run(*prog.Program, agents.Options) (*obs.Observation, error) {
 
 // modelcmpReplay compares the programs and observations --record saved in
 // dir with the model.
-func modelcmpReplay(dir string, mode sim.Mode, seed uint64, verbose bool, stdout, stderr io.Writer) int {
+func modelcmpReplay(dir string, mode sim.Mode, seed uint64, kernel string, verbose bool, stdout, stderr io.Writer) int {
 	files, _ := filepath.Glob(filepath.Join(dir, "*.ffz"))
 	if len(files) == 0 {
 		fmt.Fprintf(stderr, "forkfuzz modelcmp: --replay %s: no saved programs (N.ffz and N.json)\n", dir)
@@ -183,7 +184,7 @@ func modelcmpReplay(dir string, mode sim.Mode, seed uint64, verbose bool, stdout
 	}
 	num := func(f string) int { n, _ := strconv.Atoi(strings.TrimSuffix(filepath.Base(f), ".ffz")); return n }
 	sort.Slice(files, func(i, j int) bool { return num(files[i]) < num(files[j]) })
-	c := &hostcmp.ModelCmp{Mode: mode, SchedSeed: seed}
+	c := &hostcmp.ModelCmp{Mode: mode, SchedSeed: seed, Kernel: kernel}
 	for _, f := range files {
 		p, err := readProgram(f)
 		if err != nil {

@@ -25,6 +25,10 @@ type ModelCmp struct {
 	Target    agents.Target
 	Mode      sim.Mode
 	SchedSeed uint64
+	// Kernel, if set, is the release the models follow instead of the
+	// one the target's observation names (e.g. "6.18" to see what the
+	// version rules account for).
+	Kernel string
 
 	Programs, Skipped, Agree, Differ int
 	// HarnessErrors counts target runs that failed (a VM that crashed, an
@@ -46,6 +50,9 @@ type Class struct {
 	// Programs with at least one difference of this class, and how many
 	// of them the eager model shares it on.
 	Programs, AlsoEager int
+	// First counts the programs whose first difference is of this class
+	// (the others are usually its consequences).
+	First int
 	// Example is the first program showing it (text), Text the first
 	// difference.
 	Example, Text string
@@ -147,7 +154,11 @@ func (c *ModelCmp) One(p *prog.Program) Result {
 	seed := c.SchedSeed
 	// The model follows the target kernel's release where Linux changed
 	// behaviour.
-	mo, mk, err := sim.Run(p, sim.Config{Mode: c.Mode, SchedSeed: seed, Kernel: ko.Kernel}, 0)
+	rel := ko.Kernel
+	if c.Kernel != "" {
+		rel = c.Kernel
+	}
+	mo, mk, err := sim.Run(p, sim.Config{Mode: c.Mode, SchedSeed: seed, Kernel: rel}, 0)
 	if mk != nil {
 		defer mk.Release()
 	}
@@ -156,7 +167,7 @@ func (c *ModelCmp) One(p *prog.Program) Result {
 	}
 	r := Result{Diffs: Diffs(p, ko, mo)}
 	if c.Mode != sim.Eager {
-		eo, ek, err := sim.Run(p, sim.Config{Mode: sim.Eager, SchedSeed: seed, Kernel: ko.Kernel}, 0)
+		eo, ek, err := sim.Run(p, sim.Config{Mode: sim.Eager, SchedSeed: seed, Kernel: rel}, 0)
 		if ek != nil {
 			defer ek.Release()
 		}
@@ -195,6 +206,9 @@ func (c *ModelCmp) One(p *prog.Program) Result {
 			c.Classes[d.Class] = cl
 		}
 		cl.Programs++
+		if d.Class == r.Diffs[0].Class {
+			cl.First++
+		}
 		if eagerClasses[d.Class] {
 			cl.AlsoEager++
 		}
@@ -237,13 +251,13 @@ func (c *ModelCmp) Report(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	if len(c.Classes) > 0 {
-		fmt.Fprintln(w, "\n| class (kernel/model) | programs | also with the eager model | explanation |\n|---|---|---|---|")
+		fmt.Fprintln(w, "\n| class (kernel/model) | programs | first difference in | also with the eager model | explanation |\n|---|---|---|---|---|")
 		for _, cl := range c.sorted() {
 			e := cl.Known
 			if e == "" {
 				e = "UNEXPLAINED: " + firstLine(cl.Text)
 			}
-			fmt.Fprintf(w, "| `%s` | %d | %d | %s |\n", cl.Name, cl.Programs, cl.AlsoEager, e)
+			fmt.Fprintf(w, "| `%s` | %d | %d | %d | %s |\n", cl.Name, cl.Programs, cl.First, cl.AlsoEager, e)
 		}
 	}
 	for _, e := range c.Errors {
