@@ -106,3 +106,16 @@ func TestLinux61Recorded(t *testing.T) {
 		t.Errorf("%d recorded programs compared, %d differ from the 6.18 model: want some of each", compared, differ618)
 	}
 }
+
+func TestExplain(t *testing.T) {
+	defer func(k map[string]string) { KnownClasses = k }(KnownClasses)
+	KnownClasses = map[string]string{"op:*": "any op", "op:mremap:*": "mremap", "view:runs:main-end": "exact"}
+	for class, want := range map[string]string{
+		"op:mremap:errno EFAULT/0": "mremap", "op:madvise:errno 0/ENOMEM": "any op",
+		"view:runs:main-end": "exact", "view:runs:child-start": "",
+	} {
+		if got := Explain(class); got != want {
+			t.Errorf("Explain(%q) = %q, want %q", class, got, want)
+		}
+	}
+}
