@@ -38,6 +38,8 @@ type ForkImplTarget struct {
 	Runs, Forks, Deferred, Eager, Unknown, EvidenceErrors int
 	WPPMDs, PMDReads                                      int
 	Compared, DiffSkipped, Diffs                          int
+	// Calibration is what Calibrate found ("" if it did not run).
+	Calibration string
 }
 
 // MaxUndecidedRuns: this many runs in a row with forks none of which could
@@ -149,6 +151,9 @@ func (t *ForkImplTarget) Summary() string {
 	}
 	if t.Differential {
 		s += fmt.Sprintf("; differential: %d programs compared with stock fork, %d skipped, %d differed", t.Compared, t.DiffSkipped, t.Diffs)
+	}
+	if t.Calibration != "" {
+		s += "; " + t.Calibration
 	}
 	return s
 }
@@ -367,4 +372,74 @@ func NewForkImplTarget(t Target, profile string, differential bool) (*ForkImplTa
 		return nil, fmt.Errorf("--fork-impl %s: the %s target's kernel does not have it (no %s; it has: %s)", profile, t.Name(), p.Knob, strings.Join(have, ", "))
 	}
 	return &ForkImplTarget{Target: t, Profile: profile, Differential: differential}, nil
+}
+
+// CalibrationProgram is the program Calibrate runs: one region of two
+// whole PMDs (Async-fork defers only PMDs a VMA covers in full), written
+// in full, one fork, the child's look and the wait. Few operations, so
+// the parent has few chances to block and let the child run before the
+// evidence is read.
+const CalibrationProgram = `forkfuzz v1
+region r0 anon-private pages=1024 thp=off
+store r0 off=0x0 count=1024 stride=0x1000
+fork f0
+f0: check
+wait f0
+`
+
+// MaxCalibrationRuns bounds Calibrate's runs.
+const MaxCalibrationRuns = 10
+
+// Calibrate is the definitive check at the start of a campaign: it runs
+// CalibrationProgram under the profile until a fork decides (at most
+// MaxCalibrationRuns runs). A fork that did not use the implementation
+// (eager under a deferring profile, deferred under "stock") is a
+// *obs.ForkImplError, so a campaign on which the mode did not take effect
+// stops before its first program instead of at its first eager fork. For
+// a deferring profile, no decision in MaxCalibrationRuns runs is an error
+// too (the evidence cannot work on this target); for "stock" it is not
+// (an eager fork is only proven while the child stays off the CPU, which
+// a loaded machine does not always allow), Calibration says so.
+// Calibration runs are not counted in the summary's run figures.
+func (t *ForkImplTarget) Calibrate() error {
+	p, err := prog.Parse([]byte(CalibrationProgram))
+	if err != nil {
+		return fmt.Errorf("calibration program: %w", err)
+	}
+	want := obs.EvEager
+	if obs.DeferredProfile(t.Profile) {
+		want = obs.EvDeferred
+	}
+	var last string
+	for i := 1; i <= MaxCalibrationRuns; i++ {
+		o, err := t.Target.Run(p, Options{ForkImpl: t.Profile})
+		if err != nil {
+			return fmt.Errorf("--fork-impl %s: calibration run %d: %w", t.Profile, i, err)
+		}
+		if o.ForkImpl == nil {
+			return &obs.ForkImplError{Profile: t.Profile, Msg: fmt.Sprintf("calibration: target %s recorded no fork-implementation evidence", t.Target.Name())}
+		}
+		if err := obs.CheckForkImpl(o); err != nil {
+			return fmt.Errorf("calibration run %d: %w", i, err)
+		}
+		if u := obs.Undecided(o); u != "" {
+			last = u
+			continue
+		}
+		if len(o.ForkImpl.Forks) == 0 {
+			return &obs.ForkImplError{Profile: t.Profile, Msg: "calibration: the fork failed"}
+		}
+		t.mu.Lock()
+		t.Calibration = fmt.Sprintf("calibration: fork %s (run %d of at most %d)", want, i, MaxCalibrationRuns)
+		t.mu.Unlock()
+		return nil
+	}
+	msg := fmt.Sprintf("calibration: no fork decided in %d runs, last: %s", MaxCalibrationRuns, last)
+	if want == obs.EvDeferred {
+		return &obs.ForkImplError{Profile: t.Profile, Msg: msg}
+	}
+	t.mu.Lock()
+	t.Calibration = msg + " (stock: not an error; no fork was deferred)"
+	t.mu.Unlock()
+	return nil
 }

@@ -79,3 +79,38 @@ func TestNewForkImplTarget(t *testing.T) {
 		t.Errorf("odf on the host (has it: %v): %v", hasODF, err)
 	}
 }
+
+// TestCalibrate: the check at campaign start stops at the first decided
+// fork, fails when the mode did not take effect or (for a deferring
+// profile) never decides, and tolerates an undecided stock fork.
+func TestCalibrate(t *testing.T) {
+	var fe *obs.ForkImplError
+	for _, c := range []struct {
+		profile, verdict string
+		runs             int
+		fail             bool
+	}{
+		{"async-fork", obs.EvDeferred, 1, false},
+		{"async-fork", obs.EvEager, 1, true},
+		{"async-fork", obs.EvUnknown, MaxCalibrationRuns, true},
+		{"stock", obs.EvEager, 1, false},
+		{"stock", obs.EvDeferred, 1, true},
+		{"stock", obs.EvUnknown, MaxCalibrationRuns, false},
+	} {
+		f := &fakeImpl{verdict: map[string]string{c.profile: c.verdict}}
+		w := &ForkImplTarget{Target: f, Profile: c.profile}
+		err := w.Calibrate()
+		if c.fail != errors.As(err, &fe) || (!c.fail && err != nil) {
+			t.Errorf("%s, every fork %s: %v, want failure %v", c.profile, c.verdict, err, c.fail)
+		}
+		if len(f.runs) != c.runs {
+			t.Errorf("%s, every fork %s: %d calibration runs, want %d", c.profile, c.verdict, len(f.runs), c.runs)
+		}
+		if !c.fail && !strings.Contains(w.Summary(), "calibration: ") {
+			t.Errorf("%s: the summary does not say what the calibration found: %s", c.profile, w.Summary())
+		}
+		if w.Runs != 0 {
+			t.Errorf("calibration runs counted as the campaign's: %d", w.Runs)
+		}
+	}
+}

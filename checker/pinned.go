@@ -239,6 +239,25 @@ func (m *machine) rangeState(pr *proc, lo, hi int, want prog.Prot) (all, unsure,
 	return all, unsure, fileBacked
 }
 
+// mixedFiles reports whether [lo, hi) of pr spans mappings of more than
+// one backing: anonymous private memory (no file) and each shmem or memfd
+// object (its own file).
+func (m *machine) mixedFiles(pr *proc, lo, hi int) bool {
+	first, seen := 0, false
+	for g := lo; g < hi; g++ {
+		s := pr.segAt(g)
+		if s == nil || s.unknown {
+			continue
+		}
+		if !seen {
+			first, seen = s.obj, true
+		} else if s.obj != first {
+			return true
+		}
+	}
+	return false
+}
+
 // checkRet reports an operation that succeeded with an unexpected byte
 // count.
 func (m *machine) checkRet(pr *proc, i int, r obs.OpResult, want uint64) bool {
@@ -492,6 +511,12 @@ func (m *machine) uringReg(pr *proc, i int) {
 		pd = either("part of the range is not writable (and kernels before 6.3 refuse file-backed buffers)", eFAULT, eOPNOTSUPP)
 	case !all:
 		pd = certain(eFAULT, "part of the range is not mapped writable")
+	case m.kernelBefore(6, 5) && m.mixedFiles(pr, lo, hi):
+		// io_pin_pages pinned every page, then compared each page's
+		// vm_file with the first one ("io_uring/rsrc: disallow
+		// multi-source reg buffers", in 6.3 and the 6.1 and 5.15 stable
+		// trees; gone in 6.5, when the check moved into GUP).
+		pd = either("before Linux 6.5 a buffer spanning mappings of different files (or anonymous and shmem memory) is refused (EINVAL) by kernels with the multi-source check", eOK, eINVAL)
 	case file:
 		pd = either("kernels before 6.3 refuse file-backed (shmem) buffers", eOK, eOPNOTSUPP)
 	default:

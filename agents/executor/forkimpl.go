@@ -318,8 +318,14 @@ func (e *forkEv) after(m *machine, i, f int, pid int, errno uintptr) {
 	ran := ""
 	if errno == 0 {
 		ev.Probe = e.probeState()
+		// Whether the child ran, read right after the probe (it only
+		// matters whether it ran before the probe was read) and without
+		// allocating: reading it after the region pages, with
+		// os.ReadFile, gave the parent time and reasons to block (a
+		// stock fork write-protects the whole Go heap) and made stock
+		// forks "unknown".
+		ran = e.childRanRaw(pid)
 		ev.Pages, ev.Exclusive = e.regionPages(m.p)
-		ran = childRan(pid)
 		if e.pmdMod {
 			if src, pmds := readPMDs(); !strings.HasPrefix(src, "absent") {
 				ev.PMDsWP = 0
@@ -399,16 +405,53 @@ func (e *forkEv) probeState() string {
 	return "shared"
 }
 
-// childRan says whether the child has been on a CPU (its schedstat run
-// count), "" if not or if it cannot tell.
-func childRan(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
-	if err != nil {
+// childRanRaw says whether the child has been on a CPU (its schedstat
+// timeslice count), "" if not or if it cannot tell. It does not allocate
+// (an allocation right after a stock fork can fault, grow the heap under
+// the mmap lock and sleep): the path and the read go through the
+// MAP_SHARED evidence page, past the part probeState uses; the
+// description is built only when the child ran.
+func (e *forkEv) childRanRaw(pid int) string {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&e.pm[0])), len(e.pm)*8)[2048:]
+	n := copy(b, "/proc/")
+	var d [20]byte
+	k := len(d)
+	for v := pid; ; v /= 10 {
+		k--
+		d[k] = byte('0' + v%10)
+		if v < 10 {
+			break
+		}
+	}
+	n += copy(b[n:], d[k:])
+	n += copy(b[n:], "/schedstat\x00")
+	fd, errno := rawSyscall6(unix.SYS_OPENAT, ^uintptr(99) /* AT_FDCWD, -100 */, uintptr(unsafe.Pointer(&b[0])), unix.O_RDONLY|unix.O_CLOEXEC, 0, 0, 0)
+	if errno != 0 {
 		return ""
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 3 && f[2] != "0" {
-		return "schedstat " + strings.TrimSpace(string(b))
+	rb := b[n : n+128]
+	r, errno := rawSyscall6(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&rb[0])), uintptr(len(rb)), 0, 0, 0)
+	rawSyscall6(unix.SYS_CLOSE, fd, 0, 0, 0, 0, 0)
+	if errno != 0 || int(r) <= 0 || int(r) > len(rb) {
+		return ""
+	}
+	st := rb[:r]
+	// "run_ns wait_ns timeslices\n": the child ran if timeslices != 0.
+	field, start := 0, 0
+	for i := 0; i <= len(st); i++ {
+		if i < len(st) && st[i] != ' ' && st[i] != '\n' {
+			continue
+		}
+		if i > start {
+			if field == 2 {
+				if string(st[start:i]) == "0" {
+					return ""
+				}
+				return "schedstat " + strings.TrimSpace(string(st))
+			}
+			field++
+		}
+		start = i + 1
 	}
 	return ""
 }

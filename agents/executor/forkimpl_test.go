@@ -55,3 +55,21 @@ func TestForkImplMissingKnob(t *testing.T) {
 		}
 	}
 }
+
+// childRanRaw reads schedstat without allocating: this process has run,
+// a missing one cannot tell.
+func TestChildRanRaw(t *testing.T) {
+	var e forkEv
+	if err := e.init(); err != nil {
+		t.Fatal(err)
+	}
+	if s := e.childRanRaw(os.Getpid()); !strings.HasPrefix(s, "schedstat ") || len(strings.Fields(s)) != 4 {
+		t.Errorf("this process: %q, want schedstat RUN WAIT SLICES", s)
+	}
+	if s := e.childRanRaw(1 << 30); s != "" {
+		t.Errorf("a missing process: %q", s)
+	}
+	if n := testing.AllocsPerRun(20, func() { e.childRanRaw(1 << 30) }); n != 0 {
+		t.Errorf("%v allocations per call", n)
+	}
+}

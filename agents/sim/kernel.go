@@ -60,6 +60,22 @@ type Config struct {
 	// FailRate is the probability that a fork gets a failing allocation
 	// at a position drawn from the scheduler (ignored when FailNth > 0).
 	FailRate float64
+	// Kernel is the release (uname -r) whose behaviour the model follows
+	// where Linux changed it ("" or unparsable: the latest the model
+	// knows, 6.18). Only mremap differs so far: before 6.17 a fixed move
+	// checks the source after it unmapped the destination and must stay
+	// inside one VMA.
+	Kernel string
+}
+
+// kernelBefore reports whether the configured release is older than
+// major.minor.
+func (k *Kernel) kernelBefore(major, minor int) bool {
+	var a, b int
+	if n, _ := fmt.Sscanf(k.cfg.Kernel, "%d.%d", &a, &b); n != 2 {
+		return false
+	}
+	return a < major || a == major && b < minor
 }
 
 // errNoMem is an injected allocation failure.

@@ -331,6 +331,9 @@ func (m *MM) Mlock(a, length uint64, lock bool) int {
 
 // Mremap is mremap(2). It returns the new address or an errno.
 func (m *MM) Mremap(a, oldLen, newLen uint64, flags prog.MremapFlags, to uint64) (uint64, int) {
+	if m.k.kernelBefore(6, 17) {
+		return m.mremapBefore617(a, oldLen, newLen, flags, to)
+	}
 	maymove := flags&prog.MremapMaymove != 0
 	fixed := flags&prog.MremapFixed != 0
 	dontunmap := flags&prog.MremapDontunmap != 0
@@ -419,6 +422,97 @@ func (m *MM) Mremap(a, oldLen, newLen uint64, flags prog.MremapFlags, to uint64)
 	return m.moveVMA(a, oldLen, newLen, m.k.unmappedArea(newLen), dontunmap), 0
 }
 
+// mremapBefore617 is mremap(2) as Linux 6.1 to 6.16 do it (mm/mremap.c
+// before the 6.17 rewrite): the flag checks run on the unrounded lengths,
+// the source VMA is looked up (EFAULT) before the destination is checked,
+// and mremap_to unmaps the destination (and a shrinking source's tail)
+// before vma_to_resize checks that the source lies inside one VMA
+// (EFAULT): a failed fixed move may leave the destination unmapped.
+func (m *MM) mremapBefore617(a, oldLen, newLen uint64, flags prog.MremapFlags, to uint64) (uint64, int) {
+	maymove := flags&prog.MremapMaymove != 0
+	fixed := flags&prog.MremapFixed != 0
+	dontunmap := flags&prog.MremapDontunmap != 0
+	if fixed && !maymove || dontunmap && (!maymove || oldLen != newLen) {
+		return 0, EINVAL
+	}
+	if a&pageMask != 0 {
+		return 0, EINVAL
+	}
+	oldLen, newLen = roundUp(oldLen), roundUp(newLen)
+	if newLen == 0 {
+		return 0, EINVAL
+	}
+	if m.vmaAt(a) == nil {
+		return 0, EFAULT
+	}
+	// vma_to_resize, on the (possibly shortened) source.
+	resize := func() int {
+		v := m.vmaAt(a)
+		switch {
+		case v == nil:
+			return EFAULT
+		case oldLen == 0 && v.private():
+			return EINVAL
+		case oldLen > v.End-a:
+			return EFAULT
+		}
+		return 0
+	}
+	if fixed || dontunmap {
+		if fixed {
+			if to&pageMask != 0 {
+				return 0, EINVAL
+			}
+			if to < a+oldLen && a < to+newLen {
+				return 0, EINVAL
+			}
+			m.k.syncVMAs(m, to, to+newLen, MutAsyncMremapNoSync)
+			m.unmapRange(to, to+newLen)
+		}
+		if oldLen > newLen {
+			m.k.syncVMAs(m, a, a+oldLen, MutAsyncMremapNoSync)
+			m.unmapRange(a+newLen, a+oldLen)
+			oldLen = newLen
+		}
+		if e := resize(); e != 0 {
+			return 0, e
+		}
+		m.k.syncVMAs(m, a, a+max(oldLen, 1), MutAsyncMremapNoSync)
+		dst := to
+		if !fixed {
+			dst = m.k.unmappedArea(newLen)
+		}
+		return m.moveVMA(a, oldLen, newLen, dst, dontunmap), 0
+	}
+	if oldLen >= newLen {
+		if oldLen > newLen {
+			m.k.syncVMAs(m, a, a+oldLen, MutAsyncMremapNoSync)
+			m.unmapRange(a+newLen, a+oldLen)
+		}
+		return a, 0
+	}
+	if e := resize(); e != 0 {
+		return 0, e
+	}
+	v := m.vmaAt(a)
+	m.k.syncVMAs(m, a, a+max(oldLen, 1), MutAsyncMremapNoSync)
+	if oldLen != 0 && a+oldLen == v.End {
+		if a+newLen <= arenaEnd && len(m.overlapping(v.End, a+newLen)) == 0 {
+			old := v.End
+			v.End = a + newLen
+			m.mergeAround(old, v.End)
+			if v.Flags&VMLocked != 0 {
+				m.populate(v, old, a+newLen)
+			}
+			return a, 0
+		}
+	}
+	if !maymove {
+		return 0, ENOMEM
+	}
+	return m.moveVMA(a, oldLen, newLen, m.k.unmappedArea(newLen), false), 0
+}
+
 // resizable checks the source of a move or resize (vma_to_resize).
 func (m *MM) resizable(a, oldLen uint64, maymove bool) int {
 	v := m.vmaAt(a)
@@ -472,7 +566,13 @@ func (m *MM) moveVMA(a, oldLen, newLen, to uint64, dontunmap bool) uint64 {
 		m.movePTEs(a, to, oldLen)
 	}
 	if dontunmap {
-		src.Flags &^= VMLocked
+		if !m.k.kernelBefore(6, 17) {
+			src.Flags &^= VMLocked
+		}
+		// Before 6.17 (seen on 6.1.192, checker/testdata/linux61) the
+		// source VMA stays locked around the moved range; whether the
+		// emptied range itself does was not observed: the model keeps it
+		// locked too.
 	} else if oldLen > 0 {
 		m.removeVMAs(a, a+oldLen)
 		m.freeTables(a, a+oldLen)

@@ -28,12 +28,18 @@ func forkImplFlags(fs *flag.FlagSet) func(agents.Target, error) (agents.Target, 
 			t.Close()
 			return nil, err
 		}
+		// The definitive check before any program: a campaign on which
+		// the mode does not take effect stops here (exit 2).
+		if err := w.Calibrate(); err != nil {
+			t.Close()
+			return nil, err
+		}
 		w.Log = os.Stderr
 		fmt.Fprintf(os.Stderr, "fork implementation: %s on the %s target (evidence checked per fork", *impl, t.Name())
 		if *diff {
 			fmt.Fprint(os.Stderr, "; differential against stock fork")
 		}
-		fmt.Fprintln(os.Stderr, ")")
+		fmt.Fprintln(os.Stderr, "; "+w.Calibration+")")
 		return w, nil
 	}
 }

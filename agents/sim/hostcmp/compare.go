@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -14,10 +16,28 @@ import (
 // MADV_COLLAPSE succeeded and where adjacent equal anonymous VMAs were
 // merged.
 func Compare(p *prog.Program, a, b *obs.Observation) []string {
-	var d []string
+	var out []string
+	for _, x := range Diffs(p, a, b) {
+		out = append(out, x.Text)
+	}
+	return out
+}
+
+// Diff is one difference between two observations: Class groups
+// differences of one kind (the operation kind and both errnos, or which
+// part of which view), Text says where and what.
+type Diff struct {
+	Class string
+	Text  string
+}
+
+// Diffs is Compare with a class per difference (at most 20).
+func Diffs(p *prog.Program, a, b *obs.Observation) []Diff {
+	var d []Diff
+	class := ""
 	add := func(format string, args ...any) {
 		if len(d) < 20 {
-			d = append(d, fmt.Sprintf(format, args...))
+			d = append(d, Diff{Class: class, Text: fmt.Sprintf(format, args...)})
 		}
 	}
 	for i := range p.Ops {
@@ -29,15 +49,25 @@ func Compare(p *prog.Program, a, b *obs.Observation) []string {
 			y.Errno = x.Errno
 		}
 		if x.Ran != y.Ran || x.Errno != y.Errno || x.Skipped != y.Skipped {
+			switch kind := p.Ops[i].Kind; {
+			case x.Ran != y.Ran:
+				class = fmt.Sprintf("op:%s:ran %v/%v", kind, x.Ran, y.Ran)
+			case x.Errno != y.Errno:
+				class = fmt.Sprintf("op:%s:errno %s/%s", kind, errnoName(x.Errno), errnoName(y.Errno))
+			default:
+				class = fmt.Sprintf("op:%s:skipped slots", kind)
+			}
 			add("op %d %v: ran %v/%v errno %d/%d skipped %d/%d", i, p.Ops[i], x.Ran, y.Ran, x.Errno, y.Errno, x.Skipped, y.Skipped)
 			continue
 		}
 		switch p.Ops[i].Kind {
 		case prog.OpWait:
+			class = "op:wait:status"
 			if x.Ret != y.Ret {
 				add("op %d %v: ret %d/%d", i, p.Ops[i], x.Ret, y.Ret)
 			}
 		case prog.OpMremap, prog.OpMmap:
+			class = fmt.Sprintf("op:%s:address", p.Ops[i].Kind)
 			in := func(r uint64) bool { return r >= prog.ArenaBase && r < prog.ArenaBase+prog.MaxRegions*prog.SpanBytes }
 			if x.Errno == 0 && (in(x.Ret) || in(y.Ret)) && x.Ret != y.Ret {
 				add("op %d %v: ret %#x/%#x", i, p.Ops[i], x.Ret, y.Ret)
@@ -45,23 +75,29 @@ func Compare(p *prog.Program, a, b *obs.Observation) []string {
 		}
 	}
 	if len(a.Views) != len(b.Views) {
+		class = "views:count"
 		add("views: %d/%d", len(a.Views), len(b.Views))
 		return d
 	}
 	for vi := range a.Views {
 		x, y := &a.Views[vi], &b.Views[vi]
 		where := fmt.Sprintf("view %d (proc %d at %d)", vi, x.Proc, x.At)
+		vclass := func(what string) string { return "view:" + what + ":" + viewKind(x) }
 		if x.Proc != y.Proc || x.At != y.At {
+			class = "views:order"
 			add("%s: other is proc %d at %d", where, y.Proc, y.At)
 			continue
 		}
 		if fmt.Sprint(vmas(x.VMAs)) != fmt.Sprint(vmas(y.VMAs)) {
+			class = vclass("vmas")
 			add("%s: vmas\n  %v\n  %v", where, vmas(x.VMAs), vmas(y.VMAs))
 		}
 		if fmt.Sprint(x.Runs) != fmt.Sprint(y.Runs) {
+			class = vclass("runs")
 			add("%s: runs\n  %v\n  %v", where, x.Runs, y.Runs)
 		}
 		wx, wy := words(x), words(y)
+		class = vclass("words")
 		n := 0
 		for k, v := range wx {
 			if wy[k] != v && n < 5 {
@@ -76,10 +112,38 @@ func Compare(p *prog.Program, a, b *obs.Observation) []string {
 			}
 		}
 		if n == 0 && fmt.Sprint(x.Pages) != fmt.Sprint(y.Pages) {
+			class = vclass("digests")
 			add("%s: page digests differ", where)
 		}
 	}
 	return d
+}
+
+// viewKind names a view's place without operation indexes: "main-check",
+// "main-end", "child-start", "child-check" (a grandchild is a child).
+func viewKind(v *obs.View) string {
+	who := "main"
+	if v.Proc > 0 {
+		who = "child"
+	}
+	switch v.At {
+	case obs.AtStart:
+		return who + "-start"
+	case obs.AtEnd:
+		return who + "-end"
+	}
+	return who + "-check"
+}
+
+// errnoName is an errno's symbolic name ("0" for none).
+func errnoName(e int) string {
+	if e == 0 {
+		return "0"
+	}
+	if n := unix.ErrnoName(unix.Errno(e)); n != "" {
+		return n
+	}
+	return fmt.Sprint(e)
 }
 
 type key struct {

@@ -127,19 +127,3 @@ func TestScratch(t *testing.T) {
 		t.Log("sim maps:\n" + so.Maps)
 	}
 }
-
-// writesIntoKilled reports whether a procmem or pvwrite targets a child
-// that its parent killed.
-func writesIntoKilled(p *prog.Program) bool {
-	for _, op := range p.Ops {
-		if op.Into == 0 {
-			continue
-		}
-		for _, k := range p.Ops {
-			if k.Kind == prog.OpKill && k.Fork == op.Into-1 {
-				return true
-			}
-		}
-	}
-	return false
-}
