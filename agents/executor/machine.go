@@ -71,6 +71,10 @@ type machine struct {
 	fe  forkEv         // forkimpl.go
 	rb  *rollbackState // failnth.go
 	kc  *kcovState     // kcov.go; nil or !ok: no coverage
+	// census is the page census around main-process forks (atfork.go;
+	// nil: off for this program).
+	census *pageCensus
+	pc     *pageCensus // kept across programs (its files stay open)
 }
 
 type span struct{ addr, length uint64 }
@@ -531,6 +535,10 @@ func (m *machine) fork(i, f int, start int64) {
 	if ev {
 		m.fe.before()
 	}
+	census := m.census != nil && !m.inChild && m.proc == 0
+	if census {
+		m.census.before(m, f)
+	}
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
 	pid, errno := rawFork()
@@ -541,6 +549,9 @@ func (m *machine) fork(i, f int, start int64) {
 	sigRestore(&m.sigOld)
 	if !m.inChild {
 		m.forkTSC[f] = [2]uint64{inv, resp}
+	}
+	if census {
+		m.census.after(m, errno == 0)
 	}
 	if ev {
 		m.fe.after(m, i, f, int(pid), errno)

@@ -38,6 +38,9 @@ type Options struct {
 	Symbols bool `json:"symbols,omitempty"`
 	// NoCover turns KCOV collection off for this run.
 	NoCover bool `json:"no_cover,omitempty"`
+	// NoForkPages turns the page census around forks off (atfork.go;
+	// for measuring its cost).
+	NoForkPages bool `json:"no_fork_pages,omitempty"`
 }
 
 // GODEBUG setting the executor process needs: forked children run Go code
@@ -190,6 +193,14 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	}
 	m.setupPinned()
 	defer m.cleanupPinned()
+	m.census = nil
+	if !opt.NoForkPages {
+		if m.pc == nil {
+			m.pc = new(pageCensus)
+		}
+		m.census = m.pc
+		m.pc.done = nil
+	}
 	var fault string
 	var threads []obs.ThreadLog
 	func() {
@@ -225,7 +236,14 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	for i, op := range p.Ops {
 		if op.Kind == prog.OpFork && op.Proc == 0 {
 			o.Ops[i].TSCStart, o.Ops[i].TSCEnd = m.forkTSC[op.Fork][0], m.forkTSC[op.Fork][1]
+			if len(threads) > 0 && o.Ops[i].TSCStart != 0 {
+				ov := obs.CountOverlap(threads, o.Ops[i].TSCStart, o.Ops[i].TSCEnd)
+				o.Ops[i].Overlap = &ov
+			}
 		}
+	}
+	if m.census != nil {
+		o.ForkPages = m.census.take()
 	}
 	trimThreadLogs(p, o)
 	o.Cover = m.kc.result(p.NumForks())
