@@ -236,7 +236,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	for i, op := range p.Ops {
 		if op.Kind == prog.OpFork && op.Proc == 0 {
 			o.Ops[i].TSCStart, o.Ops[i].TSCEnd = m.forkTSC[op.Fork][0], m.forkTSC[op.Fork][1]
-			if len(threads) > 0 && o.Ops[i].TSCStart != 0 {
+			if len(threads) > 0 && o.Ops[i].TSCStart != 0 && hasWriter(p, op.Fork) {
 				ov := obs.CountOverlap(threads, o.Ops[i].TSCStart, o.Ops[i].TSCEnd)
 				o.Ops[i].Overlap = &ov
 			}
@@ -259,6 +259,16 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 		}
 	}
 	return o, nil
+}
+
+// hasWriter reports whether a storeloop runs until fork f's wait.
+func hasWriter(p *prog.Program, f int) bool {
+	for _, op := range p.Ops {
+		if op.Kind == prog.OpStoreLoop && op.Fork == f {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *machine) recCount() uint64 {

@@ -75,6 +75,84 @@ type Judged struct {
 	Excused int `json:"excused,omitempty"`
 	// Observation is false when there was none to judge (a crash).
 	Observation bool `json:"observation"`
+	// AtFork is what the run exercised around its forks (evidence, not
+	// judged; nil when the target said nothing).
+	AtFork *AtFork `json:"at_fork,omitempty"`
+}
+
+// AtFork sums the observation's per-fork evidence (obs.Overlap,
+// obs.ForkPages): how many forks had writer threads logging stores, in how
+// many some store overlapped the call, the stores, and the page census.
+type AtFork struct {
+	WriterForks  int         `json:"writer_forks,omitempty"`
+	OverlapForks int         `json:"overlap_forks,omitempty"`
+	Overlap      obs.Overlap `json:"overlap"`
+	// Censused counts forks with a page census; Pages sums them.
+	Censused int           `json:"censused,omitempty"`
+	Pages    obs.ForkPages `json:"pages"`
+}
+
+// atFork collects o's per-fork evidence (nil: none).
+func atFork(o *obs.Observation) *AtFork {
+	var a AtFork
+	any := false
+	for _, r := range o.Ops {
+		if r.Overlap == nil {
+			continue
+		}
+		any = true
+		a.WriterForks++
+		if r.Overlap.Stores > 0 {
+			a.OverlapForks++
+		}
+		a.Overlap.Stores += r.Overlap.Stores
+		a.Overlap.Inside += r.Overlap.Inside
+		a.Overlap.Blocked += r.Overlap.Blocked
+	}
+	for _, c := range o.ForkPages {
+		any = true
+		a.Censused++
+		a.Pages.Add(c)
+	}
+	if !any {
+		return nil
+	}
+	return &a
+}
+
+// Add sums b into a.
+func (a *AtFork) Add(b *AtFork) {
+	if b == nil {
+		return
+	}
+	a.WriterForks += b.WriterForks
+	a.OverlapForks += b.OverlapForks
+	a.Overlap.Stores += b.Overlap.Stores
+	a.Overlap.Inside += b.Overlap.Inside
+	a.Overlap.Blocked += b.Overlap.Blocked
+	a.Censused += b.Censused
+	a.Pages.Add(b.Pages)
+}
+
+// String says it in a line for a summary.
+func (a *AtFork) String() string {
+	var parts []string
+	if a.WriterForks > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d forks with writer threads had stores overlapping the fork call (%d stores: %d completed inside it, %d blocked until it returned)",
+			a.OverlapForks, a.WriterForks, a.Overlap.Stores, a.Overlap.Inside, a.Overlap.Blocked))
+	}
+	if a.Censused > 0 {
+		p := a.Pages
+		s := fmt.Sprintf("pages at %d forks: %d resident before (%d swapped out, %d uffd-wp", a.Censused, p.Present, p.Swapped, p.UffdWP)
+		if p.Flags {
+			s += fmt.Sprintf(", %d THP of which %d PMD-mapped, %d KSM, %d mlocked", p.THP, p.PMDMapped, p.KSM, p.Mlocked)
+		} else {
+			s += "; THP/KSM/mlock not readable"
+		}
+		s += fmt.Sprintf("), after: %d shared with the child, %d exclusive", p.Shared, p.Exclusive)
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // OK reports whether no oracle failed.
@@ -133,7 +211,7 @@ func Judge(p *prog.Program, o *obs.Observation, runErr error) (*Verdict, error) 
 	}
 	cv := checker.Check(p, o)
 	v.Judged = Judged{Views: cv.Stats.Views, Pages: cv.Stats.Pages, Cells: cv.Stats.Cells, Lost: cv.Stats.Lost,
-		SharedUnjudged: cv.Stats.SharedUnjudged, Excused: cv.Stats.Excused, Observation: true}
+		SharedUnjudged: cv.Stats.SharedUnjudged, Excused: cv.Stats.Excused, Observation: true, AtFork: atFork(o)}
 	var html map[string][]byte
 	for i := range cv.Findings {
 		f := cv.Findings[i]
@@ -227,6 +305,11 @@ func (v *Verdict) Report() string {
 	for _, n := range v.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
+	if a := v.Judged.AtFork; a != nil {
+		if s := a.String(); s != "" {
+			fmt.Fprintf(&b, "at fork: %s\n", s)
+		}
+	}
 	return b.String()
 }
 
@@ -238,6 +321,8 @@ type Tally struct {
 	// Unjudged counts runs where the model lost track of some memory.
 	Unjudged int
 	Notes    int
+	// AtFork sums the runs' per-fork evidence.
+	AtFork AtFork
 }
 
 // Add counts v.
@@ -254,6 +339,7 @@ func (t *Tally) Add(v *Verdict) {
 		t.Unjudged++
 	}
 	t.Notes += len(v.Notes)
+	t.AtFork.Add(v.Judged.AtFork)
 	for _, s := range v.Skipped {
 		if t.SkippedOps == nil {
 			t.SkippedOps = map[string]int{}

@@ -83,6 +83,16 @@ type Weights struct {
 	// rollback oracle judges the parent.
 	FailNthProb float64
 	MaxFailNth  int
+	// EveryPageProb is the probability that right after a fork the
+	// forking process stores a fresh value to every page of every region
+	// (one store per region, one slot per page) before the child looks,
+	// so the oracles judge every page rather than the few a random store
+	// hits; EveryPageChildProb the same for the child's first operation
+	// (the parent's later views then judge every page the other way).
+	// EveryPageWriterProb is the probability that a writer thread of a
+	// fork (ThreadProb) stores to every page of its region while the
+	// fork runs, rather than to at most 64 slots.
+	EveryPageProb, EveryPageChildProb, EveryPageWriterProb float64
 }
 
 // MutationWeights weighs the kinds of change Mutate makes.
@@ -134,6 +144,9 @@ func DefaultWeights() Weights {
 		MaxWriters:    3,
 		FailNthProb:   0.03,
 		MaxFailNth:    160, // a fork of a generated program has about 100-150 failure points
+		EveryPageProb:       0.25,
+		EveryPageChildProb:  0.1,
+		EveryPageWriterProb: 0.25,
 	}
 }
 
