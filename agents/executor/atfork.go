@@ -200,3 +200,11 @@ func arenaAnonHugePages() int {
 	}
 	return kb / 4
 }
+
+// noKSM is set when the kernel has no KSM (MADV_MERGEABLE answers EINVAL):
+// the executor skips the KSM advices rather than report an error the model
+// does not predict.
+var noKSM = func() bool {
+	_, err := os.Stat("/sys/kernel/mm/ksm")
+	return err != nil
+}()

@@ -471,6 +471,10 @@ func (m *machine) exec(i int) {
 			m.recSkip(i, obs.SkipUnhandled, uintptr(unix.EINVAL))
 			break
 		}
+		if noKSM && (op.Advice == prog.AdvMergeable || op.Advice == prog.AdvUnmergeable) {
+			m.recSkip(i, obs.SkipNoKSM, uintptr(unix.EINVAL))
+			break
+		}
 		_, errno = sys3(unix.SYS_MADVISE, addr, uintptr(op.Len), uintptr(adv))
 	case prog.OpMlock:
 		_, errno = sys2(unix.SYS_MLOCK, addr, uintptr(op.Len))

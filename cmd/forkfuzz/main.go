@@ -398,6 +398,9 @@ func printVerdict(w io.Writer, o *obs.Observation, v *judge.Verdict, asJSON bool
 		for _, n := range v.Notes {
 			fmt.Fprintf(w, "note: %s\n", n)
 		}
+		if a := v.Judged.AtFork; a != nil && a.String() != "" {
+			fmt.Fprintf(w, "at fork: %s\n", a)
+		}
 	}
 	if !v.OK() {
 		return exitFindings

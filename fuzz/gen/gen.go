@@ -96,7 +96,7 @@ func (g *generator) prologue() []prog.Op {
 			ops = append(ops, g.slotOp(0, prog.OpPwrite, i))
 		}
 		if chance(g.r, 0.2) {
-			adv := oneOf(g.r, prog.AdvDontfork, prog.AdvWipeonfork, prog.AdvHugepage, prog.AdvCollapse, prog.AdvDontneed)
+			adv := oneOf(g.r, prog.AdvDontfork, prog.AdvWipeonfork, prog.AdvHugepage, prog.AdvCollapse, prog.AdvDontneed, prog.AdvMergeable, prog.AdvPageout)
 			off, n := g.span(i)
 			ops = append(ops, g.fix(prog.Op{Kind: prog.OpMadvise, Region: i, Off: off, Len: n, Advice: adv}))
 		}
