@@ -59,3 +59,36 @@ func TestForkOverlapCounted(t *testing.T) {
 	}
 	t.Logf("overlap on this kernel: %+v, fork pages %+v", *ov, o.ForkPages)
 }
+
+// BenchmarkWriterOverlap runs a writer thread storing to every page of a
+// 64-page region through a fork, with the writer moved off the forking
+// thread's CPU (spread) and left where the scheduler puts it, and reports
+// the mean stores per fork that completed inside the call and that were
+// blocked by it:
+//
+//	go test -run '^$' -bench WriterOverlap -benchtime 200x ./agents/executor/
+func BenchmarkWriterOverlap(b *testing.B) {
+	text := "forkfuzz v1\nregion r0 anon-private pages=64 thp=off\nstore r0 off=0x0 count=64 stride=0x1000\nt1: storeloop r0 off=0x8 count=64 stride=0x1000 until=f0\nfork f0\nwait f0\njoin t1\n"
+	for _, c := range []struct {
+		name string
+		opt  Options
+	}{{"spread", Options{}}, {"nospread", Options{NoWriterSpread: true}}, {"nocensus", Options{NoForkPages: true}}} {
+		b.Run(c.name, func(b *testing.B) {
+			var inside, blocked, with int
+			for i := 0; i < b.N; i++ {
+				p, o := run(b, text, c.opt)
+				if ov := o.Ops[p.ForkOp(0)].Overlap; ov != nil {
+					inside += ov.Inside
+					blocked += ov.Blocked
+					if ov.Inside > 0 {
+						with++
+					}
+				}
+			}
+			b.ReportMetric(float64(inside)/float64(b.N), "inside/fork")
+			b.ReportMetric(float64(blocked)/float64(b.N), "blocked/fork")
+			b.ReportMetric(float64(with)/float64(b.N), "forks-overlapped")
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "programs/s")
+		})
+	}
+}

@@ -41,6 +41,9 @@ type Options struct {
 	// NoForkPages turns the page census around forks off (atfork.go;
 	// for measuring its cost).
 	NoForkPages bool `json:"no_fork_pages,omitempty"`
+	// NoWriterSpread leaves writer threads on whatever CPU the scheduler
+	// picks, including the forking thread's (threads.go; for measuring).
+	NoWriterSpread bool `json:"no_writer_spread,omitempty"`
 }
 
 // GODEBUG setting the executor process needs: forked children run Go code
@@ -193,6 +196,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	}
 	m.setupPinned()
 	defer m.cleanupPinned()
+	m.th.noSpread = opt.NoWriterSpread
 	m.census = nil
 	if !opt.NoForkPages {
 		if m.pc == nil {
