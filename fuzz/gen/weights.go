@@ -144,9 +144,9 @@ func DefaultWeights() Weights {
 		MaxWriters:          3,
 		FailNthProb:         0.03,
 		MaxFailNth:          160, // a fork of a generated program has about 100-150 failure points
-		EveryPageProb:       0.25,
-		EveryPageChildProb:  0.1,
-		EveryPageWriterProb: 0.25,
+		EveryPageProb:       0.1,
+		EveryPageChildProb:  0.05,
+		EveryPageWriterProb: 0.15,
 	}
 }
 
