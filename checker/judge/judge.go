@@ -90,6 +90,19 @@ type AtFork struct {
 	// Censused counts forks with a page census; Pages sums them.
 	Censused int           `json:"censused,omitempty"`
 	Pages    obs.ForkPages `json:"pages"`
+	// Held counts, per page kind, the censused forks at which at least
+	// one page of that kind was there: how often the special kinds the
+	// generator aims at really held (swapped, ksm, thp, pmd-thp,
+	// pte-thp, mlocked, uffd-wp, exclusive).
+	Held map[string]int `json:"held,omitempty"`
+}
+
+// heldKinds are the keys of AtFork.Held, in the order the summary says them.
+var heldKinds = []string{"swapped", "ksm", "thp", "pmd-thp", "pte-thp", "mlocked", "uffd-wp", "exclusive"}
+
+func held(c obs.ForkPages) map[string]bool {
+	return map[string]bool{"swapped": c.Swapped > 0, "ksm": c.KSM > 0, "thp": c.THP > 0, "pmd-thp": c.PMDMapped > 0,
+		"pte-thp": c.THP > c.PMDMapped, "mlocked": c.Mlocked > 0, "uffd-wp": c.UffdWP > 0, "exclusive": c.Exclusive > 0}
 }
 
 // atFork collects o's per-fork evidence (nil: none).
@@ -113,6 +126,14 @@ func atFork(o *obs.Observation) *AtFork {
 		any = true
 		a.Censused++
 		a.Pages.Add(c)
+		for k, ok := range held(c) {
+			if ok {
+				if a.Held == nil {
+					a.Held = map[string]int{}
+				}
+				a.Held[k]++
+			}
+		}
 	}
 	if !any {
 		return nil
@@ -132,6 +153,12 @@ func (a *AtFork) Add(b *AtFork) {
 	a.Overlap.Blocked += b.Overlap.Blocked
 	a.Censused += b.Censused
 	a.Pages.Add(b.Pages)
+	for k, n := range b.Held {
+		if a.Held == nil {
+			a.Held = map[string]int{}
+		}
+		a.Held[k] += n
+	}
 }
 
 // String says it in a line for a summary.
@@ -150,6 +177,11 @@ func (a *AtFork) String() string {
 			s += "; THP/KSM/mlock not readable"
 		}
 		s += fmt.Sprintf("), after: %d shared with the child, %d exclusive", p.Shared, p.Exclusive)
+		var hs []string
+		for _, k := range heldKinds {
+			hs = append(hs, fmt.Sprintf("%s %d", k, a.Held[k]))
+		}
+		s += fmt.Sprintf("; forks with such pages: %s (of %d)", strings.Join(hs, ", "), a.Censused)
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ")
