@@ -42,7 +42,8 @@ type Options struct {
 	// for measuring its cost).
 	NoForkPages bool `json:"no_fork_pages,omitempty"`
 	// NoWriterSpread leaves writer threads on whatever CPU the scheduler
-	// picks, including the forking thread's (threads.go; for measuring).
+	// picks, including the forking thread's, and the Go collector on
+	// while they run (threads.go; for measuring the difference).
 	NoWriterSpread bool `json:"no_writer_spread,omitempty"`
 }
 
@@ -197,6 +198,14 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	m.setupPinned()
 	defer m.cleanupPinned()
 	m.th.noSpread = opt.NoWriterSpread
+	if !opt.NoWriterSpread && hasStoreLoop(p) {
+		// A collection that starts while the main thread is in the raw
+		// fork system call cannot stop the world until fork returns (the
+		// main thread keeps its P), and meanwhile it has stopped the
+		// writers: no store overlaps the fork. Writers' logs are reserved
+		// ahead (threads.go), so the program allocates little.
+		defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	}
 	m.census = nil
 	if !opt.NoForkPages {
 		if m.pc == nil {
@@ -263,6 +272,16 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 		}
 	}
 	return o, nil
+}
+
+// hasStoreLoop reports whether p has a storeloop.
+func hasStoreLoop(p *prog.Program) bool {
+	for _, op := range p.Ops {
+		if op.Kind == prog.OpStoreLoop {
+			return true
+		}
+	}
+	return false
 }
 
 // hasWriter reports whether a storeloop runs until fork f's wait.
