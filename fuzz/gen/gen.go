@@ -227,6 +227,13 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 		}
 		g.nops += len(ops)
 	}
+	if proc == 0 && g.w.PreForkAdviceProb > 0 && chance(g.r, g.w.PreForkAdviceProb) {
+		ri := g.r.IntN(len(g.p.Regions))
+		off, n := g.span(ri)
+		adv := oneOf(g.r, prog.AdvPageout, prog.AdvPageout, prog.AdvMergeable, prog.AdvCollapse, prog.AdvCold)
+		ops = append(ops, g.fix(prog.Op{Kind: prog.OpMadvise, Region: ri, Off: off, Len: n, Advice: adv}))
+		g.nops++
+	}
 	fork := prog.Op{Proc: proc, Kind: prog.OpFork, Fork: f}
 	if proc == 0 && g.w.MaxFailNth > 0 && chance(g.r, g.w.FailNthProb) {
 		fork.FailNth = between(g.r, 1, min(g.w.MaxFailNth, prog.MaxFailNth))

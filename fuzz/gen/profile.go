@@ -28,7 +28,7 @@ var profiles = map[string]func() Weights{
 	"everypage": func() Weights {
 		w := DefaultWeights()
 		w.EveryPageProb, w.EveryPageChildProb, w.EveryPageWriterProb = 1, 0.5, 1
-		w.ThreadProb = 0.5
+		w.ThreadProb, w.PreForkAdviceProb = 0.5, 0.4
 		return w
 	},
 	// pinned: GUP writes, O_DIRECT, vmsplice and io_uring fixed buffers

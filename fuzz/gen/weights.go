@@ -93,6 +93,12 @@ type Weights struct {
 	// fork (ThreadProb) stores to every page of its region while the
 	// fork runs, rather than to at most 64 slots.
 	EveryPageProb, EveryPageChildProb, EveryPageWriterProb float64
+	// PreForkAdviceProb is the probability that a fork of the main
+	// process comes right after a madvise that changes how the kernel
+	// holds a region's pages (pageout: swapped out unless something reads
+	// them first; mergeable: KSM; collapse: THP; cold), with the writer
+	// threads already running, so the fork meets those pages as they are.
+	PreForkAdviceProb float64
 }
 
 // MutationWeights weighs the kinds of change Mutate makes.
@@ -147,6 +153,7 @@ func DefaultWeights() Weights {
 		EveryPageProb:       0.1,
 		EveryPageChildProb:  0.05,
 		EveryPageWriterProb: 0.15,
+		PreForkAdviceProb:   0.15,
 	}
 }
 
