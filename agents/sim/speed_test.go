@@ -52,14 +52,15 @@ func BenchmarkRunJudge(b *testing.B) {
 
 // BenchmarkEveryPage measures what the every-page checks cost a campaign
 // on the simulated kernel (run and judge, Async): programs of the default
-// weights without them (everypage=off, the weights before they existed),
-// the default weights (with them sometimes) and the everypage profile,
+// weights without them and without pre-fork advice (everypage=off, the
+// weights before they existed), the default weights (writers spanning
+// every page sometimes, pre-fork advice) and the everypage profile,
 // each as programs/s and judged pages per program, in the same run:
 //
 //	go test -run '^$' -bench EveryPage ./agents/sim/
 func BenchmarkEveryPage(b *testing.B) {
 	off := gen.DefaultWeights()
-	off.EveryPageProb, off.EveryPageChildProb, off.EveryPageWriterProb = 0, 0, 0
+	off.EveryPageProb, off.EveryPageChildProb, off.EveryPageWriterProb, off.PreForkAdviceProb = 0, 0, 0, 0
 	every, _ := gen.Profile("everypage")
 	for _, c := range []struct {
 		name string
