@@ -84,7 +84,11 @@ type Judged struct {
 // obs.ForkPages): how many forks had writer threads logging stores, in how
 // many some store overlapped the call, the stores, and the page census.
 type AtFork struct {
-	WriterForks  int         `json:"writer_forks,omitempty"`
+	WriterForks int `json:"writer_forks,omitempty"`
+	// IdleForks counts writer forks with no overlapping store whose
+	// writers made no store for longer than the fork call took around
+	// it (obs.Overlap.Idle > Ticks): the writer was not running.
+	IdleForks    int         `json:"idle_forks,omitempty"`
 	OverlapForks int         `json:"overlap_forks,omitempty"`
 	Overlap      obs.Overlap `json:"overlap"`
 	// Censused counts forks with a page census; Pages sums them.
@@ -117,6 +121,8 @@ func atFork(o *obs.Observation) *AtFork {
 		a.WriterForks++
 		if r.Overlap.Stores > 0 {
 			a.OverlapForks++
+		} else if r.Overlap.Idle > r.Overlap.Ticks {
+			a.IdleForks++
 		}
 		a.Overlap.Stores += r.Overlap.Stores
 		a.Overlap.Inside += r.Overlap.Inside
@@ -148,6 +154,7 @@ func (a *AtFork) Add(b *AtFork) {
 	}
 	a.WriterForks += b.WriterForks
 	a.OverlapForks += b.OverlapForks
+	a.IdleForks += b.IdleForks
 	a.Overlap.Stores += b.Overlap.Stores
 	a.Overlap.Inside += b.Overlap.Inside
 	a.Overlap.Blocked += b.Overlap.Blocked
@@ -167,6 +174,9 @@ func (a *AtFork) String() string {
 	if a.WriterForks > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d forks with writer threads had stores overlapping the fork call (%d stores: %d completed inside it, %d blocked until it returned)",
 			a.OverlapForks, a.WriterForks, a.Overlap.Stores, a.Overlap.Inside, a.Overlap.Blocked))
+		if a.IdleForks > 0 {
+			parts[len(parts)-1] += fmt.Sprintf(", at %d of the others the writers made no store for longer than the fork took around it (not running)", a.IdleForks)
+		}
 	}
 	if a.Censused > 0 {
 		p := a.Pages

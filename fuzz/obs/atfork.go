@@ -19,16 +19,35 @@ type Overlap struct {
 	// TSCEnd, Resp after): a store that waited for the fork, e.g. a fault
 	// on a page fork had write-protected that waited for mmap_lock.
 	Blocked int `json:"blocked"`
+	// Ticks is the fork call's length (TSC ticks). Idle is, over the
+	// threads that stored both before and after the call, the longest
+	// time a thread made no store across it: from the end of its last
+	// store that completed before the call to the start of its first
+	// store after the call, minus Ticks, when no store of that thread
+	// overlapped the call. A large Idle with Blocked 0 says the writer
+	// was not running at all around the fork (not scheduled, or stopped
+	// by something other than the fork), rather than waiting for it.
+	Ticks uint64 `json:"ticks,omitempty"`
+	Idle  uint64 `json:"idle,omitempty"`
 }
 
 // CountOverlap counts the stores of logs around the call [lo, hi] (TSC).
 func CountOverlap(logs []ThreadLog, lo, hi uint64) Overlap {
-	var ov Overlap
+	ov := Overlap{Ticks: hi - lo}
 	for _, tl := range logs {
+		var before, after uint64 // last Resp before lo, first Inv after hi
+		over := false
 		for _, s := range tl.Stores {
+			if s.Resp < lo && s.Resp > before {
+				before = s.Resp
+			}
+			if s.Inv > hi && (after == 0 || s.Inv < after) {
+				after = s.Inv
+			}
 			if s.Inv > hi || s.Resp < lo {
 				continue
 			}
+			over = true
 			ov.Stores++
 			if s.Inv >= lo && s.Resp <= hi {
 				ov.Inside++
@@ -36,6 +55,9 @@ func CountOverlap(logs []ThreadLog, lo, hi uint64) Overlap {
 			if s.Resp > hi {
 				ov.Blocked++
 			}
+		}
+		if !over && before > 0 && after > 0 && after-before > ov.Ticks {
+			ov.Idle = max(ov.Idle, after-before-ov.Ticks)
 		}
 	}
 	return ov
