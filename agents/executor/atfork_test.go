@@ -1,8 +1,12 @@
 package executor
 
 import (
+	"math/rand/v2"
 	"os"
 	"testing"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
 // TestForkPageCensus checks the census around a fork against what the
@@ -89,6 +93,36 @@ func BenchmarkWriterOverlap(b *testing.B) {
 			b.ReportMetric(float64(blocked)/float64(b.N), "blocked/fork")
 			b.ReportMetric(float64(with)/float64(b.N), "forks-overlapped")
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "programs/s")
+		})
+	}
+}
+
+// BenchmarkForkPagesCost measures what the page census around forks costs
+// on the host: the same 64 generated programs (default weights) with the
+// census and without it, interleaved in one run:
+//
+//	go test -run '^$' -bench ForkPagesCost -benchtime 128x ./agents/executor/
+func BenchmarkForkPagesCost(b *testing.B) {
+	ps := make([]*prog.Program, 64)
+	for i := range ps {
+		ps[i] = gen.Generate(rand.New(rand.NewPCG(9, uint64(i))), gen.DefaultWeights())
+	}
+	x := executor(b)
+	for _, c := range []struct {
+		name string
+		opt  Options
+	}{{"census", Options{}}, {"nocensus", Options{NoForkPages: true}}} {
+		b.Run(c.name, func(b *testing.B) {
+			forks := 0
+			for i := 0; i < b.N; i++ {
+				p := ps[i%len(ps)]
+				if _, err := x.Run(p, c.opt); err != nil {
+					b.Fatal(err)
+				}
+				forks += p.NumForks()
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "programs/s")
+			b.ReportMetric(float64(forks)/b.Elapsed().Seconds(), "forks/s")
 		})
 	}
 }
