@@ -123,22 +123,31 @@ func (c *pageCensus) before(m *machine, f int) {
 		return
 	}
 	cur.Flags = true
-	var fb [8]byte
-	for _, pfn := range c.pfns {
-		if _, err := c.kpf.ReadAt(fb[:], int64(pfn*8)); err != nil {
+	// One read per run of consecutive PFNs (a THP is 512 of them).
+	var fb []byte
+	for i := 0; i < len(c.pfns) && cur.Flags; {
+		j := i + 1
+		for j < len(c.pfns) && c.pfns[j] == c.pfns[j-1]+1 && j-i < 4096 {
+			j++
+		}
+		fb = append(fb[:0], make([]byte, (j-i)*8)...)
+		if _, err := c.kpf.ReadAt(fb, int64(c.pfns[i]*8)); err != nil {
 			cur.Flags = false
 			break
 		}
-		fl := binary.LittleEndian.Uint64(fb[:])
-		if fl&kpfTHP != 0 {
-			cur.THP++
+		for k := 0; k < j-i; k++ {
+			fl := binary.LittleEndian.Uint64(fb[k*8:])
+			if fl&kpfTHP != 0 {
+				cur.THP++
+			}
+			if fl&kpfKSM != 0 {
+				cur.KSM++
+			}
+			if fl&kpfMlocked != 0 {
+				cur.Mlocked++
+			}
 		}
-		if fl&kpfKSM != 0 {
-			cur.KSM++
-		}
-		if fl&kpfMlocked != 0 {
-			cur.Mlocked++
-		}
+		i = j
 	}
 	if cur.THP > 0 {
 		cur.PMDMapped = arenaAnonHugePages()
