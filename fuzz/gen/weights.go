@@ -150,7 +150,7 @@ func DefaultWeights() Weights {
 		MaxWriters:          3,
 		FailNthProb:         0.03,
 		MaxFailNth:          160, // a fork of a generated program has about 100-150 failure points
-		EveryPageProb:       0,
+		EveryPageProb:       0.1,
 		EveryPageChildProb:  0,
 		EveryPageWriterProb: 0.15,
 		PreForkAdviceProb:   0.15,
