@@ -826,6 +826,15 @@ func (m *machine) applyAdvice(pr *proc, i, lo, hi int) {
 				return set(&s.thp, prog.THPOff)
 			}
 		})
+	case prog.AdvMergeable, prog.AdvUnmergeable:
+		// VM_MERGEABLE on private mappings only (ksm_madvise ignores
+		// shared ones); merging by ksmd and unmerging keep content.
+		m.setAttr(pr, lo, hi, func(s *seg) bool {
+			if s.kind.Shared() {
+				return false
+			}
+			return set(&s.mergeable, op.Advice == prog.AdvMergeable)
+		})
 	case prog.AdvPageout, prog.AdvCold, prog.AdvCollapse:
 		// Reclaim hints and THP collapse change neither content nor
 		// the mapping's attributes.

@@ -42,6 +42,7 @@ type seg struct {
 	prot       prog.Prot
 	dontfork   bool
 	wipe       bool
+	mergeable  bool // VM_MERGEABLE (MADV_MERGEABLE on a private mapping)
 	lock       tri
 	thp        prog.THP
 	// uffd: registered with userfaultfd (VM_UFFD_WP); fork clears it in
@@ -63,7 +64,7 @@ func sameAttrs(a, b *seg) bool {
 		return true
 	}
 	if a.kind != b.kind || a.obj != b.obj || a.prot != b.prot || a.dontfork != b.dontfork ||
-		a.wipe != b.wipe || a.lock != b.lock || a.thp != b.thp || a.uffd != b.uffd {
+		a.wipe != b.wipe || a.mergeable != b.mergeable || a.lock != b.lock || a.thp != b.thp || a.uffd != b.uffd {
 		return false
 	}
 	if a.obj >= 0 && a.pgoff+(a.end-a.start) != b.pgoff {

@@ -71,6 +71,10 @@ type machine struct {
 	fe  forkEv         // forkimpl.go
 	rb  *rollbackState // failnth.go
 	kc  *kcovState     // kcov.go; nil or !ok: no coverage
+	// census is the page census around main-process forks (atfork.go;
+	// nil: off for this program).
+	census *pageCensus
+	pc     *pageCensus // kept across programs (its files stay open)
 }
 
 type span struct{ addr, length uint64 }
@@ -467,6 +471,10 @@ func (m *machine) exec(i int) {
 			m.recSkip(i, obs.SkipUnhandled, uintptr(unix.EINVAL))
 			break
 		}
+		if noKSM && (op.Advice == prog.AdvMergeable || op.Advice == prog.AdvUnmergeable) {
+			m.recSkip(i, obs.SkipNoKSM, uintptr(unix.EINVAL))
+			break
+		}
 		_, errno = sys3(unix.SYS_MADVISE, addr, uintptr(op.Len), uintptr(adv))
 	case prog.OpMlock:
 		_, errno = sys2(unix.SYS_MLOCK, addr, uintptr(op.Len))
@@ -531,6 +539,10 @@ func (m *machine) fork(i, f int, start int64) {
 	if ev {
 		m.fe.before()
 	}
+	census := m.census != nil && !m.inChild && m.proc == 0
+	if census {
+		m.census.before(m, f)
+	}
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
 	pid, errno := rawFork()
@@ -541,6 +553,9 @@ func (m *machine) fork(i, f int, start int64) {
 	sigRestore(&m.sigOld)
 	if !m.inChild {
 		m.forkTSC[f] = [2]uint64{inv, resp}
+	}
+	if census {
+		m.census.after(m, errno == 0)
 	}
 	if ev {
 		m.fe.after(m, i, f, int(pid), errno)

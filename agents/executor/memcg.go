@@ -113,6 +113,9 @@ func armMemcg(budget uint64) (*memcgLimit, string, error) {
 		return nil, "", fmt.Errorf("oom_score_adj -1000: %w", err)
 	}
 	max := used + budget
+	// With swap on (the VM guest has it), the group would swap rather
+	// than run out of memory: no swap while the limit is armed.
+	os.WriteFile(filepath.Join(dir, "memory.swap.max"), []byte("0"), 0)
 	l.fd, err = unix.Open(filepath.Join(dir, "memory.max"), unix.O_WRONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		l.fd = -1
@@ -128,6 +131,7 @@ func armMemcg(budget uint64) (*memcgLimit, string, error) {
 // (memory.events "max" grew) and how often the OOM killer was invoked.
 func (l *memcgLimit) disarm() (hit bool, what string) {
 	os.WriteFile(filepath.Join(l.dir, "memory.max"), []byte("max"), 0)
+	os.WriteFile(filepath.Join(l.dir, "memory.swap.max"), []byte("max"), 0)
 	if l.fd >= 0 {
 		unix.Close(l.fd)
 		l.fd = -1

@@ -418,11 +418,6 @@ func pagemapEntry(t testing.TB, addr uintptr) uint64 {
 	return binary.LittleEndian.Uint64(b[:])
 }
 
-const (
-	pmPresent = 1 << 63
-	pmUffdWP  = 1 << 57
-)
-
 // withTimeout runs f on another goroutine and fails if it does not return
 // within 5 s (a write stuck in a synchronous userfault would hang).
 func withTimeout(t *testing.T, what string, f func()) {

@@ -38,6 +38,13 @@ type Options struct {
 	Symbols bool `json:"symbols,omitempty"`
 	// NoCover turns KCOV collection off for this run.
 	NoCover bool `json:"no_cover,omitempty"`
+	// NoForkPages turns the page census around forks off (atfork.go;
+	// for measuring its cost).
+	NoForkPages bool `json:"no_fork_pages,omitempty"`
+	// NoWriterSpread leaves writer threads on whatever CPU the scheduler
+	// picks, including the forking thread's, and the Go collector on
+	// while they run (threads.go; for measuring the difference).
+	NoWriterSpread bool `json:"no_writer_spread,omitempty"`
 }
 
 // GODEBUG setting the executor process needs: forked children run Go code
@@ -190,6 +197,23 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	}
 	m.setupPinned()
 	defer m.cleanupPinned()
+	m.th.noSpread = opt.NoWriterSpread
+	if !opt.NoWriterSpread && hasStoreLoop(p) {
+		// A collection that starts while the main thread is in the raw
+		// fork system call cannot stop the world until fork returns (the
+		// main thread keeps its P), and meanwhile it has stopped the
+		// writers: no store overlaps the fork. Writers' logs are reserved
+		// ahead (threads.go), so the program allocates little.
+		defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	}
+	m.census = nil
+	if !opt.NoForkPages {
+		if m.pc == nil {
+			m.pc = new(pageCensus)
+		}
+		m.census = m.pc
+		m.pc.done = nil
+	}
 	var fault string
 	var threads []obs.ThreadLog
 	func() {
@@ -225,7 +249,14 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	for i, op := range p.Ops {
 		if op.Kind == prog.OpFork && op.Proc == 0 {
 			o.Ops[i].TSCStart, o.Ops[i].TSCEnd = m.forkTSC[op.Fork][0], m.forkTSC[op.Fork][1]
+			if len(threads) > 0 && o.Ops[i].TSCStart != 0 && hasWriter(p, op.Fork) {
+				ov := obs.CountOverlap(threads, o.Ops[i].TSCStart, o.Ops[i].TSCEnd)
+				o.Ops[i].Overlap = &ov
+			}
 		}
+	}
+	if m.census != nil {
+		o.ForkPages = m.census.take()
 	}
 	trimThreadLogs(p, o)
 	o.Cover = m.kc.result(p.NumForks())
@@ -241,6 +272,26 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 		}
 	}
 	return o, nil
+}
+
+// hasStoreLoop reports whether p has a storeloop.
+func hasStoreLoop(p *prog.Program) bool {
+	for _, op := range p.Ops {
+		if op.Kind == prog.OpStoreLoop {
+			return true
+		}
+	}
+	return false
+}
+
+// hasWriter reports whether a storeloop runs until fork f's wait.
+func hasWriter(p *prog.Program, f int) bool {
+	for _, op := range p.Ops {
+		if op.Kind == prog.OpStoreLoop && op.Fork == f {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *machine) recCount() uint64 {

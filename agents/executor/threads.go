@@ -3,9 +3,11 @@ package executor
 import (
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -63,6 +65,11 @@ type worker struct {
 type threadSet struct {
 	workers [prog.MaxThreads + 1]*worker
 	stop    [prog.MaxForks]atomic.Bool
+	// mainCPU is the CPU the main thread was on when it last handed out
+	// a storeloop (-1: unknown); noSpread keeps writers where the
+	// scheduler puts them (to measure the difference).
+	mainCPU  atomic.Int32
+	noSpread bool
 }
 
 func (ts *threadSet) worker(id int, main *machine) *worker {
@@ -99,6 +106,14 @@ func (w *worker) loop() {
 func (m *machine) post(i int) {
 	w := m.th.worker(m.p.Ops[i].Thread, m)
 	w.wg.Add(1)
+	if m.p.Ops[i].Kind == prog.OpStoreLoop {
+		var cpu uint32
+		if _, _, e := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0); e != 0 {
+			m.th.mainCPU.Store(-1)
+		} else {
+			m.th.mainCPU.Store(int32(cpu))
+		}
+	}
 	w.queue <- i
 	if m.p.Ops[i].Kind == prog.OpStoreLoop {
 		<-w.started
@@ -161,9 +176,17 @@ func (w *worker) run(i int) {
 		}()
 		// Which slots are writable is read from /proc/self/maps once: a
 		// read per pass would block on mmap_lock while fork holds it, and
-		// the loop must keep storing right through the fork.
+		// the loop must keep storing right through the fork. For the same
+		// reason the log is grown and faulted in now (a page fault or an
+		// mmap of the Go heap during the fork waits for fork's mmap_lock:
+		// the writer stalled on its own bookkeeping, not on the program's
+		// pages), and the thread moves off the CPU the forking thread is on.
 		ok := w.writable(op)
 		logLimit := min(len(w.log.Stores)+maxLoopLog, maxThreadLog/2)
+		w.reserve(loopReserve)
+		if !w.m.th.noSpread {
+			defer w.spread()()
+		}
 		for pass := 0; n == 0 || (!w.m.th.stop[op.Fork].Load() && n+op.Count <= prog.MaxLoopWrites && len(w.log.Stores)+op.Count <= logLimit); pass++ {
 			w.timedStores(i, op, n, ok)
 			signal()
@@ -176,6 +199,46 @@ func (w *worker) run(i int) {
 	default:
 		w.m.exec(i)
 	}
+}
+
+// loopReserve is how many log entries a storeloop has room for, faulted
+// in, before it starts (2.5 MiB).
+const loopReserve = 1 << 16
+
+// reserve makes room for n more log entries and touches every page of it.
+func (w *worker) reserve(n int) {
+	n = min(n, maxThreadLog-len(w.log.Stores))
+	if n <= 0 {
+		return
+	}
+	w.log.Stores = slices.Grow(w.log.Stores, n)
+	spare := w.log.Stores[len(w.log.Stores):cap(w.log.Stores)]
+	step := max(1, prog.PageSize/int(unsafe.Sizeof(obs.TimedStore{})))
+	for i := 0; i < len(spare); i += step {
+		spare[i] = obs.TimedStore{}
+	}
+}
+
+// spread moves the calling writer thread off the CPU the main thread was
+// on when it handed out the storeloop (getcpu in post), when there is
+// another CPU to run on: a writer sharing the forking thread's CPU runs
+// only when fork sleeps or is preempted. It returns the function that
+// restores the thread's affinity.
+func (w *worker) spread() func() {
+	var old unix.CPUSet
+	if unix.SchedGetaffinity(0, &old) != nil || old.Count() < 2 {
+		return func() {}
+	}
+	cpu := int(w.m.th.mainCPU.Load())
+	if cpu < 0 || !old.IsSet(cpu) {
+		return func() {}
+	}
+	set := old
+	set.Clear(cpu)
+	if unix.SchedSetaffinity(0, &set) != nil {
+		return func() {}
+	}
+	return func() { unix.SchedSetaffinity(0, &old) }
 }
 
 // writable reports, per slot of op, whether /proc/self/maps shows its

@@ -219,6 +219,14 @@ func (m *MM) Madvise(a, length uint64, adv prog.Advice) int {
 			setFlags(v, VMNoHugePage, VMHugePage)
 		case prog.AdvCollapse:
 			err = m.collapse(v, a, e)
+		case prog.AdvMergeable:
+			if v.private() {
+				setFlags(v, VMMergeable, 0)
+			}
+		case prog.AdvUnmergeable:
+			if v.private() {
+				setFlags(v, 0, VMMergeable)
+			}
 		case prog.AdvPageout, prog.AdvCold:
 			if v.Flags&VMLocked != 0 {
 				err = EINVAL

@@ -42,6 +42,7 @@ const (
 	VMLocked     // mlock
 	VMHugePage   // MADV_HUGEPAGE
 	VMNoHugePage // MADV_NOHUGEPAGE
+	VMMergeable  // MADV_MERGEABLE (KSM; the simulated kernel never merges pages)
 )
 
 // VMA is a virtual memory area.

@@ -82,6 +82,7 @@ func initMain() {
 			unix.Close(fd)
 		}
 	}
+	setupMemKinds()
 	os.Setenv("PATH", "/bin:/sbin:/usr/bin:/usr/sbin")
 	os.Setenv("HOME", "/")
 	os.Setenv("TMPDIR", "/tmp")

@@ -81,6 +81,126 @@ type Judged struct {
 	Forks     int `json:"forks,omitempty"`
 	PipeReads int `json:"pipe_reads,omitempty"`
 	Rollbacks int `json:"rollbacks,omitempty"`
+	// AtFork is what the run exercised around its forks (evidence, not
+	// judged; nil when the target said nothing).
+	AtFork *AtFork `json:"at_fork,omitempty"`
+}
+
+// AtFork sums the observation's per-fork evidence (obs.Overlap,
+// obs.ForkPages): how many forks had writer threads logging stores, in how
+// many some store overlapped the call, the stores, and the page census.
+type AtFork struct {
+	WriterForks int `json:"writer_forks,omitempty"`
+	// IdleForks counts writer forks with no overlapping store whose
+	// writers made no store for longer than the fork call took around
+	// it (obs.Overlap.Idle > Ticks): the writer was not running.
+	IdleForks    int         `json:"idle_forks,omitempty"`
+	OverlapForks int         `json:"overlap_forks,omitempty"`
+	Overlap      obs.Overlap `json:"overlap"`
+	// Censused counts forks with a page census; Pages sums them.
+	Censused int           `json:"censused,omitempty"`
+	Pages    obs.ForkPages `json:"pages"`
+	// Held counts, per page kind, the censused forks at which at least
+	// one page of that kind was there: how often the special kinds the
+	// generator aims at really held (swapped, ksm, thp, pmd-thp,
+	// pte-thp, mlocked, uffd-wp, exclusive).
+	Held map[string]int `json:"held,omitempty"`
+}
+
+// heldKinds are the keys of AtFork.Held, in the order the summary says them.
+var heldKinds = []string{"swapped", "ksm", "thp", "pmd-thp", "pte-thp", "mlocked", "uffd-wp", "exclusive"}
+
+func held(c obs.ForkPages) map[string]bool {
+	return map[string]bool{"swapped": c.Swapped > 0, "ksm": c.KSM > 0, "thp": c.THP > 0, "pmd-thp": c.PMDMapped > 0,
+		"pte-thp": c.THP > c.PMDMapped, "mlocked": c.Mlocked > 0, "uffd-wp": c.UffdWP > 0, "exclusive": c.Exclusive > 0}
+}
+
+// atFork collects o's per-fork evidence (nil: none).
+func atFork(o *obs.Observation) *AtFork {
+	var a AtFork
+	any := false
+	for _, r := range o.Ops {
+		if r.Overlap == nil {
+			continue
+		}
+		any = true
+		a.WriterForks++
+		if r.Overlap.Stores > 0 {
+			a.OverlapForks++
+		} else if r.Overlap.Idle > r.Overlap.Ticks {
+			a.IdleForks++
+		}
+		a.Overlap.Stores += r.Overlap.Stores
+		a.Overlap.Inside += r.Overlap.Inside
+		a.Overlap.Blocked += r.Overlap.Blocked
+	}
+	for _, c := range o.ForkPages {
+		any = true
+		a.Censused++
+		a.Pages.Add(c)
+		for k, ok := range held(c) {
+			if ok {
+				if a.Held == nil {
+					a.Held = map[string]int{}
+				}
+				a.Held[k]++
+			}
+		}
+	}
+	if !any {
+		return nil
+	}
+	return &a
+}
+
+// Add sums b into a.
+func (a *AtFork) Add(b *AtFork) {
+	if b == nil {
+		return
+	}
+	a.WriterForks += b.WriterForks
+	a.OverlapForks += b.OverlapForks
+	a.IdleForks += b.IdleForks
+	a.Overlap.Stores += b.Overlap.Stores
+	a.Overlap.Inside += b.Overlap.Inside
+	a.Overlap.Blocked += b.Overlap.Blocked
+	a.Censused += b.Censused
+	a.Pages.Add(b.Pages)
+	for k, n := range b.Held {
+		if a.Held == nil {
+			a.Held = map[string]int{}
+		}
+		a.Held[k] += n
+	}
+}
+
+// String says it in a line for a summary.
+func (a *AtFork) String() string {
+	var parts []string
+	if a.WriterForks > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d forks with writer threads had stores overlapping the fork call (%d stores: %d completed inside it, %d blocked until it returned)",
+			a.OverlapForks, a.WriterForks, a.Overlap.Stores, a.Overlap.Inside, a.Overlap.Blocked))
+		if a.IdleForks > 0 {
+			parts[len(parts)-1] += fmt.Sprintf(", at %d of the others the writers made no store for longer than the fork took around it (not running)", a.IdleForks)
+		}
+	}
+	if a.Censused > 0 {
+		p := a.Pages
+		s := fmt.Sprintf("pages at %d forks: %d resident before (%d swapped out, %d uffd-wp", a.Censused, p.Present, p.Swapped, p.UffdWP)
+		if p.Flags {
+			s += fmt.Sprintf(", %d THP of which %d PMD-mapped, %d KSM, %d mlocked", p.THP, p.PMDMapped, p.KSM, p.Mlocked)
+		} else {
+			s += "; THP/KSM/mlock not readable"
+		}
+		s += fmt.Sprintf("), after: %d shared with the child, %d exclusive", p.Shared, p.Exclusive)
+		var hs []string
+		for _, k := range heldKinds {
+			hs = append(hs, fmt.Sprintf("%s %d", k, a.Held[k]))
+		}
+		s += fmt.Sprintf("; forks with such pages: %s (of %d)", strings.Join(hs, ", "), a.Censused)
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // OK reports whether no oracle failed.
@@ -139,7 +259,7 @@ func Judge(p *prog.Program, o *obs.Observation, runErr error) (*Verdict, error) 
 	}
 	cv := checker.Check(p, o)
 	v.Judged = Judged{Views: cv.Stats.Views, Pages: cv.Stats.Pages, Cells: cv.Stats.Cells, Lost: cv.Stats.Lost,
-		SharedUnjudged: cv.Stats.SharedUnjudged, Excused: cv.Stats.Excused, Observation: true}
+		SharedUnjudged: cv.Stats.SharedUnjudged, Excused: cv.Stats.Excused, Observation: true, AtFork: atFork(o)}
 	var html map[string][]byte
 	for i := range cv.Findings {
 		f := cv.Findings[i]
@@ -240,6 +360,11 @@ func (v *Verdict) Report() string {
 	for _, n := range v.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
+	if a := v.Judged.AtFork; a != nil {
+		if s := a.String(); s != "" {
+			fmt.Fprintf(&b, "at fork: %s\n", s)
+		}
+	}
 	return b.String()
 }
 
@@ -253,6 +378,8 @@ type Tally struct {
 	// Unjudged counts runs where the model lost track of some memory.
 	Unjudged int
 	Notes    int
+	// AtFork sums the runs' per-fork evidence.
+	AtFork AtFork
 }
 
 // Add counts v.
@@ -272,6 +399,7 @@ func (t *Tally) Add(v *Verdict) {
 		t.Unjudged++
 	}
 	t.Notes += len(v.Notes)
+	t.AtFork.Add(v.Judged.AtFork)
 	for _, s := range v.Skipped {
 		if t.SkippedOps == nil {
 			t.SkippedOps = map[string]int{}

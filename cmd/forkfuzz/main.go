@@ -249,6 +249,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			st.Programs, st.Forks, st.Elapsed.Round(time.Millisecond), float64(st.Programs)/st.Elapsed.Seconds(),
 			float64(st.Forks)/st.Elapsed.Seconds(), st.Events, st.Findings, st.HarnessErrors, *seed)
 		fmt.Fprintf(stdout, "judged: %s\n", st.Judged.String())
+		if s := st.Judged.AtFork.String(); s != "" {
+			fmt.Fprintf(stdout, "at fork: %s\n", s)
+		}
 		if st.Events > 0 {
 			fmt.Fprintf(stdout, "failures: %d failing runs, %d new findings, %d known from earlier runs in this workdir\n", st.Events, st.Findings, st.Known)
 		}
@@ -394,6 +397,9 @@ func printVerdict(w io.Writer, o *obs.Observation, v *judge.Verdict, asJSON bool
 		}
 		for _, n := range v.Notes {
 			fmt.Fprintf(w, "note: %s\n", n)
+		}
+		if a := v.Judged.AtFork; a != nil && a.String() != "" {
+			fmt.Fprintf(w, "at fork: %s\n", a)
 		}
 	}
 	if !v.OK() {

@@ -96,7 +96,7 @@ func (g *generator) prologue() []prog.Op {
 			ops = append(ops, g.slotOp(0, prog.OpPwrite, i))
 		}
 		if chance(g.r, 0.2) {
-			adv := oneOf(g.r, prog.AdvDontfork, prog.AdvWipeonfork, prog.AdvHugepage, prog.AdvCollapse, prog.AdvDontneed)
+			adv := oneOf(g.r, prog.AdvDontfork, prog.AdvWipeonfork, prog.AdvHugepage, prog.AdvCollapse, prog.AdvDontneed, prog.AdvMergeable, prog.AdvPageout)
 			off, n := g.span(i)
 			ops = append(ops, g.fix(prog.Op{Kind: prog.OpMadvise, Region: i, Off: off, Len: n, Advice: adv}))
 		}
@@ -210,15 +210,29 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 			if g.busy[t] {
 				continue
 			}
-			op := g.slotOp(0, prog.OpStore, g.r.IntN(len(g.p.Regions)))
+			ri := g.r.IntN(len(g.p.Regions))
+			var op prog.Op
+			if g.w.EveryPageWriterProb > 0 && chance(g.r, g.w.EveryPageWriterProb) {
+				st := g.everyPage(0, ri, g.w.MaxStorePages)
+				op = st[g.r.IntN(len(st))]
+			} else {
+				op = g.slotOp(0, prog.OpStore, ri)
+				op.Count = min(op.Count, 64)
+			}
 			op.Kind, op.Thread, op.Fork = prog.OpStoreLoop, t, f
-			op.Count = min(op.Count, 64)
 			ops = append(ops, op)
 			if chance(g.r, 0.5) {
 				joins = append(joins, prog.Op{Kind: prog.OpJoin, Peer: t})
 			}
 		}
 		g.nops += len(ops)
+	}
+	if proc == 0 && g.w.PreForkAdviceProb > 0 && chance(g.r, g.w.PreForkAdviceProb) {
+		ri := g.r.IntN(len(g.p.Regions))
+		off, n := g.span(ri)
+		adv := oneOf(g.r, prog.AdvPageout, prog.AdvPageout, prog.AdvMergeable, prog.AdvCollapse, prog.AdvCold)
+		ops = append(ops, g.fix(prog.Op{Kind: prog.OpMadvise, Region: ri, Off: off, Len: n, Advice: adv}))
+		g.nops++
 	}
 	fork := prog.Op{Proc: proc, Kind: prog.OpFork, Fork: f}
 	if proc == 0 && g.w.MaxFailNth > 0 && chance(g.r, g.w.FailNthProb) {
@@ -228,6 +242,13 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 	}
 	ops = append(ops, fork)
 	g.nops++
+	if g.w.EveryPageProb > 0 && chance(g.r, g.w.EveryPageProb) {
+		for ri := range g.p.Regions {
+			st := g.everyPage(proc, ri, g.w.MaxStorePages)
+			ops = append(ops, st...)
+			g.nops += len(st)
+		}
+	}
 	killed := chance(g.r, g.w.KillProb)
 	killFirst := chance(g.r, 0.6)
 	if killed && killFirst {
@@ -252,7 +273,14 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 	}
 	var child []prog.Op
 	if !killed || chance(g.r, 0.2) {
-		child = g.process(f+1, depth+1, between(g.r, 1, g.w.ChildSteps), false)
+		if g.w.EveryPageChildProb > 0 && chance(g.r, g.w.EveryPageChildProb) {
+			for ri := range g.p.Regions {
+				st := g.everyPage(f+1, ri, g.w.MaxStorePages)
+				child = append(child, st...)
+				g.nops += len(st)
+			}
+		}
+		child = append(child, g.process(f+1, depth+1, between(g.r, 1, g.w.ChildSteps), false)...)
 	}
 	ops = append(ops, interleave(g.r, race, child)...)
 	if killed && !killFirst {
@@ -271,6 +299,25 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 	ops = append(ops, prog.Op{Proc: proc, Kind: prog.OpWait, Fork: f})
 	g.nops += len(joins)
 	return append(ops, joins...), -1
+}
+
+// everyPage returns stores by proc of one slot in every page of region ri
+// (its pages at creation; pages an mremap grew are past them, pages an
+// munmap or mprotect took away are skipped by the executor and the model),
+// at most maxPages pages a store (0: one store for all).
+func (g *generator) everyPage(proc, ri, maxPages int) []prog.Op {
+	off := uint64(g.r.IntN(page/8)) * 8
+	n := g.pages(ri)
+	if maxPages <= 0 {
+		maxPages = n
+	}
+	maxPages = min(maxPages, prog.MaxCount)
+	var out []prog.Op
+	for first := 0; first < n; first += maxPages {
+		out = append(out, prog.Op{Proc: proc, Kind: prog.OpStore, Region: ri, Off: uint64(first)*page + off,
+			Count: min(n-first, maxPages), Stride: page})
+	}
+	return out
 }
 
 // interleave merges a and b in a random order that keeps the order within

@@ -72,7 +72,7 @@ func TestMutateEachKind(t *testing.T) {
 				if k.name == "remove" && len(q.Ops) >= len(p.Ops) && len(p.Ops) > 0 {
 					t.Fatalf("remove did not shrink:\n%s\n---\n%s", p.Format(), q.Format())
 				}
-				if k.name == "dupfork" && p.NumForks() > 0 && p.NumForks() < prog.MaxForks/2 && q.NumForks() <= p.NumForks() {
+				if k.name == "dupfork" && p.NumForks() > 0 && p.NumForks() < prog.MaxForks/2 && len(p.Ops) <= w.MaxOps && q.NumForks() <= p.NumForks() {
 					t.Fatalf("dupfork added no fork:\n%s\n---\n%s", p.Format(), q.Format())
 				}
 			}

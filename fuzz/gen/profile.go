@@ -20,6 +20,17 @@ var profiles = map[string]func() Weights{
 		w.ProcMem, w.PVWrite, w.ODirect, w.Vmsplice, w.ReadPipe, w.UringReg, w.UringRead, w.UffdWP = 0, 0, 0, 0, 0, 0, 0, 0
 		return w
 	},
+	// everypage: after every fork the parent stores to every page of
+	// every region before the child looks (and half of the children do
+	// the same first), and half the forks run under writer threads that
+	// store to every page of a region all through the fork: the oracles
+	// judge every page, not the ones a random store hits.
+	"everypage": func() Weights {
+		w := DefaultWeights()
+		w.EveryPageProb, w.EveryPageChildProb, w.EveryPageWriterProb = 1, 0.5, 1
+		w.ThreadProb, w.PreForkAdviceProb = 0.5, 0.4
+		return w
+	},
 	// pinned: GUP writes, O_DIRECT, vmsplice and io_uring fixed buffers
 	// around forks, often racing them.
 	"pinned": func() Weights {

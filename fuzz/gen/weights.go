@@ -89,6 +89,22 @@ type Weights struct {
 	// Async-fork, in its copy of the page tables).
 	ChildFailProb float64
 	MaxChildFail  int
+	// EveryPageProb is the probability that right after a fork the
+	// forking process stores a fresh value to every page of every region
+	// (one store per region, one slot per page) before the child looks,
+	// so the oracles judge every page rather than the few a random store
+	// hits; EveryPageChildProb the same for the child's first operation
+	// (the parent's later views then judge every page the other way).
+	// EveryPageWriterProb is the probability that a writer thread of a
+	// fork (ThreadProb) stores to every page of its region while the
+	// fork runs, rather than to at most 64 slots.
+	EveryPageProb, EveryPageChildProb, EveryPageWriterProb float64
+	// PreForkAdviceProb is the probability that a fork of the main
+	// process comes right after a madvise that changes how the kernel
+	// holds a region's pages (pageout: swapped out unless something reads
+	// them first; mergeable: KSM; collapse: THP; cold), with the writer
+	// threads already running, so the fork meets those pages as they are.
+	PreForkAdviceProb float64
 }
 
 // MutationWeights weighs the kinds of change Mutate makes.
@@ -119,29 +135,33 @@ func DefaultWeights() Weights {
 		Mutations: MutationWeights{
 			Insert: 10, Remove: 6, Change: 10, Region: 3, Splice: 3, DupFork: 2, Swap: 3, Race: 4, Crossover: 2,
 		},
-		MinRegions:    1,
-		MaxRegions:    6,
-		MaxTotalPages: 8192, // 32 MiB
-		MaxStorePages: 1024,
-		MaxOps:        96,
-		MaxForks:      8,
-		MaxDepth:      3,
-		Steps:         16,
-		ChildSteps:    6,
-		NestProb:      0.3,
-		KillProb:      0.1,
-		RaceProb:      0.75,
-		RaceOps:       4,
-		DeferWaitProb: 0.25,
-		BoundaryProb:  0.6,
-		UnalignedProb: 0.05,
-		ThreadProb:    0.25,
-		ThreadVMAProb: 0.1,
-		MaxWriters:    3,
-		FailNthProb:   0.03,
-		MaxFailNth:    160, // a fork of a generated program has about 100-150 failure points
-		// ChildFailProb stays 0 by default: a non-zero value draws from
-		// the random stream and would change every seed's programs.
+		MinRegions:          1,
+		MaxRegions:          6,
+		MaxTotalPages:       8192, // 32 MiB
+		MaxStorePages:       1024,
+		MaxOps:              96,
+		MaxForks:            8,
+		MaxDepth:            3,
+		Steps:               16,
+		ChildSteps:          6,
+		NestProb:            0.3,
+		KillProb:            0.1,
+		RaceProb:            0.75,
+		RaceOps:             4,
+		DeferWaitProb:       0.25,
+		BoundaryProb:        0.6,
+		UnalignedProb:       0.05,
+		ThreadProb:          0.25,
+		ThreadVMAProb:       0.1,
+		MaxWriters:          3,
+		FailNthProb:         0.03,
+		MaxFailNth:          160, // a fork of a generated program has about 100-150 failure points
+		EveryPageProb:       0.1,
+		EveryPageChildProb:  0,
+		EveryPageWriterProb: 0.15,
+		PreForkAdviceProb:   0.15,
+		// ChildFailProb stays 0 by default: campaigns reach the child's
+		// failure points through sweep --child (every point in turn).
 		MaxChildFail: 48, // the child of a small program passes about 36 under Async-fork (6.1 port)
 	}
 }

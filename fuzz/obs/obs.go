@@ -40,6 +40,10 @@ type Observation struct {
 	// per-fork evidence that it took effect (forkimpl.go); nil when none
 	// was requested.
 	ForkImpl *ForkImpl `json:"fork_impl,omitempty"`
+	// ForkPages is, per fork of the main process, how the kernel held the
+	// regions' pages around the call (atfork.go; empty when the target
+	// does not look).
+	ForkPages []ForkPages `json:"fork_pages,omitempty"`
 	// Cover is the kernel coverage of the run (nil: the target collects none).
 	Cover *Coverage `json:"cover,omitempty"`
 }
@@ -58,6 +62,10 @@ type OpResult struct {
 	// ticks, the clock of ThreadLog stores.
 	TSCStart uint64 `json:"tsc_start,omitempty"`
 	TSCEnd   uint64 `json:"tsc_end,omitempty"`
+	// Overlap, on a fork of the main process whose threads logged stores,
+	// counts the stores around the call (atfork.go), over the whole logs
+	// before the executor trimmed them.
+	Overlap *Overlap `json:"overlap,omitempty"`
 	// Data are the non-zero words an operation read (readpipe: Off is the
 	// byte offset in what was read; Region is -1).
 	Data []Word `json:"data,omitempty"`

@@ -17,8 +17,11 @@ const (
 	// SkipUnhandled: the executor has no handler for the operation's
 	// kind or argument (a new enum value not taught to it: a bug in
 	// forkfuzz, caught by the executor's table tests).
-	SkipUnhandled  = 6
-	numSkipReasons = 7
+	SkipUnhandled = 6
+	// SkipNoKSM: MADV_MERGEABLE/UNMERGEABLE on a kernel without KSM
+	// (no /sys/kernel/mm/ksm: CONFIG_KSM=n answers EINVAL).
+	SkipNoKSM      = 7
+	numSkipReasons = 8
 )
 
 var skipText = [numSkipReasons]string{
@@ -28,6 +31,7 @@ var skipText = [numSkipReasons]string{
 	SkipNoWPAsync: "userfaultfd write-protect needs UFFD_FEATURE_WP_ASYNC (Linux 6.7+) (%v)",
 	SkipNoScratch: "no scratch file for data (%v)",
 	SkipUnhandled: "unhandled by the executor: forkfuzz does not know how to run this operation (%v)",
+	SkipNoKSM:     "KSM unavailable: the kernel has no /sys/kernel/mm/ksm (CONFIG_KSM) (%v)",
 }
 
 // SkipReason renders a RecSkip record's reason.

@@ -129,6 +129,9 @@ type AdviceInfo struct {
 	// unless the mapping is private anonymous. (The simulated kernel
 	// keeps its own rules, so the two stay independent witnesses.)
 	NotLocked, AnonPrivateOnly bool
+	// IgnoredOnShared: succeeds on shared mappings without changing them
+	// (no VMA split).
+	IgnoredOnShared bool
 }
 
 var adviceTable = [numAdvices]AdviceInfo{
@@ -143,6 +146,12 @@ var adviceTable = [numAdvices]AdviceInfo{
 	AdvCollapse:   {Name: "collapse", Linux: "MADV_COLLAPSE", Value: 25},
 	AdvPageout:    {Name: "pageout", Linux: "MADV_PAGEOUT", Value: 21, NotLocked: true},
 	AdvCold:       {Name: "cold", Linux: "MADV_COLD", Value: 20, NotLocked: true},
+	// KSM: sets (clears) VM_MERGEABLE on private mappings, silently does
+	// nothing on shared ones; ksmd may then merge identical anonymous
+	// pages into one write-protected KSM page (obs.ForkPages.KSM counts
+	// the ones a fork met).
+	AdvMergeable:   {Name: "mergeable", Linux: "MADV_MERGEABLE", Value: 12, IgnoredOnShared: true},
+	AdvUnmergeable: {Name: "unmergeable", Linux: "MADV_UNMERGEABLE", Value: 13, IgnoredOnShared: true},
 }
 
 // Info describes the advice (the zero AdviceInfo for a value out of range:

@@ -208,6 +208,8 @@ const (
 	AdvCollapse
 	AdvPageout
 	AdvCold
+	AdvMergeable
+	AdvUnmergeable
 	numAdvices
 )
 

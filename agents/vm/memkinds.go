@@ -1,0 +1,100 @@
+package vm
+
+// Guest set-up for the page kinds the kernel treats specially at fork that
+// need a system-wide switch: swap (so MADV_PAGEOUT really swaps anonymous
+// pages out) and KSM (so ksmd merges identical pages of MADV_MERGEABLE
+// mappings, scanning fast enough for programs that last milliseconds).
+// Whether pages really were swapped out or merged at a fork is measured
+// per fork by the executor (obs.ForkPages), not assumed from this.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Swap in the guest: a swap area on a loop device over a file in /tmp
+// (tmpfs cannot hold a swap file itself; the loop device makes it a block
+// device). The pages still end up in guest RAM, but the kernel's view is
+// real swap: swap entries in the page tables, swap cache, swap-in faults.
+const (
+	guestSwapMiB   = 128
+	guestSwapFile  = "/tmp/forkfuzz.swap"
+	loopCtlGetFree = 0x4C82
+	loopSetFD      = 0x4C00
+)
+
+// KSM tuning: ksmd wakes every 10 ms and scans up to 4096 pages per wake.
+var guestKSM = [][2]string{
+	{"/sys/kernel/mm/ksm/pages_to_scan", "4096"},
+	{"/sys/kernel/mm/ksm/sleep_millisecs", "10"},
+	{"/sys/kernel/mm/ksm/run", "1"},
+}
+
+// setupMemKinds turns swap and KSM on in the guest and says on the
+// console what took effect.
+func setupMemKinds() {
+	if dev, err := setupSwap(); err != nil {
+		consolef("init: no swap (MADV_PAGEOUT will not swap out): %v", err)
+	} else {
+		consolef("init: swap on %s (%d MiB over %s)", dev, guestSwapMiB, guestSwapFile)
+	}
+	for _, kv := range guestKSM {
+		if err := os.WriteFile(kv[0], []byte(kv[1]), 0o644); err != nil {
+			consolef("init: KSM not set up (MADV_MERGEABLE pages will not be merged): %v", err)
+			return
+		}
+	}
+	consolef("init: KSM running (pages_to_scan 4096, sleep 10 ms)")
+}
+
+func setupSwap() (string, error) {
+	f, err := os.OpenFile(guestSwapFile, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	const page = 4096
+	pages := guestSwapMiB << 20 / page
+	if err := f.Truncate(int64(pages) * page); err != nil {
+		return "", err
+	}
+	// The swap header (include/linux/swap.h, union swap_header): version
+	// 1, last_page, no bad pages, "SWAPSPACE2" at the end of page 0.
+	hdr := make([]byte, page)
+	binary.LittleEndian.PutUint32(hdr[1024:], 1)
+	binary.LittleEndian.PutUint32(hdr[1028:], uint32(pages-1))
+	copy(hdr[page-10:], "SWAPSPACE2")
+	if _, err := f.WriteAt(hdr, 0); err != nil {
+		return "", err
+	}
+	ctl, err := unix.Open("/dev/loop-control", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", fmt.Errorf("loop device: %w", err)
+	}
+	n, err := unix.IoctlRetInt(ctl, loopCtlGetFree)
+	unix.Close(ctl)
+	if err != nil {
+		return "", fmt.Errorf("LOOP_CTL_GET_FREE: %w", err)
+	}
+	dev := fmt.Sprintf("/dev/loop%d", n)
+	lfd, err := unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(lfd)
+	if err := unix.IoctlSetInt(lfd, loopSetFD, int(f.Fd())); err != nil {
+		return "", fmt.Errorf("LOOP_SET_FD %s: %w", dev, err)
+	}
+	p, err := unix.BytePtrFromString(dev)
+	if err != nil {
+		return "", err
+	}
+	if _, _, e := unix.Syscall(unix.SYS_SWAPON, uintptr(unsafe.Pointer(p)), 0, 0); e != 0 {
+		return "", fmt.Errorf("swapon %s: %w", dev, e)
+	}
+	return dev, nil
+}
