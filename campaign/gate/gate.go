@@ -479,8 +479,14 @@ func (g *gate) fuzz(ph *Phase, share time.Duration) *campaign.Stats {
 	}
 	ch := make(chan res, 1)
 	runs0, forks0 := g.tut.runs.Load(), g.tut.forks.Load()
+	// The campaign stops taking programs at the end of the share: past it
+	// every run is refused, and refusals in a row would read as harness
+	// errors (an inline minimization that ran long used to end the gate
+	// with "5 harness errors in a row" and exit 2).
+	ctx, cancel := context.WithDeadline(g.ctx, stop)
+	defer cancel()
 	go func() {
-		st, err := campaign.Run(g.ctx, cfg)
+		st, err := campaign.Run(ctx, cfg)
 		ch <- res{st, err}
 	}()
 	// Wait for the campaign (a program in flight, the last minimization)

@@ -67,7 +67,7 @@ func read(t *testing.T, path string) string {
 // finding's page shows the bad page's history with expected and actual,
 // a rollback finding's the PMD flags before and after.
 func TestFindingPages(t *testing.T) {
-	wd := simCampaign(t, "async-rollback-partial", "default", 200, 5)
+	wd := simCampaign(t, "async-rollback-partial", "default", 200, 3)
 	dirs, _ := filepath.Glob(filepath.Join(wd, "findings", "*"))
 	for _, d := range dirs {
 		for _, f := range []string{FindingHTML, FindingJSON} {
@@ -91,7 +91,7 @@ func TestFindingPages(t *testing.T) {
 	}
 	// A thread finding's page draws the consistent-cut witness and links
 	// porcupine's view.
-	td := simCampaign(t, "async-sync-pte-only", "threads", 80, 5)
+	td := simCampaign(t, "async-sync-pte-only", "threads", 80, 1)
 	th := read(t, filepath.Join(findingDir(t, td, "linearizability_"), FindingHTML))
 	for _, want := range []string{`class="witness"`, "violation", `stroke="#d0021b" stroke-width="2"`, `href="linearizability-f`} {
 		if !strings.Contains(th, want) {
@@ -147,8 +147,8 @@ func TestPagesInBrowser(t *testing.T) {
 		t.Skip("-short: the browser test runs campaigns and Chromium (about 30 s)")
 	}
 	bin := testutil.Chromium(t)
-	wd := simCampaign(t, "async-rollback-partial", "default", 200, 5)
-	td := simCampaign(t, "async-sync-pte-only", "threads", 80, 5)
+	wd := simCampaign(t, "async-rollback-partial", "default", 200, 3)
+	td := simCampaign(t, "async-sync-pte-only", "threads", 80, 1)
 	index, err := WriteCampaign(wd)
 	if err != nil {
 		t.Fatal(err)
