@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/campaign/mutbench"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/kernel"
+)
+
+// cmdBenchMutants is `forkfuzz bench mutants`: the kernel mutation
+// benchmark (campaign/mutbench) on a kernel built with
+// `forkfuzz kernel build --mutants`.
+func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("bench mutants", stderr)
+	sel := targetSetup(fs, "qemu")
+	var names listFlag
+	fs.Var(&names, "mutant", "a mutant to hunt, by name or number (repeatable or comma-separated; default: all; 'none' runs only the unmutated build)")
+	budget := fs.Duration("budget", 10*time.Minute, "time bound per mutant, to its first finding (the unmutated build gets the same)")
+	programs := fs.Int("programs", 0, "program bound per mutant (0: none)")
+	seed := fs.Uint64("seed", 1, "campaign seed (the same for every row)")
+	workdir := fs.String("workdir", "mutbench", "where each row's findings go (WORKDIR/MUTANT/findings)")
+	noBase := fs.Bool("no-baseline", false, "skip the unmutated build's run")
+	minRuns := fs.Int("minimize-runs", 40, "target runs spent minimizing each finding")
+	minTime := fs.Duration("minimize-time", 3*time.Minute, "time spent minimizing each finding (then 5 replays)")
+	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
+	list := fs.Bool("list", false, "list the mutants and exit")
+	quiet := fs.Bool("q", false, "no campaign log or progress lines")
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
+	}
+	if !noArgs(fs, stderr) {
+		return exitError
+	}
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(stderr, "forkfuzz bench mutants: "+format+"\n", args...)
+		return exitError
+	}
+	if *list {
+		for _, m := range kernel.Mutants {
+			fmt.Fprintf(stdout, "%2d %-20s %-18s %-22s %s\n", m.Num, m.Name, m.File, m.Oracle, m.Breaks)
+		}
+		return exitClean
+	}
+	var ms []kernel.Mutant
+	onlyBase := false
+	for _, arg := range names {
+		for _, n := range strings.Split(arg, ",") {
+			n = strings.TrimSpace(n)
+			if n == "none" {
+				onlyBase = true
+				continue
+			}
+			m, err := kernel.MutantByName(n)
+			if err != nil {
+				return fail("--mutant: %v", err)
+			}
+			ms = append(ms, m)
+		}
+	}
+	if len(names) == 0 {
+		ms = kernel.Mutants
+	}
+	switch {
+	case *budget <= 0:
+		return fail("--budget %v: want a positive duration", *budget)
+	case *programs < 0:
+		return fail("--programs %d: want a positive number (or 0 for no limit)", *programs)
+	case *minRuns < 0:
+		return fail("--minimize-runs %d: want a positive number", *minRuns)
+	case *minTime < 0:
+		return fail("--minimize-time %v: want a positive duration (or 0 for no bound)", *minTime)
+	case onlyBase && *noBase:
+		return fail("--mutant none with --no-baseline: nothing to run")
+	}
+	if sel.Kind() != "qemu" {
+		return fail("--target %s: the mutants live in a kernel; want --target qemu with --kernel IMAGE from 'forkfuzz kernel build --mutants'", sel.Kind())
+	}
+	if err := sel.check(); err != nil {
+		return fail("%v", err)
+	}
+	if sel.flagValue("kernel") == "" && sel.flagValue("target-file") == "" {
+		return fail("want --kernel IMAGE (built by 'forkfuzz kernel build --mutants'): the default kernel has no mutants")
+	}
+	weights, err := gen.Profile(*profile)
+	if err != nil {
+		return fail("--profile: %v", err)
+	}
+	base := sel.flagValue("kernel-cmdline")
+	open := func(cmdline string) (agents.Target, []string, campaign.KernelID, error) {
+		if err := fs.Set("kernel-cmdline", strings.TrimSpace(base+" "+cmdline)); err != nil {
+			return nil, nil, campaign.KernelID{}, err
+		}
+		t, err := sel.Open()
+		if err != nil {
+			return nil, nil, campaign.KernelID{}, err
+		}
+		return t, sel.ReplayArgs(t), sel.Kernel(t), nil
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg := mutbench.Config{
+		Baseline: !*noBase, Open: open, Seed: *seed, Budget: *budget, Programs: *programs,
+		Weights: weights, Workdir: *workdir, MinimizeRuns: *minRuns, MinimizeTime: *minTime, Mutants: ms,
+	}
+	if !*quiet {
+		cfg.Log, cfg.Progress = stderr, stderr
+	}
+	fmt.Fprintf(stdout, "bench mutants: %d mutants, budget %v each, seed %d, kernel %s\n", len(cfg.Mutants), *budget, *seed, sel.flagValue("kernel"))
+	rs := mutbench.Run(ctx, cfg, stdout)
+	for _, r := range rs {
+		if r.Err != nil {
+			fmt.Fprintf(stderr, "forkfuzz bench mutants: %s: %v\n", r.Name, r.Err)
+		}
+	}
+	if ctx.Err() != nil {
+		return exitError
+	}
+	errs := 0
+	for _, r := range rs {
+		if r.Err != nil {
+			errs++
+		}
+	}
+	if errs == len(rs) {
+		return exitError
+	}
+	if !mutbench.Clean(rs) {
+		return exitFindings
+	}
+	return exitClean
+}
