@@ -40,7 +40,7 @@ type BuildOptions struct {
 	// image is named bzImage-forkfuzz-mutants and the build directory
 	// defaults to Src/forkfuzz-build-mutants.
 	Mutants bool
-	Log        io.Writer
+	Log     io.Writer
 
 	skipToolCheck bool // tests with a fake tree
 }
