@@ -24,7 +24,7 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("bench mutants", stderr)
 	sel := targetSetup(fs, "qemu")
 	var names listFlag
-	fs.Var(&names, "mutant", "a mutant to hunt, by name or number (repeatable or comma-separated; default: all; 'none' runs only the unmutated build)")
+	fs.Var(&names, "mutants", "a mutant to hunt, by name or number (repeatable or comma-separated; default: all; 'none' runs only the unmutated build)")
 	budget := fs.Duration("budget", 10*time.Minute, "time bound per mutant, to its first finding (the unmutated build gets the same)")
 	programs := fs.Int("programs", 0, "program bound per mutant (0: none)")
 	seed := fs.Uint64("seed", 1, "campaign seed (the same for every row)")
@@ -62,7 +62,7 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 			}
 			m, err := kernel.MutantByName(n)
 			if err != nil {
-				return fail("--mutant: %v", err)
+				return fail("--mutants: %v", err)
 			}
 			ms = append(ms, m)
 		}
@@ -80,7 +80,7 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 	case *minTime < 0:
 		return fail("--minimize-time %v: want a positive duration (or 0 for no bound)", *minTime)
 	case onlyBase && *noBase:
-		return fail("--mutant none with --no-baseline: nothing to run")
+		return fail("--mutants none with --no-baseline: nothing to run")
 	}
 	if sel.Kind() != "qemu" {
 		return fail("--target %s: the mutants live in a kernel; want --target qemu with --kernel IMAGE from 'forkfuzz kernel build --mutants'", sel.Kind())

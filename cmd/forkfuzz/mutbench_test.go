@@ -1,0 +1,56 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/forkfuzz/forkfuzz/kernel"
+)
+
+// Bad input to bench mutants is exit 2 with one line naming what is wrong,
+// before anything boots.
+func TestBenchMutantsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "bzImage")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "mutants", "--kernel", img, "--mutants", "no-such-bug"}, `--mutants: unknown mutant "no-such-bug" (want a number 1-`},
+		{[]string{"bench", "mutants", "--kernel", img, "--mutants", "wp-src-pmd,99"}, `unknown mutant "99"`},
+		{[]string{"bench", "mutants", "--kernel", img, "--budget", "0s"}, "--budget 0s"},
+		{[]string{"bench", "mutants", "--target", "native"}, "--target native: the mutants live in a kernel"},
+		{[]string{"bench", "mutants", "--target", "sim", "--mutants", "1"}, "--target sim: the mutants live in a kernel"},
+		{[]string{"bench", "mutants"}, "want --kernel IMAGE"},
+		{[]string{"bench", "mutants", "--kernel", img, "--mutants", "none", "--no-baseline"}, "nothing to run"},
+		{[]string{"bench", "mutants", "extra"}, `unexpected argument "extra"`},
+	} {
+		code, out, errs := forkfuzz(t, c.args...)
+		lines := strings.Split(strings.TrimRight(errs, "\n"), "\n")
+		if code != exitError || !strings.Contains(errs, c.want) || len(lines) != 1 {
+			t.Errorf("forkfuzz %s: exit %d, want 2 and one line with %q\nstderr: %s\nstdout: %s",
+				strings.Join(c.args, " "), code, c.want, errs, out)
+		}
+		if strings.Contains(out+errs, "booting") {
+			t.Errorf("forkfuzz %s: announced a boot", strings.Join(c.args, " "))
+		}
+	}
+}
+
+// --list prints every mutant with its file and oracle.
+func TestBenchMutantsList(t *testing.T) {
+	code, out, errs := forkfuzz(t, "bench", "mutants", "--list")
+	if code != exitClean {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(kernel.Mutants) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(kernel.Mutants), out)
+	}
+	for i, m := range kernel.Mutants {
+		if f := strings.Fields(lines[i]); len(f) < 3 || f[1] != m.Name || f[2] != m.File {
+			t.Errorf("line %q: want %d %s %s", lines[i], m.Num, m.Name, m.File)
+		}
+	}
+}
