@@ -147,7 +147,11 @@ func Build(o BuildOptions) (*BuildResult, error) {
 		}
 	}
 	frag := filepath.Join(out, "forkfuzz.config")
-	if err := os.WriteFile(frag, []byte(Trim+"\n"+Fragment), 0o644); err != nil {
+	fragText := Trim + "\n" + Fragment
+	if o.Mutants {
+		fragText += "\n" + MutantsConfig
+	}
+	if err := os.WriteFile(frag, []byte(fragText), 0o644); err != nil {
 		return nil, err
 	}
 	merge := exec.Command(filepath.Join(o.Src, "scripts/kconfig/merge_config.sh"), "-m", "-O", out, filepath.Join(out, ".config"), frag)
