@@ -25,15 +25,20 @@ import (
 const Baseline = "(unmutated)"
 
 // Opener boots the kernel under test with cmdline appended to its command
-// line ("" for the baseline) and returns the target and the `forkfuzz
-// exec` flags that reopen it (recorded in findings).
-type Opener func(cmdline string) (t agents.Target, replayArgs []string, k campaign.KernelID, err error)
+// line ("" for the baseline), keeping what it writes (VM consoles) under
+// dir, and returns the target and the `forkfuzz exec` flags that reopen
+// it (recorded in findings).
+type Opener func(cmdline, dir string) (t agents.Target, replayArgs []string, k campaign.KernelID, err error)
 
 // Config bounds and describes the benchmark.
 type Config struct {
 	Mutants  []kernel.Mutant
 	Baseline bool // also run the unmutated build over the same budget
 	Open     Opener
+	// Planted, when set, checks after a row that the kernel really ran
+	// with m switched on (for the baseline: with none), from what Open
+	// kept in dir; an error marks the row failed.
+	Planted  func(m kernel.Mutant, dir string) error
 	Seed     uint64        // the same campaign seed for every row
 	Budget   time.Duration // per row, to the first finding
 	Programs int           // per row (0: no bound)
@@ -96,7 +101,8 @@ func runOne(ctx context.Context, cfg Config, m kernel.Mutant) Result {
 		dirName = "unmutated"
 	}
 	logf(cfg.Log, "mutbench: %s: booting with %q, seed %d, budget %v", m.Name, cmdline, cfg.Seed, cfg.Budget)
-	t, args, kid, err := cfg.Open(cmdline)
+	dir := filepath.Join(cfg.Workdir, dirName)
+	t, args, kid, err := cfg.Open(cmdline, dir)
 	if err != nil {
 		r.Err = err
 		return r
@@ -104,7 +110,7 @@ func runOne(ctx context.Context, cfg Config, m kernel.Mutant) Result {
 	defer t.Close()
 	ccfg := campaign.Config{
 		Target: t, Seed: cfg.Seed, Duration: cfg.Budget, Programs: cfg.Programs,
-		Workdir: filepath.Join(cfg.Workdir, dirName), Weights: cfg.Weights,
+		Workdir: dir, Weights: cfg.Weights,
 		MinimizeRuns: cfg.MinimizeRuns, MinimizeTime: cfg.MinimizeTime,
 		TargetArgs: args, Kernel: kid, Log: cfg.Log, Progress: cfg.Progress,
 		ProgressLines: true, ProgressEvery: 30 * time.Second,
@@ -115,6 +121,10 @@ func runOne(ctx context.Context, cfg Config, m kernel.Mutant) Result {
 		ccfg.StopAfterFindings = 1
 	}
 	st, err := campaign.Run(ctx, ccfg)
+	t.Close()
+	if err == nil && cfg.Planted != nil {
+		err = cfg.Planted(m, dir)
+	}
 	if st == nil {
 		r.Err = err
 		return r

@@ -20,7 +20,7 @@ import (
 // cmdline word switches on a sim mutant with the same kind of bug, the
 // baseline boots the clean model. It records the command lines asked for.
 func simOpener(t *testing.T, asked *[]string, simMutant map[string]string) Opener {
-	return func(cmdline string) (agents.Target, []string, campaign.KernelID, error) {
+	return func(cmdline, dir string) (agents.Target, []string, campaign.KernelID, error) {
 		*asked = append(*asked, cmdline)
 		name := ""
 		if cmdline != "" {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -96,8 +97,12 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 		return fail("--profile: %v", err)
 	}
 	base := sel.flagValue("kernel-cmdline")
-	open := func(cmdline string) (agents.Target, []string, campaign.KernelID, error) {
+	open := func(cmdline, dir string) (agents.Target, []string, campaign.KernelID, error) {
 		if err := fs.Set("kernel-cmdline", strings.TrimSpace(base+" "+cmdline)); err != nil {
+			return nil, nil, campaign.KernelID{}, err
+		}
+		// Each row's VM consoles stay in its directory: planted reads them.
+		if err := fs.Set("vm-workdir", filepath.Join(dir, "vm")); err != nil {
 			return nil, nil, campaign.KernelID{}, err
 		}
 		t, err := sel.Open()
@@ -111,6 +116,7 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 	cfg := mutbench.Config{
 		Baseline: !*noBase, Open: open, Seed: *seed, Budget: *budget, Programs: *programs,
 		Weights: weights, Workdir: *workdir, MinimizeRuns: *minRuns, MinimizeTime: *minTime, Mutants: ms,
+		Planted: planted,
 	}
 	if !*quiet {
 		cfg.Log, cfg.Progress = stderr, stderr
@@ -138,4 +144,31 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 		return exitFindings
 	}
 	return exitClean
+}
+
+// planted checks the consoles of a row's VMs (DIR/vm/vm-N/console.log):
+// the kernel logs "forkfuzz: mutant N (NAME) planted" when booted with
+// forkfuzz_mutant=NAME, and nothing of the kind without it. A kernel built
+// without the patch ignores the parameter: its rows fail here instead of
+// reporting bugs "not found".
+func planted(m kernel.Mutant, dir string) error {
+	logs, _ := filepath.Glob(filepath.Join(dir, "vm", "vm-*", "console.log"))
+	if len(logs) == 0 {
+		return fmt.Errorf("no VM console under %s to check the mutant was planted", filepath.Join(dir, "vm"))
+	}
+	want := fmt.Sprintf("forkfuzz: mutant %d (%s) planted", m.Num, m.Name)
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			return err
+		}
+		has := strings.Contains(string(b), "forkfuzz: mutant ")
+		switch {
+		case m.Name == mutbench.Baseline && has:
+			return fmt.Errorf("%s: the unmutated run's kernel planted a mutant", l)
+		case m.Name != mutbench.Baseline && !strings.Contains(string(b), want):
+			return fmt.Errorf("%s: no %q: is the image built with 'forkfuzz kernel build --mutants'?", l, want)
+		}
+	}
+	return nil
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/forkfuzz/forkfuzz/campaign/mutbench"
 	"github.com/forkfuzz/forkfuzz/kernel"
 )
 
@@ -52,5 +54,34 @@ func TestBenchMutantsList(t *testing.T) {
 		if f := strings.Fields(lines[i]); len(f) < 3 || f[1] != m.Name || f[2] != m.File {
 			t.Errorf("line %q: want %d %s %s", lines[i], m.Num, m.Name, m.File)
 		}
+	}
+}
+
+// planted reads the row's consoles: a mutant row needs the kernel's
+// "planted" line, the baseline must have none.
+func TestBenchMutantsPlanted(t *testing.T) {
+	dir := t.TempDir()
+	m := kernel.Mutants[2]
+	if err := planted(m, dir); err == nil || !strings.Contains(err.Error(), "no VM console") {
+		t.Errorf("no console: %v", err)
+	}
+	con := filepath.Join(dir, "vm", "vm-0", "console.log")
+	os.MkdirAll(filepath.Dir(con), 0o755)
+	os.WriteFile(con, []byte("[    0.000000] Linux version 6.1.192\n"), 0o644)
+	if err := planted(m, dir); err == nil || !strings.Contains(err.Error(), "kernel build --mutants") {
+		t.Errorf("stock kernel: %v", err)
+	}
+	if err := planted(kernel.Mutant{Name: mutbench.Baseline}, dir); err != nil {
+		t.Errorf("baseline on a clean console: %v", err)
+	}
+	os.WriteFile(con, []byte("[    0.000000] forkfuzz: mutant 3 (wp-src-pmd) planted\n"), 0o644)
+	if err := planted(m, dir); err != nil {
+		t.Errorf("planted: %v", err)
+	}
+	if err := planted(kernel.Mutants[3], dir); err == nil {
+		t.Error("another mutant's line accepted")
+	}
+	if err := planted(kernel.Mutant{Name: mutbench.Baseline}, dir); err == nil {
+		t.Error("baseline with a mutant planted accepted")
 	}
 }
