@@ -161,3 +161,81 @@ func TestApplyMutantsWrongTree(t *testing.T) {
 		t.Errorf("the wrong tree was changed: %q", b)
 	}
 }
+
+// preImages builds, from the patch alone, files holding what each hunk
+// expects to find (its context and removed lines, hunk after hunk): a tree
+// the patch applies to, with offsets, without the kernel source.
+func preImages(patch string) map[string]string {
+	files := map[string]string{}
+	cur := ""
+	inHunk := false
+	for _, l := range strings.Split(patch, "\n") {
+		switch {
+		case strings.HasPrefix(l, "--- a/"):
+			cur, inHunk = strings.Fields(strings.TrimPrefix(l, "--- a/"))[0], false
+		case strings.HasPrefix(l, "+++ "):
+		case strings.HasPrefix(l, "@@"):
+			inHunk = true
+			files[cur] += "/* between hunks */\n"
+		case inHunk && (strings.HasPrefix(l, " ") || strings.HasPrefix(l, "-")):
+			files[cur] += l[1:] + "\n"
+		case inHunk && l == "":
+			files[cur] += "\n"
+		}
+	}
+	delete(files, "include/linux/forkfuzz_mutant.h") // created by the patch
+	return files
+}
+
+// Build with Mutants patches the tree (once), names the image and the
+// build directory apart, and merges mutants.config.
+func TestBuildMutantsFakeTree(t *testing.T) {
+	if _, err := exec.LookPath("patch"); err != nil {
+		t.Skip("patch(1) is not installed")
+	}
+	src := fakeTree(t)
+	for f, text := range preImages(MutantsPatch) {
+		os.MkdirAll(filepath.Join(src, filepath.Dir(f)), 0o755)
+		if err := os.WriteFile(filepath.Join(src, f), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var log strings.Builder
+	res, err := Build(BuildOptions{Src: src, Jobs: 2, Mutants: true, Log: &log, skipToolCheck: true})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	if want := filepath.Join(src, "forkfuzz-build-mutants", "bzImage-forkfuzz-mutants"); res.Image != want {
+		t.Errorf("image %s, want %s", res.Image, want)
+	}
+	if b, _ := os.ReadFile(res.Image); string(b) != "image\n" {
+		t.Errorf("image content %q", b)
+	}
+	if !strings.Contains(log.String(), "applying the mutants patch") {
+		t.Errorf("log does not say it patched:\n%s", log.String())
+	}
+	if h, err := os.ReadFile(filepath.Join(src, "include/linux/forkfuzz_mutant.h")); err != nil || !strings.Contains(string(h), "FFM_GUP_WRITE_SHARED") {
+		t.Errorf("the tree has no forkfuzz_mutant.h: %v", err)
+	}
+	frag, _ := os.ReadFile(filepath.Join(src, "forkfuzz-build-mutants", "forkfuzz.config"))
+	if !strings.Contains(string(frag), "# CONFIG_IPV6 is not set") || !strings.Contains(string(frag), "CONFIG_KCOV=y") {
+		t.Errorf("the merged fragment lacks mutants.config or forkfuzz.config:\n%s", frag)
+	}
+	log.Reset()
+	if _, err := Build(BuildOptions{Src: src, Jobs: 2, Mutants: true, Log: &log, skipToolCheck: true}); err != nil {
+		t.Fatalf("second build: %v\n%s", err, log.String())
+	}
+	if !strings.Contains(log.String(), "already has the mutants patch") {
+		t.Errorf("second build did not notice the patch was in:\n%s", log.String())
+	}
+	// A tree the patch does not fit stops the build before make.
+	bad := fakeTree(t)
+	os.MkdirAll(filepath.Join(bad, "mm"), 0o755)
+	os.WriteFile(filepath.Join(bad, "mm", "memory.c"), []byte("int x;\n"), 0o644)
+	if _, err := Build(BuildOptions{Src: bad, Mutants: true, skipToolCheck: true}); err == nil || !strings.Contains(err.Error(), "does not apply") {
+		t.Errorf("build of a tree the patch does not fit: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(bad, "forkfuzz-build-mutants")); err == nil {
+		t.Error("the failed build ran make")
+	}
+}
