@@ -35,6 +35,7 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 	minTime := fs.Duration("minimize-time", 3*time.Minute, "time spent minimizing each finding (then 5 replays)")
 	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
 	list := fs.Bool("list", false, "list the mutants and exit")
+	reach := fs.Int("reach", 0, "no kernel: estimate how many of the campaign's first N generated programs meet each mutant's trigger condition, and exit")
 	quiet := fs.Bool("q", false, "no campaign log or progress lines")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
@@ -49,6 +50,21 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 	if *list {
 		for _, m := range kernel.Mutants {
 			fmt.Fprintf(stdout, "%2d %-20s %-18s %-22s %s\n", m.Num, m.Name, m.File, m.Oracle, m.Breaks)
+		}
+		return exitClean
+	}
+	if *reach < 0 {
+		return fail("--reach %d: want a positive number of programs", *reach)
+	}
+	if *reach > 0 {
+		w, err := gen.Profile(*profile)
+		if err != nil {
+			return fail("--profile: %v", err)
+		}
+		got := mutbench.Reach(w, *seed, *reach)
+		fmt.Fprintf(stdout, "trigger conditions met by the first %d programs (seed %d, profile %s; fresh programs, no mutation):\n", *reach, *seed, *profile)
+		for _, m := range kernel.Mutants {
+			fmt.Fprintf(stdout, "%-20s %6.1f%%  %s\n", m.Name, 100*float64(got[m.Name])/float64(*reach), m.Needs)
 		}
 		return exitClean
 	}

@@ -85,3 +85,23 @@ func TestBenchMutantsPlanted(t *testing.T) {
 		t.Error("baseline with a mutant planted accepted")
 	}
 }
+
+// --reach needs no kernel: one line per mutant with a percentage.
+func TestBenchMutantsReach(t *testing.T) {
+	code, out, errs := forkfuzz(t, "bench", "mutants", "--reach", "50")
+	if code != exitClean {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1+len(kernel.Mutants) || !strings.Contains(lines[0], "first 50 programs (seed 1, profile default") {
+		t.Fatalf("output:\n%s", out)
+	}
+	for i, m := range kernel.Mutants {
+		if f := strings.Fields(lines[1+i]); len(f) < 2 || f[0] != m.Name || !strings.HasSuffix(f[1], "%") {
+			t.Errorf("line %q for %s", lines[1+i], m.Name)
+		}
+	}
+	if code, _, _ := forkfuzz(t, "bench", "mutants", "--reach", "-1"); code != exitError {
+		t.Errorf("--reach -1: exit %d, want 2", code)
+	}
+}
