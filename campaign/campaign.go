@@ -71,6 +71,10 @@ type Config struct {
 	// NoCover: targets do not collect kernel coverage at all (to measure
 	// what collecting costs).
 	NoCover bool
+	// StopAfterFindings ends the campaign (no new programs; findings seen
+	// are still minimized) once it has this many new findings (0: never).
+	// The kernel mutation benchmark stops at the first.
+	StopAfterFindings int
 }
 
 // Stats summarize a campaign.
@@ -98,6 +102,12 @@ type Stats struct {
 	Cover       string
 	CoverCounts cover.Counts
 	CoverDir    string
+	// FirstAt and FirstProgram say when the first new finding came: time
+	// since the start and programs run up to and including it (0: none).
+	// First is that finding after minimizing (nil: none).
+	FirstAt      time.Duration
+	FirstProgram int64
+	First        *Finding
 }
 
 // ProgramSeed is the seed of program i of a campaign with seed s. A program
@@ -253,7 +263,8 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 		for {
 			mu.Lock()
 			i := next
-			if fatal != nil || ctx.Err() != nil || (cfg.Programs > 0 && i >= int64(cfg.Programs)) {
+			if fatal != nil || ctx.Err() != nil || (cfg.Programs > 0 && i >= int64(cfg.Programs)) ||
+				(cfg.StopAfterFindings > 0 && atomic.LoadInt64(&st.Findings) >= int64(cfg.StopAfterFindings)) {
 				mu.Unlock()
 				return
 			}
@@ -271,6 +282,9 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 			found, err := record(cfg, st, store, pool, saved, &harnessErrs, i, p, o, v, herr, &programs, &forks)
 			if err != nil && fatal == nil {
 				fatal = err
+			}
+			if len(found) > 0 && st.FirstProgram == 0 {
+				st.FirstAt, st.FirstProgram = time.Since(start), programs.Load()
 			}
 			mu.Unlock()
 			// New findings are saved at once, then minimized and saved
@@ -371,6 +385,9 @@ func saveAndReduce(ctx context.Context, cfg Config, st *Stats, store *FindingSto
 	mu.Lock()
 	defer mu.Unlock()
 	st.Saved = append(st.Saved, dir)
+	if st.First == nil {
+		st.First = f
+	}
 	logf(cfg.Log, "  saved %s (minimized to %d ops, reproduced %d/%d)", dir, len(f.Minimized.Ops), f.Reproduced, f.Replays)
 	return nil
 }

@@ -34,7 +34,13 @@ type BuildOptions struct {
 	Jobs int
 	// ConfigOnly stops after writing the .config.
 	ConfigOnly bool
-	Log        io.Writer
+	// Mutants applies MutantsPatch first (the kernel mutation benchmark).
+	// With no Src it unpacks a tree of its own (CacheDir()/src/
+	// linux-source-6.1-mutants); a given Src is patched in place. The
+	// image is named bzImage-forkfuzz-mutants and the build directory
+	// defaults to Src/forkfuzz-build-mutants.
+	Mutants bool
+	Log     io.Writer
 
 	skipToolCheck bool // tests with a fake tree
 }
@@ -85,6 +91,13 @@ func Build(o BuildOptions) (*BuildResult, error) {
 	if o.Jobs <= 0 {
 		o.Jobs = runtime.NumCPU()
 	}
+	if o.Src == "" && o.Mutants {
+		src, err := fetchSourceTo(CacheDir(), mutantsTree(CacheDir()), o.Log)
+		if err != nil {
+			return nil, err
+		}
+		o.Src = src
+	}
 	if o.Src == "" {
 		src, err := FetchSource(CacheDir(), o.Log)
 		if err != nil {
@@ -98,8 +111,18 @@ func Build(o BuildOptions) (*BuildResult, error) {
 	if err := BuildToolsMissing(); err != nil && !o.skipToolCheck {
 		return nil, err
 	}
+	if o.Mutants {
+		if err := ApplyMutants(o.Src, o.Log); errors.Is(err, ErrMutantsApplied) {
+			fmt.Fprintf(o.Log, "kernel build: %s already has the mutants patch\n", o.Src)
+		} else if err != nil {
+			return nil, err
+		}
+	}
 	if o.Out == "" {
 		o.Out = filepath.Join(o.Src, "forkfuzz-build")
+		if o.Mutants {
+			o.Out += "-mutants"
+		}
 	}
 	out, err := filepath.Abs(o.Out)
 	if err != nil {
@@ -124,7 +147,11 @@ func Build(o BuildOptions) (*BuildResult, error) {
 		}
 	}
 	frag := filepath.Join(out, "forkfuzz.config")
-	if err := os.WriteFile(frag, []byte(Trim+"\n"+Fragment), 0o644); err != nil {
+	fragText := Trim + "\n" + Fragment
+	if o.Mutants {
+		fragText += "\n" + MutantsConfig
+	}
+	if err := os.WriteFile(frag, []byte(fragText), 0o644); err != nil {
 		return nil, err
 	}
 	merge := exec.Command(filepath.Join(o.Src, "scripts/kconfig/merge_config.sh"), "-m", "-O", out, filepath.Join(out, ".config"), frag)
@@ -159,6 +186,13 @@ func Build(o BuildOptions) (*BuildResult, error) {
 	}
 	res.Elapsed = time.Since(start)
 	res.Image = filepath.Join(out, "arch/x86/boot/bzImage")
+	if o.Mutants {
+		named := filepath.Join(out, "bzImage-forkfuzz-mutants")
+		if err := copyFile(res.Image, named); err != nil {
+			return nil, err
+		}
+		res.Image = named
+	}
 	fmt.Fprintf(o.Log, "kernel build: %s in %v\n", res.Image, res.Elapsed.Round(time.Second))
 	// The PMD module, against the same tree, beside the image (pmdmod.go).
 	mod := filepath.Join(filepath.Dir(res.Image), PMDModuleName)
@@ -175,8 +209,13 @@ func Build(o BuildOptions) (*BuildResult, error) {
 // download, unpacks it (not installed) and its tarball into cache, once,
 // and returns the tree.
 func FetchSource(cache string, log io.Writer) (string, error) {
+	return fetchSourceTo(cache, filepath.Join(cache, "src", DefaultSourcePackage), log)
+}
+
+// fetchSourceTo is FetchSource unpacking into tree (a directory under
+// cache/src).
+func fetchSourceTo(cache, tree string, log io.Writer) (string, error) {
 	pkgDir := filepath.Join(cache, "debian", DefaultSourcePackage)
-	tree := filepath.Join(cache, "src", DefaultSourcePackage)
 	if _, err := os.Stat(filepath.Join(tree, "Makefile")); err == nil {
 		return tree, nil
 	}
@@ -193,17 +232,24 @@ func FetchSource(cache string, log io.Writer) (string, error) {
 	if len(tars) != 1 {
 		return "", fmt.Errorf("%s: want one usr/src/linux-source-*.tar.* , found %d", pkgDir, len(tars))
 	}
-	dst := filepath.Join(cache, "src")
-	os.MkdirAll(dst, 0o755)
-	fmt.Fprintf(log, "kernel build: unpacking %s\n", tars[0])
-	if out, err := exec.Command("tar", "-xf", tars[0], "-C", dst).CombinedOutput(); err != nil {
+	// Unpack beside the tree and rename, so a tree of another name (the
+	// mutants' copy) never lands on the plain one.
+	if err := os.MkdirAll(filepath.Dir(tree), 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(tree), ".unpack-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	fmt.Fprintf(log, "kernel build: unpacking %s into %s\n", tars[0], tree)
+	if out, err := exec.Command("tar", "-xf", tars[0], "-C", tmp).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("tar -xf %s: %v: %s", tars[0], err, lastLines(out, 5))
 	}
 	base := strings.SplitN(filepath.Base(tars[0]), ".tar", 2)[0]
-	if base != DefaultSourcePackage {
-		if err := os.Rename(filepath.Join(dst, base), tree); err != nil {
-			return "", err
-		}
+	os.RemoveAll(tree) // a tree without its Makefile: an unpack that was cut short
+	if err := os.Rename(filepath.Join(tmp, base), tree); err != nil {
+		return "", err
 	}
 	return tree, nil
 }

@@ -18,7 +18,7 @@ import (
 
 func init() {
 	commands = append(commands,
-		command{name: "bench", args: "fork [flags]", help: "fork latency against resident memory (host, QEMU VMs); CSV, SVG, a ratio gate", run: cmdBench},
+		command{name: "bench", args: "fork|mutants [flags]", help: "fork latency against resident memory (host, QEMU VMs); CSV, SVG, a ratio gate; or the kernel mutation benchmark (mutants)", run: cmdBench},
 		command{name: "bench-worker", help: "measure forks (started by forkfuzz bench itself)", run: cmdBenchWorker, hidden: true})
 }
 
@@ -49,8 +49,11 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "mutants" {
+		return cmdBenchMutants(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "fork" {
-		fmt.Fprintln(stderr, "forkfuzz bench: want 'forkfuzz bench fork [flags]'")
+		fmt.Fprintln(stderr, "forkfuzz bench: want 'forkfuzz bench fork [flags]' or 'forkfuzz bench mutants [flags]'")
 		return exitError
 	}
 	fs := newFlags("bench fork", stderr)

@@ -18,7 +18,7 @@ func init() {
 		command{name: "vm-agent", help: "guest agent: init of forkfuzz's VMs (started by the kernel)", run: cmdVMAgent, hidden: true},
 	)
 	targetKinds["qemu"] = targetKind{help: "QEMU VMs booting the kernel under test", flags: qemuFlags,
-		replay: []string{"kernel", "target-file", "modules", "vm-memory", "vm-cpus", "program-timeout"},
+		replay: []string{"kernel", "target-file", "kernel-cmdline", "modules", "vm-memory", "vm-cpus", "program-timeout"},
 		paths:  []string{"kernel", "target-file", "modules"}}
 }
 
@@ -32,6 +32,7 @@ func qemuFlags(fs *flag.FlagSet) func() (agents.Target, error) {
 	vmdir := fs.String("vm-workdir", "", "qemu: where VM consoles are kept (default: a temporary directory)")
 	bootTimeout := fs.Duration("boot-timeout", 5*time.Minute, "qemu: how long a VM may take to boot")
 	progTimeout := fs.Duration("program-timeout", 60*time.Second, "qemu: how long one program may run in the guest")
+	cmdline := fs.String("kernel-cmdline", "", "qemu: words appended to the guest kernel's command line (besides the target file's cmdline), e.g. "+kernel.MutantsParam+"=wp-src-pmd")
 	extraMods := fs.String("modules", "", "qemu: comma-separated .ko files the guest loads at boot (default: "+kernel.PMDModuleName+" if it is beside --kernel)")
 	return func() (agents.Target, error) {
 		switch {
@@ -47,7 +48,7 @@ func qemuFlags(fs *flag.FlagSet) func() (agents.Target, error) {
 			return nil, fmt.Errorf("--program-timeout %v: want a positive duration", *progTimeout)
 		}
 		cfg := vm.Config{VMs: *vms, Accel: *accel, Memory: *mem, CPUs: *cpus, Workdir: *vmdir,
-			BootTimeout: *bootTimeout, ProgramTimeout: *progTimeout, Log: os.Stderr}
+			BootTimeout: *bootTimeout, ProgramTimeout: *progTimeout, Log: os.Stderr, Cmdline: *cmdline}
 		if *targetFile != "" {
 			tf, err := vm.ReadTargetFile(*targetFile)
 			if err != nil {
@@ -94,12 +95,12 @@ func cmdVMAgent(args []string, stdout, stderr io.Writer) int {
 
 func cmdKernel(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: forkfuzz kernel build [--src DIR] [--out DIR] | forkfuzz kernel check IMAGE-or-.config | forkfuzz kernel module --tree DIR [--out FILE]")
+		fmt.Fprintln(stderr, "usage: forkfuzz kernel build [--src DIR] [--out DIR] [--mutants] | forkfuzz kernel check IMAGE-or-.config | forkfuzz kernel module --tree DIR [--out FILE]")
 		return exitError
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, "usage: forkfuzz kernel build [--src DIR] [--out DIR] | forkfuzz kernel check IMAGE-or-.config | forkfuzz kernel module --tree DIR [--out FILE]")
+		fmt.Fprintln(stdout, "usage: forkfuzz kernel build [--src DIR] [--out DIR] [--mutants] | forkfuzz kernel check IMAGE-or-.config | forkfuzz kernel module --tree DIR [--out FILE]")
 		return exitClean
 	case "build":
 		return cmdKernelBuild(args[1:], stdout, stderr)
@@ -118,13 +119,14 @@ func cmdKernelBuild(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "build directory (default: DIR/forkfuzz-build inside the tree)")
 	jobs := fs.Int("j", 0, "parallel jobs (default: number of CPUs)")
 	configOnly := fs.Bool("config-only", false, "write the .config and stop")
+	mutants := fs.Bool("mutants", false, "plant the kernel mutation benchmark (kernel/mutants: bugs switched on by the boot parameter "+kernel.MutantsParam+"=NAME; see forkfuzz bench mutants)")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
 	if !noArgs(fs, stderr) {
 		return exitError
 	}
-	res, err := kernel.Build(kernel.BuildOptions{Src: *src, Out: *out, Jobs: *jobs, ConfigOnly: *configOnly, Log: stderr})
+	res, err := kernel.Build(kernel.BuildOptions{Src: *src, Out: *out, Jobs: *jobs, ConfigOnly: *configOnly, Mutants: *mutants, Log: stderr})
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz kernel build:", err)
 		return exitError

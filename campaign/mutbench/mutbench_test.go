@@ -1,0 +1,104 @@
+package mutbench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/sim"
+	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/kernel"
+)
+
+// simOpener stands the simulated kernel in for QEMU: the mutant's
+// cmdline word switches on a sim mutant with the same kind of bug, the
+// baseline boots the clean model. It records the command lines asked for.
+func simOpener(t *testing.T, asked *[]string, simMutant map[string]string) Opener {
+	return func(cmdline, dir string) (agents.Target, []string, campaign.KernelID, error) {
+		*asked = append(*asked, cmdline)
+		name := ""
+		if cmdline != "" {
+			name = simMutant[strings.TrimPrefix(cmdline, kernel.MutantsParam+"=")]
+			if name == "" {
+				return nil, nil, campaign.KernelID{}, errors.New("no sim stand-in for " + cmdline)
+			}
+		}
+		tg, err := sim.NewTarget(sim.Config{Mode: sim.Eager, Mutant: name, SchedSeed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tg, []string{"--target", "sim", "--mutant", name}, campaign.KernelID{Simulated: tg.Name()}, nil
+	}
+}
+
+var rowRe = regexp.MustCompile(`^(\S+)\s+(yes|no|err|clean|FP:\d+)\s+\S+\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(.*)$`)
+
+// The table has a header, one row per mutant (found, time, programs,
+// minimized size, replay rate, oracle) plus the baseline, and a summary;
+// a row that cannot boot says so in its row and does not stop the rest.
+func TestRunTable(t *testing.T) {
+	var asked []string
+	ms := []kernel.Mutant{kernel.Mutants[6], kernel.Mutants[5], kernel.Mutants[0]} // wipeonfork-copied, dontfork-ignored, wp-src-memfd
+	open := simOpener(t, &asked, map[string]string{
+		"wipeonfork-copied": "eager-wipeonfork-ignored",
+		"dontfork-ignored":  "eager-dontfork-ignored",
+		// wp-src-memfd has no stand-in: its row is an error row.
+	})
+	var buf bytes.Buffer
+	rs := Run(context.Background(), Config{
+		Mutants: ms, Baseline: true, Open: open, Seed: 1, Budget: 20 * time.Second, Programs: 300,
+		Weights: gen.DefaultWeights(), Workdir: t.TempDir(), MinimizeRuns: 50,
+	}, &buf)
+	t.Log("\n" + buf.String())
+	want := []string{"forkfuzz_mutant=wipeonfork-copied", "forkfuzz_mutant=dontfork-ignored", "forkfuzz_mutant=wp-src-memfd", ""}
+	if strings.Join(asked, "|") != strings.Join(want, "|") {
+		t.Errorf("booted with %q, want %q", asked, want)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2+len(want) {
+		t.Fatalf("%d lines, want header, %d rows, summary", len(lines), len(want))
+	}
+	for _, col := range []string{"MUTANT", "FOUND", "TIME", "PROGRAMS", "MIN-OPS", "REPLAY", "ORACLE"} {
+		if !strings.Contains(lines[0], col) {
+			t.Errorf("header %q lacks %s", lines[0], col)
+		}
+	}
+	for i, name := range []string{"wipeonfork-copied", "dontfork-ignored"} {
+		m := rowRe.FindStringSubmatch(lines[1+i])
+		if m == nil || m[1] != name || m[2] != "yes" {
+			t.Fatalf("row %q: want %s found", lines[1+i], name)
+		}
+		r := rs[i]
+		if !r.Found || r.Programs < 1 || r.MinOps < 1 || r.MinOps > r.OrigOps || r.Replays != 5 || r.Reproduced < 1 || r.Dir == "" {
+			t.Errorf("%s: %+v", name, r)
+		}
+		if m[4] != strings.TrimSpace(strings.Split(m[4], "/")[0])+"/"+strings.Split(m[4], "/")[1] || !strings.Contains(m[5], "/5") {
+			t.Errorf("row %q: min-ops %q replay %q", lines[1+i], m[4], m[5])
+		}
+	}
+	if !strings.HasPrefix(rs[0].Signature, "snapshot:wipeonfork") || rs[0].Oracle != "snapshot" {
+		t.Errorf("wipeonfork-copied stand-in: oracle %s signature %s", rs[0].Oracle, rs[0].Signature)
+	}
+	if rs[2].Err == nil || !strings.Contains(lines[3], "error: no sim stand-in") || !strings.Contains(lines[3], " err ") {
+		t.Errorf("the row that could not boot: %q, err %v", lines[3], rs[2].Err)
+	}
+	base := rs[3]
+	if base.Name != Baseline || base.Found || base.Findings != 0 || base.Programs != 300 || !strings.Contains(lines[4], "clean") {
+		t.Errorf("baseline %+v, row %q: want clean over the whole budget (300 programs)", base, lines[4])
+	}
+	if !strings.HasPrefix(lines[5], "found 2 of 3 mutants (seed 1,") || !strings.Contains(lines[5], "unmutated build: 0 findings in 300 programs") {
+		t.Errorf("summary %q", lines[5])
+	}
+	if Clean(rs) {
+		t.Error("Clean with an error row")
+	}
+	if !Clean(rs[:2]) || !Clean([]Result{rs[0], base}) {
+		t.Error("not Clean with every mutant found and a clean baseline")
+	}
+}

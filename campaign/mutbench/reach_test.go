@@ -1,0 +1,28 @@
+package mutbench
+
+import (
+	"testing"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/kernel"
+)
+
+// Every mutant has a trigger condition, and the default generator meets
+// the common ones often (a change that loses them shows here first).
+func TestReach(t *testing.T) {
+	const n = 1000
+	got := Reach(gen.DefaultWeights(), 1, n)
+	for _, m := range kernel.Mutants {
+		t.Logf("%-20s %5.1f%% of %d programs", m.Name, 100*float64(got[m.Name])/n, n)
+	}
+	for name := range got {
+		if _, err := kernel.MutantByName(name); err != nil {
+			t.Errorf("a trigger for %s, which is not a mutant", name)
+		}
+	}
+	for _, name := range []string{"wp-src-memfd", "wp-src-hugepage-pte", "wp-src-pmd", "nocopy-hugepage", "wipeonfork-copied", "mlock-reuse", "gup-write-shared"} {
+		if got[name] < n/20 {
+			t.Errorf("%s: trigger met by %d of %d programs, want at least 5%%", name, got[name], n)
+		}
+	}
+}

@@ -1,0 +1,189 @@
+package kernel
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// MutantsPatch plants forkfuzz's kernel mutation benchmark in Linux 6.1
+// (Debian's linux-source-6.1 6.1.192-3): bugs in fork, copy-on-write,
+// fork's failure path and GUP, each switched on by the boot parameter
+// forkfuzz_mutant=<name or number> (kernel/mutants/README.md).
+//
+//go:embed mutants/forkfuzz-mutants.patch
+var MutantsPatch string
+
+// MutantsConfig is merged after Trim and Fragment by a --mutants build: it
+// drops more that a forkfuzz VM never uses, for a faster build and boot.
+//
+//go:embed mutants/mutants.config
+var MutantsConfig string
+
+// MutantsParam is the boot parameter that selects a mutant.
+const MutantsParam = "forkfuzz_mutant"
+
+// Mutant is one planted bug of MutantsPatch.
+type Mutant struct {
+	Num  int
+	Name string
+	// Where the bug is (file and function of Linux 6.1).
+	File, Func string
+	// Breaks says what goes wrong.
+	Breaks string
+	// Oracle is the forkfuzz oracle expected to see it, and Needs what a
+	// program must do to reach it.
+	Oracle, Needs string
+}
+
+// Cmdline is the kernel command-line word that switches m on.
+func (m Mutant) Cmdline() string { return MutantsParam + "=" + m.Name }
+
+// Mutants lists the planted bugs in the order of their numbers (1..).
+// TestMutantsMatchPatch keeps it equal to the patch's name table.
+var Mutants = []Mutant{
+	{1, "wp-src-memfd", "mm/memory.c", "copy_present_pte",
+		"the parent's PTE is not write-protected for anonymous (COWed) pages of a private shmem/memfd mapping: the parent's later writes show in the child",
+		"isolation", "memfd-private region written before fork, written by the parent after it, read by the child"},
+	{2, "wp-src-hugepage-pte", "mm/memory.c", "copy_present_pte",
+		"the parent's PTE is not write-protected in VMAs advised MADV_HUGEPAGE (PTE-mapped pages of a THP VMA)",
+		"isolation", "thp=on region, written before and after fork by the parent, read by the child"},
+	{3, "wp-src-pmd", "mm/huge_memory.c", "copy_huge_pmd",
+		"the parent's huge PMD is not write-protected: the parent writes into the huge page it shares with the child",
+		"isolation", "a THP-backed (2 MiB, thp=on) region written before fork, then by the parent"},
+	{4, "rss-thp", "mm/huge_memory.c", "copy_huge_pmd",
+		"the child's copied huge PMD is not counted in its MM_ANONPAGES: 'BUG: Bad rss-counter state' when the child's mm goes",
+		"kernel (rss-counter)", "a THP-backed region at fork"},
+	{5, "nocopy-hugepage", "mm/memory.c", "vma_needs_copy",
+		"page tables of anonymous MADV_HUGEPAGE VMAs are not copied at fork ('the child refaults'): the child reads zeros",
+		"snapshot", "thp=on anonymous region written before fork, read by the child"},
+	{6, "dontfork-ignored", "kernel/fork.c", "dup_mmap",
+		"MADV_DONTFORK is ignored for anonymous VMAs: the child has the mapping",
+		"mapping / snapshot", "madvise dontfork on an anonymous region, the child touches it"},
+	{7, "wipeonfork-copied", "kernel/fork.c", "dup_mmap",
+		"MADV_WIPEONFORK memory is copied to the child instead of reading as zeros",
+		"snapshot", "madvise wipeonfork on a written region, the child reads it"},
+	{8, "wipeonfork-lost", "kernel/fork.c", "dup_mmap",
+		"the child's VMA loses VM_WIPEONFORK: the child's own children get its data instead of zeros",
+		"snapshot", "wipeonfork region, a nested fork whose grandchild reads it"},
+	{9, "mlock-reuse", "mm/memory.c", "do_wp_page",
+		"a write fault in an mlocked VMA reuses a page shared with the child (extra references blamed on mlock): the parent writes into the child's page",
+		"isolation", "mlock a written region, fork, the parent writes, the child reads"},
+	{10, "cow-reuse-mapcount", "mm/memory.c", "do_wp_page",
+		"COW reuse decided by mapcount instead of refcount (CVE-2020-29374's shape): a page with a GUP reference (vmsplice) is reused and the pipe sees later writes",
+		"pipe / isolation", "vmsplice of a page shared after fork, the other side stops mapping it, the owner writes, the pipe is read"},
+	{11, "pinned-shared", "mm/memory.c", "copy_present_pte",
+		"a maybe-DMA-pinned page is shared and write-protected at fork instead of copied: the pin and the parent's mapping diverge",
+		"memory / isolation", "uringreg (io_uring fixed buffer) on a written region, fork, the parent writes or uringread"},
+	{12, "pinned-copy-zero", "mm/memory.c", "copy_present_page",
+		"the child's early copy of a maybe-pinned page is never filled: the child reads zeros",
+		"snapshot", "uringreg on a written region, fork, the child reads"},
+	{13, "gup-write-shared", "mm/gup.c", "can_follow_write_pte",
+		"GUP may write a private anonymous page without breaking COW first (Dirty COW's shape): /proc/PID/mem, process_vm_writev and pins write into the page shared with the other process",
+		"isolation / kernel (gup VM_BUG_ON)", "procmem, pvwrite or uringreg on a page shared after fork"},
+	{14, "fail-mm-leak", "kernel/fork.c", "dup_mm",
+		"a fork that fails in dup_mmap never releases the half-built mm: its page tables and page references leak",
+		"rollback (pagetables-leak)", "fork fail_nth=K failing inside dup_mmap"},
+	{15, "keeponfork-ignored", "mm/madvise.c", "madvise_vma_behavior",
+		"MADV_KEEPONFORK does not clear VM_WIPEONFORK: the child reads zeros where the parent's data must be",
+		"snapshot", "madvise wipeonfork then keeponfork, written, fork, the child reads"},
+}
+
+// MutantByName finds a mutant by name or number. An unknown one is an
+// error naming the valid names.
+func MutantByName(s string) (Mutant, error) {
+	for _, m := range Mutants {
+		if m.Name == s || strconv.Itoa(m.Num) == s {
+			return m, nil
+		}
+	}
+	names := make([]string, len(Mutants))
+	for i, m := range Mutants {
+		names[i] = m.Name
+	}
+	return Mutant{}, fmt.Errorf("unknown mutant %q (want a number 1-%d or one of %s)", s, len(Mutants), strings.Join(names, ", "))
+}
+
+var patchNameRe = regexp.MustCompile(`(?m)^\+\s*\[(FFM_[A-Z_0-9]+)\]\s*=\s*"([^"]+)",`)
+var patchEnumRe = regexp.MustCompile(`(?m)^\+\s*(FFM_[A-Z_0-9]+) = (\d+),`)
+
+// PatchMutants reads the mutant table out of a mutants patch: number and
+// name of every FFM_* entry but FFM_NONE, in number order.
+func PatchMutants(patch string) ([]Mutant, error) {
+	nums := map[string]int{}
+	for _, m := range patchEnumRe.FindAllStringSubmatch(patch, -1) {
+		n, _ := strconv.Atoi(m[2])
+		nums[m[1]] = n
+	}
+	var out []Mutant
+	for _, m := range patchNameRe.FindAllStringSubmatch(patch, -1) {
+		n, ok := nums[m[1]]
+		if !ok {
+			return nil, fmt.Errorf("patch: name %q for %s, which the enum does not define", m[2], m[1])
+		}
+		if n == 0 {
+			continue
+		}
+		if n != len(out)+1 {
+			return nil, fmt.Errorf("patch: %s = %d out of order (want %d)", m[1], n, len(out)+1)
+		}
+		out = append(out, Mutant{Num: n, Name: m[2]})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("patch: no mutant name table")
+	}
+	return out, nil
+}
+
+// ErrMutantsApplied says ApplyMutants found the patch already in the tree.
+var ErrMutantsApplied = errors.New("the mutants patch is already applied")
+
+// ApplyMutants applies MutantsPatch to the kernel tree src with patch -p1.
+// A tree that already has it is left alone (ErrMutantsApplied); a tree it
+// does not apply to is an error that says which hunks failed.
+func ApplyMutants(src string, log io.Writer) error {
+	if log == nil {
+		log = io.Discard
+	}
+	if _, err := exec.LookPath("patch"); err != nil {
+		return errors.New("applying the mutants patch needs patch(1): apt-get install patch")
+	}
+	run := func(args ...string) ([]byte, error) {
+		cmd := exec.Command("patch", append([]string{"-p1", "-f", "-s", "-d", src, "-i", "-"}, args...)...)
+		cmd.Stdin = strings.NewReader(MutantsPatch)
+		return cmd.CombinedOutput()
+	}
+	if _, err := run("-R", "--dry-run"); err == nil {
+		return ErrMutantsApplied
+	}
+	if out, err := run("--dry-run"); err != nil {
+		return fmt.Errorf("the mutants patch (kernel/mutants/forkfuzz-mutants.patch, for %s 6.1.192-3) does not apply to %s: %s", DefaultSourcePackage, src, lastLines(out, 5))
+	}
+	fmt.Fprintf(log, "kernel build: applying the mutants patch (%d mutants) to %s\n", len(Mutants), src)
+	if out, err := run(); err != nil {
+		return fmt.Errorf("patch -p1 in %s: %v: %s", src, err, lastLines(out, 5))
+	}
+	return nil
+}
+
+// mutantsTree is where a default build with mutants unpacks its own copy of
+// the source, so the patch never reaches the tree plain builds use.
+func mutantsTree(cache string) string {
+	return filepath.Join(cache, "src", DefaultSourcePackage+"-mutants")
+}
+
+// copyFile copies src to dst (mode 0644).
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
+}
