@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -166,14 +167,17 @@ func TestCampaignKernel(t *testing.T) {
 // judged like the others, and are deleted once stored.
 func TestLargeObservations(t *testing.T) {
 	_, st := testConnectedTo(t, ServerConfig{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), MaxPayload: 80 << 10})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// 40 programs with large observations: a few seconds idle, 30 s was
+	// not enough on a loaded 2-core machine once the generator stored to
+	// every page after some forks.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	actx, stopAgent := context.WithCancel(ctx)
 	var as *WorkerStats
 	agentDone := make(chan struct{})
 	go func() {
 		defer close(agentDone)
-		as, _ = RunWorker(actx, WorkerConfig{Store: st, ID: "big", Kind: "sim", Target: simTarget(t, "")})
+		as, _ = RunWorker(actx, WorkerConfig{Store: st, ID: "big", Kind: "sim", Target: simTarget(t, ""), Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	}()
 	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "big", Seed: 4, Programs: 40, Target: "sim", Weights: gen.DefaultWeights()})
 	stopAgent()

@@ -1,6 +1,7 @@
 package dist
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -328,7 +329,12 @@ func (a *worker) encode(ctx context.Context, r *Result) ([]byte, error) {
 		return nil, err
 	}
 	name := fmt.Sprintf("%s.%d.%s.%d", r.Campaign, r.Index, r.Agent, r.Delivered)
-	if _, err := a.cfg.Store.Obs.PutBytes(ctx, name, ob); err != nil {
+	// Chunks of the object store's default size (128 KiB) exceed a server
+	// whose max_payload is smaller: the put failed and the work item was
+	// redelivered forever. Half the payload limit leaves room for headers.
+	chunk := uint32(min(128<<10, a.cfg.Store.JS.Conn().MaxPayload()/2))
+	meta := jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: chunk}}
+	if _, err := a.cfg.Store.Obs.Put(ctx, meta, bytes.NewReader(ob)); err != nil {
 		return nil, fmt.Errorf("observation of %d bytes to the object store: %w", len(ob), err)
 	}
 	atomic.AddInt64(&a.st.Large, 1)
