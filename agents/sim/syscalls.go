@@ -413,16 +413,8 @@ func (m *MM) Mremap(a, oldLen, newLen uint64, flags prog.MremapFlags, to uint64)
 	}
 	v := m.vmaAt(a)
 	m.k.syncVMAs(m, a, a+max(oldLen, 1), MutAsyncMremapNoSync)
-	if oldLen != 0 && !dontunmap && a+oldLen == v.End {
-		if a+newLen <= arenaEnd && len(m.overlapping(v.End, a+newLen)) == 0 {
-			old := v.End
-			v.End = a + newLen
-			m.mergeAround(old, v.End)
-			if v.Flags&VMLocked != 0 {
-				m.populate(v, old, a+newLen)
-			}
-			return a, 0
-		}
+	if oldLen != 0 && !dontunmap && m.growInPlace(v, a, oldLen, newLen) {
+		return a, 0
 	}
 	if !maymove {
 		return 0, ENOMEM
@@ -504,21 +496,29 @@ func (m *MM) mremapBefore617(a, oldLen, newLen uint64, flags prog.MremapFlags, t
 	}
 	v := m.vmaAt(a)
 	m.k.syncVMAs(m, a, a+max(oldLen, 1), MutAsyncMremapNoSync)
-	if oldLen != 0 && a+oldLen == v.End {
-		if a+newLen <= arenaEnd && len(m.overlapping(v.End, a+newLen)) == 0 {
-			old := v.End
-			v.End = a + newLen
-			m.mergeAround(old, v.End)
-			if v.Flags&VMLocked != 0 {
-				m.populate(v, old, a+newLen)
-			}
-			return a, 0
-		}
+	if oldLen != 0 && m.growInPlace(v, a, oldLen, newLen) {
+		return a, 0
 	}
 	if !maymove {
 		return 0, ENOMEM
 	}
 	return m.moveVMA(a, oldLen, newLen, m.k.unmappedArea(newLen), false), 0
+}
+
+// growInPlace grows v, which [a, a+oldLen) ends, to end at a+newLen when
+// the space after it is free (populating it when v is locked), and
+// reports whether it did.
+func (m *MM) growInPlace(v *VMA, a, oldLen, newLen uint64) bool {
+	if a+oldLen != v.End || a+newLen > arenaEnd || len(m.overlapping(v.End, a+newLen)) != 0 {
+		return false
+	}
+	old := v.End
+	v.End = a + newLen
+	m.mergeAround(old, v.End)
+	if v.Flags&VMLocked != 0 {
+		m.populate(v, old, a+newLen)
+	}
+	return true
 }
 
 // resizable checks the source of a move or resize (vma_to_resize).
