@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -36,8 +37,18 @@ var guestKSM = [][2]string{
 
 // setupMemKinds turns swap and KSM on in the guest and says on the
 // console what took effect.
+//
+// Swap is opt-in, with forkfuzz.swap=1 on the kernel command line
+// (--kernel-cmdline, or a target file's cmdline): on by default, a program
+// that dirties a few hundred MiB (the sweep test's 192 MiB parent, then
+// its copy-on-write pass) pushed the 1 GiB guest into swapping onto a
+// device whose pages are in the same RAM, and the executor stopped
+// answering for over a minute.
 func setupMemKinds() {
-	if dev, err := setupSwap(); err != nil {
+	cmdline, _ := os.ReadFile("/proc/cmdline")
+	if !swapWanted(string(cmdline)) {
+		consolef("init: no swap (MADV_PAGEOUT will not swap out; forkfuzz.swap=1 on the kernel command line turns it on)")
+	} else if dev, err := setupSwap(); err != nil {
 		consolef("init: no swap (MADV_PAGEOUT will not swap out): %v", err)
 	} else {
 		consolef("init: swap on %s (%d MiB over %s)", dev, guestSwapMiB, guestSwapFile)
@@ -97,4 +108,14 @@ func setupSwap() (string, error) {
 		return "", fmt.Errorf("swapon %s: %w", dev, e)
 	}
 	return dev, nil
+}
+
+// swapWanted reports whether the kernel command line asks for guest swap.
+func swapWanted(cmdline string) bool {
+	for _, f := range strings.Fields(cmdline) {
+		if f == "forkfuzz.swap=1" {
+			return true
+		}
+	}
+	return false
 }
