@@ -68,6 +68,12 @@ func (m *mutator) once(q *prog.Program) *prog.Program {
 	if len(q.Ops) > m.w.MaxOps {
 		ws[0], ws[4], ws[5], ws[7] = 0, 0, 0, 0
 	}
+	if sum(ws) == 0 {
+		// Every mutation the weights allow is ruled out here (e.g. only
+		// growing ones on a program at MaxOps): leave q alone rather than
+		// fall back to a kind the weights switched off.
+		return q
+	}
 	var res *prog.Program
 	switch pick(m.r, ws) {
 	case 0:

@@ -5,14 +5,11 @@ import "math/rand/v2"
 // pick returns an index into ws chosen with probability ws[i]/sum, or
 // uniformly when no weight is positive. Negative weights count as zero.
 func pick(r *rand.Rand, ws []int) int {
-	sum := 0
-	for _, w := range ws {
-		sum += max(w, 0)
-	}
-	if sum == 0 {
+	total := sum(ws)
+	if total == 0 {
 		return r.IntN(len(ws))
 	}
-	n := r.IntN(sum)
+	n := r.IntN(total)
 	for i, w := range ws {
 		if w <= 0 {
 			continue
@@ -37,3 +34,12 @@ func between(r *rand.Rand, lo, hi int) int {
 
 // oneOf returns a uniformly chosen element of xs.
 func oneOf[T any](r *rand.Rand, xs ...T) T { return xs[r.IntN(len(xs))] }
+
+// sum returns the total of the positive weights in ws.
+func sum(ws []int) int {
+	s := 0
+	for _, w := range ws {
+		s += max(w, 0)
+	}
+	return s
+}
