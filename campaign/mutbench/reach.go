@@ -27,20 +27,34 @@ func Reach(w gen.Weights, seed uint64, n int) map[string]int {
 // triggers lists the mutants whose trigger condition program p meets.
 func triggers(p *prog.Program) map[string]bool {
 	hit := map[string]bool{}
-	stored := map[int]bool{}   // written by the main process so far
-	atFork := map[int]bool{}   // written before a fork of the main process
-	pinned := map[int]bool{}   // io_uring registered (pinned) and written at a fork
-	uring := map[int]bool{}    // io_uring registered
-	mlocked := map[int]bool{}  // mlocked
-	wipe := map[int]bool{}     // madvise wipeonfork
-	keep := map[int]bool{}     // keeponfork after wipeonfork
-	dontfork := map[int]bool{} // madvise dontfork on anon-private
+	stored := map[int]bool{}       // written by the main process so far
+	atFork := map[int]bool{}       // written before a fork of the main process
+	pinned := map[int]bool{}       // io_uring registered (pinned) and written at a fork
+	uring := map[int]bool{}        // io_uring registered
+	mlocked := map[int]bool{}      // mlocked
+	wipe := map[int]bool{}         // madvise wipeonfork
+	keep := map[int]bool{}         // keeponfork after wipeonfork
+	dontfork := map[int]bool{}     // madvise dontfork on anon-private
+	wipedByChild := map[int]bool{} // a child that wrote a wipe-on-fork region
+	spliced := map[int]int{}       // region -> process that vmspliced it after a fork + 1
+	spliceLeak := map[int]bool{}   // pipe holding a page another process wrote since
+	pipeOf := map[int]int{}        // pipe -> region last vmspliced into it
 	forks := 0
 	for _, op := range p.Ops {
 		r := op.Region
 		main := op.Proc == 0
 		switch op.Kind {
 		case prog.OpStore, prog.OpPwrite:
+			if !main && wipe[r] {
+				wipedByChild[op.Proc] = true
+			}
+			if a := spliced[r]; a > 0 && a-1 != op.Proc {
+				for pipe, pr := range pipeOf {
+					if pr == r {
+						spliceLeak[pipe] = true
+					}
+				}
+			}
 			if main && forks > 0 && atFork[r] {
 				reg := p.Regions[r]
 				if reg.Kind == prog.MemfdPrivate {
@@ -94,14 +108,17 @@ func triggers(p *prog.Program) map[string]bool {
 			}
 		case prog.OpVmsplice:
 			if forks > 0 && atFork[r] {
+				spliced[r] = op.Proc + 1
+				pipeOf[op.Pipe] = r
+			}
+		case prog.OpReadPipe:
+			if spliceLeak[op.Pipe] {
 				hit["cow-reuse-mapcount"] = true
 			}
 		case prog.OpFork:
 			if !main {
-				for rr := range wipe {
-					if atFork[rr] {
-						hit["wipeonfork-lost"] = true
-					}
+				if wipedByChild[op.Proc] {
+					hit["wipeonfork-lost"] = true
 				}
 				break
 			}

@@ -37,6 +37,12 @@ type generator struct {
 	pipePages [prog.MaxPipes]int
 	uring     *prog.Op
 	into      int
+	// Idioms (idioms.go): a page offset of each region process 0 wrote
+	// before its first fork, the last wipe-on-fork advice of process 0,
+	// and whether the next child must fork at once.
+	written map[int]uint64
+	wipe    *prog.Op
+	nest    bool
 }
 
 func generate(r *rand.Rand, w Weights) *prog.Program {
@@ -90,15 +96,28 @@ func (g *generator) prologue() []prog.Op {
 	var ops []prog.Op
 	for i, reg := range g.p.Regions {
 		if chance(g.r, 0.8) {
-			ops = append(ops, g.slotOp(0, prog.OpStore, i))
+			op := g.slotOp(0, prog.OpStore, i)
+			g.noteWritten(op)
+			ops = append(ops, op)
 		}
 		if reg.Kind.Memfd() && chance(g.r, 0.5) {
-			ops = append(ops, g.slotOp(0, prog.OpPwrite, i))
+			op := g.slotOp(0, prog.OpPwrite, i)
+			g.noteWritten(op)
+			ops = append(ops, op)
 		}
 		if chance(g.r, 0.2) {
-			adv := oneOf(g.r, prog.AdvDontfork, prog.AdvWipeonfork, prog.AdvHugepage, prog.AdvCollapse, prog.AdvDontneed, prog.AdvMergeable, prog.AdvPageout)
+			adv := oneOf(g.r, prog.AdvDontfork, prog.AdvDontfork, prog.AdvWipeonfork, prog.AdvWipeonfork, prog.AdvHugepage, prog.AdvCollapse, prog.AdvDontneed, prog.AdvMergeable, prog.AdvPageout)
 			off, n := g.span(i)
-			ops = append(ops, g.fix(prog.Op{Kind: prog.OpMadvise, Region: i, Off: off, Len: n, Advice: adv}))
+			op := g.fix(prog.Op{Kind: prog.OpMadvise, Region: i, Off: off, Len: n, Advice: adv})
+			ops = append(ops, op)
+			g.noteWipe(op)
+			if (adv == prog.AdvDontfork || adv == prog.AdvWipeonfork) && chance(g.r, 2*g.w.IdiomProb) {
+				undo := g.undoAdvice(i, adv, op.Off, op.Len)
+				ops = append(ops, undo)
+				if undo.Advice == prog.AdvKeeponfork && undo.Off <= op.Off && undo.Off+undo.Len >= op.Off+op.Len {
+					g.wipe = nil
+				}
+			}
 		}
 		if chance(g.r, 0.05) {
 			ops = append(ops, g.rangeOp(0, prog.OpMlock, i)...)
@@ -107,6 +126,9 @@ func (g *generator) prologue() []prog.Op {
 			off, n := g.span(i)
 			ops = append(ops, g.fix(prog.Op{Kind: prog.OpMprotect, Region: i, Off: off, Len: n, Prot: prog.ProtRead}))
 		}
+	}
+	if chance(g.r, g.w.IdiomProb) {
+		ops = append(ops, g.pinnedPrologue()...)
 	}
 	g.nops += len(ops)
 	return ops
@@ -120,6 +142,11 @@ func (g *generator) process(proc, depth, steps int, first bool) []prog.Op {
 	var pending []int // forks of this process not waited for yet
 	killed := make(map[int]bool)
 	canFork := depth < g.w.MaxDepth && (depth == 0 || chance(g.r, g.w.NestProb))
+	if g.nest && depth > 0 {
+		g.nest = false
+		canFork = depth < g.w.MaxDepth
+		first = canFork
+	}
 	forkNext := first
 	for i := 0; i < steps && g.nops < g.w.MaxOps; i++ {
 		if len(pending) > 0 && !forkNext && chance(g.r, 0.3) {
@@ -151,6 +178,11 @@ func (g *generator) process(proc, depth, steps int, first bool) []prog.Op {
 			}
 		default:
 			ops := g.simple(proc, kind)
+			if proc == 0 {
+				for _, op := range ops {
+					g.noteWipe(op)
+				}
+			}
 			g.nops += len(ops)
 			out = append(out, ops...)
 		}
@@ -255,7 +287,17 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 		ops = append(ops, prog.Op{Proc: proc, Kind: prog.OpKill, Fork: f})
 		g.nops++
 	}
-	var race []prog.Op
+	var race, idiomChild, afterWait []prog.Op
+	idiomProb := g.w.IdiomProb
+	if g.wipe != nil {
+		idiomProb = min(1, 3*idiomProb)
+	}
+	if proc == 0 && chance(g.r, idiomProb) {
+		var afterFork []prog.Op
+		afterFork, idiomChild, afterWait = g.forkIdiom(f)
+		ops = append(ops, afterFork...)
+		g.nops += len(afterFork) + len(idiomChild) + len(afterWait)
+	}
 	if chance(g.r, g.w.RaceProb) {
 		g.into = f + 1
 		for n := between(g.r, 1, g.w.RaceOps); n > 0; n-- {
@@ -271,7 +313,7 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 			}
 		}
 	}
-	var child []prog.Op
+	child := idiomChild
 	if !killed || chance(g.r, 0.2) {
 		if g.w.EveryPageChildProb > 0 && chance(g.r, g.w.EveryPageChildProb) {
 			for ri := range g.p.Regions {
@@ -282,21 +324,23 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 		}
 		child = append(child, g.process(f+1, depth+1, between(g.r, 1, g.w.ChildSteps), false)...)
 	}
+	g.nest = false
 	ops = append(ops, interleave(g.r, race, child)...)
 	if killed && !killFirst {
 		ops = append(ops, prog.Op{Proc: proc, Kind: prog.OpKill, Fork: f})
 		g.nops++
 	}
-	if chance(g.r, g.w.DeferWaitProb) && len(joins) == 0 {
+	if len(joins) == 0 && len(afterWait) == 0 && chance(g.r, g.w.DeferWaitProb) {
 		for _, op := range ops {
 			if op.Kind == prog.OpStoreLoop {
 				g.busy[op.Thread] = true
 			}
 		}
-		return ops, f
+		return append(ops, afterWait...), f
 	}
 	g.nops++
 	ops = append(ops, prog.Op{Proc: proc, Kind: prog.OpWait, Fork: f})
+	ops = append(ops, afterWait...)
 	g.nops += len(joins)
 	return append(ops, joins...), -1
 }

@@ -105,6 +105,13 @@ type Weights struct {
 	// them first; mergeable: KSM; collapse: THP; cold), with the writer
 	// threads already running, so the fork meets those pages as they are.
 	PreForkAdviceProb float64
+	// IdiomProb is the probability of each chance to plant a known bug
+	// shape (idioms.go): the prologue's io_uring registration over written
+	// pages before the first fork, a fork of the main process carrying a
+	// nested-fork or vmsplice-across-COW idiom; twice IdiomProb that a
+	// prologue DONTFORK/WIPEONFORK is undone (DOFORK/KEEPONFORK) before the
+	// fork.
+	IdiomProb float64
 }
 
 // MutationWeights weighs the kinds of change Mutate makes.
@@ -160,6 +167,7 @@ func DefaultWeights() Weights {
 		EveryPageChildProb:  0,
 		EveryPageWriterProb: 0.15,
 		PreForkAdviceProb:   0.15,
+		IdiomProb:           0.2,
 		// ChildFailProb stays 0 by default: campaigns reach the child's
 		// failure points through sweep --child (every point in turn).
 		MaxChildFail: 48, // the child of a small program passes about 36 under Async-fork (6.1 port)
