@@ -18,7 +18,15 @@ import (
 //     main thread hands it that operation;
 //   - for each fork of the main process, the child's start view restricted
 //     to the concurrent cells must be a consistent cut of the threads'
-//     timed stores (package cut), judged with the fork call's TSC bounds.
+//     timed stores (package cut), judged with the fork call's TSC bounds;
+//   - except in pages an io_uring registration pinned before the fork: the
+//     kernel copies a maybe-pinned anonymous page into the child during
+//     the fork (copy_present_page, Linux 5.9+) while the parent's entry
+//     stays writable, page after page, so a writer thread's stores race
+//     the copy and no single instant need explain them all. There each
+//     cell alone must hold a value it held at some instant of the fork
+//     call (a value never there, or one overwritten before the fork began
+//     or written after it returned, is still a finding).
 
 // cellKey identifies a slot.
 type cellKey struct {
@@ -75,6 +83,9 @@ type forkHistory struct {
 	fork, forkOp, view int
 	h                  *cut.History
 	region             map[uint64]int // cell id -> region
+	// pinned holds one single-cell history per judged cell in a pinned
+	// page (judged each alone; h leaves them out).
+	pinned []*cut.History
 }
 
 // forkHistories builds, for every child start view of a fork of the main
@@ -116,8 +127,18 @@ func forkHistories(p *prog.Program, o *obs.Observation, c *concurrency) []forkHi
 			ForkResp: int64(o.Ops[fi].TSCEnd),
 			Snapshot: make(map[uint64]uint64),
 		}
+		pinned := uringPinnedCells(p, fi, judged)
+		single := make(map[uint64]*cut.History)
+		for key := range pinned {
+			single[key.id()] = &cut.History{Initial: map[uint64]uint64{key.id(): h.Initial[key.id()]},
+				ForkInv: h.ForkInv, ForkResp: h.ForkResp, Snapshot: make(map[uint64]uint64)}
+		}
 		for _, w := range writes {
-			if judged[cellKey{region[w.Cell], w.Cell & (1<<40 - 1)}] {
+			key := cellKey{region[w.Cell], w.Cell & (1<<40 - 1)}
+			switch {
+			case pinned[key]:
+				single[w.Cell].Writes = append(single[w.Cell].Writes, w)
+			case judged[key]:
 				h.Writes = append(h.Writes, w)
 			}
 		}
@@ -125,12 +146,19 @@ func forkHistories(p *prog.Program, o *obs.Observation, c *concurrency) []forkHi
 		for _, w := range v.Words {
 			words[cellKey{w.Region, w.Off}] = w.Value
 		}
+		fh := forkHistory{fork: f, forkOp: fi, view: vi, h: h, region: region}
 		for key := range judged {
-			if v.StateAt(key.region, int(key.off/prog.PageSize)) == obs.Readable {
+			if v.StateAt(key.region, int(key.off/prog.PageSize)) != obs.Readable {
+				continue
+			}
+			if sh := single[key.id()]; sh != nil {
+				sh.Snapshot[key.id()] = words[key]
+				fh.pinned = append(fh.pinned, sh)
+			} else {
 				h.Snapshot[key.id()] = words[key]
 			}
 		}
-		out = append(out, forkHistory{fork: f, forkOp: fi, view: vi, h: h, region: region})
+		out = append(out, fh)
 	}
 	return out
 }
@@ -142,6 +170,9 @@ func cutFindings(p *prog.Program, o *obs.Observation, c *concurrency, timeout ti
 	for _, fh := range forkHistories(p, o, c) {
 		f, fi, vi, h, region := fh.fork, fh.forkOp, fh.view, fh.h, fh.region
 		v := &o.Views[vi]
+		if fd, bad := pinnedFinding(p, fh, v); bad {
+			out = append(out, fd)
+		}
 		verdict := cut.Decide(h, timeout)
 		if verdict.Result == cut.Ok {
 			continue
@@ -178,6 +209,31 @@ func cutFindings(p *prog.Program, o *obs.Observation, c *concurrency, timeout ti
 	return out
 }
 
+// pinnedFinding judges the pinned cells of one child start view each
+// alone, and returns a finding for the first that held no value it had
+// during the fork call.
+func pinnedFinding(p *prog.Program, fh forkHistory, v *obs.View) (Finding, bool) {
+	for _, sh := range fh.pinned {
+		verdict := cut.Check(sh)
+		if verdict.Result == cut.Ok {
+			continue
+		}
+		var cell uint64
+		for c := range sh.Snapshot {
+			cell = c
+		}
+		reg := fh.region[cell]
+		if _, ok := fh.region[cell]; !ok {
+			reg = int(cell >> 40)
+		}
+		return Finding{Oracle: OracleLinearizability, Signature: string(OracleLinearizability) + ":pinned-copy:" + p.Regions[reg].Kind.String(),
+			Proc: v.Proc, View: fh.view, At: v.At, Op: fh.forkOp, Region: reg,
+			Explanation: fmt.Sprintf("start view of the child of f%d: r%d+%#x is in a page an io_uring registration pinned, which the kernel copies into the child during `%s` (TSC %d..%d), but the child holds %#x there, a value the parent's word did not hold at any instant of the fork call: %s",
+				fh.fork, reg, cell&(1<<40-1), p.Ops[fh.forkOp].String(), sh.ForkInv, sh.ForkResp, sh.Snapshot[cell], explainCut(p, verdict, fh.region))}, true
+	}
+	return Finding{}, false
+}
+
 // LinearizabilityHTML returns porcupine's HTML visualization of every fork
 // whose child's snapshot is not a consistent cut of the threads' stores,
 // keyed by a file name ("linearizability-f0.html"). The history is trimmed
@@ -195,6 +251,27 @@ func LinearizabilityHTML(p *prog.Program, o *obs.Observation, timeout time.Durat
 		}
 	}
 	return out
+}
+
+// uringPinnedCells are the judged cells in pages that an io_uring registration
+// of the main process, before fork operation forkOp, pinned (every
+// registration so far: counting a replaced one too only loosens the check
+// of its cells).
+func uringPinnedCells(p *prog.Program, forkOp int, judged map[cellKey]bool) map[cellKey]bool {
+	pinned := make(map[cellKey]bool)
+	for i := 0; i < forkOp; i++ {
+		op := &p.Ops[i]
+		if op.Proc != 0 || op.Kind != prog.OpUringReg {
+			continue
+		}
+		lo, hi := op.Off&^(prog.PageSize-1), op.Off+op.Len
+		for key := range judged {
+			if key.region == op.Region && key.off >= lo && key.off < hi {
+				pinned[key] = true
+			}
+		}
+	}
+	return pinned
 }
 
 // judgedCells are the concurrent cells the cut check judges: in private
