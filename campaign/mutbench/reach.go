@@ -92,7 +92,11 @@ func triggers(p *prog.Program) map[string]bool {
 			}
 			switch op.Advice {
 			case prog.AdvWipeonfork:
-				wipe[r] = true
+				// The kernel refuses it (EINVAL) on file-backed and
+				// shared mappings.
+				if p.Regions[r].Kind == prog.AnonPrivate {
+					wipe[r] = true
+				}
 			case prog.AdvKeeponfork:
 				if wipe[r] {
 					keep[r] = true

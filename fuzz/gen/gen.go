@@ -107,16 +107,15 @@ func (g *generator) prologue() []prog.Op {
 		}
 		if chance(g.r, 0.2) {
 			adv := oneOf(g.r, prog.AdvDontfork, prog.AdvDontfork, prog.AdvWipeonfork, prog.AdvWipeonfork, prog.AdvHugepage, prog.AdvCollapse, prog.AdvDontneed, prog.AdvMergeable, prog.AdvPageout)
+			if reg.Kind == prog.AnonPrivate && adv != prog.AdvWipeonfork && chance(g.r, 0.2) {
+				adv = prog.AdvWipeonfork // the only kind the kernel wipes
+			}
 			off, n := g.span(i)
 			op := g.fix(prog.Op{Kind: prog.OpMadvise, Region: i, Off: off, Len: n, Advice: adv})
 			ops = append(ops, op)
 			g.noteWipe(op)
 			if (adv == prog.AdvDontfork || adv == prog.AdvWipeonfork) && chance(g.r, 2*g.w.IdiomProb) {
-				undo := g.undoAdvice(i, adv, op.Off, op.Len)
-				ops = append(ops, undo)
-				if undo.Advice == prog.AdvKeeponfork && undo.Off <= op.Off && undo.Off+undo.Len >= op.Off+op.Len {
-					g.wipe = nil
-				}
+				ops = append(ops, g.undoAdvice(i, adv, op.Off, op.Len))
 			}
 		}
 		if chance(g.r, 0.05) {
@@ -129,6 +128,9 @@ func (g *generator) prologue() []prog.Op {
 	}
 	if chance(g.r, g.w.IdiomProb) {
 		ops = append(ops, g.pinnedPrologue()...)
+	}
+	if chance(g.r, g.w.IdiomProb) {
+		ops = append(ops, g.wipePrologue()...)
 	}
 	g.nops += len(ops)
 	return ops

@@ -64,7 +64,8 @@ func (g *generator) writtenRegion(anon bool) (ri int, off uint64, ok bool) {
 
 // undoAdvice returns, for a fork advice the prologue just gave
 // (DONTFORK or WIPEONFORK on [off, off+n) of region ri), the advice that
-// undoes it on all or part of that range.
+// undoes it on all or part of that range (forgetting the wipe it undoes
+// whole).
 func (g *generator) undoAdvice(ri int, adv prog.Advice, off, n uint64) prog.Op {
 	undo := prog.AdvDofork
 	if adv == prog.AdvWipeonfork {
@@ -74,7 +75,33 @@ func (g *generator) undoAdvice(ri int, adv prog.Advice, off, n uint64) prog.Op {
 		first := uint64(g.r.IntN(int(pages)))
 		off, n = off+first*page, uint64(between(g.r, 1, int(pages-first)))*page
 	}
-	return g.fix(prog.Op{Kind: prog.OpMadvise, Region: ri, Off: off, Len: n, Advice: undo})
+	op := g.fix(prog.Op{Kind: prog.OpMadvise, Region: ri, Off: off, Len: n, Advice: undo})
+	if w := g.wipe; undo == prog.AdvKeeponfork && w != nil && w.Region == ri && op.Off <= w.Off && op.Off+op.Len >= w.Off+w.Len {
+		g.wipe = nil // nothing left wiped
+	}
+	return op
+}
+
+// wipePrologue returns MADV_WIPEONFORK over a written page of an anonymous
+// private region (the only kind the kernel wipes), half the time followed
+// by MADV_KEEPONFORK on part of the range (nothing if no such page was
+// written).
+func (g *generator) wipePrologue() []prog.Op {
+	ri, off, ok := g.writtenRegion(true)
+	if !ok || g.p.Regions[ri].Kind != prog.AnonPrivate {
+		return nil
+	}
+	pages := uint64(g.pages(ri))
+	first := off / page
+	lo := first - min(first, uint64(g.r.IntN(4)))
+	n := min(pages-min(lo, pages), uint64(between(g.r, 1, 16))+(first-lo))
+	wipe := g.fix(prog.Op{Kind: prog.OpMadvise, Region: ri, Off: lo * page, Len: max(n, 1) * page, Advice: prog.AdvWipeonfork})
+	ops := []prog.Op{wipe}
+	g.noteWipe(wipe)
+	if chance(g.r, 0.5) {
+		ops = append(ops, g.undoAdvice(ri, prog.AdvWipeonfork, wipe.Off, wipe.Len))
+	}
+	return ops
 }
 
 // pinnedPrologue returns an io_uring registration over pages written
@@ -141,9 +168,11 @@ func (g *generator) spliceAcrossCOW(f int) (afterFork, child, afterWait []prog.O
 	return []prog.Op{splice(0), drop(0)}, []prog.Op{store(f + 1), read(f + 1)}, nil, true
 }
 
-// noteWipe records a wipe-on-fork advice of process 0.
+// noteWipe records a wipe-on-fork advice of process 0 (on an anonymous
+// private region: elsewhere the kernel refuses it with EINVAL).
 func (g *generator) noteWipe(op prog.Op) {
-	if op.Proc == 0 && op.Kind == prog.OpMadvise && op.Advice == prog.AdvWipeonfork {
+	if op.Proc == 0 && op.Kind == prog.OpMadvise && op.Advice == prog.AdvWipeonfork &&
+		op.Region < len(g.p.Regions) && g.p.Regions[op.Region].Kind == prog.AnonPrivate {
 		w := op
 		g.wipe = &w
 	}
@@ -175,4 +204,26 @@ func (g *generator) forkIdiom(f int) (afterFork, child, afterWait []prog.Op) {
 			Count: between(g.r, 1, min(pages, 4)), Stride: page}))
 	}
 	return nil, child, nil
+}
+
+// learn sets the idioms' state from an existing program (for Mutate's
+// insertions): what process 0 wrote before its first fork and its last
+// wipe-on-fork advice.
+func (g *generator) learn(q *prog.Program) {
+	forked := false
+	for _, op := range q.Ops {
+		if op.Proc != 0 || op.Thread != 0 {
+			continue
+		}
+		switch op.Kind {
+		case prog.OpFork:
+			forked = true
+		case prog.OpStore, prog.OpPwrite:
+			if !forked && op.Region < len(q.Regions) {
+				g.noteWritten(op)
+			}
+		case prog.OpMadvise:
+			g.noteWipe(op)
+		}
+	}
 }

@@ -51,7 +51,9 @@ type mutator struct {
 // identifiers.
 func (m *mutator) gen(q *prog.Program) *generator {
 	m.fresh += freshForks
-	return &generator{r: m.r, w: m.w, p: q, forkBase: m.fresh, forkLimit: m.w.MaxForks - q.NumForks()}
+	g := &generator{r: m.r, w: m.w, p: q, forkBase: m.fresh, forkLimit: m.w.MaxForks - q.NumForks()}
+	g.learn(q)
+	return g
 }
 
 // once applies one mutation to the valid program q and returns a valid
