@@ -273,6 +273,28 @@ func TestAgentGivesUpOnBrokenTarget(t *testing.T) {
 	t.Logf("agent: %v; coordinator stored %d harness errors", err, cs.HarnessErrors)
 }
 
+// An agent that cannot encode a result (here: every result with an
+// observation) retries on the next two deliveries, then stores a harness
+// error for the program instead of running it forever.
+func TestAgentStopsRetryingUnencodableResult(t *testing.T) {
+	encodeFault = errors.New("object store gone")
+	defer func() { encodeFault = nil }()
+	_, st := testConnected(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second) // generous: CI runs QEMU tests beside it
+	defer cancel()
+	actx, stopAgent := context.WithCancel(ctx)
+	defer stopAgent()
+	go RunWorker(actx, WorkerConfig{Store: st, ID: "enc", Kind: "noop", Target: noopTarget{}, MaxHarnessErrors: 100})
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "enc", Seed: 1, Programs: 2, Target: "noop",
+		Weights: gen.DefaultWeights(), Queue: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Done != 2 || cs.HarnessErrors != 2 || cs.Programs != 0 {
+		t.Fatalf("coordinator: want 2 programs done as harness errors, got %+v", *cs)
+	}
+}
+
 // With a duration, the coordinator stops publishing when it ends and
 // waits for the work it published.
 func TestCoordinatorDuration(t *testing.T) {

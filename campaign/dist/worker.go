@@ -269,9 +269,21 @@ func (a *worker) serve(ctx context.Context, m jetstream.Msg) {
 	}
 	b, err := a.encode(ctx, r)
 	if err != nil {
-		a.log.Error("encoding a result", "index", w.Index, "err", err)
-		m.NakWithDelay(time.Second)
-		return
+		a.log.Error("encoding a result", "index", w.Index, "delivered", md.NumDelivered, "err", err)
+		if md.NumDelivered < maxEncodeDeliveries {
+			m.NakWithDelay(time.Second) // maybe the object store comes back
+			return
+		}
+		// A failure that outlives three deliveries is the agent's, not
+		// the kernel's: store a harness error in the result's place
+		// rather than run the program again forever.
+		atomic.AddInt64(&a.st.HarnessErrors, 1)
+		r.Observation, r.ObservationRef = nil, ""
+		r.Err = &RunError{Kind: "harness", Message: fmt.Sprintf("the agent could not encode its result (delivery %d): %v", md.NumDelivered, err)}
+		if b, err = EncodeResult(r); err != nil {
+			m.TermWithReason(fmt.Sprintf("result not encodable: %v", err))
+			return
+		}
 	}
 	if !a.publish(ctx, resultSubject(w.Campaign), fmt.Sprintf("%s/%d", w.Campaign, w.Index), b) {
 		return // not acknowledged: redelivered to someone
@@ -315,7 +327,18 @@ func (a *worker) ack(ctx context.Context, m jetstream.Msg, w *Work) {
 
 // encode encodes r; an observation too large for a message goes to the
 // object store first.
+// maxEncodeDeliveries is the delivery of a work item on which an agent
+// that cannot encode its result stores a harness error instead.
+const maxEncodeDeliveries = 3
+
+// encodeFault, when set (tests), makes encoding a result with an
+// observation fail.
+var encodeFault error
+
 func (a *worker) encode(ctx context.Context, r *Result) ([]byte, error) {
+	if encodeFault != nil && r.Observation != nil {
+		return nil, encodeFault
+	}
 	b, err := EncodeResult(r)
 	if err != nil {
 		return nil, err
