@@ -338,7 +338,7 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 				g.busy[op.Thread] = true
 			}
 		}
-		return append(ops, afterWait...), f
+		return ops, f
 	}
 	g.nops++
 	ops = append(ops, prog.Op{Proc: proc, Kind: prog.OpWait, Fork: f})

@@ -7,6 +7,8 @@ import "github.com/forkfuzz/forkfuzz/fuzz/prog"
 // assembles (kernel/mutants/README.md, "Reach of the generator"): the
 // generator plants one with probability Weights.IdiomProb.
 //
+//   - wipe-on-fork: MADV_WIPEONFORK over a written page of an anonymous
+//     private region before the first fork (the child must read zeros).
 //   - undo advice: MADV_DONTFORK or MADV_WIPEONFORK on a written range,
 //     then MADV_DOFORK or MADV_KEEPONFORK on it (or part of it) before the
 //     fork: the child must see the parent's data there.
@@ -20,8 +22,8 @@ import "github.com/forkfuzz/forkfuzz/fuzz/prog"
 //     it shares with the other after fork and stops mapping it, the other
 //     side writes the page, the pipe is read: the write must not show.
 
-// written records that process 0 stored at offset off of region ri before
-// its first fork.
+// noteWritten records the page that op, a store or pwrite before the first
+// fork, wrote (of process 0 and inside its region; the first per region).
 func (g *generator) noteWritten(op prog.Op) {
 	if op.Proc != 0 || op.Off >= g.bytes(op.Region) {
 		return
