@@ -66,16 +66,25 @@ func (g *generator) writtenRegion(anon bool) (ri int, off uint64, ok bool) {
 
 // undoAdvice returns, for a fork advice the prologue just gave
 // (DONTFORK or WIPEONFORK on [off, off+n) of region ri), the advice that
-// undoes it on all or part of that range (forgetting the wipe it undoes
-// whole).
+// undoes it on all or part of that range (a part that keeps the page
+// written before the fork; forgetting the wipe it undoes whole).
 func (g *generator) undoAdvice(ri int, adv prog.Advice, off, n uint64) prog.Op {
 	undo := prog.AdvDofork
 	if adv == prog.AdvWipeonfork {
 		undo = prog.AdvKeeponfork
 	}
 	if pages := n / page; pages > 1 && chance(g.r, 0.4) {
-		first := uint64(g.r.IntN(int(pages)))
-		off, n = off+first*page, uint64(between(g.r, 1, int(pages-first)))*page
+		// Part of the range, keeping the written page in it (the child
+		// must find the parent's data there).
+		first, end := uint64(g.r.IntN(int(pages))), pages
+		if w, ok := g.written[ri]; ok && w >= off && w < off+n {
+			k := (w - off) / page
+			first = uint64(g.r.IntN(int(k) + 1))
+			end = uint64(between(g.r, int(k)+1, int(pages)))
+		} else {
+			end = first + uint64(between(g.r, 1, int(pages-first)))
+		}
+		off, n = off+first*page, (end-first)*page
 	}
 	op := g.fix(prog.Op{Kind: prog.OpMadvise, Region: ri, Off: off, Len: n, Advice: undo})
 	if w := g.wipe; undo == prog.AdvKeeponfork && w != nil && w.Region == ri && op.Off <= w.Off && op.Off+op.Len >= w.Off+w.Len {
