@@ -66,10 +66,16 @@ func TestQEMUFailNthPoints(t *testing.T) {
 	}
 	// The goal is one count in 9 of 10 runs: reached 10/10 in the
 	// helper's runs, 5/10 in a CI run (189 five times, then 186 five
-	// times: something shifted mid-run by 3 points). It is reported, not
-	// asserted; what is asserted is the spread. Before the executor fixed
-	// the kernel's stack cache, the Go heap's page tables and the PIDs
-	// (agents/executor/stackcache.go), 8 runs gave 160-166 points.
+	// times) and again 5/10 with the arena below the Go heap (the same
+	// 189/186, with the same 46 VMAs, 4 of them below the arena, and the
+	// same VmPTE): what moves is after the program's VMAs (the Go
+	// runtime's VMAs, whose anon_vma_fork reuses an anon_vma or allocates
+	// one depending on what earlier children left). It is reported, not
+	// asserted; what is asserted is the spread, and TestQEMUFailNthReplays
+	// asserts that a K inside the program's VMAs replays. Before the
+	// executor fixed the kernel's stack cache, the Go heap's page tables
+	// and the PIDs (agents/executor/stackcache.go), 8 runs gave 160-166
+	// points.
 	t.Logf("the most common count covers %d of %d runs (goal: 9 in 10); spread %d..%d", best, runs, lo, hi)
 	if hi-lo > 4 {
 		t.Errorf("after %d warm-up runs, failure points range over %d..%d; want a spread of at most 4", warmup, lo, hi)
@@ -82,7 +88,9 @@ func TestQEMUFailNthPoints(t *testing.T) {
 // has) is found once, then run 10 more times in the same VM, as a finding's
 // replays are; at least 9 must fail that same site (issue 14's goal).
 // A run whose failure the kernel did not report (its reports are rate
-// limited) is retried after a pause, not counted.
+// limited) is retried once after a pause. Measured: K=32 (the 13 points
+// before dup_mmap's VMAs, 4 VMAs of the binary, then r0's tables), 10 of
+// 10 replays.
 func TestQEMUFailNthReplays(t *testing.T) {
 	needQEMU(t)
 	image := referenceKernel(t)
@@ -108,7 +116,9 @@ func TestQEMUFailNthReplays(t *testing.T) {
 				t.Fatalf("%d rollback measurements, want 1", len(o.Rollbacks))
 			}
 			rb := o.Rollbacks[0]
-			if rb.Injection != obs.InjInjected || rb.Site != "" || try == 3 {
+			// Some points never report (allocations with __GFP_NOWARN):
+			// one retry tells them from a rate-limited report.
+			if rb.Injection != obs.InjInjected || rb.Site != "" || try == 1 {
 				return &rb
 			}
 			time.Sleep(5 * time.Second)
