@@ -68,7 +68,7 @@ func TestQEMUFailNthPoints(t *testing.T) {
 	// helper's runs, 5/10 in a CI run (189 five times, then 186 five
 	// times) and again 5/10 with the arena below the Go heap (the same
 	// 189/186, with the same 46 VMAs, 4 of them below the arena, and the
-	// same VmPTE): what moves is after the program's VMAs (the Go
+	// same VmPTE): what moves is after the program's VMAs (probably the Go
 	// runtime's VMAs, whose anon_vma_fork reuses an anon_vma or allocates
 	// one depending on what earlier children left). It is reported, not
 	// asserted; what is asserted is the spread, and TestQEMUFailNthReplays
