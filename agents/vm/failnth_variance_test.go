@@ -20,17 +20,9 @@ import (
 // (all VMAs, VMAs below the arena, VmPTE), which is what moves it
 // (docs/rollback.md, "Replaying fail_nth").
 func TestQEMUFailNthPoints(t *testing.T) {
-	needQEMU(t)
-	image := referenceKernel(t)
-	if cfg, src, err := kernel.FindConfig(image); err == nil && !cfg.On("CONFIG_FAULT_INJECTION") {
-		t.Skipf("%s has no CONFIG_FAULT_INJECTION (per %s)", image, src)
-	}
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "corpus/rollback/vmas.ffz"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	image, text := failNthSetup(t)
 	const far = 100000
-	p := mustParse(t, strings.Replace(string(b), "\nfork f0\n", "\nfork f0 fail_nth=100000\n", 1))
+	p := mustParse(t, strings.Replace(text, "\nfork f0\n", "\nfork f0 fail_nth=100000\n", 1))
 	tg := bootTarget(t, image, nil, 2*time.Minute, nil)
 	const warmup = 3 // the executor's first programs still grow its page tables
 	runs := 10
@@ -92,16 +84,7 @@ func TestQEMUFailNthPoints(t *testing.T) {
 // before dup_mmap's VMAs, 4 VMAs of the binary, then r0's tables), 10 of
 // 10 replays.
 func TestQEMUFailNthReplays(t *testing.T) {
-	needQEMU(t)
-	image := referenceKernel(t)
-	if cfg, src, err := kernel.FindConfig(image); err == nil && !cfg.On("CONFIG_FAULT_INJECTION") {
-		t.Skipf("%s has no CONFIG_FAULT_INJECTION (per %s)", image, src)
-	}
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "corpus/rollback/vmas.ffz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(b)
+	image, text := failNthSetup(t)
 	tg := bootTarget(t, image, nil, 2*time.Minute, nil)
 	run := func(k int) *obs.Rollback {
 		t.Helper()
@@ -156,4 +139,20 @@ func TestQEMUFailNthReplays(t *testing.T) {
 	if same < 9 {
 		t.Errorf("fail_nth=%d failed %s in %d of 10 replays, want at least 9: %v", k, site, same, got)
 	}
+}
+
+// failNthSetup skips without QEMU or a reference kernel with fault
+// injection, and returns the kernel image and corpus/rollback/vmas.ffz.
+func failNthSetup(t *testing.T) (image, text string) {
+	t.Helper()
+	needQEMU(t)
+	image = referenceKernel(t)
+	if cfg, src, err := kernel.FindConfig(image); err == nil && !cfg.On("CONFIG_FAULT_INJECTION") {
+		t.Skipf("%s has no CONFIG_FAULT_INJECTION (per %s)", image, src)
+	}
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "corpus/rollback/vmas.ffz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return image, string(b)
 }
