@@ -222,10 +222,7 @@ func pinnedFinding(p *prog.Program, fh forkHistory, v *obs.View) (Finding, bool)
 		for c := range sh.Snapshot {
 			cell = c
 		}
-		reg := fh.region[cell]
-		if _, ok := fh.region[cell]; !ok {
-			reg = int(cell >> 40)
-		}
+		reg := int(cell >> 40) // cellKey.id
 		return Finding{Oracle: OracleLinearizability, Signature: string(OracleLinearizability) + ":pinned-copy:" + p.Regions[reg].Kind.String(),
 			Proc: v.Proc, View: fh.view, At: v.At, Op: fh.forkOp, Region: reg,
 			Explanation: fmt.Sprintf("start view of the child of f%d: r%d+%#x is in a page an io_uring registration pinned, which the kernel copies into the child during `%s` (TSC %d..%d), but the child holds %#x there, a value the parent's word did not hold at any instant of the fork call: %s",
