@@ -15,7 +15,7 @@ func TestForkImplPMDAfterWait(t *testing.T) {
 		o := Expected(p)
 		ev := obs.ForkEvidence{Fork: 0, Op: 1, Verdict: obs.EvDeferred, Probe: "exclusive", PMDsWP: 2, PMDsWPAfterWait: wp, AtWait: 2}
 		if wp > 0 {
-			ev.WPAfterWait = []uint64{0x4000000000}
+			ev.WPAfterWait = []uint64{0x3f0000000000}
 		}
 		o.ForkImpl = &obs.ForkImpl{Profile: "async-fork", Forks: []obs.ForkEvidence{ev}}
 		v := Check(p, o)
@@ -23,7 +23,7 @@ func TestForkImplPMDAfterWait(t *testing.T) {
 		for _, f := range v.Findings {
 			if f.Signature == "pagetable:pmd-rw-not-restored-after-wait" {
 				found = true
-				if !strings.Contains(f.Explanation, "0x4000000000") {
+				if !strings.Contains(f.Explanation, "0x3f0000000000") {
 					t.Errorf("explanation lacks the PMD: %s", f.Explanation)
 				}
 			} else {

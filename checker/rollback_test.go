@@ -34,7 +34,7 @@ func failedForkObs(t *testing.T) (*prog.Program, *obs.Observation) {
 	}
 	o.Views = views
 	base := prog.Base(0)
-	maps := "4000000000-4000004000 rw-p 00000000 00:00 0 \n"
+	maps := "3f0000000000-3f0000004000 rw-p 00000000 00:00 0 \n"
 	o.Rollbacks = []obs.Rollback{{
 		Fork: 0, Op: 1, At: 1, Cause: obs.CauseFailNth, FailNth: 3, Injection: obs.InjInjected,
 		Setup: []string{"/sys/kernel/debug/failslab/ignore-gfp-wait=N"}, Errno: eNOMEM,
@@ -73,7 +73,7 @@ func TestRollbackOracle(t *testing.T) {
 		{"efault", func(o *obs.Observation, rb *obs.Rollback) { rb.Errno, o.Ops[1].Errno = eFAULT, eFAULT }, "rollback:errno"},
 		{"child left", func(o *obs.Observation, rb *obs.Rollback) { rb.ChildrenAfter = []int{4242} }, "rollback:child-exists"},
 		{"maps", func(o *obs.Observation, rb *obs.Rollback) {
-			rb.MapsAfter = "4000000000-4000002000 rw-p 00000000 00:00 0 \n3f0000002000-4000004000 r--p 00000000 00:00 0 \n"
+			rb.MapsAfter = "3f0000000000-3f0000002000 rw-p 00000000 00:00 0 \n3f0000002000-3f0000004000 r--p 00000000 00:00 0 \n"
 		}, "rollback:maps-changed"},
 		{"content", func(o *obs.Observation, rb *obs.Rollback) { rb.DigestAfter++ }, "rollback:content-changed"},
 		{"page lost", func(o *obs.Observation, rb *obs.Rollback) { rb.PagesAfter-- }, "rollback:content-changed"},

@@ -84,12 +84,12 @@ func TestFailNthUnsupported(t *testing.T) {
 }
 
 func TestParsePMDs(t *testing.T) {
-	in := "# forkfuzz_pmd pid 42\n4000000000 pwh\n4000200000 p--\n0x4000400000 ---\n"
+	in := "# forkfuzz_pmd pid 42\n3f0000000000 pwh\n3f0000200000 p--\n0x3f0000400000 ---\n"
 	got, err := ParsePMDs([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []obs.PMDEntry{{Addr: 0x4000000000, Present: true, RW: true, Huge: true}, {Addr: 0x4000200000, Present: true}, {Addr: 0x4000400000}}
+	want := []obs.PMDEntry{{Addr: 0x3f0000000000, Present: true, RW: true, Huge: true}, {Addr: 0x3f0000200000, Present: true}, {Addr: 0x3f0000400000}}
 	if len(got) != len(want) {
 		t.Fatalf("got %+v", got)
 	}
@@ -98,7 +98,7 @@ func TestParsePMDs(t *testing.T) {
 			t.Fatalf("entry %d: got %+v want %+v", i, got[i], want[i])
 		}
 	}
-	for _, bad := range []string{"zz pw-\n", "4000000000 pw\n", "4000000000 xw-\n", "4000000000\n"} {
+	for _, bad := range []string{"zz pw-\n", "3f0000000000 pw\n", "3f0000000000 xw-\n", "3f0000000000\n"} {
 		if _, err := ParsePMDs([]byte(bad)); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
@@ -106,7 +106,7 @@ func TestParsePMDs(t *testing.T) {
 }
 
 func FuzzParsePMDs(f *testing.F) {
-	f.Add([]byte("4000000000 pwh\n# c\n\n4000200000 ---\n"))
+	f.Add([]byte("3f0000000000 pwh\n# c\n\n3f0000200000 ---\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ParsePMDs(b)
 	})

@@ -335,7 +335,7 @@ func readPMDs() (source string, pmds []obs.PMDEntry) {
 // ParsePMDs parses the forkfuzz_pmd module's table: one line per PMD
 // entry, "ADDR FLAGS" with ADDR in hex and FLAGS three characters, 'p' or
 // '-' (present), 'w' or '-' (RW), 'h' or '-' (huge), e.g.
-// "4000000000 pw-". Lines starting with '#' are comments.
+// "3f0000000000 pw-". Lines starting with '#' are comments.
 func ParsePMDs(b []byte) ([]obs.PMDEntry, error) {
 	var out []obs.PMDEntry
 	for n, line := range strings.Split(string(b), "\n") {

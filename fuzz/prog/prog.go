@@ -100,19 +100,9 @@ const (
 	MaxRegionPages = 16384 // 64 MiB
 	SpanPages      = 2 * MaxRegionPages
 	SpanBytes      = SpanPages * PageSize // 128 MiB per region, 2 MiB aligned
-	// ArenaBase is where region r0 starts: 256 GiB, above the executor's
-	// binary and, in all but 1 of 256 executor starts, below everything
-	// the Go runtime maps (Go 1.26 places its heap at a random base in the
-	// low 64 TiB, the GOEXPERIMENT randomizedheapbase64; the kernel's
-	// top-down allocator places the rest near 0x7f0000000000). A fork
-	// copies VMAs in address order, so only copy_process's own
-	// allocations and the binary's few fixed VMAs come before the
-	// program's: the K-th failure point of a fork fail_nth=K that lands in
-	// the program's regions does not move when the Go heap grows, splits
-	// or is scavenged (docs/rollback.md, "Replaying fail_nth"). The old
-	// base, 0x3f0000000000 (63 TiB), had the heap before the program's
-	// VMAs in 98% of starts. 16 spans of 128 MiB end at 258 GiB.
-	ArenaBase = 0x4000000000
+	// ArenaBase is where region r0 starts. It is far from where Go's heap
+	// and the kernel's top-down mmap allocator place things.
+	ArenaBase = 0x3f0000000000
 	MaxOps    = 4096
 	MaxForks  = 64
 	MaxCount  = 1 << 16 // slots per store/pwrite
