@@ -170,7 +170,7 @@ func cutFindings(p *prog.Program, o *obs.Observation, c *concurrency, timeout ti
 	for _, fh := range forkHistories(p, o, c) {
 		f, fi, vi, h, region := fh.fork, fh.forkOp, fh.view, fh.h, fh.region
 		v := &o.Views[vi]
-		if fd, bad := pinnedFinding(p, fh, v); bad {
+		if fd, bad := pinnedFinding(p, fh, v, timeout); bad {
 			out = append(out, fd)
 		}
 		verdict := cut.Decide(h, timeout)
@@ -212,18 +212,23 @@ func cutFindings(p *prog.Program, o *obs.Observation, c *concurrency, timeout ti
 // pinnedFinding judges the pinned cells of one child start view each
 // alone, and returns a finding for the first that held no value it had
 // during the fork call.
-func pinnedFinding(p *prog.Program, fh forkHistory, v *obs.View) (Finding, bool) {
+func pinnedFinding(p *prog.Program, fh forkHistory, v *obs.View, timeout time.Duration) (Finding, bool) {
 	for _, sh := range fh.pinned {
-		verdict := cut.Check(sh)
+		// Decide: several threads may write the cell (porcupine then).
+		verdict := cut.Decide(sh, timeout)
 		if verdict.Result == cut.Ok {
 			continue
+		}
+		oracle, sig := OracleLinearizability, "pinned-copy"
+		if verdict.Result == cut.Unknown {
+			oracle, sig = "linearizability-unknown", "pinned-copy-unknown"
 		}
 		var cell uint64
 		for c := range sh.Snapshot {
 			cell = c
 		}
 		reg := int(cell >> 40) // cellKey.id
-		return Finding{Oracle: OracleLinearizability, Signature: string(OracleLinearizability) + ":pinned-copy:" + p.Regions[reg].Kind.String(),
+		return Finding{Oracle: oracle, Signature: string(oracle) + ":" + sig + ":" + p.Regions[reg].Kind.String(),
 			Proc: v.Proc, View: fh.view, At: v.At, Op: fh.forkOp, Region: reg,
 			Explanation: fmt.Sprintf("start view of the child of f%d: r%d+%#x is in a page an io_uring registration pinned, which the kernel copies into the child during `%s` (TSC %d..%d), but the child holds %#x there, a value the parent's word did not hold at any instant of the fork call: %s",
 				fh.fork, reg, cell&(1<<40-1), p.Ops[fh.forkOp].String(), sh.ForkInv, sh.ForkResp, sh.Snapshot[cell], explainCut(p, verdict, fh.region))}, true

@@ -15,6 +15,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/checker"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
 const smallProg = "forkfuzz v1\nregion r0 anon-private pages=1\nstore r0 off=0x0\nfork f0\nwait f0\n"
@@ -36,14 +37,20 @@ func mustResult(t testing.TB, r *Result) []byte {
 }
 
 func TestWireRoundTrip(t *testing.T) {
-	p := campaign.NewProgram(5, 3, nil, gen.DefaultWeights())
-	w := Work{V: WireVersion, Campaign: "c1", CampaignSeed: 5, Index: 3, Seed: campaign.ProgramSeed(5, 3), Program: string(p.Format()), Target: "sim"}
+	// The first program from index 3 whose forks inject nothing: the
+	// model does not predict a failed fork's rollback measurements.
+	i := int64(3)
+	p := campaign.NewProgram(5, i, nil, gen.DefaultWeights())
+	for ; injects(p); i++ {
+		p = campaign.NewProgram(5, i+1, nil, gen.DefaultWeights())
+	}
+	w := Work{V: WireVersion, Campaign: "c1", CampaignSeed: 5, Index: i, Seed: campaign.ProgramSeed(5, i), Program: string(p.Format()), Target: "sim"}
 	got, gp, err := DecodeWork(mustJSON(t, w))
 	if err != nil || *got != w || string(gp.Format()) != w.Program {
 		t.Fatalf("work round trip: %+v %v", got, err)
 	}
 	o := checker.Expected(p)
-	r := Result{V: WireVersion, Campaign: "c1", Index: 3, Agent: "a", Delivered: 2, Program: w.Program, Observation: o, Started: time.Now()}
+	r := Result{V: WireVersion, Campaign: "c1", Index: i, Agent: "a", Delivered: 2, Program: w.Program, Observation: o, Started: time.Now()}
 	gr, _, err := DecodeResult(mustResult(t, &r))
 	if err != nil || gr.Delivered != 2 || len(gr.Observation.Ops) != len(p.Ops) {
 		t.Fatalf("result round trip: %v", err)
@@ -52,6 +59,16 @@ func TestWireRoundTrip(t *testing.T) {
 	if herr != nil || !v.OK() {
 		t.Fatalf("the model's prediction, sent over the wire, is judged wrong: %v %v", v, herr)
 	}
+}
+
+// injects reports whether a fork of p injects a failure.
+func injects(p *prog.Program) bool {
+	for _, op := range p.Ops {
+		if op.Kind == prog.OpFork && (op.FailNth > 0 || op.ChildFail > 0 || op.OOMMemcg > 0 || op.ChildOOM > 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // Errors travel as data and are judged on the coordinator as they would

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -106,7 +107,10 @@ func TestReusedWorkdirStillFails(t *testing.T) {
 	if code != exitFindings {
 		t.Fatalf("second run: exit %d, want 1\nstdout: %s\nstderr: %s", code, out, errs)
 	}
-	if !strings.Contains(out, " 0 new findings, ") || !strings.Contains(out, "known from earlier runs in this workdir") {
+	// The second run restores the first's corpus, so its mutated
+	// programs differ and may find something new too; what matters is
+	// that the findings it saw again are reported, not dropped.
+	if m := regexp.MustCompile(` (\d+) known from earlier runs in this workdir`).FindStringSubmatch(out); m == nil || m[1] == "0" {
 		t.Fatalf("second run's summary does not say the findings were known:\n%s", out)
 	}
 	if got := strings.Count(out, "\nknown finding: "); got == 0 || got > saved {
