@@ -270,7 +270,7 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 	}
 	fork := prog.Op{Proc: proc, Kind: prog.OpFork, Fork: f}
 	if proc == 0 && g.w.MaxFailNth > 0 && chance(g.r, g.w.FailNthProb) {
-		fork.FailNth = g.failNth()
+		fork.FailNth = between(g.r, 1, min(g.w.MaxFailNth, prog.MaxFailNth))
 	} else if proc == 0 && g.w.MaxChildFail > 0 && g.w.ChildFailProb > 0 && chance(g.r, g.w.ChildFailProb) {
 		fork.ChildFail = between(g.r, 1, min(g.w.MaxChildFail, prog.MaxFailNth))
 	}
@@ -405,18 +405,4 @@ func (g *generator) raceOp(proc int) []prog.Op {
 		}
 	}
 	return g.simple(proc, k)
-}
-
-// failNth draws K for fork fail_nth=K: three times in four among the
-// points up to the end of the program's own VMAs (copy_process's own
-// allocations and the executor binary's VMAs come first, about 20 points,
-// then a few per region VMA: prog.ArenaBase), which replay run after run;
-// otherwise anywhere up to MaxFailNth, into the Go runtime's VMAs copied
-// after them, whose count moves between runs.
-func (g *generator) failNth() int {
-	hi := min(g.w.MaxFailNth, prog.MaxFailNth)
-	if chance(g.r, 0.75) {
-		hi = min(hi, 20+8*len(g.p.Regions))
-	}
-	return between(g.r, 1, hi)
 }
