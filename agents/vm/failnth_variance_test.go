@@ -58,13 +58,12 @@ func TestQEMUFailNthPoints(t *testing.T) {
 	}
 	// The goal is one count in 9 of 10 runs: reached 10/10 in the
 	// helper's runs, 5/10 in a CI run (189 five times, then 186 five
-	// times) and again 5/10 with the arena below the Go heap (the same
-	// 189/186, with the same 46 VMAs, 4 of them below the arena, and the
-	// same VmPTE): what moves is after the program's VMAs (probably the Go
-	// runtime's VMAs, whose anon_vma_fork reuses an anon_vma or allocates
-	// one depending on what earlier children left). It is reported, not
-	// asserted; what is asserted is the spread, and TestQEMUFailNthReplays
-	// asserts that a K inside the program's VMAs replays. Before the
+	// times) and again 5/10 with the arena tried below the Go heap (the
+	// same 189/186 around the 8th program, with the same 46 VMAs and
+	// VmPTE: what moved was after the program's VMAs). It is reported,
+	// not asserted; what is asserted is the spread, and
+	// TestQEMUFailNthReplays asserts that a K inside the program's VMAs
+	// replays. Before the
 	// executor fixed the kernel's stack cache, the Go heap's page tables
 	// and the PIDs (agents/executor/stackcache.go), 8 runs gave 160-166
 	// points.
@@ -75,14 +74,14 @@ func TestQEMUFailNthPoints(t *testing.T) {
 }
 
 // TestQEMUFailNthReplays is the replay a fail_nth finding depends on: the
-// K that fails the copy of the program's first THP region (the first
-// `pte_alloc_one <- copy_huge_pmd` point, which no VMA below the arena
-// has) is found once, then run 10 more times in the same VM, as a finding's
+// K that fails the fork's first `pte_alloc_one <- copy_huge_pmd` point
+// (r0's huge PMD, unless a Go heap VMA copied before the arena has one)
+// is found once, then run 10 more times in the same VM, as a finding's
 // replays are; at least 9 must fail that same site (issue 14's goal).
 // A run whose failure the kernel did not report (its reports are rate
-// limited) is retried once after a pause. Measured: K=32 (the 13 points
-// before dup_mmap's VMAs, 4 VMAs of the binary, then r0's tables), 10 of
-// 10 replays.
+// limited) is retried once after a pause. Measured: K=79, 10 of 10
+// replays (the Go heap's VMAs come first; K=32 and 10/10 with the arena
+// tried below the heap, docs/rollback.md).
 func TestQEMUFailNthReplays(t *testing.T) {
 	image, text := failNthSetup(t)
 	tg := bootTarget(t, image, nil, 2*time.Minute, nil)
