@@ -67,7 +67,7 @@ func read(t *testing.T, path string) string {
 // finding's page shows the bad page's history with expected and actual,
 // a rollback finding's the PMD flags before and after.
 func TestFindingPages(t *testing.T) {
-	wd := simCampaign(t, "async-rollback-partial", "default", 200, 8)
+	wd := simCampaign(t, "async-rollback-partial", "default", 200, 3)
 	dirs, _ := filepath.Glob(filepath.Join(wd, "findings", "*"))
 	for _, d := range dirs {
 		for _, f := range []string{FindingHTML, FindingJSON} {
@@ -147,7 +147,7 @@ func TestPagesInBrowser(t *testing.T) {
 		t.Skip("-short: the browser test runs campaigns and Chromium (about 30 s)")
 	}
 	bin := testutil.Chromium(t)
-	wd := simCampaign(t, "async-rollback-partial", "default", 200, 8)
+	wd := simCampaign(t, "async-rollback-partial", "default", 200, 3)
 	td := simCampaign(t, "async-sync-pte-only", "threads", 80, 1)
 	index, err := WriteCampaign(wd)
 	if err != nil {
@@ -174,7 +174,7 @@ func TestPagesInBrowser(t *testing.T) {
 		name, dir, want string
 		svgs            int
 	}{
-		{"snapshot", findingDir(t, wd, "snapshot_stale"), `id="page"`, 3},
+		{"snapshot", findingDir(t, wd, "snapshot_"), `id="page"`, 3},
 		{"rollback", findingDir(t, wd, "pagetable_pmd-rw"), `id="rollback"`, 3},
 		{"thread", findingDir(t, td, "linearizability_"), `class="witness"`, 4},
 	}
