@@ -10,6 +10,7 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 	"github.com/forkfuzz/forkfuzz/kernel"
 )
 
@@ -33,14 +34,7 @@ func TestQEMUFailNthPoints(t *testing.T) {
 	}
 	totals := map[int]int{}
 	for i := 0; i < warmup+runs; i++ {
-		o, err := tg.Run(p, agents.Options{NoCover: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(o.Rollbacks) != 1 {
-			t.Fatalf("%d rollback measurements, want 1", len(o.Rollbacks))
-		}
-		rb := o.Rollbacks[0]
+		rb := runRollback(t, tg, p)
 		if rb.Injection != obs.InjNotReached || rb.Remaining <= 0 {
 			t.Fatalf("run %d: injection %q remaining %d (%s)", i, rb.Injection, rb.Remaining, rb.Reason)
 		}
@@ -90,14 +84,7 @@ func TestQEMUFailNthReplays(t *testing.T) {
 		p := mustParse(t, strings.Replace(text, "\nfork f0\n", fmt.Sprintf("\nfork f0 fail_nth=%d\n", k), 1))
 		for try := 0; ; try++ {
 			time.Sleep(600 * time.Millisecond) // at most 2 fault reports a second: the kernel's rate limit
-			o, err := tg.Run(p, agents.Options{NoCover: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(o.Rollbacks) != 1 {
-				t.Fatalf("%d rollback measurements, want 1", len(o.Rollbacks))
-			}
-			rb := o.Rollbacks[0]
+			rb := runRollback(t, tg, p)
 			// Some points never report (allocations with __GFP_NOWARN):
 			// one retry tells them from a rate-limited report.
 			if rb.Injection != obs.InjInjected || rb.Site != "" || try == 1 {
@@ -154,4 +141,18 @@ func failNthSetup(t *testing.T) (image, text string) {
 		t.Fatal(err)
 	}
 	return image, string(b)
+}
+
+// runRollback runs p, whose one fork carries fail_nth, and returns that
+// fork's rollback measurement.
+func runRollback(t *testing.T, tg *Target, p *prog.Program) obs.Rollback {
+	t.Helper()
+	o, err := tg.Run(p, agents.Options{NoCover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Rollbacks) != 1 {
+		t.Fatalf("%d rollback measurements, want 1", len(o.Rollbacks))
+	}
+	return o.Rollbacks[0]
 }
