@@ -387,6 +387,11 @@ func (c *coord) produce(ctx context.Context, start time.Time) error {
 			c.state.Finished = true
 			err := c.saveState(ctx)
 			c.mu.Unlock()
+			if n, cerr := c.clearWork(ctx); cerr != nil {
+				c.log.Warn("removing the campaign's leftover work", "err", cerr)
+			} else if n > 0 {
+				c.log.Info("removed leftover work (answers already stored)", "messages", n)
+			}
 			c.log.Info("campaign finished", "done", c.st.Done, "findings", c.st.Findings)
 			return err
 		}
@@ -419,6 +424,38 @@ func (c *coord) produce(ctx context.Context, start time.Time) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// clearWork deletes the campaign's work still in the queue once every
+// answer is stored: work an agent answered but died before acknowledging
+// would otherwise come back after the ack wait, to be run for nothing.
+func (c *coord) clearWork(ctx context.Context) (int, error) {
+	info, err := c.s.Work.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	prefix := c.cfg.Campaign + "/"
+	n := 0
+	// Next-by-subject lookups visit only the messages that exist, however
+	// sparse the queue's sequence range is.
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; {
+		m, err := c.s.Work.GetMsg(ctx, seq, jetstream.WithGetMsgSubject("ffz.work.>"))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("work message at or after %d: %w", seq, err)
+		}
+		seq = m.Sequence + 1
+		if !strings.HasPrefix(m.Header.Get(jetstream.MsgIDHeader), prefix) {
+			continue
+		}
+		if err := c.s.Work.DeleteMsg(ctx, m.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return n, fmt.Errorf("work message %d: %w", m.Sequence, err)
+		}
+		n++
+	}
+	return n, nil
 }
 
 // publish sends a batch and then records it as published. A coordinator

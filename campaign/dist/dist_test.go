@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/sim"
@@ -376,4 +377,58 @@ func TestJudgedOnceInParallel(t *testing.T) {
 		t.Errorf("at most %d judge call at a time with 4 judges", maxInFlight)
 	}
 	t.Logf("%d judge calls, up to %d at a time, for %d results (%d duplicates)", calls, maxInFlight, cs.Done, cs.Duplicates)
+}
+
+// TestClearWorkKeepsOtherCampaigns: a finished campaign removes its own
+// leftover work (answered by an agent that died before acknowledging it)
+// and nothing of another campaign's, however sparse the queue.
+func TestClearWorkKeepsOtherCampaigns(t *testing.T) {
+	_, st := testConnected(t)
+	ctx := context.Background()
+	pub := func(id string) {
+		t.Helper()
+		if _, err := st.JS.Publish(ctx, workSubject("sim"), []byte("{}"), jetstream.WithMsgID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 50; i++ {
+		pub(fmt.Sprintf("other/%d", i))
+		pub(fmt.Sprintf("mine/%d", i))
+	}
+	pub("mine/min/sig")
+	pub("mine-too/1") // a campaign whose name extends "mine"
+	// Leave holes in the sequence range, as acknowledged work does.
+	for seq := uint64(1); seq <= 60; seq += 3 {
+		if err := st.Work.DeleteMsg(ctx, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := st.Work.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &coord{cfg: CoordinatorConfig{Campaign: "mine"}, s: st, log: testLog(t)}
+	n, err := c.clearWork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := st.Work.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[string]int{}
+	for seq := after.State.FirstSeq; seq <= after.State.LastSeq; seq++ {
+		m, err := st.Work.GetMsg(ctx, seq)
+		if err != nil {
+			continue
+		}
+		left[strings.SplitN(m.Header.Get(jetstream.MsgIDHeader), "/", 2)[0]]++
+	}
+	if left["mine"] != 0 || left["other"] == 0 || left["mine-too"] != 1 {
+		t.Errorf("left in the queue by campaign: %v", left)
+	}
+	if int(before.State.Msgs-after.State.Msgs) != n {
+		t.Errorf("clearWork says %d removed, the queue shrank by %d", n, before.State.Msgs-after.State.Msgs)
+	}
+	t.Logf("%d messages before, %d removed, left: %v", before.State.Msgs, n, left)
 }

@@ -238,6 +238,13 @@ func (a *worker) serve(ctx context.Context, m jetstream.Msg) {
 		a.minimize(ctx, m, w, p)
 		return
 	}
+	if md.NumDelivered > 1 && a.stored(ctx, w) {
+		// An agent stored the answer and died before acknowledging the
+		// work: running it again would only produce a duplicate.
+		atomic.AddInt64(&a.st.Duplicates, 1)
+		a.ack(ctx, m, w)
+		return
+	}
 	start := time.Now()
 	o, runErr := a.cfg.Target.Run(p, agents.Options{Corrupt: w.Corrupt})
 	r := &Result{V: WireVersion, Campaign: w.Campaign, CampaignSeed: w.CampaignSeed, Index: w.Index, Seed: w.Seed,
@@ -312,6 +319,15 @@ func (a *worker) publish(ctx context.Context, subject, msgID string, b []byte) b
 		a.log.Warn("publishing failed; retrying", "subject", subject, "msg", msgID, "err", err)
 		sleep(ctx, 500*time.Millisecond)
 	}
+}
+
+// stored reports whether w's result is already judged and stored (the
+// coordinator's Done record); an error reading it counts as not stored.
+func (a *worker) stored(ctx context.Context, w *Work) bool {
+	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := a.cfg.Store.Done.Get(gctx, doneKey(w.Campaign, w.Index))
+	return err == nil
 }
 
 // ack acknowledges work whose answer is stored.
