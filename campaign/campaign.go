@@ -273,11 +273,15 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 			saved.mutated(i, parent)
 			syms := cov.wantSymbols()
 			mu.Unlock()
+			ranFrom := time.Now()
 			o, err := cfg.Target.Run(p, agents.Options{Corrupt: cfg.Corrupt, Symbols: syms, NoCover: cfg.NoCover})
+			ran := time.Since(ranFrom)
 			v, herr := judge.Judge(p, o, err)
 			mu.Lock()
 			if herr == nil {
-				cov.record(i, p, o)
+				cov.record(i, p, o, ran)
+			} else {
+				cov.forget(i)
 			}
 			found, err := record(cfg, st, store, pool, saved, &harnessErrs, i, p, o, v, herr, &programs, &forks)
 			if err != nil && fatal == nil {

@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/campaign/cover"
@@ -23,10 +24,11 @@ type coverState struct {
 	failed string // the tracker could not open: coverage is off
 	line   atomic.Value
 	counts atomic.Pointer[cover.Counts] // the totals, for stats samples
+	from   map[int64]cover.From         // where running programs came from (guided)
 }
 
 func newCoverState(cfg Config) *coverState {
-	c := &coverState{cfg: cfg}
+	c := &coverState{cfg: cfg, from: map[int64]cover.From{}}
 	c.line.Store("coverage: -")
 	return c
 }
@@ -36,23 +38,29 @@ func (c *coverState) wantSymbols() bool {
 	return c.failed == "" && (c.t == nil || c.t.NeedSymbols())
 }
 
-// newProgram is NewProgram with the corpus: when guided and the corpus
-// holds programs, half of the programs mutate a corpus program drawn by
-// weight (the rest are NewProgram's fresh programs and pool mutations).
+// newProgram is NewProgram with the corpus: when guided, the tracker's
+// schedule decides whether program i mutates a corpus program (a share
+// that follows what corpus mutations and fresh programs have found per
+// second lately) or is one of NewProgram's fresh programs and pool
+// mutations. Program i's choice and mutation draw from ProgramRand.
 func (c *coverState) newProgram(i int64, pool *Pool) (p, parent *prog.Program) {
-	if c.t != nil && c.t.Guided && c.t.Counts().Corpus > 0 {
+	if c.t != nil && c.t.Guided {
 		r := ProgramRand(c.cfg.Seed, i)
-		if r.IntN(2) == 0 {
-			parent = c.t.Pick(r)
+		f := c.t.Draw(r)
+		c.from[i] = f
+		if f != cover.Fresh {
+			parent = c.t.Program(f)
 			return gen.Mutate(r, parent, pool.Progs, c.cfg.Weights), parent
 		}
 	}
 	return NewProgramParent(c.cfg.Seed, i, pool.Progs, c.cfg.Weights)
 }
 
-// record takes in the coverage of program i (it ran) and strips the
-// kernel symbols from o, which findings keep.
-func (c *coverState) record(i int64, p *prog.Program, o *obs.Observation) {
+// record takes in the coverage of program i (it ran for ran), credits
+// its source, and strips the kernel symbols from o, which findings keep.
+func (c *coverState) record(i int64, p *prog.Program, o *obs.Observation, ran time.Duration) {
+	from, drawn := c.from[i]
+	delete(c.from, i)
 	if o == nil || c.failed != "" {
 		return
 	}
@@ -82,8 +90,12 @@ func (c *coverState) record(i int64, p *prog.Program, o *obs.Observation) {
 		}
 		o.Cover.Symbols = ""
 	}
-	if _, err := c.t.Add(p, o.Cover); err != nil {
+	g, err := c.t.Add(p, o.Cover)
+	if err != nil {
 		logf(c.cfg.Log, "program %d: coverage: %v", i, err)
+	}
+	if drawn && o.Cover.Available() {
+		c.t.Credit(from, ran, g)
 	}
 	c.line.Store(c.t.Status())
 	n := c.t.Counts()
@@ -106,3 +118,6 @@ func (c *coverState) close(st *Stats) {
 		}
 	}
 }
+
+// forget drops program i's source: it did not run to an observation.
+func (c *coverState) forget(i int64) { delete(c.from, i) }

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -167,6 +166,8 @@ type Entry struct {
 	NewEdges int // edges it reached first
 	NewMM    int // fork/mm PCs it reached first
 	Weight   int
+	Picks    int // times Draw chose it
+	Hits     int // its mutations that reached new edges
 }
 
 // Tracker is a campaign's coverage: what every run reached, and the corpus.
@@ -187,6 +188,7 @@ type Tracker struct {
 	csv         *os.File
 	start       time.Time
 	programs    int
+	sched       schedule
 }
 
 // KernelID names a kernel build for the corpus directory: the first 16
@@ -329,28 +331,35 @@ func (t *Tracker) addEntry(e Entry) {
 	t.totalWeight += e.Weight
 }
 
-// Add takes in the coverage of program p and reports whether p entered
-// the corpus (it reached new edges). A nil or unavailable coverage is
-// remembered for Status.
-func (t *Tracker) Add(p *prog.Program, c *obs.Coverage) (bool, error) {
+// Gain is what one program's coverage added to the totals.
+type Gain struct {
+	NewEdges int // edges no earlier program reached
+	NewMM    int // fork/mm PCs no earlier program reached
+}
+
+// Add takes in the coverage of program p and reports what it added; p
+// enters the corpus when it reached new edges. A nil or unavailable
+// coverage is remembered for Status.
+func (t *Tracker) Add(p *prog.Program, c *obs.Coverage) (Gain, error) {
 	t.programs++
 	defer t.row()
 	if c == nil {
 		if !t.seen && t.unavailable == "" {
 			t.unavailable = "the target collects none"
 		}
-		return false, nil
+		return Gain{}, nil
 	}
 	if !c.Available() {
 		if !t.seen {
 			t.unavailable = c.Unavailable
 		}
-		return false, nil
+		return Gain{}, nil
 	}
 	t.seen, t.unavailable = true, ""
 	ne, nm := t.merge(c)
+	g := Gain{NewEdges: ne, NewMM: nm}
 	if ne == 0 {
-		return false, nil
+		return g, nil
 	}
 	text := p.Format()
 	sum := sha256.Sum256(text)
@@ -359,16 +368,16 @@ func (t *Tracker) Add(p *prog.Program, c *obs.Coverage) (bool, error) {
 	stored.Symbols = ""
 	b, err := json.Marshal(&stored)
 	if err != nil {
-		return false, fmt.Errorf("cover: %w", err)
+		return g, fmt.Errorf("cover: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(t.Dir, name+".json"), b, 0o644); err != nil {
-		return false, fmt.Errorf("cover: %w", err)
+		return g, fmt.Errorf("cover: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(t.Dir, name+".ffz"), text, 0o644); err != nil {
-		return false, fmt.Errorf("cover: %w", err)
+		return g, fmt.Errorf("cover: %w", err)
 	}
 	t.addEntry(Entry{Name: name, Prog: p, NewEdges: ne, NewMM: nm})
-	return true, nil
+	return g, nil
 }
 
 func (t *Tracker) row() {
@@ -378,31 +387,19 @@ func (t *Tracker) row() {
 	fmt.Fprintf(t.csv, "%.1f,%d,%d,%d,%d,%d\n", time.Since(t.start).Seconds(), t.programs, len(t.pcs), len(t.edges), t.mmPCs, len(t.entries))
 }
 
-// Pick returns a corpus program, drawn by weight, or nil when the
-// corpus is empty or the tracker does not guide.
-func (t *Tracker) Pick(r *rand.Rand) *prog.Program {
-	if !t.Guided || len(t.entries) == 0 {
-		return nil
-	}
-	x := r.IntN(t.totalWeight)
-	for _, e := range t.entries {
-		if x < e.Weight {
-			return e.Prog
-		}
-		x -= e.Weight
-	}
-	return t.entries[len(t.entries)-1].Prog
-}
-
 // Counts are a tracker's totals.
 type Counts struct {
 	PCs, Edges, ForkMMPCs, Corpus int
 	Symbols                       bool
+	// Drawn programs were scheduled by a guided tracker; FromCorpus of
+	// them mutate a corpus program.
+	Drawn, FromCorpus int
 }
 
 // Counts returns the totals so far.
 func (t *Tracker) Counts() Counts {
-	return Counts{PCs: len(t.pcs), Edges: len(t.edges), ForkMMPCs: t.mmPCs, Corpus: len(t.entries), Symbols: t.syms != nil}
+	return Counts{PCs: len(t.pcs), Edges: len(t.edges), ForkMMPCs: t.mmPCs, Corpus: len(t.entries), Symbols: t.syms != nil,
+		Drawn: t.sched.drawn, FromCorpus: t.sched.fromCorp}
 }
 
 // Status is one phrase for the progress line and the summary.
@@ -418,11 +415,7 @@ func (t *Tracker) Status() string {
 	if c.Symbols {
 		mm = fmt.Sprintf("fork/mm %d", c.ForkMMPCs)
 	}
-	mode := "guided"
-	if !t.Guided {
-		mode = "blind"
-	}
-	return fmt.Sprintf("cover %d pcs %d edges %s corpus %d (%s)", c.PCs, c.Edges, mm, c.Corpus, mode)
+	return fmt.Sprintf("cover %d pcs %d edges %s corpus %d (%s)", c.PCs, c.Edges, mm, c.Corpus, t.scheduleStatus())
 }
 
 // ErrNoCorpus is returned by Report when workdir has no coverage corpus.

@@ -63,33 +63,42 @@ func TestTracker(t *testing.T) {
 	p1 := mustParse(t, "forkfuzz v1\nregion r0 anon-private pages=1\nfork f0\nwait f0\n")
 	p2 := mustParse(t, "forkfuzz v1\nregion r0 anon-private pages=2\nfork f0\nwait f0\n")
 	c1 := &obs.Coverage{PCs: []uint64{0xffffffff81100010, 0xffffffff81100950}, Edges: []uint32{1, 2}}
-	if in, err := tr.Add(p1, c1); err != nil || !in {
-		t.Fatalf("first program: in corpus %v, %v", in, err)
+	if g, err := tr.Add(p1, c1); err != nil || g != (Gain{NewEdges: 2, NewMM: 1}) {
+		t.Fatalf("first program: gain %+v, %v", g, err)
 	}
-	if in, _ := tr.Add(p2, c1); in {
-		t.Errorf("same edges again entered the corpus")
+	if g, _ := tr.Add(p2, c1); g.NewEdges != 0 {
+		t.Errorf("same edges again: gain %+v", g)
 	}
 	c2 := &obs.Coverage{PCs: []uint64{0xffffffff81100a08}, Edges: []uint32{3}}
-	if in, _ := tr.Add(p2, c2); !in {
-		t.Errorf("new edge did not enter the corpus")
+	if g, _ := tr.Add(p2, c2); g != (Gain{NewEdges: 1, NewMM: 1}) {
+		t.Errorf("new edge: gain %+v", g)
 	}
-	if in, _ := tr.Add(p2, &obs.Coverage{Unavailable: "no KCOV"}); in {
-		t.Errorf("unavailable coverage entered the corpus")
+	if g, _ := tr.Add(p2, &obs.Coverage{Unavailable: "no KCOV"}); g != (Gain{}) {
+		t.Errorf("unavailable coverage: gain %+v", g)
 	}
 	got := tr.Counts()
 	if got != (Counts{PCs: 3, Edges: 3, ForkMMPCs: 2, Corpus: 2, Symbols: true}) {
 		t.Errorf("counts %+v", got)
 	}
-	if !strings.Contains(tr.Status(), "fork/mm 2 corpus 2 (guided)") {
+	if !strings.Contains(tr.Status(), "fork/mm 2 corpus 2 (guided, 25% from corpus)") {
 		t.Errorf("status %q", tr.Status())
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	seen := map[string]bool{}
-	for i := 0; i < 50; i++ {
-		seen[string(tr.Pick(r).Format())] = true
+	fresh := 0
+	for i := 0; i < 200; i++ {
+		f := tr.Draw(r)
+		if f == Fresh {
+			fresh++
+			continue
+		}
+		seen[string(tr.Program(f).Format())] = true
 	}
 	if len(seen) != 2 {
-		t.Errorf("Pick drew %d distinct programs of 2", len(seen))
+		t.Errorf("Draw drew %d distinct programs of 2", len(seen))
+	}
+	if fresh < 120 || fresh > 180 {
+		t.Errorf("%d of 200 draws fresh before any credit, want about 150 (a quarter from the corpus)", fresh)
 	}
 	tr.Close()
 	b, _ := os.ReadFile(csv)
@@ -104,8 +113,10 @@ func TestTracker(t *testing.T) {
 	if got := tr2.Counts(); got != (Counts{PCs: 3, Edges: 3, ForkMMPCs: 2, Corpus: 2, Symbols: true}) {
 		t.Errorf("reopened counts %+v", got)
 	}
-	if tr2.Pick(r) != nil {
-		t.Errorf("a blind tracker picked a program")
+	for i := 0; i < 20; i++ {
+		if f := tr2.Draw(r); f != Fresh {
+			t.Fatalf("a blind tracker drew corpus entry %d", f)
+		}
 	}
 	var out bytes.Buffer
 	if err := Report(&out, dir, ReportOptions{}); err != nil {

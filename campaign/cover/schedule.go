@@ -1,0 +1,139 @@
+package cover
+
+import (
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// The schedule decides, program by program, whether a guided campaign
+// mutates a corpus program or makes a fresh one (generated, or mutated
+// from the campaign's pool), by what each source has found per second
+// of target time lately. A fixed half-and-half split lost to blind
+// campaigns on the reference kernel (docs/coverage.md): while fresh
+// programs still reach new code at almost every run, mutating the corpus
+// only replaces them. The schedule starts at a quarter from the corpus
+// and moves the share toward the source that pays, within [10%, 90%].
+const (
+	minShare   = 0.10
+	maxShare   = 0.90
+	startShare = 0.25
+	// decay: each credited program ages both sources' history (a
+	// half-life of about 23 programs).
+	decay = 0.97
+)
+
+// From is where a program came from: a corpus entry's index, or Fresh.
+type From int
+
+// Fresh: generated, or mutated from the pool, not from the corpus.
+const Fresh From = -1
+
+type source struct{ gain, secs float64 }
+
+type schedule struct {
+	src      [2]source // 0: fresh, 1: corpus
+	runs     int
+	meanSecs float64 // running mean of a program's target time (the prior's length)
+	fromCorp int     // programs drawn from the corpus
+	drawn    int
+}
+
+// gain is what a program found, on the corpus weight's scale.
+func gain(newEdges, newMM int) float64 {
+	return float64(bits.Len(uint(newEdges)) + 4*bits.Len(uint(newMM)))
+}
+
+// share is the probability that the next program comes from the corpus.
+func (s *schedule) share() float64 {
+	if s.runs == 0 {
+		return startShare
+	}
+	// Each source's rate with a prior of one average-length run: fresh
+	// programs are assumed to pay three times what corpus mutations do
+	// until the runs say otherwise.
+	fresh := (s.src[0].gain + 3) / (s.src[0].secs + s.meanSecs)
+	corp := (s.src[1].gain + 1) / (s.src[1].secs + s.meanSecs)
+	sh := corp / (corp + fresh)
+	return min(maxShare, max(minShare, sh))
+}
+
+func (s *schedule) credit(fromCorpus bool, ran time.Duration, g float64) {
+	secs := ran.Seconds()
+	s.runs++
+	s.meanSecs += (secs - s.meanSecs) / float64(s.runs)
+	for i := range s.src {
+		s.src[i].gain *= decay
+		s.src[i].secs *= decay
+	}
+	k := 0
+	if fromCorpus {
+		k = 1
+	}
+	s.src[k].gain += g
+	s.src[k].secs += secs
+}
+
+// Draw decides where the next program comes from: a corpus entry to
+// mutate (drawn by weight, fewer times the more it was drawn before and
+// more the more its mutations found), or Fresh. A blind tracker, or one
+// with an empty corpus, always says Fresh.
+func (t *Tracker) Draw(r *rand.Rand) From {
+	if !t.Guided || len(t.entries) == 0 {
+		return Fresh
+	}
+	t.sched.drawn++
+	if r.Float64() >= t.sched.share() {
+		return Fresh
+	}
+	t.sched.fromCorp++
+	total := 0
+	for i := range t.entries {
+		total += t.entries[i].energy()
+	}
+	x := r.IntN(total)
+	for i := range t.entries {
+		e := &t.entries[i]
+		if x < e.energy() {
+			e.Picks++
+			return From(i)
+		}
+		x -= e.energy()
+	}
+	panic("cover: draw past the corpus's total weight")
+}
+
+// energy is an entry's weight for Draw: its corpus weight plus 4 per
+// mutation of it that found new edges, halved by its first 16 draws,
+// thirded by 32 (in 64ths, so that worn entries keep some chance).
+func (e *Entry) energy() int {
+	return max(1, (e.Weight+4*e.Hits)*64/(16+e.Picks))
+}
+
+// Program returns the corpus program f names (nil for Fresh).
+func (t *Tracker) Program(f From) *prog.Program {
+	if f < 0 || int(f) >= len(t.entries) {
+		return nil
+	}
+	return t.entries[f].Prog
+}
+
+// Credit tells the schedule what a program from f found (g, from Add) in
+// the target time it ran.
+func (t *Tracker) Credit(f From, ran time.Duration, g Gain) {
+	if f >= 0 && int(f) < len(t.entries) && g.NewEdges > 0 {
+		t.entries[f].Hits++
+	}
+	t.sched.credit(f >= 0, ran, gain(g.NewEdges, g.NewMM))
+}
+
+// scheduleStatus is the schedule's part of the status line.
+func (t *Tracker) scheduleStatus() string {
+	if !t.Guided {
+		return "blind"
+	}
+	return fmt.Sprintf("guided, %d%% from corpus", int(100*t.sched.share()+0.5))
+}

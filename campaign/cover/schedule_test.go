@@ -1,0 +1,86 @@
+package cover
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+)
+
+// corpusTracker is a guided tracker holding n corpus programs.
+func corpusTracker(t *testing.T, n int) *Tracker {
+	t.Helper()
+	tr, err := Open(t.TempDir(), "k", true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		p := mustParse(t, fmt.Sprintf("forkfuzz v1\nregion r0 anon-private pages=%d\nfork f0\nwait f0\n", i+1))
+		if g, err := tr.Add(p, &obs.Coverage{PCs: []uint64{uint64(i + 1)}, Edges: []uint32{uint32(i + 1)}}); err != nil || g.NewEdges != 1 {
+			t.Fatalf("entry %d: %+v, %v", i, g, err)
+		}
+	}
+	return tr
+}
+
+// TestScheduleFollowsYield: the share of programs drawn from the corpus
+// moves toward the source that finds more per second, and stays within
+// its bounds whatever the history.
+func TestScheduleFollowsYield(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		freshGain, corpusGain   Gain
+		freshTime, corpusTime   time.Duration
+		wantAtLeast, wantAtMost float64
+	}{
+		{"fresh pays", Gain{NewEdges: 300, NewMM: 40}, Gain{}, 10 * time.Second, 10 * time.Second, minShare, 0.12},
+		{"corpus pays", Gain{}, Gain{NewEdges: 300, NewMM: 40}, 10 * time.Second, 10 * time.Second, 0.85, maxShare},
+		{"equal finds, corpus twice as fast", Gain{NewEdges: 100}, Gain{NewEdges: 100}, 20 * time.Second, 10 * time.Second, 0.6, 0.72},
+		{"nothing found anywhere", Gain{}, Gain{}, time.Second, time.Second, 0.2, 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := corpusTracker(t, 4)
+			r := rand.New(rand.NewPCG(7, 7))
+			for i := 0; i < 400; i++ {
+				f := tr.Draw(r)
+				if s := tr.sched.share(); s < minShare || s > maxShare {
+					t.Fatalf("share %.3f out of [%v, %v] after %d programs", s, minShare, maxShare, i)
+				}
+				if f == Fresh {
+					tr.Credit(f, tc.freshTime, tc.freshGain)
+				} else {
+					tr.Credit(f, tc.corpusTime, tc.corpusGain)
+				}
+			}
+			if s := tr.sched.share(); s < tc.wantAtLeast || s > tc.wantAtMost {
+				t.Errorf("share %.3f after 400 programs, want [%v, %v]", s, tc.wantAtLeast, tc.wantAtMost)
+			}
+		})
+	}
+}
+
+// TestDrawEnergy: an entry drawn often without its mutations finding
+// anything is drawn less than one whose mutations found new edges.
+func TestDrawEnergy(t *testing.T) {
+	tr := corpusTracker(t, 2)
+	tr.entries[0].Picks = 40
+	tr.entries[1].Hits = 3
+	tr.sched.src[1].gain = 1e6 // draw from the corpus (the share's upper bound)
+	tr.sched.src[1].secs = 1
+	tr.sched.runs, tr.sched.meanSecs = 1, 1
+	r := rand.New(rand.NewPCG(3, 3))
+	n := [2]int{}
+	for i := 0; i < 100; i++ {
+		if f := tr.Draw(r); f != Fresh {
+			n[f]++
+		}
+	}
+	// Energy wears with every draw, so the productive entry's lead
+	// shrinks as it is drawn.
+	if n[0]+n[1] < 80 || n[1] < 3*n[0] {
+		t.Errorf("draws: worn-out entry %d, productive entry %d (of 100)", n[0], n[1])
+	}
+	t.Logf("draws: worn-out entry %d, productive entry %d (of 100)", n[0], n[1])
+}
