@@ -38,7 +38,7 @@ type ciRun struct {
 
 func runCI(t *testing.T, args ...string) *ciRun {
 	t.Helper()
-	dir := t.TempDir()
+	dir := gateDir(t)
 	jx, jj := filepath.Join(dir, "results.xml"), filepath.Join(dir, "results.json")
 	all := append([]string{"ci", "--junit", jx, "--json", jj, "--workdir", filepath.Join(dir, "w")}, args...)
 	t0 := time.Now()
@@ -47,6 +47,33 @@ func runCI(t *testing.T, args ...string) *ciRun {
 	t.Logf("forkfuzz %s: exit %d in %v\n%s", strings.Join(all, " "), code, r.elapsed.Round(time.Millisecond), lastLines(out, 12))
 	readResults(t, r, jx, jj)
 	return r
+}
+
+// gateDir is a temporary directory for a gate run in this process. A gate
+// that reaches its hard stop abandons the campaign goroutine (the CLI
+// then exits, which ends it); here it lives on and may still write a
+// finding's files for a while, so removal is retried.
+func gateDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "forkfuzz-ci-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		deadline := time.Now().Add(time.Minute)
+		for {
+			err := os.RemoveAll(dir)
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("removing %s: %v", dir, err)
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+	return dir
 }
 
 func readResults(t *testing.T, r *ciRun, jx, jj string) {
