@@ -46,7 +46,20 @@ type Options struct {
 	// child's side instead (child_oom=K*ChildOOMStep bytes), until the
 	// child stays within one.
 	ChildOOMStep uint64
+	// Settle, when positive, runs up to this many probes before the
+	// sweep of a fork (fail_nth far past the end: no fault, the kernel
+	// reads back how many points were left) until three in a row count
+	// the same number of failure points. A fresh executor's first
+	// programs still grow what fork copies (docs/rollback.md, "Replaying
+	// fail_nth"): without settling, the K-th point of the sweep's first
+	// runs is not the K-th of its last. The result records the probes
+	// and whether the count moved during the sweep. Not for Child sweeps.
+	Settle int
 }
+
+// ProbeK is the fail_nth of a settling probe: past any fork's last
+// failure point.
+const ProbeK = 100000
 
 // Finding is one issue found at one failure point.
 type Finding struct {
@@ -86,6 +99,13 @@ type ForkResult struct {
 	Elapsed      time.Duration
 	Stopped      string // why the sweep of this fork ended
 	Findings     []Finding
+	// Probes are the failure-point counts of the settling probes, in
+	// order (Options.Settle); Settled is set when the last three agreed.
+	// Moved says how the count at the sweep's end differs from the
+	// settled one ("" when it does not, or there were no probes).
+	Probes  []int
+	Settled bool
+	Moved   string
 }
 
 // Result is a whole sweep.
@@ -147,6 +167,31 @@ func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult,
 	seen := map[string]bool{}
 	retries := 0
 	defer func() { fr.Elapsed = time.Since(start) }()
+	// judge judges one run and keeps the first program of each new
+	// signature.
+	judgeRun := func(q *prog.Program, k int, ob *obs.Observation, runErr error, attr string) (*judge.Verdict, error) {
+		v, err := judge.Judge(q, ob, runErr)
+		if err != nil {
+			return nil, fmt.Errorf("sweep fork f%d at %s=%d: %w", f, attr, k, err)
+		}
+		for _, is := range v.Issues {
+			if !seen[is.Signature] {
+				seen[is.Signature] = true
+				fr.Findings = append(fr.Findings, Finding{Fork: f, K: k, Issue: is, Program: q})
+			}
+		}
+		return v, nil
+	}
+	if o.Settle > 0 && !o.Child {
+		if err := settle(t, p, i, o, fr, judgeRun); err != nil {
+			return fr, err
+		}
+		defer func() {
+			if n := len(fr.Probes); n > 0 && fr.Points >= 0 && fr.Points != fr.Probes[n-1] {
+				fr.Moved = fmt.Sprintf("the count moved during the sweep: %d before it, %d at its end; K values near the change may name different failure points", fr.Probes[n-1], fr.Points)
+			}
+		}()
+	}
 	for k := 1; k <= o.MaxK; k += o.Stride {
 		q := p.Clone()
 		for j := range q.Ops {
@@ -165,15 +210,9 @@ func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult,
 		}
 		ob, runErr := t.Run(q, agents.Options{})
 		fr.Runs++
-		v, err := judge.Judge(q, ob, runErr)
+		v, err := judgeRun(q, k, ob, runErr, attr)
 		if err != nil {
-			return fr, fmt.Errorf("sweep fork f%d at %s=%d: %w", f, attr, k, err)
-		}
-		for _, is := range v.Issues {
-			if !seen[is.Signature] {
-				seen[is.Signature] = true
-				fr.Findings = append(fr.Findings, Finding{Fork: f, K: k, Issue: is, Program: q})
-			}
+			return fr, err
 		}
 		if ob == nil {
 			// The executor or the kernel died: the fault is somewhere in
@@ -231,6 +270,46 @@ func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult,
 	}
 	fr.Stopped = fmt.Sprintf("stopped at the limit of %d failure points", o.MaxK)
 	return fr, nil
+}
+
+// settle runs the probes of Options.Settle before the sweep of fork op i
+// and records their counts in fr. Probe runs are judged like any run (no
+// fault is injected); they are not counted in fr.Runs.
+func settle(t agents.Target, p *prog.Program, i int, o Options, fr *ForkResult,
+	judgeRun func(*prog.Program, int, *obs.Observation, error, string) (*judge.Verdict, error)) error {
+	q := p.Clone()
+	for j := range q.Ops {
+		q.Ops[j].FailNth, q.Ops[j].ChildFail, q.Ops[j].ChildOOM = 0, 0, 0
+	}
+	q.Ops[i].FailNth = ProbeK
+	for n := 0; n < o.Settle; n++ {
+		ob, runErr := t.Run(q, agents.Options{})
+		if _, err := judgeRun(q, ProbeK, ob, runErr, "fail_nth (probe)"); err != nil {
+			return err
+		}
+		if ob == nil {
+			logf(o.Log, "fork f%d probe %d: no observation (%v)", fr.Fork, n+1, runErr)
+			continue
+		}
+		rb := rollbackOf(ob, i)
+		switch {
+		case rb == nil:
+			logf(o.Log, "fork f%d probe %d: no rollback measurement", fr.Fork, n+1)
+			continue
+		case rb.Injection == obs.InjUnsupported:
+			return &UnsupportedError{rb.Reason}
+		case rb.Injection != obs.InjNotReached:
+			logf(o.Log, "fork f%d probe %d: fail_nth=%d was %s; no count", fr.Fork, n+1, ProbeK, rb.Injection)
+			continue
+		}
+		fr.Probes = append(fr.Probes, ProbeK-rb.Remaining)
+		logf(o.Log, "fork f%d probe %d: %d failure points", fr.Fork, n+1, ProbeK-rb.Remaining)
+		if m := len(fr.Probes); m >= 3 && fr.Probes[m-1] == fr.Probes[m-2] && fr.Probes[m-2] == fr.Probes[m-3] {
+			fr.Settled = true
+			return nil
+		}
+	}
+	return nil
 }
 
 // childRun accounts one run of a child sweep; done ends the sweep.

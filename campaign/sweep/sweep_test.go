@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,6 +71,10 @@ type fakeTarget struct {
 	points int
 	bad    bool
 	runs   []int
+	// early, when set, are the point counts of the first runs (a fresh
+	// executor's warm-up); late, from run lateFrom on, replaces points.
+	early          []int
+	late, lateFrom int
 }
 
 func (f *fakeTarget) Name() string { return "fake" }
@@ -78,13 +83,20 @@ func (f *fakeTarget) Run(p *prog.Program, _ agents.Options) (*obs.Observation, e
 	o := checker.Expected(p)
 	i := p.Injected()[0]
 	k := p.Ops[i].FailNth
+	points := f.points
+	switch n := len(f.runs); {
+	case n < len(f.early):
+		points = f.early[n]
+	case f.lateFrom > 0 && n >= f.lateFrom:
+		points = f.late
+	}
 	f.runs = append(f.runs, k)
 	rb := obs.Rollback{Fork: p.Ops[i].Fork, Op: i, At: i, Cause: obs.CauseFailNth, FailNth: k, Injection: obs.InjInjected,
 		ChildrenBefore: []int{}, ChildrenAfter: []int{}, Comparable: true, MapsBefore: "m", MapsAfter: "m",
 		PageTablesBefore: -1, PageTablesAfter: -1, VmPTEBefore: -1, VmPTEAfter: -1, PMDSource: "absent: fake"}
 	switch {
-	case k > f.points:
-		rb.Injection, rb.Remaining = obs.InjNotReached, k-f.points
+	case k > points:
+		rb.Injection, rb.Remaining = obs.InjNotReached, k-points
 	case k == 2:
 	default:
 		rb.Errno = 12
@@ -147,6 +159,40 @@ func TestSweepCounts(t *testing.T) {
 	if len(fr.Findings) != 1 || fr.Findings[0].K != 5 || fr.Findings[0].Issue.Signature != "rollback:maps-changed" ||
 		!strings.Contains(string(fr.Findings[0].Program.Format()), "fork f0 fail_nth=5") {
 		t.Fatalf("findings %+v", fr.Findings)
+	}
+}
+
+// TestSweepSettles: probes run until three in a row count the same
+// failure points, and a count that moves during the sweep is reported.
+func TestSweepSettles(t *testing.T) {
+	p := vmasProg(t)
+	for _, tc := range []struct {
+		name    string
+		f       *fakeTarget
+		settle  int
+		probes  []int
+		settled bool
+		points  int
+		moved   bool
+	}{
+		{"warm-up then steady", &fakeTarget{points: 7, early: []int{10, 9}}, 12, []int{10, 9, 7, 7, 7}, true, 7, false},
+		{"steady from the start", &fakeTarget{points: 7}, 12, []int{7, 7, 7}, true, 7, false},
+		{"never steady", &fakeTarget{points: 7, early: []int{9, 8, 9, 8}}, 4, []int{9, 8, 9, 8}, false, 7, true},
+		{"moves during the sweep", &fakeTarget{points: 7, late: 8, lateFrom: 6}, 12, []int{7, 7, 7}, true, 8, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Run(tc.f, p, Options{Settle: tc.settle})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fr := res.Forks[0]
+			if fmt.Sprint(fr.Probes) != fmt.Sprint(tc.probes) || fr.Settled != tc.settled || fr.Points != tc.points || (fr.Moved != "") != tc.moved {
+				t.Errorf("probes %v settled %v points %d moved %q; want %v %v %d moved=%v", fr.Probes, fr.Settled, fr.Points, fr.Moved, tc.probes, tc.settled, tc.points, tc.moved)
+			}
+			if fr.Runs != len(tc.f.runs)-len(fr.Probes) {
+				t.Errorf("%d sweep runs counted, %d runs at the target, %d probes", fr.Runs, len(tc.f.runs), len(fr.Probes))
+			}
+		})
 	}
 }
 
@@ -270,12 +316,15 @@ func TestQEMUSweep(t *testing.T) {
 	// forkfuzz sweep does that).
 	stride := max(1, points/12)
 	start := time.Now()
-	res, err := Run(tg, p, Options{Stride: stride, Log: testLog{t}})
+	res, err := Run(tg, p, Options{Stride: stride, Log: testLog{t}, Settle: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fr := res.Forks[0]
-	t.Logf("sweep with stride %d: %d runs in %v: %d failed forks, %d tolerated faults, %d failure points", stride, fr.Runs, time.Since(start).Round(time.Millisecond), fr.Failed, fr.Tolerated, fr.Points)
+	t.Logf("sweep with stride %d: %d runs in %v: %d failed forks, %d tolerated faults, %d failure points; probes %v (settled %v) %s", stride, fr.Runs, time.Since(start).Round(time.Millisecond), fr.Failed, fr.Tolerated, fr.Points, fr.Probes, fr.Settled, fr.Moved)
+	if len(fr.Probes) < 3 {
+		t.Errorf("%d probes counted failure points, want at least 3: %v", len(fr.Probes), fr.Probes)
+	}
 	for _, f := range fr.Findings {
 		t.Errorf("fail_nth=%d: %s: %s\n%s", f.K, f.Issue.Signature, f.Issue.Explanation, f.Program.Format())
 	}

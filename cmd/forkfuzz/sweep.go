@@ -25,12 +25,17 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	forks := fs.String("forks", "", "comma-separated fork numbers to sweep (default: every fork of the main process)")
 	verbose := fs.Bool("v", false, "log every run")
 	childOOM := fs.Uint64("child-oom", 0, "with --child: sweep memory cgroup limits on the child's side instead, child_oom=STEP, 2*STEP, ... bytes (e.g. 4096) until the child stays within one")
+	settle := fs.Int("settle", 12, "before sweeping a fork, run up to N probes (no fault) until three in a row count the same failure points: a fresh executor's first programs still change what fork copies (0: no probes; not with --child)")
 	child := fs.Bool("child", false, "sweep the child's failure points before user space (childfail=1,2,...: under Async-fork, the child's copy of the page tables) instead of the fork's")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "usage: forkfuzz sweep [--target qemu --kernel IMAGE] [flags] PROG")
+		return exitError
+	}
+	if *settle < 0 {
+		fmt.Fprintf(stderr, "forkfuzz sweep: --settle %d: want a number of probe runs >= 0\n", *settle)
 		return exitError
 	}
 	if *maxK < 0 || *stride < 1 {
@@ -46,7 +51,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "forkfuzz sweep: --child-oom needs --child")
 		return exitError
 	}
-	opt := sweep.Options{MaxK: *maxK, Stride: *stride, Child: *child, ChildOOMStep: *childOOM}
+	opt := sweep.Options{MaxK: *maxK, Stride: *stride, Child: *child, ChildOOMStep: *childOOM, Settle: *settle}
 	if *verbose {
 		opt.Log = stderr
 	}
@@ -132,6 +137,16 @@ func printSweep(w io.Writer, res *sweep.Result) {
 			fmt.Fprintf(w, "fork f%d (op %d): %s failure points; %d runs in %v (%v/run): fork failed %d times (%s), fork returned success despite the fault %d times; %d findings; %s\n",
 				fr.Fork, fr.Op, pts, fr.Runs, fr.Elapsed.Round(time.Millisecond), (fr.Elapsed / time.Duration(max(fr.Runs, 1))).Round(time.Millisecond),
 				fr.Failed, strings.Join(errs, ", "), fr.Tolerated, len(fr.Findings), fr.Stopped)
+		}
+		if len(fr.Probes) > 0 {
+			how := "settled"
+			if !fr.Settled {
+				how = "NOT settled (the count still moved; K values of this sweep may not replay)"
+			}
+			fmt.Fprintf(w, "  probes before the sweep (failure points per run, no fault): %s: %s\n", strings.Trim(fmt.Sprint(fr.Probes), "[]"), how)
+		}
+		if fr.Moved != "" {
+			fmt.Fprintf(w, "  warning: %s\n", fr.Moved)
 		}
 		var sites []string
 		for s := range fr.Sites {

@@ -10,7 +10,8 @@ import (
 // found with a reproducer that carries its fail_nth.
 func TestSweepSim(t *testing.T) {
 	code, out, errs := forkfuzz(t, "sweep", "--target", "sim", "--fork", "async", "../../corpus/rollback/vmas.ffz")
-	if code != exitClean || !strings.Contains(out, "failure points") || !strings.Contains(out, "0 findings") {
+	if code != exitClean || !strings.Contains(out, "failure points") || !strings.Contains(out, "0 findings") ||
+		!strings.Contains(out, "probes before the sweep (failure points per run, no fault): 9 9 9: settled") {
 		t.Fatalf("clean: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 	code, out, errs = forkfuzz(t, "sweep", "--target", "sim", "--fork", "async", "--mutant", "async-rollback-partial", "../../corpus/rollback/vmas.ffz")
