@@ -252,6 +252,20 @@ func (k *kcovState) drain(i int) {
 	}
 }
 
+// drainHalf drains slot i when its buffer is half full: loops that fault
+// on every page (a store or a view over thousands of pages) call it as
+// they go, so that one operation does not overflow the buffer (a child's
+// holds 64K PCs; one COW fault records a few hundred). Safe where drain
+// is.
+func (k *kcovState) drainHalf(i int) {
+	if k == nil || !k.ok || !k.on || i >= len(k.area) {
+		return
+	}
+	if a := k.area[i]; atomic.LoadUint64(&a[0]) >= uint64(len(a)/2) {
+		k.drain(i)
+	}
+}
+
 func pcs0(k *kcovState, i int) []uint64 { return k.pcs[i] }
 
 func edgeHash(prev, pc uint64) uint64 {

@@ -338,6 +338,9 @@ func (m *machine) view(at int) {
 					continue
 				}
 				copyPage(&m.page, uintptr(addr))
+				if pg&15 == 15 {
+					m.kc.drainHalf(m.proc)
+				}
 				var digest uint64
 				nz := 0
 				for w := range m.page {
@@ -439,6 +442,9 @@ func (m *machine) exec(i int) {
 				continue
 			}
 			store64(uintptr(a), prog.SlotValue(i, k))
+			if k&15 == 15 {
+				m.kc.drainHalf(m.proc)
+			}
 		}
 	case prog.OpPwrite:
 		for k := 0; k < op.Count; k++ {
@@ -447,6 +453,9 @@ func (m *machine) exec(i int) {
 			if e != 0 {
 				errno = e
 				break
+			}
+			if k&15 == 15 {
+				m.kc.drainHalf(m.proc)
 			}
 		}
 	case prog.OpMmap:
