@@ -552,6 +552,10 @@ func (m *machine) fork(i, f int, start int64) {
 	if census {
 		m.census.before(m, f)
 	}
+	// The census reads page tables and page flags of every region, the
+	// fork copies the executor's: each can fill much of the main KCOV
+	// buffer, so it is drained between them when half full.
+	m.kc.drainHalf(m.proc)
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
 	pid, errno := rawFork()
@@ -563,8 +567,10 @@ func (m *machine) fork(i, f int, start int64) {
 	if !m.inChild {
 		m.forkTSC[f] = [2]uint64{inv, resp}
 	}
+	m.kc.drainHalf(m.proc)
 	if census {
 		m.census.after(m, errno == 0)
+		m.kc.drainHalf(m.proc)
 	}
 	if ev {
 		m.fe.after(m, i, f, int(pid), errno)
