@@ -83,6 +83,10 @@ type kcovState struct {
 	edges   [kcovChildren + 1][]uint64
 	cache   [kcovCache][2]uint64 // (pc, prev) pairs drained; private to each process
 	shared  []byte
+	// op is the main process's operation running (-1: before the
+	// first, len(ops): after the last); overAt is the op during which
+	// slot 0's buffer first filled (-2: it did not), for the note.
+	op, overAt int
 }
 
 // openKcov opens and maps every slot. Main process, executor thread only.
@@ -201,6 +205,7 @@ func (k *kcovState) begin(forks int, off bool) {
 	}
 	atomic.StoreUint64(&k.area[0][0], 0)
 	clear(k.cache[:])
+	k.op, k.overAt = -1, -2
 }
 
 // enableChild turns collection on for the calling child of fork f. Safe
@@ -226,6 +231,9 @@ func (k *kcovState) drain(i int) {
 		n = uint64(len(a) - 1)
 		full = true
 		atomic.OrUint64(&pcs0(k, i)[0], 1<<62)
+		if i == 0 && k.overAt == -2 {
+			k.overAt = k.op
+		}
 	}
 	pcs, edges := k.pcs[i], k.edges[i]
 	prev := uint64(0)
@@ -337,7 +345,14 @@ func (k *kcovState) result(forks int) (c *obs.Coverage) {
 			if w&(1<<62) != 0 {
 				what = "the kcov buffer"
 			}
-			c.Note += fmt.Sprintf("process %d: %s filled; ", i, what)
+			where := ""
+			if i == 0 && k.overAt >= -1 {
+				where = fmt.Sprintf(" during op %d", k.overAt)
+				if k.overAt == -1 {
+					where = " before the first op"
+				}
+			}
+			c.Note += fmt.Sprintf("process %d: %s filled%s; ", i, what, where)
 		}
 		for _, pc := range k.pcs[i][1:] {
 			if pc != 0 {

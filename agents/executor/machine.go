@@ -411,8 +411,14 @@ func (m *machine) runProc(proc int) {
 			m.post(i) // main process only: children have no threads
 			continue
 		}
+		if proc == 0 && m.kc != nil {
+			m.kc.op = i
+		}
 		m.exec(i)
 		m.kc.drain(m.proc)
+	}
+	if proc == 0 && m.kc != nil {
+		m.kc.op = len(m.p.Ops) // what follows: threads' end, the last view
 	}
 }
 
