@@ -168,6 +168,11 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 		defer m.primeStackCache()() // stackcache.go: the same failure sites every run
 	}
 	m.measureBefore(rb)
+	// Priming the stack cache forks twice and the measurement walks
+	// every page table: with the fork itself that can pass the main
+	// KCOV buffer's 4M PCs, so drain here (user space only: nothing the
+	// fork's failure points depend on).
+	m.kc.drain(m.proc)
 	kmsg := -1
 	if fd >= 0 {
 		kmsg = kmsgOpen()

@@ -560,8 +560,8 @@ func (m *machine) fork(i, f int, start int64) {
 	}
 	// The census reads page tables and page flags of every region, the
 	// fork copies the executor's: each can fill much of the main KCOV
-	// buffer, so it is drained between them when half full.
-	m.kc.drainHalf(m.proc)
+	// buffer, so it is drained between them.
+	m.kc.drain(m.proc)
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
 	pid, errno := rawFork()
@@ -573,10 +573,10 @@ func (m *machine) fork(i, f int, start int64) {
 	if !m.inChild {
 		m.forkTSC[f] = [2]uint64{inv, resp}
 	}
-	m.kc.drainHalf(m.proc)
+	m.kc.drain(m.proc)
 	if census {
 		m.census.after(m, errno == 0)
-		m.kc.drainHalf(m.proc)
+		m.kc.drain(m.proc)
 	}
 	if ev {
 		m.fe.after(m, i, f, int(pid), errno)
