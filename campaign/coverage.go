@@ -25,6 +25,9 @@ type coverState struct {
 	line   atomic.Value
 	counts atomic.Pointer[cover.Counts] // the totals, for stats samples
 	from   map[int64]cover.From         // where running programs came from (guided)
+	// kernelID, when set, names the corpus directory instead of the
+	// target's image or the observed release (Guide).
+	kernelID string
 }
 
 func newCoverState(cfg Config) *coverState {
@@ -65,12 +68,17 @@ func (c *coverState) record(i int64, p *prog.Program, o *obs.Observation, ran ti
 		return
 	}
 	if c.t == nil {
-		image := ""
-		if ki, ok := agents.Unwrap(c.cfg.Target).(KernelImager); ok {
-			image = ki.KernelImage()
+		id := c.kernelID
+		if id == "" {
+			image := ""
+			if c.cfg.Target != nil {
+				if ki, ok := agents.Unwrap(c.cfg.Target).(KernelImager); ok {
+					image = ki.KernelImage()
+				}
+			}
+			id = cover.KernelID(image, o.Kernel)
 		}
-		csv := c.cfg.CoverCSV
-		t, err := cover.Open(c.cfg.Workdir, cover.KernelID(image, o.Kernel), !c.cfg.Blind, csv)
+		t, err := cover.Open(c.cfg.Workdir, id, !c.cfg.Blind, c.cfg.CoverCSV)
 		if err != nil {
 			c.failed = err.Error()
 			c.line.Store("coverage: off (" + c.failed + ")")
@@ -121,3 +129,48 @@ func (c *coverState) close(st *Stats) {
 
 // forget drops program i's source: it did not run to an observation.
 func (c *coverState) forget(i int64) { delete(c.from, i) }
+
+// Guide is a campaign's coverage guidance for drivers other than Run
+// (the distributed coordinator): the same corpus, schedule and status.
+// Its methods are not safe for concurrent use; the caller locks.
+type Guide struct{ c *coverState }
+
+// NewGuide guides programs drawn from cfg.Seed with cfg.Weights, keeping
+// the corpus under cfg.Workdir (cfg.Blind: measure only; cfg.CoverCSV,
+// cfg.Log as for Run). kernelID names the corpus directory (for example
+// the first 16 hex digits of the image's SHA-256, as cover.KernelID);
+// "" names it after the release the first observation reports.
+func NewGuide(cfg Config, kernelID string) *Guide {
+	c := newCoverState(cfg)
+	c.kernelID = kernelID
+	return &Guide{c: c}
+}
+
+// NewProgram returns program i (and the corpus or pool program it
+// mutates, if any).
+func (g *Guide) NewProgram(i int64, pool *Pool) (p, parent *prog.Program) {
+	return g.c.newProgram(i, pool)
+}
+
+// Record takes in the observation of program i, which ran for ran, and
+// strips the kernel symbols from it.
+func (g *Guide) Record(i int64, p *prog.Program, o *obs.Observation, ran time.Duration) {
+	g.c.record(i, p, o, ran)
+}
+
+// Forget drops program i, which did not run to an observation.
+func (g *Guide) Forget(i int64) { g.c.forget(i) }
+
+// Status is the coverage phrase of the progress line.
+func (g *Guide) Status() string { return g.c.status() }
+
+// Close flushes the corpus's time series and returns the totals (nil:
+// no coverage was collected).
+func (g *Guide) Close() *cover.Counts {
+	var st Stats
+	g.c.close(&st)
+	if g.c.t == nil {
+		return nil
+	}
+	return &st.CoverCounts
+}

@@ -32,13 +32,12 @@ type From int
 // Fresh: generated, or mutated from the pool, not from the corpus.
 const Fresh From = -1
 
-type source struct{ gain, secs float64 }
+type source struct{ gain, secs, n float64 } // decayed sums
 
 type schedule struct {
 	src      [2]source // 0: fresh, 1: corpus
 	runs     int
-	meanSecs float64 // running mean of a program's target time (the prior's length)
-	fromCorp int     // programs drawn from the corpus
+	fromCorp int // programs drawn from the corpus
 	drawn    int
 }
 
@@ -47,34 +46,50 @@ func gain(newEdges, newMM int) float64 {
 	return float64(bits.Len(uint(newEdges)) + 4*bits.Len(uint(newMM)))
 }
 
+// priorRuns is the weight of the prior, in runs of average length and
+// gain (both sources' recent average): fresh programs are assumed to pay
+// 1.5 times the average and corpus mutations 0.5 times, until the runs
+// say otherwise. Early in a campaign every program finds thousands of
+// edges; a prior on that scale keeps one lucky corpus mutation from
+// swinging the share to its bound (the first credited program moves it
+// from 25% to 33% at most). The prior also keeps a source that finds
+// nothing from being written off: a rarely drawn source's rate stays
+// near its prior, so the share settles within about [10%, 75%].
+const priorRuns = 1
+
 // share is the probability that the next program comes from the corpus.
 func (s *schedule) share() float64 {
-	if s.runs == 0 {
+	n := s.src[0].n + s.src[1].n
+	if s.runs == 0 || n == 0 {
 		return startShare
 	}
-	// Each source's rate with a prior of one average-length run: fresh
-	// programs are assumed to pay three times what corpus mutations do
-	// until the runs say otherwise.
-	fresh := (s.src[0].gain + 3) / (s.src[0].secs + s.meanSecs)
-	corp := (s.src[1].gain + 1) / (s.src[1].secs + s.meanSecs)
+	meanGain := (s.src[0].gain + s.src[1].gain) / n
+	meanSecs := (s.src[0].secs + s.src[1].secs) / n
+	if meanSecs <= 0 {
+		meanSecs = 1e-9
+	}
+	rate := func(k int, prior float64) float64 {
+		return (s.src[k].gain + priorRuns*prior*meanGain + 1e-9) / (s.src[k].secs + priorRuns*meanSecs)
+	}
+	fresh, corp := rate(0, 1.5), rate(1, 0.5)
 	sh := corp / (corp + fresh)
 	return min(maxShare, max(minShare, sh))
 }
 
 func (s *schedule) credit(fromCorpus bool, ran time.Duration, g float64) {
-	secs := ran.Seconds()
 	s.runs++
-	s.meanSecs += (secs - s.meanSecs) / float64(s.runs)
 	for i := range s.src {
 		s.src[i].gain *= decay
 		s.src[i].secs *= decay
+		s.src[i].n *= decay
 	}
 	k := 0
 	if fromCorpus {
 		k = 1
 	}
 	s.src[k].gain += g
-	s.src[k].secs += secs
+	s.src[k].secs += ran.Seconds()
+	s.src[k].n++
 }
 
 // Draw decides where the next program comes from: a corpus entry to

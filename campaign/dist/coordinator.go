@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/campaign/cover"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
@@ -34,6 +35,10 @@ type CoordinatorConfig struct {
 	Corrupt  string        // test-only executor corruption
 	Weights  gen.Weights
 	Workdir  string // finding directories are also written to Workdir/findings
+	// Blind: measure kernel coverage (the corpus under
+	// Workdir/corpus/KERNEL-ID is still kept) but do not let it guide
+	// the programs. Guided otherwise, like forkfuzz run (campaign.Guide).
+	Blind bool
 	// Queue bounds the programs published and not yet done (default 256).
 	Queue int
 	// AckWait: how long an agent may hold work without a sign of life.
@@ -97,6 +102,10 @@ type Stats struct {
 	Resumed       bool
 	Elapsed       time.Duration
 	Saved         []string // finding directories written by this run
+	// Cover is the coverage phrase ("coverage: unavailable (...)" on
+	// targets without KCOV); CoverCounts its totals (nil: none).
+	Cover       string
+	CoverCounts *cover.Counts
 }
 
 type coord struct {
@@ -121,6 +130,7 @@ type coord struct {
 	minPending map[string]bool         // findings (by key) whose minimization is awaited
 	firstOf    map[string]findingOwner // findings (by key) known to be stored, and by whom
 	wake       chan struct{}
+	guide      *campaign.Guide
 }
 
 // RunCoordinator runs (or resumes) a campaign: it publishes work, stores
@@ -159,6 +169,14 @@ func RunCoordinator(ctx context.Context, cfg CoordinatorConfig) (*Stats, error) 
 	if err := c.loadState(ctx); err != nil {
 		return nil, err
 	}
+	// Coverage guidance, as in a local campaign; programs then also
+	// depend on what earlier ones covered (each still carries its text).
+	kid := ""
+	if len(c.state.Kernel) >= 16 {
+		kid = c.state.Kernel[:16] // cover.KernelID of the same image
+	}
+	c.guide = campaign.NewGuide(campaign.Config{Seed: c.state.Seed, Weights: cfg.Weights, Workdir: cfg.Workdir,
+		Blind: cfg.Blind, Log: slogWriter{c.log}}, kid)
 	if _, err := EnsureWorkerConsumer(ctx, c.s.JS, cfg.Target, cfg.AckWait); err != nil {
 		return nil, err
 	}
@@ -210,6 +228,7 @@ func RunCoordinator(ctx context.Context, cfg CoordinatorConfig) (*Stats, error) 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.st.Elapsed = time.Since(start)
+	c.st.Cover, c.st.CoverCounts = c.guide.Status(), c.guide.Close()
 	st := c.st
 	return &st, err
 }
@@ -398,7 +417,7 @@ func (c *coord) produce(ctx context.Context, start time.Time) error {
 		var batch []*Work
 		for !c.limitReached(deadline) && c.state.Next+int64(len(batch))-c.st.Done < int64(c.cfg.Queue) && len(batch) < 512 {
 			i := c.state.Next + int64(len(batch))
-			p := campaign.NewProgram(c.state.Seed, i, c.pool.Progs, c.cfg.Weights)
+			p, _ := c.guide.NewProgram(i, c.pool)
 			batch = append(batch, &Work{V: WireVersion, Campaign: c.cfg.Campaign, CampaignSeed: c.state.Seed, Index: i,
 				Seed: campaign.ProgramSeed(c.state.Seed, i), Program: string(p.Format()), Target: c.state.Target,
 				Kernel: c.state.Kernel, Corrupt: c.state.Corrupt})
@@ -424,6 +443,14 @@ func (c *coord) produce(ctx context.Context, start time.Time) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// slogWriter turns the guide's log lines into the coordinator's.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(b []byte) (int, error) {
+	w.l.Info(strings.TrimSpace(string(b)))
+	return len(b), nil
 }
 
 // clearWork deletes the campaign's work still in the queue once every
@@ -642,6 +669,11 @@ func (c *coord) handle(ctx context.Context, m jetstream.Msg) error {
 	c.mu.Lock()
 	c.done[r.Index] = true
 	c.count(&d)
+	if herr == nil {
+		c.guide.Record(r.Index, p, r.Observation, time.Duration(r.RunNanos))
+	} else {
+		c.guide.Forget(r.Index)
+	}
 	c.mu.Unlock()
 	if mt := c.cfg.Metrics; mt != nil {
 		mt.observe(&d)
@@ -727,6 +759,7 @@ func (c *coord) progress(start time.Time) func() {
 				line := fmt.Sprintf("%s  programs %d (%.1f/s)  forks %d (%.1f/s)  queued %d  redelivered %d  findings %d",
 					time.Since(start).Round(time.Second), st.Programs, float64(st.Programs)/el, st.Forks, float64(st.Forks)/el,
 					next-st.Done, st.Redelivered, st.Findings)
+				line += "  " + c.guide.Status()
 				if c.cfg.ProgressLines {
 					fmt.Fprintf(c.cfg.Progress, "progress: %s\n", line)
 				} else {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -431,4 +432,92 @@ func TestClearWorkKeepsOtherCampaigns(t *testing.T) {
 		t.Errorf("clearWork says %d removed, the queue shrank by %d", n, before.State.Msgs-after.State.Msgs)
 	}
 	t.Logf("%d messages before, %d removed, left: %v", before.State.Msgs, n, left)
+}
+
+// coverSim is the simulated kernel with made-up kernel coverage: one edge
+// per pair of consecutive operation kinds, so new combinations are new.
+type coverSim struct{ *sim.Target }
+
+func (c coverSim) Run(p *prog.Program, opts agents.Options) (*obs.Observation, error) {
+	o, err := c.Target.Run(p, opts)
+	if o == nil {
+		return o, err
+	}
+	cv := &obs.Coverage{Procs: 1}
+	seen := map[uint32]bool{}
+	prev := ""
+	for _, op := range p.Ops {
+		kind := fmt.Sprintf("%v/%d/%d", op.Kind, op.Proc, op.Advice)
+		h := fnv.New32a()
+		h.Write([]byte(prev + ">" + kind))
+		if e := h.Sum32(); !seen[e] {
+			seen[e] = true
+			cv.Edges = append(cv.Edges, e)
+			cv.PCs = append(cv.PCs, uint64(e))
+		}
+		prev = kind
+	}
+	o.Cover = cv
+	return o, err
+}
+
+// TestDistCoverageGuided: a distributed campaign keeps the coverage corpus
+// and draws programs from it when guided, and says coverage is
+// unavailable on a target that collects none.
+func TestDistCoverageGuided(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cover  bool
+		blind  bool
+		status string
+	}{
+		{"guided", true, false, "% from corpus)"},
+		{"blind", true, true, "(blind)"},
+		{"no coverage", false, false, "coverage: unavailable (the target collects none)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, st := testConnected(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			actx, stopAgent := context.WithCancel(ctx)
+			var tg agents.Target = simTarget(t, "")
+			if tc.cover {
+				tg = coverSim{simTarget(t, "")}
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if _, err := RunWorker(actx, WorkerConfig{Store: st, ID: "a0", Kind: "sim", Target: tg, Log: testLog(t)}); err != nil && actx.Err() == nil {
+					t.Error(err)
+				}
+			}()
+			workdir := t.TempDir()
+			w := gen.DefaultWeights()
+			cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "cov", Seed: 5, Programs: 120, Target: "sim",
+				Weights: w, Workdir: workdir, Queue: 4, Blind: tc.blind, Log: testLog(t)})
+			stopAgent()
+			<-done
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s; counts %+v", cs.Cover, cs.CoverCounts)
+			if !strings.Contains(cs.Cover, tc.status) {
+				t.Errorf("coverage phrase %q, want %q in it", cs.Cover, tc.status)
+			}
+			if !tc.cover {
+				return
+			}
+			c := cs.CoverCounts
+			if c == nil || c.Corpus == 0 {
+				t.Fatalf("no coverage corpus: %+v", c)
+			}
+			files, _ := filepath.Glob(filepath.Join(workdir, "corpus", "*", "*.ffz"))
+			if len(files) != c.Corpus {
+				t.Errorf("%d corpus files for a corpus of %d", len(files), c.Corpus)
+			}
+			if tc.blind && c.FromCorpus != 0 || !tc.blind && (c.FromCorpus == 0 || c.Drawn < 100) {
+				t.Errorf("blind=%v: %d of %d programs drawn from the corpus", tc.blind, c.FromCorpus, c.Drawn)
+			}
+		})
+	}
 }

@@ -127,6 +127,7 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	judges := fs.Int("judges", 0, "goroutines that judge and store results (0: 2 per CPU, at least 4)")
 	ackWait := fs.Duration("ack-wait", 30*time.Second, "an agent silent this long loses its work to another agent")
 	workdir := fs.String("workdir", "workdir", "finding directories are written here too")
+	blind := fs.Bool("blind", false, "keep the kernel-coverage corpus (WORKDIR/corpus/KERNEL-ID) but do not let it guide the programs")
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executors falsify observations")
 	logLevel := fs.String("log-level", "info", "debug (every program's seed), info, warn, error")
 	quiet := fs.Bool("q", false, "no progress line")
@@ -226,7 +227,7 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("--profile: %w", err))
 	}
 	ccfg := dist.CoordinatorConfig{Store: st, Campaign: *name, Seed: *seed, Programs: *programs, Duration: *duration,
-		Target: *target, Kernel: kernelHash, Corrupt: *corrupt, Weights: weights, Workdir: *workdir,
+		Target: *target, Kernel: kernelHash, Corrupt: *corrupt, Weights: weights, Workdir: *workdir, Blind: *blind,
 		Queue: *queue, Judges: *judges, AckWait: *ackWait, Log: log, Metrics: m}
 	if !*quiet {
 		ccfg.Progress = stderr
@@ -255,6 +256,9 @@ func printDistSummary(w io.Writer, cs *dist.Stats, name string) {
 	fmt.Fprintf(w, "summary: campaign %s: %d programs, %d forks in %v (%.1f programs/s this run); %d failing runs, %d unique findings, %d harness errors; %d redelivered, %d duplicate results dropped\n",
 		name, cs.Programs, cs.Forks, cs.Elapsed.Round(time.Millisecond), float64(cs.Published)/cs.Elapsed.Seconds(),
 		cs.Events, cs.Findings, cs.HarnessErrors, cs.Redelivered, cs.Duplicates)
+	if cs.Cover != "" {
+		fmt.Fprintf(w, "%s\n", cs.Cover)
+	}
 	for _, d := range cs.Saved {
 		fmt.Fprintf(w, "finding: %s\n", d)
 	}
@@ -444,7 +448,7 @@ func runDist(t agents.Target, kind string, cfg campaign.Config, minRuns int, min
 	fmt.Fprintf(stdout, "campaign: target %s over JetStream (in-process), seed %d (program i uses campaign.ProgramSeed(%d, i))\n", t.Name(), cfg.Seed, cfg.Seed)
 	cs, err := dist.RunCoordinator(cctx, dist.CoordinatorConfig{Store: st, Campaign: "run", Seed: cfg.Seed,
 		Programs: cfg.Programs, Duration: cfg.Duration, Target: kind, Corrupt: cfg.Corrupt, Weights: cfg.Weights,
-		Workdir: cfg.Workdir, Queue: 4, Progress: cfg.Progress, ProgressLines: cfg.ProgressLines, ProgressEvery: cfg.ProgressEvery, Log: log})
+		Workdir: cfg.Workdir, Blind: cfg.Blind, Queue: 4, Progress: cfg.Progress, ProgressLines: cfg.ProgressLines, ProgressEvery: cfg.ProgressEvery, Log: log})
 	stopAgent()
 	<-agentDone
 	if err != nil {
