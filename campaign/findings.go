@@ -55,6 +55,14 @@ type Finding struct {
 	// ReplayErrors counts replay runs that gave no verdict (refused at
 	// the end of a budget, harness errors); they are not in Replays.
 	ReplayErrors int
+	// MinDropped, when set, is the minimized program that reproduced
+	// in none of its replays while the original program did: some step
+	// of the minimization was accepted on a run that failed for another
+	// reason (a kernel report of an earlier run, a rare race). Minimized
+	// is then the original program, and Reproduced/Replays its replays.
+	MinDropped *prog.Program
+	// MinDroppedReplays is how many replays MinDropped failed.
+	MinDroppedReplays int
 }
 
 // Reduce minimizes f.Program while the same signature reproduces on target,
@@ -98,14 +106,37 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 	// Replays count runs that gave a verdict: a run the target refused
 	// (the gate's budget is spent) or a harness error is not a failure
 	// to reproduce. At most twice as many runs are tried.
-	f.Replays = 0
+	replay(ctx, target, f, min, opt)
+	if f.Reproduced == 0 && f.Replays > 0 && !f.NotRepeated && len(min.Ops) < len(f.Program.Ops) && !f.Interrupted {
+		// The minimized program never failed again, though the original
+		// did on its rerun: keep the original as the reproducer if it
+		// still fails, and say what was dropped.
+		dropped, n := min, f.Replays
+		f.Replays, f.ReplayErrors = 0, 0
+		replay(ctx, target, f, f.Program, opt)
+		if f.Reproduced > 0 {
+			f.MinDropped, f.MinDroppedReplays = dropped, n
+			f.Minimized = f.Program
+			return
+		}
+		// Neither replays: report the minimized program's replays.
+		f.Replays, f.Reproduced = n, 0
+	}
+}
+
+// replay runs p, the finding's reproducer, up to `replays` times that
+// give a verdict (at most twice as many runs) and counts in f how often
+// it fails with the finding's signature.
+func replay(ctx context.Context, target agents.Target, f *Finding, p *prog.Program, opt agents.Options) {
+	sig := f.Issue.Signature
+	f.Replays, f.Reproduced = 0, 0
 	for k := 0; k < 2*replays && f.Replays < replays; k++ {
 		if ctx.Err() != nil {
 			f.Interrupted = true
 			break
 		}
-		o, err := target.Run(min, opt)
-		v, herr := judge.Judge(min, o, err)
+		o, err := target.Run(p, opt)
+		v, herr := judge.Judge(p, o, err)
 		if herr != nil {
 			f.ReplayErrors++
 			continue
@@ -229,6 +260,9 @@ func (s *FindingStore) Save(f *Finding) (string, error) {
 	if f.Minimized != nil {
 		files["minimized.ffz"] = f.Minimized.Format()
 	}
+	if f.MinDropped != nil {
+		files["minimized-dropped.ffz"] = f.MinDropped.Format()
+	}
 	if c, err := reproc.ForFinding(f.Minimized, f.Program, f.MinObs, f.Observation); err == nil {
 		files["repro.c"] = c
 	}
@@ -299,6 +333,9 @@ func (f *Finding) Report() string {
 	case f.NotRepeated:
 		fmt.Fprintf(&b, "minimized: no, the program did not fail again on its first rerun%s; reproduced %d/%d replays\n",
 			map[bool]string{true: " (then interrupted)"}[f.Interrupted], f.Reproduced, f.Replays)
+	case f.MinDropped != nil:
+		fmt.Fprintf(&b, "minimized: no: the minimized program (%d ops, in %d target runs; minimized-dropped.ffz) reproduced 0/%d replays, so the original is kept; reproduced %d/%d replays\n",
+			len(f.MinDropped.Ops), f.MinRuns, f.MinDroppedReplays, f.Reproduced, f.Replays)
 	case f.Interrupted:
 		fmt.Fprintf(&b, "minimized: %d ops (from %d) in %d target runs, then interrupted; reproduced %d/%d replays\n",
 			len(f.Minimized.Ops), len(f.Program.Ops), f.MinRuns, f.Reproduced, f.Replays)

@@ -3,6 +3,8 @@ package campaign
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -82,5 +84,51 @@ func TestReduceRefusedReplaysNotCounted(t *testing.T) {
 	}
 	if r := f.Report(); !strings.Contains(r, "reproduced 0/0 replays") || !strings.Contains(r, "10 more replay runs gave no verdict") {
 		t.Fatalf("report:\n%s", r)
+	}
+}
+
+// lateTarget fails the original program every time, and any shorter one
+// only during the minimizer's first runs (as a kernel report that a
+// previous run left behind would): the minimized program then never
+// reproduces, and the original is kept.
+type lateTarget struct {
+	crashTarget
+	orig  int
+	until int64
+}
+
+func (l *lateTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	if n := l.n.Add(1); len(p.Ops) == l.orig || n <= l.until {
+		return nil, &executor.CrashError{Status: "signal: segmentation fault"}
+	}
+	return l.modelTarget.Run(p, opt)
+}
+
+func TestReduceKeepsOriginalWhenMinimizedNeverReproduces(t *testing.T) {
+	f := crashFinding(t)
+	tg := &lateTarget{orig: len(f.Program.Ops), until: 4}
+	ReduceContext(context.Background(), tg, f, 300, 0, "")
+	if f.MinDropped == nil || len(f.MinDropped.Ops) >= len(f.Program.Ops) || f.MinDroppedReplays != 5 {
+		t.Fatalf("dropped %v (%d replays), minimized to %d of %d ops", f.MinDropped != nil, f.MinDroppedReplays, len(f.Minimized.Ops), len(f.Program.Ops))
+	}
+	if f.Minimized != f.Program || f.Reproduced != 5 || f.Replays != 5 {
+		t.Fatalf("kept %d of %d ops, reproduced %d/%d", len(f.Minimized.Ops), len(f.Program.Ops), f.Reproduced, f.Replays)
+	}
+	r := f.Report()
+	if !strings.Contains(r, "reproduced 0/5 replays, so the original is kept; reproduced 5/5 replays") {
+		t.Fatalf("report:\n%s", r)
+	}
+	// Loading the report back counts the original's replays.
+	dir := t.TempDir()
+	s := &FindingStore{Dir: dir}
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Save(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(d, "minimized-dropped.ffz")); err != nil {
+		t.Errorf("the dropped minimized program is not on disk: %v", err)
 	}
 }

@@ -21,7 +21,9 @@ var (
 	reTarget    = regexp.MustCompile(`(?m)^target:\s+(\S+)`)
 	reOracle    = regexp.MustCompile(`(?m)^oracle:\s+(\S+)`)
 	reJudged    = regexp.MustCompile(`(?m)^judged:\s+(.*)$`)
-	reMinimized = regexp.MustCompile(`(?m)^minimized: \d+ ops \(from \d+\) in (\d+) target runs; reproduced (\d+)/(\d+) replays`)
+	// The replays counted are the last on the line (a dropped minimized
+	// program's come first); the runs, the first "N target runs".
+	reMinimized = regexp.MustCompile(`(?m)^minimized: .*?(\d+) target runs.*reproduced (\d+)/(\d+) replays$`)
 	reCorrupt   = regexp.MustCompile(`(?m)^NOTE:.*corruption "([^"]*)"`)
 	reWhat      = regexp.MustCompile(`(?s)What went wrong \((minimized|original) program\):\n(.*?)\n\n`)
 )
