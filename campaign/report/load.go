@@ -18,9 +18,9 @@ import (
 )
 
 var (
-	reTarget    = regexp.MustCompile(`(?m)^target:\s+(\S+)`)
-	reOracle    = regexp.MustCompile(`(?m)^oracle:\s+(\S+)`)
-	reJudged    = regexp.MustCompile(`(?m)^judged:\s+(.*)$`)
+	reTarget = regexp.MustCompile(`(?m)^target:\s+(\S+)`)
+	reOracle = regexp.MustCompile(`(?m)^oracle:\s+(\S+)`)
+	reJudged = regexp.MustCompile(`(?m)^judged:\s+(.*)$`)
 	// The replays counted are the last on the line (a dropped minimized
 	// program's come first); the runs, the first "N target runs".
 	reMinimized = regexp.MustCompile(`(?m)^minimized: .*?(\d+) target runs.*reproduced (\d+)/(\d+) replays$`)
