@@ -164,15 +164,16 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 			fd = -1
 		}
 	}
+	// Priming the stack cache forks twice and the measurement walks
+	// every page table: with the fork itself that can pass the main
+	// KCOV buffer's 4M PCs, so drain first. Not between the priming and
+	// the fork: a drain takes most of a second under TCG, time in which
+	// other tasks on CPU 0 could take the primed stacks.
+	m.kc.drain(m.proc)
 	if fd >= 0 {
 		defer m.primeStackCache()() // stackcache.go: the same failure sites every run
 	}
 	m.measureBefore(rb)
-	// Priming the stack cache forks twice and the measurement walks
-	// every page table: with the fork itself that can pass the main
-	// KCOV buffer's 4M PCs, so drain here (user space only: nothing the
-	// fork's failure points depend on).
-	m.kc.drain(m.proc)
 	kmsg := -1
 	if fd >= 0 {
 		kmsg = kmsgOpen()

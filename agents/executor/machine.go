@@ -560,7 +560,7 @@ func (m *machine) fork(i, f int, start int64) {
 	}
 	// The census reads page tables and page flags of every region, the
 	// fork copies the executor's: each can fill much of the main KCOV
-	// buffer, so it is drained between them.
+	// buffer, so it is drained between them (after the fork: below).
 	m.kc.drain(m.proc)
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
@@ -573,14 +573,15 @@ func (m *machine) fork(i, f int, start int64) {
 	if !m.inChild {
 		m.forkTSC[f] = [2]uint64{inv, resp}
 	}
-	m.kc.drain(m.proc)
 	if census {
 		m.census.after(m, errno == 0)
-		m.kc.drain(m.proc)
 	}
 	if ev {
 		m.fe.after(m, i, f, int(pid), errno)
 	}
+	// Not before the evidence: under Async-fork the child's deferred
+	// copy runs meanwhile, and a drain takes most of a second under TCG.
+	m.kc.drain(m.proc)
 	end := m.now()
 	if errno == 0 {
 		m.pids[f] = int(pid)
