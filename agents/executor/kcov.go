@@ -50,7 +50,7 @@ const KcovPath = "/sys/kernel/debug/kcov"
 // Buffer sizes in entries (8 bytes each; entry 0 is the count).
 const (
 	kcovMainWords  = 1 << 22 // drained after every operation; one fork of the executor takes ~1M
-	kcovChildWords = 1 << 18 // drained after every operation of the child, and as loops over pages go
+	kcovChildWords = 1 << 16 // drained after every operation of the child, and as loops over pages go
 	// kcovChildren bounds the children that collect coverage (forks
 	// f0..f(kcovChildren-1)); later forks run without. Children's buffers
 	// are mapped in every child (fork copies their page table entries, so
@@ -263,7 +263,7 @@ func (k *kcovState) drain(i int) {
 // drainHalf drains slot i when its buffer is half full: loops that fault
 // on every page (a store or a view over thousands of pages) call it as
 // they go, so that one operation does not overflow the buffer (a child's
-// holds 256K PCs; one COW fault records a few hundred). Safe where drain
+// holds 64K PCs; one COW fault records a few hundred). Safe where drain
 // is.
 func (k *kcovState) drainHalf(i int) {
 	if k == nil || !k.ok || !k.on || i >= len(k.area) {
