@@ -37,7 +37,9 @@ type ForkImplTarget struct {
 	// Stats, for the summary.
 	Runs, Forks, Deferred, Eager, Unknown, EvidenceErrors int
 	WPPMDs, PMDReads                                      int
-	Compared, DiffSkipped, Diffs                          int
+	// Late counts forks whose child ran while the counts were read.
+	Late                         int
+	Compared, DiffSkipped, Diffs int
 	// Calibration is what Calibrate found ("" if it did not run).
 	Calibration string
 }
@@ -133,7 +135,9 @@ func (t *ForkImplTarget) count(o *obs.Observation) {
 		default:
 			t.Unknown++
 		}
-		if f.PMDsWP >= 0 {
+		if f.Late != "" {
+			t.Late++
+		} else if f.PMDsWP >= 0 {
 			t.PMDReads++
 			t.WPPMDs += f.PMDsWP
 		}
@@ -148,6 +152,9 @@ func (t *ForkImplTarget) Summary() string {
 		t.Profile, t.Runs, t.Forks, t.Deferred, t.Eager, t.Unknown, t.EvidenceErrors)
 	if t.PMDReads > 0 {
 		s += fmt.Sprintf("; forkfuzz_pmd read after %d forks: %d write-protected PMDs over the program's regions", t.PMDReads, t.WPPMDs)
+	}
+	if t.Late > 0 {
+		s += fmt.Sprintf("; %d forks' page and PMD counts not used (the child ran while they were read)", t.Late)
 	}
 	if t.Differential {
 		s += fmt.Sprintf("; differential: %d programs compared with stock fork, %d skipped, %d differed", t.Compared, t.DiffSkipped, t.Diffs)

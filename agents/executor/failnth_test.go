@@ -105,10 +105,56 @@ func TestParsePMDs(t *testing.T) {
 	}
 }
 
+// wpIn counts what countWPPMDs counts, from ParsePMDs's entries.
+func wpIn(es []obs.PMDEntry, lo, hi uint64) int {
+	n := 0
+	for _, e := range es {
+		if e.Addr >= lo && e.Addr < hi && e.Present && !e.RW && !e.Huge {
+			n++
+		}
+	}
+	return n
+}
+
+func TestCountWPPMDs(t *testing.T) {
+	const lo, hi = 0x3f0000000000, 0x3f0000600000
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"# forkfuzz_pmd pid 42\n3f0000000000 pwh\n3f0000200000 p--\n3f0000400000 p--\n3f0000600000 p--\n7f0000000000 p--\n", 2},
+		{"3effffe00000 p--\n3f0000000000 ---\n3f0000200000 pw-\n3f0000400000 p-h\n", 0},
+		{"", 0},
+		{"3f0000200000 p--", 1}, // no final newline
+		{"3f0000200000 p-\n", -1},
+		{"3f0000200000 x--\n", -1},
+		{"3F0000200000 p--\n", -1}, // the module prints lower case
+		{"0x3f0000200000 p--\n", -1},
+		{"3f0000200000  p--\n", -1},
+		{"11234567890abcdef0 p--\n", -1}, // 17 digits
+	} {
+		if got := countWPPMDs([]byte(tc.in), lo, hi); got != tc.want {
+			t.Errorf("countWPPMDs(%q) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
 func FuzzParsePMDs(f *testing.F) {
 	f.Add([]byte("3f0000000000 pwh\n# c\n\n3f0000200000 ---\n"))
+	f.Add([]byte("3f0000200000 p--\n3f0000400000 p--"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ParsePMDs(b)
+		es, err := ParsePMDs(b)
+		// The fast counter accepts a subset of what ParsePMDs does,
+		// and must then agree with it.
+		const lo, hi = 0x3f0000000000, 0x3f0000600000
+		if n := countWPPMDs(b, lo, hi); n >= 0 {
+			if err != nil {
+				t.Fatalf("countWPPMDs accepts %q (%d) but ParsePMDs: %v", b, n, err)
+			}
+			if w := wpIn(es, lo, hi); n != w {
+				t.Fatalf("countWPPMDs(%q) = %d, ParsePMDs counts %d", b, n, w)
+			}
+		}
 	})
 }
 

@@ -208,8 +208,15 @@ type forkEv struct {
 	applied []string
 	profile string
 	pmdMod  bool
-	last    int // index in forks of the latest fork, -1 if none
+	pmdPath []byte // NUL-terminated paths of the module's files, for raw opens
+	pidPath []byte
+	pmdBuf  []byte // a MAP_SHARED buffer the PMD table is read into
+	last    int    // index in forks of the latest fork, -1 if none
 }
+
+// pmdBufSize bounds the PMD table read right after a fork (a line per
+// PMD the process's VMAs cover, about 17 bytes each).
+const pmdBufSize = 1 << 20
 
 // init opens what the evidence needs, once per executor.
 func (e *forkEv) init() error {
@@ -255,9 +262,113 @@ func (e *forkEv) init() error {
 	if err := unix.SchedGetaffinity(0, &e.orig); err != nil {
 		return fmt.Errorf("fork-implementation evidence: sched_getaffinity: %w", err)
 	}
-	_, err = os.Stat(pmdTableFile)
-	e.pmdMod = err == nil
+	if _, err := os.Stat(pmdTableFile); err == nil {
+		b, err := unix.Mmap(-1, 0, pmdBufSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+		if err != nil {
+			return fmt.Errorf("fork-implementation evidence: map PMD table buffer: %w", err)
+		}
+		for i := 0; i < len(b); i += int(prog.PageSize) {
+			b[i] = 0 // fault every page in now, not right after a fork
+		}
+		e.pmdBuf, e.pmdMod = b, true
+		e.pmdPath = append([]byte(pmdTableFile), 0)
+		e.pidPath = append([]byte(pmdPidFile), 0)
+	}
 	return nil
+}
+
+// wpPMDs counts the parent's write-protected table PMDs over the arena
+// through the forkfuzz_pmd module, -1 if it cannot. Like childRanRaw it
+// neither allocates nor touches the Go heap for writing: right after a
+// fork, an allocation can fault or wait for the garbage collector, and a
+// parent that blocks lets the held-off child run and copy.
+func (e *forkEv) wpPMDs() int {
+	b := e.pmdBuf
+	// The module's target: this process's pid, written as decimal.
+	var d [20]byte
+	k := len(d)
+	for v := unix.Getpid(); ; v /= 10 {
+		k--
+		d[k] = byte('0' + v%10)
+		if v < 10 {
+			break
+		}
+	}
+	n := copy(b, d[k:])
+	fd, errno := rawSyscall6(unix.SYS_OPENAT, ^uintptr(99) /* AT_FDCWD */, uintptr(unsafe.Pointer(&e.pidPath[0])), unix.O_WRONLY|unix.O_CLOEXEC, 0, 0, 0)
+	if errno != 0 {
+		return -1
+	}
+	_, errno = rawSyscall6(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(n), 0, 0, 0)
+	rawSyscall6(unix.SYS_CLOSE, fd, 0, 0, 0, 0, 0)
+	if errno != 0 {
+		return -1
+	}
+	fd, errno = rawSyscall6(unix.SYS_OPENAT, ^uintptr(99), uintptr(unsafe.Pointer(&e.pmdPath[0])), unix.O_RDONLY|unix.O_CLOEXEC, 0, 0, 0)
+	if errno != 0 {
+		return -1
+	}
+	defer rawSyscall6(unix.SYS_CLOSE, fd, 0, 0, 0, 0, 0)
+	n = 0
+	for n < len(b) {
+		r, errno := rawSyscall6(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n), 0, 0, 0)
+		if errno != 0 {
+			return -1
+		}
+		if r == 0 {
+			break
+		}
+		n += int(r)
+	}
+	if n == len(b) {
+		return -1 // truncated
+	}
+	return countWPPMDs(b[:n], prog.ArenaBase, arenaEnd)
+}
+
+// countWPPMDs counts, in the module's table (see ParsePMDs), the present,
+// write-protected, non-huge entries with lo <= ADDR < hi, without
+// allocating; -1 if a line is malformed.
+func countWPPMDs(b []byte, lo, hi uint64) int {
+	wp := 0
+	for len(b) > 0 {
+		i := 0
+		for i < len(b) && b[i] != '\n' {
+			i++
+		}
+		line := b[:i]
+		if i < len(b) {
+			i++
+		}
+		b = b[i:]
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		var addr uint64
+		j := 0
+		for ; j < len(line) && line[j] != ' '; j++ {
+			c := line[j]
+			switch {
+			case c >= '0' && c <= '9':
+				addr = addr<<4 | uint64(c-'0')
+			case c >= 'a' && c <= 'f':
+				addr = addr<<4 | uint64(c-'a'+10)
+			default:
+				return -1
+			}
+		}
+		if j == 0 || j > 16 || len(line) != j+4 {
+			return -1
+		}
+		f := line[j+1:]
+		if (f[0] != 'p' && f[0] != '-') || (f[1] != 'w' && f[1] != '-') || (f[2] != 'h' && f[2] != '-') {
+			return -1
+		}
+		if addr >= lo && addr < hi && f[0] == 'p' && f[1] == '-' && f[2] == '-' {
+			wp++
+		}
+	}
+	return wp
 }
 
 // start prepares one run.
@@ -327,13 +438,15 @@ func (e *forkEv) after(m *machine, i, f int, pid int, errno uintptr) {
 		ran = e.childRanRaw(pid)
 		ev.Pages, ev.Exclusive = e.regionPages(m.p)
 		if e.pmdMod {
-			if src, pmds := readPMDs(); !strings.HasPrefix(src, "absent") {
-				ev.PMDsWP = 0
-				for _, p := range pmds {
-					if p.Present && !p.Huge && !p.RW {
-						ev.PMDsWP++
-					}
-				}
+			ev.PMDsWP = e.wpPMDs()
+		}
+		// The counts above are the parent's state before the child's
+		// copy only if the child still has not run: the parent can
+		// block while reading them (the module takes the mmap lock,
+		// which a runtime thread's mmap may be waiting for).
+		if ran == "" {
+			if late := e.childRanRaw(pid); late != "" {
+				ev.Late = "the child ran while the counts were read (" + late + "): they may include its copy"
 			}
 		}
 	}

@@ -68,6 +68,10 @@ type ForkEvidence struct {
 	// already have copied).
 	Pinned bool   `json:"pinned"`
 	Why    string `json:"why,omitempty"`
+	// Late says the child ran after the probe was read but before the
+	// page and PMD counts were: the verdict stands, the counts may
+	// already show part of the child's copy.
+	Late string `json:"late,omitempty"`
 }
 
 // ForkImplError is a harness error: a fork implementation was requested
@@ -135,6 +139,9 @@ func describe(f ForkEvidence, want string) string {
 		s += fmt.Sprintf("; %d write-protected PMDs", f.PMDsWP)
 	}
 	s += ")"
+	if f.Late != "" {
+		s += " (" + f.Late + ")"
+	}
 	if f.Why != "" {
 		s += ": " + f.Why
 	}
