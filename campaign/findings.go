@@ -111,7 +111,7 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 		// The minimized program never failed again, though the original
 		// did on its rerun: keep the original as the reproducer if it
 		// still fails, and say what was dropped.
-		dropped, n := min, f.Replays
+		dropped, n, nerr := min, f.Replays, f.ReplayErrors
 		f.Replays, f.ReplayErrors = 0, 0
 		replay(ctx, target, f, f.Program, opt)
 		if f.Reproduced > 0 {
@@ -120,7 +120,7 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 			return
 		}
 		// Neither replays: report the minimized program's replays.
-		f.Replays, f.Reproduced = n, 0
+		f.Replays, f.Reproduced, f.ReplayErrors = n, 0, nerr
 	}
 }
 

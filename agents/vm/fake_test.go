@@ -47,6 +47,12 @@ const fakePanic = `[   50.000001] sysrq: Trigger a crash
 [   50.000004] Kernel Offset: disabled
 `
 
+const fakeStall = `[   72.081073] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:
+[   72.081073] rcu: 	1-...!: (0 ticks this GP) idle=8f4c/0/0x0 softirq=10/10 fqs=0
+[   72.081073] NMI backtrace for cpu 1
+[   72.081073] RIP: 0010:amd_e400_idle+0x39/0x40
+`
+
 func fakeQEMU(mode, sock string) {
 	fmt.Println("[    0.000000] Linux version 6.1.0-fake")
 	if mode == "fail" {
@@ -63,6 +69,11 @@ func fakeQEMU(mode, sock string) {
 		os.Exit(1)
 	}
 	if mode == "silent" {
+		time.Sleep(time.Hour)
+	}
+	if mode == "bootstall" {
+		// An overloaded host starved the guest's vCPUs during boot.
+		fmt.Print(fakeStall)
 		time.Sleep(time.Hour)
 	}
 	if mode == "bootpanic" {
@@ -307,6 +318,32 @@ func TestFakeHarnessFaults(t *testing.T) {
 	var ke *KernelReportError
 	if err == nil || errors.As(err, &ke) || !strings.Contains(err.Error(), "start QEMU") {
 		t.Fatalf("missing QEMU: got %v", err)
+	}
+}
+
+// A boot that stalls with an RCU stall report (a TCG guest starved by an
+// overloaded host) is retried like a silent one; a boot that panics is
+// not (TestFakeBootFailures).
+func TestFakeBootStallRetried(t *testing.T) {
+	cfg := fakeConfig(t, "ok")
+	inner, boots := cfg.Command, 0
+	cfg.Command = func(name string, args ...string) *exec.Cmd {
+		boots++
+		cmd := inner(name, args...)
+		if boots == 1 {
+			cmd.Env = append(cmd.Env, "FORKFUZZ_FAKE_QEMU=bootstall")
+		}
+		return cmd
+	}
+	var log strings.Builder
+	cfg.Log = &log
+	tg, err := New(cfg)
+	if err != nil {
+		t.Fatalf("a stalled first boot was not retried: %v", err)
+	}
+	defer tg.Close()
+	if boots != 2 || !strings.Contains(log.String(), "boot attempt 1 failed") {
+		t.Errorf("%d boots, log %q: want a failed first attempt and a second boot", boots, log.String())
 	}
 }
 

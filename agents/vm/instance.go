@@ -93,6 +93,8 @@ type BootError struct {
 	Reason  string
 	Console string
 	Report  string
+	// Kind is the report's kind ("" without a report).
+	Kind    report.Kind
 	Command string
 }
 
@@ -121,7 +123,8 @@ func (in *instance) running() bool {
 
 // bootAttempts is how many times a VM is booted before its boot failure
 // is reported: a TCG guest on an overloaded host occasionally stalls
-// early in boot.
+// early in boot (silently, or with an RCU stall report: its vCPUs did not
+// get the host's CPUs).
 const bootAttempts = 2
 
 // boot boots the VM, retrying a boot that timed out or broke.
@@ -130,7 +133,7 @@ func (in *instance) boot() error {
 	for i := 0; i < bootAttempts; i++ {
 		err = in.boot1()
 		var be *BootError
-		if err == nil || !errors.As(err, &be) || be.Report != "" {
+		if err == nil || !errors.As(err, &be) || (be.Report != "" && be.Kind != report.Hang) {
 			return err // booted, QEMU would not start, or the kernel reported why
 		}
 		fmt.Fprintf(in.t.cfg.Log, "vm %d: boot attempt %d failed: %s\n", in.idx, i+1, be.Reason)
@@ -172,7 +175,7 @@ func (in *instance) boot1() error {
 		tail := string(in.con.Tail(16 << 10))
 		e := &BootError{VM: in.idx, Reason: reason, Console: tail, Command: hv.commandLine(in.t, sock)}
 		if r := scanReports([]byte(tail)); r != nil {
-			e.Report = r.Title
+			e.Report, e.Kind = r.Title, r.Kind
 		}
 		in.stop()
 		return e

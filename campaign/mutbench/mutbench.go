@@ -48,6 +48,9 @@ type Config struct {
 	// replays, campaign.Finding.Replays, come after).
 	MinimizeRuns int
 	MinimizeTime time.Duration
+	// Blind: the campaigns ignore kernel coverage (campaign.Config.Blind),
+	// to compare time to each bug with and without guidance.
+	Blind bool
 	// Log receives campaign lines; Progress the campaigns' progress lines.
 	Log, Progress io.Writer
 }
@@ -110,7 +113,7 @@ func runOne(ctx context.Context, cfg Config, m kernel.Mutant) Result {
 	defer t.Close()
 	ccfg := campaign.Config{
 		Target: t, Seed: cfg.Seed, Duration: cfg.Budget, Programs: cfg.Programs,
-		Workdir: dir, Weights: cfg.Weights,
+		Workdir: dir, Weights: cfg.Weights, Blind: cfg.Blind,
 		MinimizeRuns: cfg.MinimizeRuns, MinimizeTime: cfg.MinimizeTime,
 		TargetArgs: args, Kernel: kid, Log: cfg.Log, Progress: cfg.Progress,
 		ProgressLines: true, ProgressEvery: 30 * time.Second,

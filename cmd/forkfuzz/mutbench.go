@@ -29,7 +29,7 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 	budget := fs.Duration("budget", 10*time.Minute, "time bound per mutant, to its first finding (the unmutated build gets the same)")
 	programs := fs.Int("programs", 0, "program bound per mutant (0: none)")
 	seed := fs.Uint64("seed", 1, "campaign seed (the same for every row)")
-	workdir := fs.String("workdir", "mutbench", "where each row's findings go (WORKDIR/MUTANT/findings)")
+	workdir := fs.String("workdir", "", "where each row's findings go (WORKDIR/MUTANT/findings; default: a new forkfuzz-mutbench-* directory in $TMPDIR, printed)")
 	noBase := fs.Bool("no-baseline", false, "skip the unmutated build's run")
 	minRuns := fs.Int("minimize-runs", 40, "target runs spent minimizing each finding")
 	minTime := fs.Duration("minimize-time", 3*time.Minute, "time spent minimizing each finding (then 5 replays)")
@@ -37,6 +37,7 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 	list := fs.Bool("list", false, "list the mutants and exit")
 	reach := fs.Int("reach", 0, "no kernel: estimate how many of the campaign's first N generated programs meet each mutant's trigger condition, and exit")
 	quiet := fs.Bool("q", false, "no campaign log or progress lines")
+	blind := fs.Bool("blind", false, "campaigns ignore kernel coverage (KCOV), to compare time to each bug with guided ones")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
@@ -127,17 +128,26 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 		}
 		return t, sel.ReplayArgs(t), sel.Kernel(t), nil
 	}
+	if *workdir == "" {
+		// Not the current directory: run from a source checkout, a
+		// default there filled the checkout with VM consoles.
+		d, err := os.MkdirTemp("", "forkfuzz-mutbench-")
+		if err != nil {
+			return fail("--workdir: %v", err)
+		}
+		*workdir = d
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := mutbench.Config{
 		Baseline: !*noBase, Open: open, Seed: *seed, Budget: *budget, Programs: *programs,
 		Weights: weights, Workdir: *workdir, MinimizeRuns: *minRuns, MinimizeTime: *minTime, Mutants: ms,
-		Planted: planted,
+		Planted: planted, Blind: *blind,
 	}
 	if !*quiet {
 		cfg.Log, cfg.Progress = stderr, stderr
 	}
-	fmt.Fprintf(stdout, "bench mutants: %d mutants, budget %v each, seed %d, kernel %s\n", len(cfg.Mutants), *budget, *seed, sel.flagValue("kernel"))
+	fmt.Fprintf(stdout, "bench mutants: %d mutants, budget %v each, seed %d, %s, kernel %s, workdir %s\n", len(cfg.Mutants), *budget, *seed, guidance(*blind), sel.flagValue("kernel"), *workdir)
 	rs := mutbench.Run(ctx, cfg, stdout)
 	for _, r := range rs {
 		if r.Err != nil {
@@ -160,6 +170,13 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 		return exitFindings
 	}
 	return exitClean
+}
+
+func guidance(blind bool) string {
+	if blind {
+		return "blind (coverage measured, not used)"
+	}
+	return "coverage-guided"
 }
 
 // planted checks the consoles of a row's VMs (DIR/vm/vm-N/console.log):

@@ -19,11 +19,14 @@ import (
 type Kind string
 
 const (
-	Panic     Kind = "panic"       // the kernel stopped: Kernel panic - not syncing
-	Bug       Kind = "bug"         // BUG:, kernel BUG at, Oops, general protection fault
-	Warning   Kind = "warning"     // WARNING: (the kernel keeps running)
-	KASAN     Kind = "kasan"       // KASAN/KFENCE/UBSAN reports
-	RSS       Kind = "rss-counter" // BUG: Bad rss-counter state
+	Panic   Kind = "panic"   // the kernel stopped: Kernel panic - not syncing
+	Bug     Kind = "bug"     // BUG:, kernel BUG at, Oops, general protection fault
+	Warning Kind = "warning" // WARNING: (the kernel keeps running)
+	KASAN   Kind = "kasan"   // KASAN/KFENCE/UBSAN reports
+	// RSS: the mm accounting check_mm does when an mm is freed ("BUG:
+	// Bad rss-counter state", "BUG: non-zero pgtables_bytes on freeing
+	// mm"); the kernel keeps running.
+	RSS       Kind = "rss-counter"
 	PageTable Kind = "page-table-check"
 	Hang      Kind = "hang" // hung task, RCU stall, soft/hard lockup
 )
@@ -97,6 +100,8 @@ func trimAddr(s string) string {
 var patterns = []pattern{
 	{re: regexp.MustCompile(`^BUG: Bad rss-counter state`), kind: RSS,
 		title: func([]string, []string) string { return "BUG: Bad rss-counter state" }},
+	{re: regexp.MustCompile(`^BUG: non-zero pgtables_bytes on freeing mm`), kind: RSS,
+		title: func([]string, []string) string { return "BUG: non-zero pgtables_bytes on freeing mm" }},
 	{re: regexp.MustCompile(`^kernel BUG at mm/page_table_check\.c`), kind: PageTable, fatal: true,
 		title: func(m, b []string) string { return "page table check: kernel BUG" + inFunc(m, b) }},
 	{re: regexp.MustCompile(`^(?:BUG|WARNING): KASAN: ([a-z\-]+)`), kind: KASAN,
