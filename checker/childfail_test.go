@@ -142,3 +142,52 @@ func TestChildOOMKilled(t *testing.T) {
 		t.Fatalf("died within the limit: %v", v.Findings)
 	}
 }
+
+// TestNewSpecCopyKilled: the spec of the run in which the child of a
+// childfail fork dies of its failed copy expects the child's operations
+// not to run and its wait to report SIGKILL; the ordinary spec expects the
+// child to run and exit 0. The C reproducer follows the first once it
+// sees the child die.
+func TestNewSpecCopyKilled(t *testing.T) {
+	p, err := prog.Parse([]byte(childFailProg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed, err := NewSpecCopyKilled(p, "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(killed.Findings) != 0 {
+		t.Fatalf("the model rejects its own copy-killed run: %v", killed.Findings)
+	}
+	normal, err := NewSpec(p, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name     string
+		s        *Spec
+		childRan bool
+		status   uint64
+	}{{"copy killed", killed, false, sigKILL}, {"normal", normal, true, 0}} {
+		e := c.s.Expected
+		if e.Ops[2].Ran != c.childRan || e.Ops[3].Ran != c.childRan {
+			t.Errorf("%s: the child's operations ran %v/%v, want %v", c.name, e.Ops[2].Ran, e.Ops[3].Ran, c.childRan)
+		}
+		if e.Ops[4].Ret != c.status {
+			t.Errorf("%s: wait f0 returns %#x, want %#x", c.name, e.Ops[4].Ret, c.status)
+		}
+		childViews := 0
+		for _, v := range e.Views {
+			if v.Proc == 1 {
+				childViews++
+			}
+		}
+		if (childViews > 0) != c.childRan {
+			t.Errorf("%s: %d views of the child, want them only if it ran", c.name, childViews)
+		}
+	}
+	if _, err := NewSpecCopyKilled(p, "", 0); err == nil {
+		t.Error("NewSpecCopyKilled accepts a store as the fork")
+	}
+}

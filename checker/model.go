@@ -96,6 +96,10 @@ type machine struct {
 	// failFork, in expected mode, is 1 + the index of a fork operation
 	// that fails (NewSpec only; 0: none).
 	failFork int
+	// copyKill, in expected mode, is 1 + the index of a fork operation
+	// whose child dies of its failed copy before user space
+	// (NewSpecCopyKilled only; 0: none).
+	copyKill int
 }
 
 func newMachine(p *prog.Program, o *obs.Observation) *machine {

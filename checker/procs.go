@@ -21,6 +21,13 @@ func (m *machine) fork(pr *proc, i int) {
 	}
 	m.setRet(i, uint64(10000+op.Fork))
 	child.state = blocked
+	if !m.checking() && m.copyKill == i+1 {
+		// NewSpecCopyKilled: the expected run records the child's death
+		// the way the executor does, so the checking pass follows it.
+		m.exp.Rollbacks = append(m.exp.Rollbacks, obs.Rollback{Fork: op.Fork, Op: i, Cause: obs.CauseChildFail, FailNth: op.ChildFail,
+			Child: &obs.ChildFault{FailNth: op.ChildFail, Injection: obs.InjInjected, Outcome: obs.ChildDied, Signal: sigKILL}})
+		defer func() { child.state, child.copyKilled = killed, true }()
+	}
 	if m.checking() && rollbackOf(m.o, i).CopyKilled() {
 		// childfail: the child died on its way to user space (its
 		// copy of the page tables failed); it never runs, like a child

@@ -121,18 +121,44 @@ func NewSpec(p *prog.Program, kernel string) (*Spec, error) {
 // (one with fault injection or a memory-cgroup limit) fails with ENOMEM
 // and every other fork succeeds (failOp < 0: none fails).
 func NewSpecFailing(p *prog.Program, kernel string, failOp int) (*Spec, error) {
+	return newSpec(p, kernel, func(em *machine) error {
+		if failOp >= 0 && (failOp >= len(p.Ops) || p.Ops[failOp].Kind != prog.OpFork) {
+			return fmt.Errorf("op %d is not a fork", failOp)
+		}
+		em.failFork = failOp + 1
+		return nil
+	})
+}
+
+// NewSpecCopyKilled is NewSpec for the run in which the child of fork
+// operation forkOp (one with childfail) dies on its way to user space,
+// killed with SIGKILL after the fault injected into its side of the fork
+// (Async-fork's contract for a failed copy): it never runs, its wait
+// reports SIGKILL, and every other fork succeeds.
+func NewSpecCopyKilled(p *prog.Program, kernel string, forkOp int) (*Spec, error) {
+	return newSpec(p, kernel, func(em *machine) error {
+		if forkOp < 0 || forkOp >= len(p.Ops) || p.Ops[forkOp].Kind != prog.OpFork {
+			return fmt.Errorf("op %d is not a fork", forkOp)
+		}
+		em.copyKill = forkOp + 1
+		return nil
+	})
+}
+
+// newSpec runs the model in expected mode (set up by setup), then checks
+// that expected run against itself, recording what it accepts.
+func newSpec(p *prog.Program, kernel string, setup func(*machine) error) (*Spec, error) {
 	if p == nil {
 		return nil, fmt.Errorf("no program")
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if failOp >= 0 && (failOp >= len(p.Ops) || p.Ops[failOp].Kind != prog.OpFork) {
-		return nil, fmt.Errorf("op %d is not a fork", failOp)
-	}
 	em := newMachine(p, nil)
 	em.kernel = kernel
-	em.failFork = failOp + 1
+	if err := setup(em); err != nil {
+		return nil, err
+	}
 	em.run()
 	exp := em.exp
 	exp.Kernel = kernel

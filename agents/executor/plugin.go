@@ -288,14 +288,17 @@ func (r *Remote) run(args RunArgs, nops int) (*obs.Observation, error) {
 		reply *RunReply
 		err   error
 	}
+	// Drop what the executor wrote before this run, before the run
+	// starts: taken after, it could also drop the run's own last words
+	// (an executor that writes and dies at once, on a loaded host).
+	if r.stderr != nil {
+		r.stderr.take()
+	}
 	done := make(chan result, 1)
 	go func() {
 		reply, err := r.rc.run(args)
 		done <- result{reply, err}
 	}()
-	if r.stderr != nil {
-		r.stderr.take()
-	}
 	var res result
 	select {
 	case res = <-done:
@@ -316,8 +319,9 @@ func (r *Remote) run(args RunArgs, nops int) (*obs.Observation, error) {
 		ce := &CrashError{Status: res.err.Error()}
 		switch {
 		case r.client.Exited() && r.cmd.ProcessState != nil:
+			// go-plugin reports Exited only after it read the
+			// executor's stderr to its end: nothing more will come.
 			ce.Status = r.cmd.ProcessState.String()
-			time.Sleep(200 * time.Millisecond) // its last lines on stderr
 		case !r.client.Exited():
 			ce.Lost = true
 			ce.State = r.liveState()
