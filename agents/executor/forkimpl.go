@@ -33,78 +33,25 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/forkfuzz/forkfuzz/agents/forkimpl"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
-// ForkImplProfile describes how one fork implementation is switched on.
-type ForkImplProfile struct {
-	Name string
-	Doc  string
-	// Knob is the file whose presence says the kernel has the
-	// implementation ("" for stock).
-	Knob  string
-	Steps []ForkImplStep
-}
+// The profiles live in agents/forkimpl (C reproducers emit them too).
+type (
+	ForkImplProfile = forkimpl.Profile
+	ForkImplStep    = forkimpl.Step
+)
 
-// ForkImplStep is one action of a profile, made by the executor process.
-type ForkImplStep struct {
-	// Kind: "memcg" (write Value to file Path of the executor's own
-	// memory cgroup, created for it under the cgroup it was started in,
-	// and read it back), "write" (write Value to Path; /proc/self is the
-	// executor), "prctl" (prctl(Args...) in the executor; its threads
-	// share it).
-	Kind  string
-	Path  string
-	Value string
-	Args  []uintptr
-	// IfPresent: skip the step where Path does not exist (stock uses it to
-	// switch off whatever knob the kernel has).
-	IfPresent bool
-}
-
-// ForkImplProfiles are the known profiles. Vendor knobs other than
-// Alibaba's are described from their public documentation and have not
-// been tried on a real kernel here; the prctl of On-demand-fork (65) is
-// deliberately absent: 65 is PR_SET_MDWE on mainline since 6.3.
-var ForkImplProfiles = []ForkImplProfile{
-	{Name: "stock", Doc: "the kernel's stock fork; any fork-implementation knob the kernel has is switched off for the executor",
-		Steps: []ForkImplStep{
-			{Kind: "memcg", Path: "memory.async_fork", Value: "0", IfPresent: true},
-			{Kind: "write", Path: "/proc/self/use_odf", Value: "0", IfPresent: true},
-		}},
-	{Name: "async-fork", Doc: "Alibaba's Async-fork (Anolis/Alibaba Cloud Linux, mm/async_fork.c): cgroup v2 memory.async_fork=1 on the executor's own memory cgroup",
-		Knob:  cgroupRoot + "/memory.async_fork",
-		Steps: []ForkImplStep{{Kind: "memcg", Path: "memory.async_fork", Value: "1"}}},
-	{Name: "bytedance-async-fork", Doc: "ByteDance's Async-fork: sysctl kernel.async_fork_enabled=1, then prctl(0x4000, 1) in the executor",
-		Knob: "/proc/sys/kernel/async_fork_enabled",
-		Steps: []ForkImplStep{
-			{Kind: "write", Path: "/proc/sys/kernel/async_fork_enabled", Value: "1"},
-			{Kind: "prctl", Args: []uintptr{0x4000, 1}},
-		}},
-	{Name: "odf", Doc: "On-demand-fork (shared PTE tables): /proc/PID/use_odf=1 for the executor",
-		Knob:  "/proc/self/use_odf",
-		Steps: []ForkImplStep{{Kind: "write", Path: "/proc/self/use_odf", Value: "1"}}},
-}
+// ForkImplProfiles are the known profiles (forkimpl.Profiles).
+var ForkImplProfiles = forkimpl.Profiles
 
 // ForkImplNames lists the profile names.
-func ForkImplNames() []string {
-	var n []string
-	for _, p := range ForkImplProfiles {
-		n = append(n, p.Name)
-	}
-	return n
-}
+func ForkImplNames() []string { return forkimpl.Names() }
 
 // LookupForkImpl returns the named profile.
-func LookupForkImpl(name string) (*ForkImplProfile, error) {
-	for i := range ForkImplProfiles {
-		if ForkImplProfiles[i].Name == name {
-			return &ForkImplProfiles[i], nil
-		}
-	}
-	return nil, fmt.Errorf("unknown fork implementation %q (want one of %s)", name, strings.Join(ForkImplNames(), ", "))
-}
+func LookupForkImpl(name string) (*ForkImplProfile, error) { return forkimpl.Lookup(name) }
 
 // AvailableForkImpls lists the profiles whose knob exists on the running
 // kernel (stock always).

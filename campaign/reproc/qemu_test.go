@@ -137,6 +137,16 @@ check
 		}
 		out = append(out, entry{fmt.Sprintf("fail_nth=%d", n), p})
 	}
+	// childfail on stock fork: the child's context before user space
+	// has few failure points; what is reached and what it does is
+	// judged alike by the executor and the reproducer.
+	for _, k := range []int{1, 4} {
+		p, err := prog.Parse([]byte(strings.Replace(childFailC, "childfail=2", fmt.Sprintf("childfail=%d", k), 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, entry{fmt.Sprintf("childfail=%d", k), p})
+	}
 	for _, limit := range []string{"0x1000", "0x100000"} {
 		p, err := prog.Parse([]byte(`forkfuzz v1
 region r0 anon-private pages=2048 thp=off
@@ -217,17 +227,60 @@ func TestQEMUVerdicts(t *testing.T) {
 	t.Logf("%d of %d programs clean on %s", clean, len(rows), release)
 
 	// The reproducers, for that release, in one VM.
-	ird := kernel.NewInitramfs()
-	for _, d := range []string{"dev", "proc", "sys", "tmp", "r"} {
-		ird.Dir(d)
-	}
-	ird.HostFile("init", 0o755, staticC(t, []byte(initC), "init"))
+	var srcs [][]byte
 	for i := range rows {
 		src, err := Translate(rows[i].e.p, Options{Kernel: release})
 		if err != nil {
 			t.Fatalf("%s: %v", rows[i].e.name, err)
 		}
 		rows[i].binIdx = i
+		srcs = append(srcs, src)
+	}
+	console := runReproVM(t, image, "", accel, srcs)
+	got := reproExits(console)
+	agree, failnth, injected := 0, 0, 0
+	for i, r := range rows {
+		c, ok := got[i]
+		if c == exitUndecided && r.want == 0 {
+			c = 0 // another allowed path: undecided (exit 3), not a failure
+		}
+		out := section(console, i)
+		switch {
+		case !ok:
+			t.Errorf("%s: no result from the reproducer VM", r.e.name)
+		case c != r.want:
+			t.Errorf("%s: C reproducer in the VM exit %d, forkfuzz exec in the VM %d\nexec: %s\nC output:\n%s", r.e.name, c, r.want, r.why, out)
+		default:
+			agree++
+			if strings.HasPrefix(r.e.name, "childfail") {
+				t.Logf("%s: both %d; C: %s", r.e.name, c, strings.TrimSpace(out))
+			}
+			if strings.HasPrefix(r.e.name, "fail_nth") || strings.HasPrefix(r.e.name, "oom_memcg") {
+				failnth++
+				if strings.Contains(out, "(injected)") {
+					injected++
+					if !strings.Contains(out, "the expectations are those of a run in which") || strings.Contains(out, "nothing after this is judged") {
+						t.Errorf("%s: the injected fork failed but the reproducer did not go on with the failing run's expectations:\n%s", r.e.name, out)
+					}
+				}
+				t.Logf("%s: both %d; C: %s", r.e.name, c, strings.TrimSpace(out))
+			}
+		}
+	}
+	t.Logf("%d of %d programs agree in the VM (%s, %s), %d of them fault-injected forks (%d failed and were judged on as failed forks)", agree, len(rows), release, accel, failnth, injected)
+}
+
+// runReproVM compiles the reproducers statically and runs them, in order,
+// in one VM booted from image with initC as PID 1 (cmdline is appended to
+// the kernel's); it returns the console.
+func runReproVM(t *testing.T, image, cmdline, accel string, srcs [][]byte) string {
+	t.Helper()
+	ird := kernel.NewInitramfs()
+	for _, d := range []string{"dev", "proc", "sys", "tmp", "r"} {
+		ird.Dir(d)
+	}
+	ird.HostFile("init", 0o755, staticC(t, []byte(initC), "init"))
+	for i, src := range srcs {
 		ird.HostFile("r/"+strconv.Itoa(i), 0o755, staticC(t, src, "r"+strconv.Itoa(i)))
 	}
 	initrd := filepath.Join(t.TempDir(), "initrd.cpio")
@@ -247,7 +300,7 @@ func TestQEMUVerdicts(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "qemu-system-x86_64", "-accel", acc, "-cpu", cpu, "-m", "1024", "-smp", "2",
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-serial", "stdio", "-monitor", "none",
-		"-kernel", image, "-initrd", initrd, "-append", "console=ttyS0 panic=-1 rdinit=/init")
+		"-kernel", image, "-initrd", initrd, "-append", strings.TrimSpace("console=ttyS0 panic=-1 rdinit=/init "+cmdline))
 	var con bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &con, &con
 	if err := cmd.Run(); err != nil {
@@ -257,6 +310,11 @@ func TestQEMUVerdicts(t *testing.T) {
 	if !strings.Contains(console, "@@DONE") {
 		t.Fatalf("the reproducer VM did not finish:\n%s", tail(console, 4000))
 	}
+	return console
+}
+
+// reproExits maps each reproducer's index to its exit status.
+func reproExits(console string) map[int]int {
 	re := regexp.MustCompile(`@@REPRO (\d+) exit=(\d+)`)
 	got := map[int]int{}
 	for _, m := range re.FindAllStringSubmatch(console, -1) {
@@ -264,33 +322,7 @@ func TestQEMUVerdicts(t *testing.T) {
 		c, _ := strconv.Atoi(m[2])
 		got[i] = c
 	}
-	agree, failnth, injected := 0, 0, 0
-	for i, r := range rows {
-		c, ok := got[i]
-		if c == exitUndecided && r.want == 0 {
-			c = 0 // another allowed path: undecided (exit 3), not a failure
-		}
-		out := section(console, i)
-		switch {
-		case !ok:
-			t.Errorf("%s: no result from the reproducer VM", r.e.name)
-		case c != r.want:
-			t.Errorf("%s: C reproducer in the VM exit %d, forkfuzz exec in the VM %d\nexec: %s\nC output:\n%s", r.e.name, c, r.want, r.why, out)
-		default:
-			agree++
-			if strings.HasPrefix(r.e.name, "fail_nth") || strings.HasPrefix(r.e.name, "oom_memcg") {
-				failnth++
-				if strings.Contains(out, "(injected)") {
-					injected++
-					if !strings.Contains(out, "the expectations are those of a run in which") || strings.Contains(out, "nothing after this is judged") {
-						t.Errorf("%s: the injected fork failed but the reproducer did not go on with the failing run's expectations:\n%s", r.e.name, out)
-					}
-				}
-				t.Logf("%s: both %d; C: %s", r.e.name, c, strings.TrimSpace(out))
-			}
-		}
-	}
-	t.Logf("%d of %d programs agree in the VM (%s, %s), %d of them fault-injected forks (%d failed and were judged on as failed forks)", agree, len(rows), release, accel, failnth, injected)
+	return got
 }
 
 // section is reproducer i's console output.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -306,8 +307,58 @@ func TestRefusals(t *testing.T) {
 	if _, err := Translate(p, Options{Mutate: "pipe"}); err == nil || !strings.Contains(err.Error(), "nothing to mutate") {
 		t.Errorf("mutation without a target: got %v", err)
 	}
-	cf, _ := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4\nfork f0 childfail=2\nwait f0\n"))
-	if _, err := Translate(cf, Options{}); err == nil || !strings.Contains(err.Error(), "op 0 `fork f0 childfail=2`: childfail and child_oom are not supported by C reproducers") {
-		t.Errorf("childfail: got %v", err)
+	co, _ := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4\nfork f0 child_oom=0x1000\nwait f0\n"))
+	if _, err := Translate(co, Options{}); err == nil || !strings.Contains(err.Error(), "op 0 `fork f0 child_oom=0x1000`: child_oom, and childfail on a fork by a child, are not supported by C reproducers") {
+		t.Errorf("child_oom: got %v", err)
+	}
+	if _, err := Translate(p, Options{ForkImpl: "vfork"}); err == nil || !strings.Contains(err.Error(), `unknown fork implementation "vfork"`) {
+		t.Errorf("unknown fork implementation: got %v", err)
+	}
+}
+
+const childFailC = `forkfuzz v1
+region r0 anon-private pages=1024 thp=off
+store r0 off=0x0 count=1024 stride=0x1000
+fork f0 childfail=2
+f0: store r0 off=0x0 count=1 stride=0x8
+f0: check
+wait f0
+check
+`
+
+// TestForkImplAndChildFailHost builds the reproducers of a childfail
+// program and of a program under fork-implementation profiles and runs
+// them on the host: where the host lacks fault injection or the
+// implementation, the reproducer says so (a childfail it cannot apply is
+// a note and the run is judged as an ordinary one; a missing fork
+// implementation is exit 2, never a pass). The VM tests run them where
+// they apply.
+func TestForkImplAndChildFailHost(t *testing.T) {
+	p, err := prog.Parse([]byte(childFailC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		impl string
+		want []int
+		says string
+	}{
+		{"", []int{0}, "childfail=2"},
+		{"stock", []int{0}, "childfail=2"},
+		{"async-fork", []int{0, 2}, "async-fork"},
+	} {
+		src, err := Translate(p, Options{ForkImpl: c.impl})
+		if err != nil {
+			t.Fatalf("%q: %v", c.impl, err)
+		}
+		code, out := runC(t, build(t, src))
+		if !slices.Contains(c.want, code) || !strings.Contains(out, c.says) {
+			t.Fatalf("fork-impl %q: exit %d, want %v, and output naming %q:\n%s", c.impl, code, c.want, c.says, out)
+		}
+		_, statErr := os.Stat("/sys/fs/cgroup/memory.async_fork")
+		if c.impl == "async-fork" && statErr != nil && (code != 2 || !strings.Contains(out, "this kernel does not have it")) {
+			t.Fatalf("async-fork on a kernel without it: exit %d, want 2 and the reason:\n%s", code, out)
+		}
+		t.Logf("fork-impl %q: exit %d\n%s", c.impl, code, out)
 	}
 }

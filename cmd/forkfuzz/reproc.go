@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/campaign/reproc"
 )
 
@@ -14,6 +16,7 @@ func init() {
 func cmdReproC(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("repro-c", stderr)
 	kernel := fs.String("kernel", "", "release (uname -r) of the kernel the reproducer is for; the model follows it where Linux changed (default: the newest behaviour)")
+	impl := fs.String("fork-impl", "", "fork-implementation profile the reproducer switches on for itself and its children (as --fork-impl does for the executor), checking per fork that it took effect: "+strings.Join(executor.ForkImplNames(), ", "))
 	mutate := fs.String("mutate", "", "TEST ONLY: falsify the embedded expectation to show the checks bite (errno, word, state)")
 	if fs.Parse(args) != nil {
 		return exitError
@@ -27,7 +30,7 @@ func cmdReproC(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "forkfuzz repro-c:", err)
 		return exitError
 	}
-	c, err := reproc.Translate(p, reproc.Options{Kernel: *kernel, Mutate: *mutate})
+	c, err := reproc.Translate(p, reproc.Options{Kernel: *kernel, ForkImpl: *impl, Mutate: *mutate})
 	if err != nil {
 		fmt.Fprintf(stderr, "forkfuzz repro-c: %s: %v\n", fs.Arg(0), err)
 		return exitError

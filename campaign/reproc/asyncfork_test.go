@@ -1,0 +1,139 @@
+package reproc
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/vm"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/testutil"
+)
+
+// asyncForkImage is the Async-fork kernel of ../shared/kernels (or
+// $FORKFUZZ_ASYNCFORK_KERNEL); under CI=true a missing one is a failure.
+func asyncForkImage(t *testing.T) string {
+	t.Helper()
+	if k := os.Getenv("FORKFUZZ_ASYNCFORK_KERNEL"); k != "" {
+		return k
+	}
+	k := filepath.Join(testutil.RepoRoot(t), "../shared/kernels/bzImage-6.1.192-asyncfork")
+	if _, err := os.Stat(k); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the Async-fork kernel is missing under CI: %v", err)
+		}
+		t.Skipf("no Async-fork kernel (%v): set FORKFUZZ_ASYNCFORK_KERNEL", err)
+	}
+	return k
+}
+
+// asyncForkCmdline is what the Async-fork kernel boots with (see
+// agents/vm TestAsyncForkKernel: without seq_fix the vendor's
+// write_protect_seq accounting trips a VM_BUG_ON).
+const asyncForkCmdline = "async_fork.seq_fix=1"
+
+// TestQEMUAsyncForkRepro: C reproducers made with --fork-impl async-fork
+// switch Async-fork on for themselves (memory.async_fork=1 on a memory
+// cgroup of their own), show per fork that the copy was deferred, and
+// arm childfail in the child's own context, where Async-fork copies the
+// page tables: with childfail=1 the child dies of its failed copy (SIGKILL)
+// and the reproducer goes on with the expectations of a run in which it
+// never ran. Their verdicts equal the executor's in a VM of the same
+// kernel with the same profile.
+func TestQEMUAsyncForkRepro(t *testing.T) {
+	needQEMU(t)
+	image := asyncForkImage(t)
+	var progs []entry
+	for _, k := range []int{1, 2, 8, 40} {
+		p, err := prog.Parse([]byte(strings.Replace(childFailC, "childfail=2", fmt.Sprintf("childfail=%d", k), 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		progs = append(progs, entry{fmt.Sprintf("childfail=%d", k), p})
+	}
+	plain, err := prog.Parse([]byte(strings.Replace(childFailC, " childfail=2", "", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	progs = append(progs, entry{"no injection", plain})
+
+	tg, err := vm.New(vm.Config{Kernel: image, Agent: staticAgent(t), Accel: "auto", Workdir: t.TempDir(),
+		BootTimeout: 3 * time.Minute, ProgramTimeout: 2 * time.Minute, TargetFile: &vm.TargetFile{Cmdline: asyncForkCmdline}})
+	if err != nil {
+		t.Fatalf("boot %s: %v", image, err)
+	}
+	defer tg.Close()
+	accel, release := tg.Accel(), ""
+	want := make([]int, len(progs))
+	died := make([]bool, len(progs))
+	for i, e := range progs {
+		o, runErr := tg.Run(e.p, agents.Options{ForkImpl: "async-fork"})
+		if o != nil && o.Kernel != "" {
+			release = o.Kernel
+		}
+		if err := obs.CheckForkImpl(o); err != nil {
+			t.Fatalf("%s: the executor's forks: %v", e.name, err)
+		}
+		v, err := judge.Judge(e.p, o, runErr)
+		if err != nil {
+			t.Fatalf("%s: judge: %v", e.name, err)
+		}
+		if !v.OK() {
+			want[i] = 1
+		}
+		for _, rb := range o.Rollbacks {
+			died[i] = died[i] || rb.CopyKilled()
+		}
+		t.Logf("%s: forkfuzz exec (async-fork): verdict %d, child died of its copy %v", e.name, want[i], died[i])
+	}
+	tg.Close()
+
+	var srcs [][]byte
+	for _, e := range progs {
+		src, err := Translate(e.p, Options{Kernel: release, ForkImpl: "async-fork"})
+		if err != nil {
+			t.Fatalf("%s: %v", e.name, err)
+		}
+		srcs = append(srcs, src)
+	}
+	console := runReproVM(t, image, asyncForkCmdline, accel, srcs)
+	got := reproExits(console)
+	killedC := 0
+	for i, e := range progs {
+		out := section(console, i)
+		c, ok := got[i]
+		if c == exitUndecided && want[i] == 0 {
+			c = 0
+		}
+		switch {
+		case !ok:
+			t.Errorf("%s: no result from the reproducer VM", e.name)
+			continue
+		case c != want[i]:
+			t.Errorf("%s: C reproducer exit %d, forkfuzz exec %d\nC output:\n%s", e.name, c, want[i], out)
+		}
+		if !strings.Contains(out, "memory.async_fork=1 (read back)") || !strings.Contains(out, "1 forks of the main process deferred their copy, 0 copied eagerly") {
+			t.Errorf("%s: the reproducer did not show Async-fork switched on and the fork deferred:\n%s", e.name, out)
+		}
+		if strings.Contains(out, "killed with SIGKILL on its way to user space") {
+			killedC++
+			if !strings.Contains(out, "the expectations are those of a run in which the child of") {
+				t.Errorf("%s: the child died but the reproducer did not go on with the expectations of a killed child:\n%s", e.name, out)
+			}
+		}
+		if e.name == "childfail=1" && died[i] && !strings.Contains(out, "killed with SIGKILL on its way to user space") {
+			t.Errorf("%s: the executor's child died of its failed copy, the reproducer's did not:\n%s", e.name, out)
+		}
+		t.Logf("%s: C exit %d:\n%s", e.name, got[i], strings.TrimSpace(out))
+	}
+	if !died[0] {
+		t.Errorf("childfail=1 did not kill the executor's child on the Async-fork kernel: the child's copy was not reached")
+	}
+	t.Logf("%d of %d reproducers saw the child die of its failed copy", killedC, len(progs))
+}
