@@ -161,7 +161,7 @@ type gen struct {
 	// alts are the specs of runs in which fork altOps[k] fails.
 	alts   []*checker.Spec
 	altOps []int
-	impl *forkimpl.Profile // nil: none
+	impl   *forkimpl.Profile // nil: none
 	// altKill[k]: alts[k] is the run in which the child of fork
 	// altOps[k] dies of its failed copy (childfail), not the fork failing.
 	altKill []bool
