@@ -36,8 +36,7 @@ type source struct{ gain, secs, n float64 } // decayed sums
 
 type schedule struct {
 	src      [2]source // 0: fresh, 1: corpus
-	runs     int
-	fromCorp int // programs drawn from the corpus
+	fromCorp int       // programs drawn from the corpus
 	drawn    int
 }
 
@@ -60,7 +59,7 @@ const priorRuns = 1
 // share is the probability that the next program comes from the corpus.
 func (s *schedule) share() float64 {
 	n := s.src[0].n + s.src[1].n
-	if s.runs == 0 || n == 0 {
+	if n == 0 { // nothing credited yet
 		return startShare
 	}
 	meanGain := (s.src[0].gain + s.src[1].gain) / n
@@ -77,7 +76,6 @@ func (s *schedule) share() float64 {
 }
 
 func (s *schedule) credit(fromCorpus bool, ran time.Duration, g float64) {
-	s.runs++
 	for i := range s.src {
 		s.src[i].gain *= decay
 		s.src[i].secs *= decay

@@ -71,7 +71,6 @@ func TestDrawEnergy(t *testing.T) {
 	// Draw from the corpus (the share's upper bound).
 	tr.sched.src[1] = source{gain: 1e6, secs: 1, n: 1}
 	tr.sched.src[0] = source{gain: 0, secs: 100, n: 100}
-	tr.sched.runs = 101
 	r := rand.New(rand.NewPCG(3, 3))
 	n := [2]int{}
 	for i := 0; i < 100; i++ {
