@@ -75,6 +75,11 @@ type Config struct {
 	// are still minimized) once it has this many new findings (0: never).
 	// The kernel mutation benchmark stops at the first.
 	StopAfterFindings int
+	// Seal, when set, ends the campaign's writes to its finding
+	// directories once closed (Seal.Close): a gate that reported and
+	// abandons a campaign still running must not have findings change
+	// under its report.
+	Seal *Seal
 }
 
 // Stats summarize a campaign.
@@ -192,7 +197,7 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	st := &Stats{}
 	start := time.Now()
 	logf(cfg.Log, "campaign: target %s, seed %d (program i uses campaign.ProgramSeed(%d, i))", cfg.Target.Name(), cfg.Seed, cfg.Seed)
-	store := &FindingStore{Dir: cfg.Workdir}
+	store := &FindingStore{Dir: cfg.Workdir, Seal: cfg.Seal}
 	if err := store.Open(); err != nil {
 		return nil, err
 	}

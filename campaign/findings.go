@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -162,9 +164,43 @@ func replay(ctx context.Context, target agents.Target, f *Finding, p *prog.Progr
 // reliability.
 const replays = 5
 
+// ErrSealed: the finding was not written because the store's Seal was
+// closed (the workdir's findings were already reported).
+var ErrSealed = errors.New("findings: not written: the workdir was sealed after its report")
+
+// Seal ends a FindingStore's writes: after Close returns, no Save writes
+// any more, and none is half-way.
+type Seal struct {
+	mu     sync.Mutex
+	sealed bool
+}
+
+// NewSeal returns an open seal.
+func NewSeal() *Seal { return &Seal{} }
+
+// Close seals; it waits for a save in progress to finish.
+func (s *Seal) Close() {
+	s.mu.Lock()
+	s.sealed = true
+	s.mu.Unlock()
+}
+
+func (s *Seal) hold() bool {
+	s.mu.Lock()
+	if s.sealed {
+		s.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+func (s *Seal) release() { s.mu.Unlock() }
+
 // FindingStore keeps one directory per signature under Dir/findings.
 type FindingStore struct {
-	Dir  string
+	Dir string
+	// Seal, when set and closed, makes Save refuse to write (ErrSealed).
+	Seal *Seal
 	seen map[string]bool
 	// known maps the signatures found on disk at Open to their directories.
 	known map[string]string
@@ -242,6 +278,13 @@ func DirName(sig string) string {
 func (s *FindingStore) Save(f *Finding) (string, error) {
 	if s.Dir == "" {
 		return "", nil
+	}
+	if s.Seal != nil {
+		// Held across the write: Seal.Close waits for a save in progress.
+		if !s.Seal.hold() {
+			return "", ErrSealed
+		}
+		defer s.Seal.release()
 	}
 	root := filepath.Join(s.Dir, "findings")
 	dir := filepath.Join(root, DirName(f.Issue.Signature))

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/executor"
@@ -130,5 +131,47 @@ func TestReduceKeepsOriginalWhenMinimizedNeverReproduces(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(d, "minimized-dropped.ffz")); err != nil {
 		t.Errorf("the dropped minimized program is not on disk: %v", err)
+	}
+}
+
+// TestSealEndsSaves: once a store's seal is closed, Save writes nothing
+// (ErrSealed) and what was saved before stays as it was; Close waits for
+// a save in progress.
+func TestSealEndsSaves(t *testing.T) {
+	f := crashFinding(t)
+	seal := NewSeal()
+	s := &FindingStore{Dir: t.TempDir(), Seal: seal}
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Save(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(d, "report.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A save in progress holds the seal: Close waits for it.
+	if !seal.hold() {
+		t.Fatal("an open seal refused a save")
+	}
+	closed := make(chan struct{})
+	go func() { seal.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a save was in progress")
+	case <-time.After(50 * time.Millisecond):
+	}
+	seal.release()
+	<-closed
+	f.Minimized = f.Program
+	f.Reproduced, f.Replays = 5, 5
+	if _, err := s.Save(f); !errors.Is(err, ErrSealed) {
+		t.Fatalf("Save after Close: %v, want ErrSealed", err)
+	}
+	after, err := os.ReadFile(filepath.Join(d, "report.txt"))
+	if err != nil || string(after) != string(before) {
+		t.Errorf("the sealed finding changed on disk (%v)", err)
 	}
 }

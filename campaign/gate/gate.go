@@ -485,6 +485,9 @@ func (g *gate) fuzz(ph *Phase, share time.Duration) *campaign.Stats {
 	// with "5 harness errors in a row" and exit 2).
 	ctx, cancel := context.WithDeadline(g.ctx, stop)
 	defer cancel()
+	// A campaign abandoned at the hard stop may still be minimizing a
+	// finding: sealed, it cannot change the findings the report lists.
+	cfg.Seal = campaign.NewSeal()
 	go func() {
 		st, err := campaign.Run(ctx, cfg)
 		ch <- res{st, err}
@@ -503,13 +506,15 @@ func (g *gate) fuzz(ph *Phase, share time.Duration) *campaign.Stats {
 	case got = <-ch:
 	case <-wait.C:
 		g.tut.setStop(time.Now())
-		ph.Note = "the campaign did not end by the hard stop; counting runs at the target"
+		cfg.Seal.Close()
+		ph.Note = "the campaign did not end by the hard stop; counting runs at the target; its findings on disk are as they were then"
 	case <-g.ctx.Done():
 		g.tut.setStop(time.Now())
 		select {
 		case got = <-ch:
 		case <-time.After(time.Second):
-			ph.Note = "interrupted; the campaign did not end within 1 s; counting runs at the target"
+			cfg.Seal.Close()
+			ph.Note = "interrupted; the campaign did not end within 1 s; counting runs at the target; its findings on disk are as they were then"
 		}
 	}
 	if got.err != nil {
