@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -54,12 +55,13 @@ const NeedGODEBUG = "gcshrinkstackoff=1"
 
 // HasGODEBUG reports whether this process was started with NeedGODEBUG.
 func HasGODEBUG() bool {
-	for _, kv := range strings.Split(os.Getenv("GODEBUG"), ",") {
-		if kv == NeedGODEBUG {
-			return true
+	have := strings.Split(os.Getenv("GODEBUG"), ",")
+	for _, kv := range strings.Split(NeedGODEBUG, ",") {
+		if !slices.Contains(have, kv) {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // EnvWithGODEBUG returns env with NeedGODEBUG added to GODEBUG.
