@@ -102,6 +102,20 @@ func TestQEMUAsyncForkRepro(t *testing.T) {
 		}
 		srcs = append(srcs, src)
 	}
+	// The vendor bug forkfuzz found (docs/asyncfork, finding 1), as a
+	// standalone C reproducer: 4 runs with Async-fork, 2 with stock fork.
+	pinned, err := prog.Parse([]byte(pinnedDMA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinnedAt := len(srcs)
+	for _, impl := range []string{"async-fork", "async-fork", "async-fork", "async-fork", "stock", "stock"} {
+		src, err := Translate(pinned, Options{Kernel: release, ForkImpl: impl})
+		if err != nil {
+			t.Fatalf("pinned-dma (%s): %v", impl, err)
+		}
+		srcs = append(srcs, src)
+	}
 	console := runReproVM(t, image, asyncForkCmdline, accel, srcs)
 	got := reproExits(console)
 	killedC := 0
@@ -136,4 +150,36 @@ func TestQEMUAsyncForkRepro(t *testing.T) {
 		t.Errorf("childfail=1 did not kill the executor's child on the Async-fork kernel: the child's copy was not reached")
 	}
 	t.Logf("%d of %d reproducers saw the child die of its failed copy", killedC, len(progs))
+
+	// The pinned-DMA bug reproduces in some runs only (3 of 8 in one
+	// trial): a failing run must fail the way the bug does (the child's
+	// start view holds the parent's post-fork io_uring data in the read
+	// pages 511-512); stock fork must never fail.
+	failed := 0
+	for k := 0; k < 6; k++ {
+		i := pinnedAt + k
+		out := section(console, i)
+		stock := k >= 4
+		switch c := got[i]; {
+		case stock && c != 0:
+			t.Errorf("pinned-dma with stock fork: exit %d, want 0:\n%s", c, out)
+		case !stock && c == 1:
+			failed++
+			if !strings.Contains(out, "FAIL: child of f0: start view: r0 (anon-private) page 511 offset 0x1ff000 (word 0): expected 0x0, actual 0xa5") {
+				t.Errorf("pinned-dma with Async-fork failed, but not as the bug does:\n%s", out)
+			}
+		case !stock && c != 0:
+			t.Errorf("pinned-dma with Async-fork: exit %d:\n%s", c, out)
+		}
+	}
+	t.Logf("pinned-dma C reproducer: %d of 4 runs with Async-fork showed the bug (the child's snapshot holds the parent's post-fork DMA write); 0 of 2 with stock fork", failed)
 }
+
+// pinnedDMA is docs/asyncfork/pinned-dma.ffz.
+const pinnedDMA = `forkfuzz v1
+region r0 anon-private pages=1024 thp=default
+uringreg r0 off=0x1fe000 len=0x4000
+fork f0
+uringread r0 off=0x1ff000 len=0x2000
+wait f0
+`
