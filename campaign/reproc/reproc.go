@@ -15,11 +15,19 @@
 // a failure. A fork with fault injection or a memory-cgroup limit that
 // fails is not a divergence: the parent's mappings must be unchanged, and
 // the reproducer goes on with a second set of tables, the expectations of
-// a run in which that fork failed (checker.NewSpecFailing).
+// a run in which that fork failed (checker.NewSpecFailing). A fork with
+// childfail is armed in the child's own context (held off the CPU,
+// stopped, its fail-nth written); a child that dies there must die of
+// SIGKILL, and the reproducer goes on with the expectations of a run in
+// which that child never ran (checker.NewSpecCopyKilled). With
+// Options.ForkImpl the reproducer switches a fork implementation on for
+// itself first and checks each fork of the main process for the deferred
+// copy (agents/forkimpl profiles; the executor's probe page).
 //
 // The reproducer prints "FAIL: ..." lines naming the process, operation or
 // view, page, expected and actual value, and exits 1 on a failure, 0
-// otherwise, 2 when it cannot set the program up, 3 (undecided: never a
+// otherwise, 2 when it cannot set the program up (or a fork
+// implementation is missing or did not take effect), 3 (undecided: never a
 // pass) when the run left the model's predicted path before any failure. It builds with
 // `gcc -O2 -static -pthread repro.c`.
 //
