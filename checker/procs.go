@@ -25,7 +25,7 @@ func (m *machine) fork(pr *proc, i int) {
 		// NewSpecCopyKilled: the expected run records the child's death
 		// the way the executor does, so the checking pass follows it.
 		m.exp.Rollbacks = append(m.exp.Rollbacks, obs.Rollback{Fork: op.Fork, Op: i, Cause: obs.CauseChildFail, FailNth: op.ChildFail,
-			Child: &obs.ChildFault{FailNth: op.ChildFail, Injection: obs.InjInjected, Outcome: obs.ChildDied, Signal: sigKILL}})
+			Child: &obs.ChildFault{FailNth: op.ChildFail, ChildOOM: op.ChildOOM, Injection: obs.InjInjected, Outcome: obs.ChildDied, Signal: sigKILL}})
 		defer func() { child.state, child.copyKilled = killed, true }()
 	}
 	if m.checking() && rollbackOf(m.o, i).CopyKilled() {

@@ -131,10 +131,11 @@ func NewSpecFailing(p *prog.Program, kernel string, failOp int) (*Spec, error) {
 }
 
 // NewSpecCopyKilled is NewSpec for the run in which the child of fork
-// operation forkOp (one with childfail) dies on its way to user space,
-// killed with SIGKILL after the fault injected into its side of the fork
-// (Async-fork's contract for a failed copy): it never runs, its wait
-// reports SIGKILL, and every other fork succeeds.
+// operation forkOp (one with childfail or child_oom) dies on its way to
+// user space, killed with SIGKILL after the fault injected into its side
+// of the fork or by its memory cgroup's OOM killer (Async-fork's contract
+// for a failed copy): it never runs, its wait reports SIGKILL, and every
+// other fork succeeds.
 func NewSpecCopyKilled(p *prog.Program, kernel string, forkOp int) (*Spec, error) {
 	return newSpec(p, kernel, func(em *machine) error {
 		if forkOp < 0 || forkOp >= len(p.Ops) || p.Ops[forkOp].Kind != prog.OpFork {

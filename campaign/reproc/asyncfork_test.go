@@ -44,7 +44,8 @@ const asyncForkCmdline = "async_fork.seq_fix=1"
 // arm childfail in the child's own context, where Async-fork copies the
 // page tables: with childfail=1 the child dies of its failed copy (SIGKILL)
 // and the reproducer goes on with the expectations of a run in which it
-// never ran. Their verdicts equal the executor's in a VM of the same
+// never ran; child_oom puts the child into a limited memory cgroup of its
+// own, as the executor does. Their verdicts equal the executor's in a VM of the same
 // kernel with the same profile.
 func TestQEMUAsyncForkRepro(t *testing.T) {
 	needQEMU(t)
@@ -56,6 +57,13 @@ func TestQEMUAsyncForkRepro(t *testing.T) {
 			t.Fatal(err)
 		}
 		progs = append(progs, entry{fmt.Sprintf("childfail=%d", k), p})
+	}
+	for _, lim := range []string{"0x1000", "0x10000000"} {
+		p, err := prog.Parse([]byte(strings.Replace(childFailC, "childfail=2", "child_oom="+lim, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		progs = append(progs, entry{"child_oom=" + lim, p})
 	}
 	plain, err := prog.Parse([]byte(strings.Replace(childFailC, " childfail=2", "", 1)))
 	if err != nil {
@@ -135,11 +143,14 @@ func TestQEMUAsyncForkRepro(t *testing.T) {
 		if !strings.Contains(out, "memory.async_fork=1 (read back)") || !strings.Contains(out, "1 forks of the main process deferred their copy, 0 copied eagerly") {
 			t.Errorf("%s: the reproducer did not show Async-fork switched on and the fork deferred:\n%s", e.name, out)
 		}
-		if strings.Contains(out, "killed with SIGKILL on its way to user space") {
+		if strings.Contains(out, "killed with SIGKILL on its way to user space") || strings.Contains(out, "the child was killed (SIGKILL) on its way to user space") {
 			killedC++
 			if !strings.Contains(out, "the expectations are those of a run in which the child of") {
 				t.Errorf("%s: the child died but the reproducer did not go on with the expectations of a killed child:\n%s", e.name, out)
 			}
+		}
+		if e.name == "child_oom=0x1000" && died[i] != strings.Contains(out, "the child was killed (SIGKILL) on its way to user space") {
+			t.Errorf("%s: the executor's child died of its limit: %v; the reproducer's output:\n%s", e.name, died[i], out)
 		}
 		if e.name == "childfail=1" && died[i] && !strings.Contains(out, "killed with SIGKILL on its way to user space") {
 			t.Errorf("%s: the executor's child died of its failed copy, the reproducer's did not:\n%s", e.name, out)

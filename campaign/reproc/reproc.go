@@ -19,7 +19,8 @@
 // childfail is armed in the child's own context (held off the CPU,
 // stopped, its fail-nth written); a child that dies there must die of
 // SIGKILL, and the reproducer goes on with the expectations of a run in
-// which that child never ran (checker.NewSpecCopyKilled). With
+// which that child never ran (checker.NewSpecCopyKilled); child_oom
+// likewise, the child born into a limited memory cgroup of its own. With
 // Options.ForkImpl the reproducer switches a fork implementation on for
 // itself first and checks each fork of the main process for the deferred
 // copy (agents/forkimpl profiles; the executor's probe page).
@@ -87,15 +88,6 @@ func Translate(p *prog.Program, opt Options) ([]byte, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid program: %w", err)
 	}
-	for _, i := range p.ChildInjected() {
-		// childfail is armed by the parent while the child is held off
-		// the CPU, as the executor does; child_oom moves the child into
-		// a memory cgroup of its own at that moment, which C
-		// reproducers do not do yet.
-		if op := p.Ops[i]; op.ChildOOM > 0 || op.Proc != 0 {
-			return nil, fmt.Errorf("op %d `%s`: child_oom, and childfail on a fork by a child, are not supported by C reproducers (replay it with forkfuzz exec)", i, op.String())
-		}
-	}
 	var impl *forkimpl.Profile
 	if opt.ForkImpl != "" {
 		var err error
@@ -136,7 +128,7 @@ func Translate(p *prog.Program, opt Options) ([]byte, error) {
 	// before user space): then the reproducer goes on with the
 	// expectations of a run in which that child never ran.
 	for i, op := range p.Ops {
-		if op.Kind != prog.OpFork || op.Proc != 0 || op.ChildFail == 0 {
+		if op.Kind != prog.OpFork || op.Proc != 0 || (op.ChildFail == 0 && op.ChildOOM == 0) {
 			continue
 		}
 		alt, err := checker.NewSpecCopyKilled(p, opt.Kernel, i)
@@ -333,6 +325,7 @@ struct op {
 	int fork, peer, into, pipe, failnth;
 	uint64_t oommemcg;
 	int childfail;
+	uint64_t childoom;
 	const char *text;
 };
 enum { RET_NONE, RET_EXACT, RET_KILLED, RET_EXIT0, RET_MREMAP };
@@ -373,9 +366,9 @@ func (g *gen) emit() []byte {
 	scratch, memcg, failnth, ring, uffd := 0, 0, 0, 0, 0
 	fmt.Fprintf(&b, "\n#define NOPS %d\nstatic const struct op OPS[] = {\n", len(p.Ops))
 	for i, op := range p.Ops {
-		fmt.Fprintf(&b, "\t{%d, %d, %d, %d, %#x, %#x, %d, %#x, %d, %d, %#x, %d, %d, %#x, %d, %d, %d, %d, %d, %#x, %d, %s},\n",
+		fmt.Fprintf(&b, "\t{%d, %d, %d, %d, %#x, %#x, %d, %#x, %d, %d, %#x, %d, %d, %#x, %d, %d, %d, %d, %d, %#x, %d, %#x, %s},\n",
 			op.Proc, op.Thread, int(op.Kind), op.Region, op.Off, op.Len, op.Count, op.Stride, int(op.Prot), int(op.Advice),
-			op.NewLen, int(op.Flags), op.To, op.ToOff, op.Fork, op.Peer, op.Into, op.Pipe, op.FailNth, op.OOMMemcg, op.ChildFail, cstr(opText(p, i)))
+			op.NewLen, int(op.Flags), op.To, op.ToOff, op.Fork, op.Peer, op.Into, op.Pipe, op.FailNth, op.OOMMemcg, op.ChildFail, op.ChildOOM, cstr(opText(p, i)))
 		switch op.Kind {
 		case prog.OpVmsplice, prog.OpReadPipe:
 			usesPipe[op.Pipe] = 1
@@ -388,7 +381,7 @@ func (g *gen) emit() []byte {
 		case prog.OpUffdWP:
 			uffd = 1
 		case prog.OpFork:
-			if op.OOMMemcg > 0 {
+			if op.OOMMemcg > 0 || op.ChildOOM > 0 {
 				memcg = 1
 			}
 			if op.FailNth > 0 || op.ChildFail > 0 {
