@@ -7,8 +7,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
