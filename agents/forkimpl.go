@@ -69,7 +69,11 @@ func (t *ForkImplTarget) Run(p *prog.Program, opt Options) (*obs.Observation, er
 		t.mu.Unlock()
 		return nil, err
 	}
-	if u := obs.Undecided(o); u != "" {
+	// Only a deferring profile must show, now and then, that it took
+	// effect. Under stock, an undecided fork (its child ran before the
+	// parent looked: most stock forks of the Go executor under TCG) hides
+	// no deferral the probe could have caught, as in Calibrate.
+	if u := obs.Undecided(o); u != "" && obs.DeferredProfile(t.Profile) {
 		t.mu.Lock()
 		t.undecidedRun++
 		n := t.undecidedRun

@@ -114,3 +114,34 @@ func TestCalibrate(t *testing.T) {
 		}
 	}
 }
+
+// TestUndecidedRuns: MaxUndecidedRuns runs in a row in which no fork could
+// show whether a deferring implementation took effect are a harness
+// error; under stock they are not (an undecided stock fork hides no
+// deferral the probe could have caught), as in Calibrate.
+func TestUndecidedRuns(t *testing.T) {
+	p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=1 thp=off\nfork f0\nwait f0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		profile string
+		fail    bool
+	}{{"async-fork", true}, {"stock", false}} {
+		w := &ForkImplTarget{Target: &fakeImpl{verdict: map[string]string{c.profile: obs.EvUnknown}}, Profile: c.profile}
+		var fe *obs.ForkImplError
+		var last error
+		for i := 0; i < MaxUndecidedRuns; i++ {
+			_, last = w.Run(p, Options{})
+			if i < MaxUndecidedRuns-1 && last != nil {
+				t.Fatalf("%s: run %d: %v", c.profile, i+1, last)
+			}
+		}
+		if errors.As(last, &fe) != c.fail {
+			t.Errorf("%s: %d undecided runs in a row gave %v, want a harness error: %v", c.profile, MaxUndecidedRuns, last, c.fail)
+		}
+		if w.Unknown != MaxUndecidedRuns {
+			t.Errorf("%s: the summary counts %d unknown forks, want %d", c.profile, w.Unknown, MaxUndecidedRuns)
+		}
+	}
+}
