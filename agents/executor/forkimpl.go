@@ -157,8 +157,10 @@ type forkEv struct {
 	pmdMod  bool
 	pmdPath []byte // NUL-terminated paths of the module's files, for raw opens
 	pidPath []byte
-	pmdBuf  []byte // a MAP_SHARED buffer the PMD table is read into
-	last    int    // index in forks of the latest fork, -1 if none
+	pmdBuf  []byte           // a MAP_SHARED buffer the PMD table is read into
+	last    int              // index in forks of the latest fork, -1 if none
+	cur     obs.ForkEvidence // between look and release
+	curRan  string
 }
 
 // pmdBufSize bounds the PMD table read right after a fork (a line per
@@ -372,6 +374,15 @@ func (e *forkEv) before() {
 // after runs in the parent right after fork f (operation i) returned pid:
 // it reads the evidence, then lets the child run anywhere.
 func (e *forkEv) after(m *machine, i, f int, pid int, errno uintptr) {
+	e.look(m, i, f, pid, errno)
+	e.release(pid, errno)
+}
+
+// look reads the evidence of fork f (operation i) while the child is
+// still held off the CPU; release, later, lets it go and records the
+// verdict. Whatever the parent does between them (the page census) comes
+// after the evidence, which a blocking parent would spoil.
+func (e *forkEv) look(m *machine, i, f int, pid int, errno uintptr) {
 	ev := obs.ForkEvidence{Fork: f, Op: i, PMDsWP: -1, PMDsWPAfterWait: -1, Pinned: e.fifo}
 	ran := ""
 	if errno == 0 {
@@ -397,6 +408,13 @@ func (e *forkEv) after(m *machine, i, f int, pid int, errno uintptr) {
 			}
 		}
 	}
+	e.cur, e.curRan = ev, ran
+}
+
+// release lets the child of the fork look examined run anywhere, and
+// records the fork's verdict.
+func (e *forkEv) release(pid int, errno uintptr) {
+	ev, ran := e.cur, e.curRan
 	if e.fifo {
 		p := schedParam{}
 		sys3(unix.SYS_SCHED_SETSCHEDULER, 0, schedOther, uintptr(unsafe.Pointer(&p)))

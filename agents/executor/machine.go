@@ -573,11 +573,17 @@ func (m *machine) fork(i, f int, start int64) {
 	if !m.inChild {
 		m.forkTSC[f] = [2]uint64{inv, resp}
 	}
+	// The evidence first, while the child is still held off the CPU:
+	// the census reads every region's page tables and can block (the
+	// mmap lock), and a parent that blocks lets the child run.
+	if ev {
+		m.fe.look(m, i, f, int(pid), errno)
+	}
 	if census {
 		m.census.after(m, errno == 0)
 	}
 	if ev {
-		m.fe.after(m, i, f, int(pid), errno)
+		m.fe.release(int(pid), errno)
 	}
 	// Not before the evidence: under Async-fork the child's deferred
 	// copy runs meanwhile, and a drain takes most of a second under TCG.
