@@ -11,26 +11,12 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/internal/testutil"
 	"github.com/forkfuzz/forkfuzz/kernel"
 )
 
-// asyncForkKernel is the Async-fork kernel in ../shared/kernels (or
-// $FORKFUZZ_ASYNCFORK_KERNEL). Under CI=true, where ../shared is beside
-// the clone, a missing one is a failure.
-func asyncForkKernel(t *testing.T) string {
-	t.Helper()
-	if k := os.Getenv("FORKFUZZ_ASYNCFORK_KERNEL"); k != "" {
-		return k
-	}
-	k := filepath.Join(repoRoot(t), "../shared/kernels/bzImage-6.1.192-asyncfork")
-	if _, err := os.Stat(k); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the Async-fork kernel is missing under CI (../shared/kernels beside the clone): %v", err)
-		}
-		t.Skipf("no Async-fork kernel (%v): set FORKFUZZ_ASYNCFORK_KERNEL or provide ../shared/kernels/bzImage-6.1.192-asyncfork", err)
-	}
-	return k
-}
+// asyncForkKernel is the Async-fork kernel (testutil.AsyncForkKernel).
+func asyncForkKernel(t *testing.T) string { return testutil.AsyncForkKernel(t) }
 
 // asyncForkStats parses the 6.1 port's counters
 // (/sys/module/async_fork/parameters/stats). forkfuzz never reads them;

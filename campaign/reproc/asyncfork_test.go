@@ -2,8 +2,6 @@ package reproc
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,23 +13,6 @@ import (
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 	"github.com/forkfuzz/forkfuzz/internal/testutil"
 )
-
-// asyncForkImage is the Async-fork kernel of ../shared/kernels (or
-// $FORKFUZZ_ASYNCFORK_KERNEL); under CI=true a missing one is a failure.
-func asyncForkImage(t *testing.T) string {
-	t.Helper()
-	if k := os.Getenv("FORKFUZZ_ASYNCFORK_KERNEL"); k != "" {
-		return k
-	}
-	k := filepath.Join(testutil.RepoRoot(t), "../shared/kernels/bzImage-6.1.192-asyncfork")
-	if _, err := os.Stat(k); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the Async-fork kernel is missing under CI: %v", err)
-		}
-		t.Skipf("no Async-fork kernel (%v): set FORKFUZZ_ASYNCFORK_KERNEL", err)
-	}
-	return k
-}
 
 // asyncForkCmdline is what the Async-fork kernel boots with (see
 // agents/vm TestAsyncForkKernel: without seq_fix the vendor's
@@ -49,7 +30,7 @@ const asyncForkCmdline = "async_fork.seq_fix=1"
 // kernel with the same profile.
 func TestQEMUAsyncForkRepro(t *testing.T) {
 	needQEMU(t)
-	image := asyncForkImage(t)
+	image := testutil.AsyncForkKernel(t)
 	var progs []entry
 	for _, k := range []int{1, 2, 8, 40} {
 		p, err := prog.Parse([]byte(strings.Replace(childFailC, "childfail=2", fmt.Sprintf("childfail=%d", k), 1)))
