@@ -324,7 +324,7 @@ func (a *agent) run(m *Msg) *Msg {
 // blamed on it. (A guard, not a fix of an observed failure: on the
 // rss-thp mutant, 40 rounds of TestQEMUReportOnItsRun without it and
 // alternating runs of a reporting and a quiet program never showed a
-// report one run late; it costs two affinity changes per CPU.)
+// report one run late; it costs one affinity change per CPU and one to restore.)
 func dropLazyMMs() error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
