@@ -283,6 +283,8 @@ func (m *machine) exec(pr *proc, i int) {
 	case prog.OpJoin:
 		m.result(pr, i, unpredictable("join"))
 		m.join(op.Peer)
+	case prog.OpMigrate:
+		m.migrate(pr, i)
 	default:
 		if op.Kind.Pinned() {
 			m.execPinned(pr, i)

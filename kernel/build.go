@@ -195,8 +195,14 @@ func Build(o BuildOptions) (*BuildResult, error) {
 	}
 	fmt.Fprintf(o.Log, "kernel build: %s in %v\n", res.Image, res.Elapsed.Round(time.Second))
 	// The PMD module, against the same tree, beside the image (pmdmod.go).
+	// make bzImage leaves out what external modules link with
+	// (scripts/module.lds): modules_prepare makes it.
 	mod := filepath.Join(filepath.Dir(res.Image), PMDModuleName)
-	if err := BuildPMDModule(out, mod, o.Log); err != nil {
+	err = mk("modules_prepare")
+	if err == nil {
+		err = BuildPMDModule(out, mod, o.Log)
+	}
+	if err != nil {
 		res.ModuleErr = err
 		fmt.Fprintf(o.Log, "kernel build: %v (the rollback oracle falls back to its behavioural checks)\n", err)
 	} else {

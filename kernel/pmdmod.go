@@ -35,8 +35,10 @@ func BuildPMDModule(tree, dst string, log io.Writer) error {
 	if log == nil {
 		log = io.Discard
 	}
-	if _, err := os.Stat(filepath.Join(tree, "include/generated/utsrelease.h")); err != nil {
-		return fmt.Errorf("build %s: %s is not a prepared kernel build tree (run make modules_prepare there): %w", PMDModuleName, tree, err)
+	for _, f := range []string{"include/generated/utsrelease.h", "scripts/module.lds"} {
+		if _, err := os.Stat(filepath.Join(tree, f)); err != nil {
+			return fmt.Errorf("build %s: %s is not a prepared kernel build tree (run make modules_prepare there): %w", PMDModuleName, tree, err)
+		}
 	}
 	dir, err := os.MkdirTemp("", "forkfuzz-pmdmod-")
 	if err != nil {

@@ -68,6 +68,7 @@ type machine struct {
 	forkTSC [prog.MaxForks][2]uint64
 
 	pin pinRes         // pinned.go
+	mig migrateBuf     // migrate.go
 	fe  forkEv         // forkimpl.go
 	rb  *rollbackState // failnth.go
 	kc  *kcovState     // kcov.go; nil or !ok: no coverage
@@ -536,6 +537,8 @@ func (m *machine) exec(i int) {
 		m.join(op.Peer)
 	case prog.OpCheck:
 		m.view(i)
+	case prog.OpMigrate:
+		errno, ret = m.migrateOnce(i)
 	default:
 		if op.Kind.Pinned() {
 			errno, ret, skipped = m.execPinned(i)

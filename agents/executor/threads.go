@@ -100,13 +100,13 @@ func (w *worker) loop() {
 	}
 }
 
-// post hands operation i to its thread. For a storeloop it waits until
-// the loop's first pass is done, so the loop is running at whatever the
-// main thread does next. Main process, main thread only.
+// post hands operation i to its thread. For a storeloop or migrateloop it
+// waits until the loop's first pass is done, so the loop is running at
+// whatever the main thread does next. Main process, main thread only.
 func (m *machine) post(i int) {
 	w := m.th.worker(m.p.Ops[i].Thread, m)
 	w.wg.Add(1)
-	if m.p.Ops[i].Kind == prog.OpStoreLoop {
+	if m.p.Ops[i].Kind.RunsUntil() {
 		var cpu uint32
 		if _, _, e := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0); e != 0 {
 			m.th.mainCPU.Store(-1)
@@ -115,7 +115,7 @@ func (m *machine) post(i int) {
 		}
 	}
 	w.queue <- i
-	if m.p.Ops[i].Kind == prog.OpStoreLoop {
+	if m.p.Ops[i].Kind.RunsUntil() {
 		<-w.started
 	}
 }
@@ -196,6 +196,16 @@ func (w *worker) run(i int) {
 			}
 		}
 		w.m.recOp(i, 0, uint64(n/op.Count), start, w.m.now(), 0)
+	case prog.OpMigrateLoop:
+		once := false
+		signal := func() {
+			if !once {
+				once = true
+				w.started <- struct{}{}
+			}
+		}
+		defer signal() // never leave the main thread waiting, even on a fault
+		w.migrateLoop(i, signal)
 	default:
 		w.m.exec(i)
 	}

@@ -279,6 +279,10 @@ func (x *machine) exec(i int) {
 		x.view(op.Proc, i)
 	case prog.OpProcMem, prog.OpPVWrite:
 		res.Ret, res.Skipped, res.Errno = x.remoteWrite(i, op)
+	case prog.OpMigrate, prog.OpMigrateLoop:
+		// Pages have no physical placement here: nothing to move, and no
+		// migration entry for a fork to meet. Skipped, and said so.
+		res.Skip = "the simulated kernel does not model page placement (NUMA nodes) or migration: " + op.Kind.String()
 	default:
 		if op.Kind.Pinned() {
 			// Pipes, O_DIRECT, io_uring and userfaultfd are not modelled.

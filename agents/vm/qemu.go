@@ -38,8 +38,12 @@ func (qemu) args(t *Target, sock string) []string {
 	if c.Cmdline != "" {
 		cmdline += " " + c.Cmdline
 	}
+	if c.NUMANodes > 1 {
+		// Pages move between nodes only when a program moves them.
+		cmdline += " numa_balancing=disable"
+	}
 	cmdline += " -- vm-agent"
-	return []string{
+	args := []string{
 		"-accel", accel, "-cpu", cpu,
 		"-m", strconv.Itoa(c.Memory), "-smp", strconv.Itoa(c.CPUs),
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
@@ -48,6 +52,33 @@ func (qemu) args(t *Target, sock string) []string {
 		"-chardev", "socket,id=ff0,path=" + sock + ",server=on,wait=off",
 		"-device", "virtio-serial-pci", "-device", "virtserialport,chardev=ff0,name=" + portName,
 	}
+	return append(args, numaArgs(c.Memory, c.CPUs, c.NUMANodes)...)
+}
+
+// maxNUMANodes bounds Config.NUMANodes.
+const maxNUMANodes = 8
+
+// numaArgs splits mem MiB into nodes NUMA nodes (8 MiB multiples, the
+// rest on the last node) with all cpus on node 0; nil for one node.
+func numaArgs(mem, cpus, nodes int) []string {
+	nodes = min(nodes, maxNUMANodes, mem/8)
+	if nodes < 2 {
+		return nil
+	}
+	var args []string
+	per := mem / nodes / 8 * 8
+	for k := 0; k < nodes; k++ {
+		size := per
+		if k == nodes-1 {
+			size = mem - per*(nodes-1)
+		}
+		node := fmt.Sprintf("node,nodeid=%d,memdev=ffmem%d", k, k)
+		if k == 0 {
+			node += fmt.Sprintf(",cpus=0-%d", cpus-1)
+		}
+		args = append(args, "-object", fmt.Sprintf("memory-backend-ram,id=ffmem%d,size=%dM", k, size), "-numa", node)
+	}
+	return args
 }
 
 func (q qemu) commandLine(t *Target, sock string) string {

@@ -38,6 +38,12 @@ type Config struct {
 	VMs int
 	// Memory (MiB, default 1024) and CPUs (default 2) per VM.
 	Memory, CPUs int
+	// NUMANodes per VM (default 2; 1: no NUMA topology). The memory is
+	// split evenly between the nodes, the CPUs all sit on node 0, and
+	// automatic NUMA balancing is off: pages move only when a program's
+	// migrate or migrateloop moves them (move_pages needs a second node
+	// with memory to move a page to).
+	NUMANodes int
 	// Accel: "auto" (default: KVM if a probe boot under KVM works, else
 	// TCG), "kvm" or "tcg".
 	Accel string
@@ -178,12 +184,18 @@ func New(cfg Config) (*Target, error) {
 	if cfg.CPUs <= 0 {
 		cfg.CPUs = 2
 	}
+	if cfg.NUMANodes <= 0 {
+		cfg.NUMANodes = 2
+	}
 	if tf := cfg.TargetFile; tf != nil {
 		if tf.Memory > 0 {
 			cfg.Memory = tf.Memory
 		}
 		if tf.CPUs > 0 {
 			cfg.CPUs = tf.CPUs
+		}
+		if tf.NUMANodes > 0 {
+			cfg.NUMANodes = tf.NUMANodes
 		}
 		if tf.Cmdline != "" {
 			cfg.Cmdline = strings.TrimSpace(cfg.Cmdline + " " + tf.Cmdline)

@@ -20,6 +20,7 @@ import (
 //	cmdline = transparent_hugepage=madvise    # appended to the kernel command line
 //	memory = 2048                             # MiB per VM
 //	cpus = 2                                  # vCPUs per VM
+//	numa = 2                                  # NUMA nodes per VM (1: none)
 //	file = tools/busybox /bin/busybox         # copy a host file into the guest
 //	setup = write /proc/sys/kernel/async_fork 1
 //	setup = run /bin/busybox sh -c "echo 1 > /sys/fs/cgroup/x"
@@ -32,14 +33,16 @@ import (
 // "prctl OPTION [ARG2 ...]" (fork-mode only) is made by the executor
 // process itself when it starts, before it runs any program.
 type TargetFile struct {
-	Path     string
-	Kernel   string // absolute, or ""
-	Cmdline  string
-	Memory   int
-	CPUs     int
-	Files    []File
-	Setup    []Step
-	ForkMode []Step
+	Path    string
+	Kernel  string // absolute, or ""
+	Cmdline string
+	Memory  int
+	CPUs    int
+	// NUMANodes per VM (0: the default, see Config.NUMANodes).
+	NUMANodes int
+	Files     []File
+	Setup     []Step
+	ForkMode  []Step
 }
 
 // File is a host file copied into the guest's initramfs.
@@ -138,7 +141,7 @@ func ParseTargetFile(path string, b []byte) (*TargetFile, error) {
 			tf.Kernel = abs(v)
 		case "cmdline":
 			tf.Cmdline = strings.TrimSpace(strings.Join(vals, " "))
-		case "memory", "cpus":
+		case "memory", "cpus", "numa":
 			v, err := one()
 			if err != nil {
 				return nil, err
@@ -147,10 +150,16 @@ func ParseTargetFile(path string, b []byte) (*TargetFile, error) {
 			if err != nil || x <= 0 {
 				return nil, fail(key, "want a positive integer, got %q", v)
 			}
-			if key == "memory" {
+			switch key {
+			case "memory":
 				tf.Memory = x
-			} else {
+			case "cpus":
 				tf.CPUs = x
+			default:
+				if x > maxNUMANodes {
+					return nil, fail(key, "at most %d nodes, got %d", maxNUMANodes, x)
+				}
+				tf.NUMANodes = x
 			}
 		case "file":
 			if len(vals) != 2 || !strings.HasPrefix(vals[1], "/") {

@@ -151,7 +151,7 @@ var opAbbrev = map[prog.OpKind]string{
 	prog.OpMadvise: "ad", prog.OpMremap: "re", prog.OpMlock: "lk", prog.OpMunlock: "ul", prog.OpFork: "F",
 	prog.OpWait: "W", prog.OpKill: "K", prog.OpCheck: "C", prog.OpStoreLoop: "L", prog.OpJoin: "J",
 	prog.OpProcMem: "pm", prog.OpPVWrite: "pv", prog.OpODirect: "od", prog.OpVmsplice: "vs", prog.OpReadPipe: "rp",
-	prog.OpUringReg: "ur", prog.OpUringRead: "ud", prog.OpUffdWP: "uf",
+	prog.OpUringReg: "ur", prog.OpUringRead: "ud", prog.OpUffdWP: "uf", prog.OpMigrate: "mg", prog.OpMigrateLoop: "ML",
 }
 
 func opColor(k prog.OpKind) string {

@@ -363,7 +363,7 @@ func (g *gen) emit() []byte {
 	b.WriteString("};\n")
 	g.emitForkImpl(&b)
 	var usesPipe [prog.MaxPipes]int
-	scratch, memcg, failnth, ring, uffd := 0, 0, 0, 0, 0
+	scratch, memcg, failnth, ring, uffd, numa := 0, 0, 0, 0, 0, 0
 	fmt.Fprintf(&b, "\n#define NOPS %d\nstatic const struct op OPS[] = {\n", len(p.Ops))
 	for i, op := range p.Ops {
 		fmt.Fprintf(&b, "\t{%d, %d, %d, %d, %#x, %#x, %d, %#x, %d, %d, %#x, %d, %d, %#x, %d, %d, %d, %d, %d, %#x, %d, %#x, %s},\n",
@@ -380,6 +380,8 @@ func (g *gen) emit() []byte {
 			ring, scratch = 1, 1
 		case prog.OpUffdWP:
 			uffd = 1
+		case prog.OpMigrate, prog.OpMigrateLoop:
+			numa = 1
 		case prog.OpFork:
 			if op.OOMMemcg > 0 || op.ChildOOM > 0 {
 				memcg = 1
@@ -390,8 +392,8 @@ func (g *gen) emit() []byte {
 		}
 	}
 	b.WriteString("};\n")
-	fmt.Fprintf(&b, "static const int USES_PIPE[4] = {%d, %d, %d, %d};\n#define USES_SCRATCH %d\n#define USES_MEMCG %d\n#define USES_FAILNTH %d\n#define USES_RING %d\n#define USES_UFFD %d\n",
-		usesPipe[0], usesPipe[1], usesPipe[2], usesPipe[3], scratch, memcg, failnth, ring, uffd)
+	fmt.Fprintf(&b, "static const int USES_PIPE[4] = {%d, %d, %d, %d};\n#define USES_SCRATCH %d\n#define USES_MEMCG %d\n#define USES_FAILNTH %d\n#define USES_RING %d\n#define USES_UFFD %d\n#define USES_NUMA %d\n#define MAX_MIGRATE_PAGES %d\n",
+		usesPipe[0], usesPipe[1], usesPipe[2], usesPipe[3], scratch, memcg, failnth, ring, uffd, numa, prog.MaxMigratePages)
 
 	var t tables
 	sets := append([]*checker.Spec{s}, g.alts...)

@@ -2,6 +2,7 @@ package gen
 
 import (
 	"math/rand/v2"
+	"slices"
 
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -213,7 +214,7 @@ func (g *generator) pickKind(proc, depth int, canFork, pending bool) prog.OpKind
 			return pending
 		case prog.OpPwrite:
 			return g.memfdRegion() >= 0
-		case prog.OpWait:
+		case prog.OpWait, prog.OpStoreLoop, prog.OpMigrateLoop:
 			return false
 		}
 		return pinnedAllowed(k, proc)
@@ -261,6 +262,19 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 		}
 		g.nops += len(ops)
 	}
+	migrating := -1 // the region a migrateloop moves during this fork
+	if proc == 0 && g.w.MigrateLoopProb > 0 && chance(g.r, g.w.MigrateLoopProb) {
+		if t := g.freeThread(ops); t > 0 {
+			op := g.migrateOp(0, g.region())
+			op.Kind, op.Thread, op.Fork = prog.OpMigrateLoop, t, f
+			migrating = op.Region
+			ops = append(ops, op)
+			g.nops++
+			if chance(g.r, 0.5) {
+				joins = append(joins, prog.Op{Kind: prog.OpJoin, Peer: t})
+			}
+		}
+	}
 	if proc == 0 && g.w.PreForkAdviceProb > 0 && chance(g.r, g.w.PreForkAdviceProb) {
 		ri := g.r.IntN(len(g.p.Regions))
 		off, n := g.span(ri)
@@ -276,6 +290,11 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 	}
 	ops = append(ops, fork)
 	g.nops++
+	if migrating >= 0 && chance(g.r, 0.5) {
+		st := g.everyPage(proc, migrating, g.w.MaxStorePages)
+		ops = append(ops, st...)
+		g.nops += len(st)
+	}
 	if g.w.EveryPageProb > 0 && chance(g.r, g.w.EveryPageProb) {
 		for ri := range g.p.Regions {
 			st := g.everyPage(proc, ri, g.w.MaxStorePages)
@@ -334,7 +353,7 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 	}
 	if len(joins) == 0 && len(afterWait) == 0 && chance(g.r, g.w.DeferWaitProb) {
 		for _, op := range ops {
-			if op.Kind == prog.OpStoreLoop {
+			if op.Kind.RunsUntil() {
 				g.busy[op.Thread] = true
 			}
 		}
@@ -364,6 +383,33 @@ func (g *generator) everyPage(proc, ri, maxPages int) []prog.Op {
 			Count: min(n-first, maxPages), Stride: page})
 	}
 	return out
+}
+
+// freeThread returns a thread (1..MaxThreads) that runs no loop and
+// none of ops, or 0.
+func (g *generator) freeThread(ops []prog.Op) int {
+	for t := 1; t <= prog.MaxThreads; t++ {
+		if g.busy[t] || slices.ContainsFunc(ops, func(op prog.Op) bool { return op.Thread == t }) {
+			continue
+		}
+		return t
+	}
+	return 0
+}
+
+// migrateOp returns a migrate of region ri: the whole region (up to
+// MaxMigratePages), or a window of it.
+func (g *generator) migrateOp(proc, ri int) prog.Op {
+	n := g.pages(ri)
+	op := prog.Op{Proc: proc, Kind: prog.OpMigrate, Region: ri}
+	w := min(n, prog.MaxMigratePages)
+	first := 0
+	if chance(g.r, 0.4) {
+		w = between(g.r, 1, w)
+		first = g.r.IntN(n - w + 1)
+	}
+	op.Off, op.Len = uint64(first)*page, uint64(w)*page
+	return op
 }
 
 // interleave merges a and b in a random order that keeps the order within

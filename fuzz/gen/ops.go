@@ -25,6 +25,9 @@ func (g *generator) simple(proc int, k prog.OpKind) []prog.Op {
 	if k.Pinned() {
 		return g.pinnedOp(proc, k)
 	}
+	if k == prog.OpMigrate {
+		return []prog.Op{g.migrateOp(proc, g.region())}
+	}
 	return g.rangeOp(proc, k, g.region())
 }
 

@@ -119,7 +119,7 @@ func Repair(p *prog.Program) *prog.Program {
 		default:
 			op.Proc = pr
 			fo := fixOp(op, q.Regions)
-			if fo.Kind == prog.OpStoreLoop {
+			if fo.Kind.RunsUntil() {
 				// The loop's fork usually comes later: resolve it then.
 				fo.Fork = -1
 				if n, ok := ids[op.Fork]; ok && forks[n].alive {
@@ -185,20 +185,31 @@ func FixJoins(p *prog.Program) {
 		for k := from; k < len(p.Ops); k++ {
 			if op := &p.Ops[k]; op.Kind != prog.OpJoin && op.Thread == t {
 				op.Thread = 0
-				if op.Kind == prog.OpStoreLoop {
-					op.Kind, op.Fork = prog.OpStore, 0
-				}
+				unloop(op)
 			}
 		}
 	}
 }
 
-// fixLoops turns every storeloop whose until-fork is not forked and then
-// waited for by the main process after the loop into a plain store.
+// unloop turns a storeloop into a store and a migrateloop into a migrate
+// (one pass, no until=): what a loop becomes where it cannot run until a
+// wait.
+func unloop(op *prog.Op) {
+	switch op.Kind {
+	case prog.OpStoreLoop:
+		op.Kind, op.Fork = prog.OpStore, 0
+	case prog.OpMigrateLoop:
+		op.Kind, op.Fork = prog.OpMigrate, 0
+	}
+}
+
+// fixLoops turns every storeloop or migrateloop whose until-fork is not
+// forked and then waited for by the main process after the loop into one
+// pass (unloop).
 func fixLoops(p *prog.Program) {
 	for i := range p.Ops {
 		op := &p.Ops[i]
-		if op.Kind != prog.OpStoreLoop {
+		if !op.Kind.RunsUntil() {
 			continue
 		}
 		ok := false
@@ -208,12 +219,12 @@ func fixLoops(p *prog.Program) {
 			}
 		}
 		if fi := p.ForkOp(op.Fork); !ok || fi < 0 || p.Ops[fi].Proc != 0 {
-			op.Kind, op.Fork = prog.OpStore, 0
+			unloop(op)
 		}
 	}
-	// A join or a storeloop queued behind a storeloop of its thread that
-	// runs until a later wait would block forever: drop the join, make
-	// the storeloop a plain store.
+	// A join or a loop queued behind a loop of its thread that runs until
+	// a later wait would block forever: drop the join, make the later
+	// loop one pass.
 	waitAt := map[int]int{}
 	for j, op := range p.Ops {
 		if op.Kind == prog.OpWait && op.Proc == 0 {
@@ -231,9 +242,9 @@ func fixLoops(p *prog.Program) {
 		switch {
 		case op.Kind == prog.OpJoin && blocked:
 			continue
-		case op.Kind == prog.OpStoreLoop && blocked:
-			op.Kind, op.Fork = prog.OpStore, 0
-		case op.Kind == prog.OpStoreLoop:
+		case op.Kind.RunsUntil() && blocked:
+			unloop(&op)
+		case op.Kind.RunsUntil():
 			busyUntil[t] = max(busyUntil[t], waitAt[op.Fork])
 		}
 		out = append(out, op)
@@ -270,12 +281,18 @@ func fixOp(op prog.Op, regions []prog.Region) prog.Op {
 		}
 		q.Thread, q.Peer = 0, (max(op.Peer, 1)-1)%prog.MaxThreads+1
 		return q
-	case prog.OpStoreLoop:
+	case prog.OpStoreLoop, prog.OpMigrateLoop:
 		if q.Thread == 0 {
-			q.Kind = prog.OpStore
+			unloop(&q)
 		}
 	}
 	q.Region = fixRegionRef(op.Region, len(regions))
+	if q.Kind == prog.OpMigrate || q.Kind == prog.OpMigrateLoop {
+		size := max(uint64(regions[q.Region].Pages)*page, page)
+		q.Off = op.Off % size &^ (page - 1)
+		q.Len = min(max(op.Len&^(page-1), page), prog.MaxMigratePages*page)
+		return q
+	}
 	if q.Kind.Pinned() && !q.Kind.WritesSlots() {
 		return fixPinnedOp(q, op)
 	}

@@ -31,7 +31,7 @@ func transplant(ops []prog.Op, root, target, base int, rmap []int) []prog.Op {
 				}
 			}
 		}
-		if op.Kind == prog.OpStoreLoop {
+		if op.Kind.RunsUntil() {
 			op.Fork += base
 		}
 		if op.Proc != 0 {

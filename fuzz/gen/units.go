@@ -103,7 +103,7 @@ func Units(p *prog.Program) [][]int {
 }
 
 func isForkRef(k prog.OpKind) bool {
-	return k == prog.OpFork || k == prog.OpWait || k == prog.OpKill || k == prog.OpStoreLoop
+	return k == prog.OpFork || k == prog.OpWait || k == prog.OpKill || k.RunsUntil()
 }
 
 // joinUnit returns the unit of the join at index i: it and the operations

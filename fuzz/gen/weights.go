@@ -13,6 +13,9 @@ type Weights struct {
 	Store, Pwrite, Mmap, Munmap, Mprotect, Madvise, Mremap, Mlock, Munlock, Fork, Kill, Check int
 	// Pinned and out-of-fault-path operations (prog/pinned.go).
 	ProcMem, PVWrite, ODirect, Vmsplice, ReadPipe, UringReg, UringRead, UffdWP int
+	// Migrate: move a range's pages to another NUMA node, once (a VM
+	// has two nodes; elsewhere the executor skips it).
+	Migrate int
 
 	// RegionKinds weighs prog.AnonPrivate, AnonShared, MemfdPrivate,
 	// MemfdShared.
@@ -77,6 +80,12 @@ type Weights struct {
 	// wait); ThreadVMAProb that a racing parent operation runs on a thread.
 	ThreadProb, ThreadVMAProb float64
 	MaxWriters                int
+	// MigrateLoopProb is the probability that a fork of the main process
+	// runs while a thread moves the pages of one region between NUMA
+	// nodes (migrateloop until the fork's wait), so the fork meets
+	// migration entries; half of those forks are followed by a store to
+	// every page of that region, so the oracles judge each of them.
+	MigrateLoopProb float64
 	// FailNthProb is the probability that a fork of the main process
 	// carries fail_nth=K (K up to MaxFailNth): on a kernel with fault
 	// injection, the K-th failure point inside that fork fails and the
@@ -132,6 +141,7 @@ func DefaultWeights() Weights {
 		Store: 30, Pwrite: 6, Mmap: 6, Munmap: 8, Mprotect: 8, Madvise: 10, Mremap: 8,
 		Mlock: 3, Munlock: 2, Fork: 14, Kill: 2, Check: 4,
 		ProcMem: 3, PVWrite: 2, ODirect: 2, Vmsplice: 2, ReadPipe: 2, UringReg: 1, UringRead: 2, UffdWP: 1,
+		Migrate:     2,
 		RegionKinds: [4]int{4, 2, 2, 2},
 		THP:         [3]int{2, 2, 1},
 		Sizes:       [5]int{5, 4, 3, 4, 1},
@@ -161,6 +171,7 @@ func DefaultWeights() Weights {
 		ThreadProb:          0.25,
 		ThreadVMAProb:       0.1,
 		MaxWriters:          3,
+		MigrateLoopProb:     0.12,
 		FailNthProb:         0.03,
 		MaxFailNth:          160, // a fork of a generated program has about 100-150 failure points
 		EveryPageProb:       0.1,
@@ -219,5 +230,6 @@ func (w *Weights) opWeights() []int {
 	ws[prog.OpUringReg] = w.UringReg
 	ws[prog.OpUringRead] = w.UringRead
 	ws[prog.OpUffdWP] = w.UffdWP
+	ws[prog.OpMigrate] = w.Migrate
 	return ws
 }

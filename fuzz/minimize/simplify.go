@@ -212,7 +212,7 @@ func (m *minimizer) unthread() bool {
 	changed := false
 	for i := 0; i < len(m.cur.Ops) && !m.stats.Exhausted; i++ {
 		op := m.cur.Ops[i]
-		if op.Thread == 0 || op.Kind == prog.OpStoreLoop {
+		if op.Thread == 0 || op.Kind.RunsUntil() {
 			continue
 		}
 		q := m.cur.Clone()

@@ -20,8 +20,11 @@ const (
 	SkipUnhandled = 6
 	// SkipNoKSM: MADV_MERGEABLE/UNMERGEABLE on a kernel without KSM
 	// (no /sys/kernel/mm/ksm: CONFIG_KSM=n answers EINVAL).
-	SkipNoKSM      = 7
-	numSkipReasons = 8
+	SkipNoKSM = 7
+	// SkipNoNUMA: migrate/migrateloop with fewer than two NUMA nodes with
+	// memory (move_pages has nowhere to move a page; a VM gets two).
+	SkipNoNUMA     = 8
+	numSkipReasons = 9
 )
 
 var skipText = [numSkipReasons]string{
@@ -32,6 +35,7 @@ var skipText = [numSkipReasons]string{
 	SkipNoScratch: "no scratch file for data (%v)",
 	SkipUnhandled: "unhandled by the executor: forkfuzz does not know how to run this operation (%v)",
 	SkipNoKSM:     "KSM unavailable: the kernel has no /sys/kernel/mm/ksm (CONFIG_KSM) (%v)",
+	SkipNoNUMA:    "page migration needs two NUMA nodes with memory (/sys/devices/system/node/has_memory) (%v)",
 }
 
 // SkipReason renders a RecSkip record's reason.

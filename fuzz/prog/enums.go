@@ -33,9 +33,12 @@ type OpInfo struct {
 	Range bool
 	// Slots: writes Count slots at Off + k*Stride (WritesSlots).
 	Slots bool
-	// IORange: reads or writes a page-aligned Region, Off, Len without
+	// IORange: addresses a page-aligned Region, Off, Len without
 	// changing mappings (HasIORange).
 	IORange bool
+	// Until: runs on a thread, over and over, until the main thread has
+	// executed the wait of fork Fork (RunsUntil: storeloop, migrateloop).
+	Until bool
 	// Pinned: reaches memory outside the user fault path (pinned.go).
 	Pinned bool
 	// Example is a minimal valid program that uses the kind: every
@@ -59,7 +62,7 @@ var opTable = [numOpKinds]OpInfo{
 	OpWait:      {Name: "wait", Syscall: "wait4", Example: "fork f0\nf0: store r0 off=0x0 count=1 stride=0x8\nwait f0"},
 	OpKill:      {Name: "kill", Syscall: "kill", Example: "fork f0\nkill f0\nwait f0"},
 	OpCheck:     {Name: "check", Example: "store r0 off=0x0 count=1 stride=0x8\ncheck"},
-	OpStoreLoop: {Name: "storeloop", Slots: true, Example: "t1: storeloop r0 off=0x0 count=4 stride=0x8 until=f0\nfork f0\nwait f0\njoin t1"},
+	OpStoreLoop: {Name: "storeloop", Slots: true, Until: true, Example: "t1: storeloop r0 off=0x0 count=4 stride=0x8 until=f0\nfork f0\nwait f0\njoin t1"},
 	OpJoin:      {Name: "join", Example: "t1: store r0 off=0x0 count=1 stride=0x8\njoin t1"},
 	OpProcMem:   {Name: "procmem", Syscall: "pwrite64", Slots: true, Pinned: true, Example: "procmem r0 off=0x0 count=2 stride=0x8"},
 	OpPVWrite:   {Name: "pvwrite", Syscall: "process_vm_writev", Slots: true, Pinned: true, Example: "pvwrite r0 off=0x0 count=2 stride=0x8"},
@@ -69,6 +72,9 @@ var opTable = [numOpKinds]OpInfo{
 	OpUringReg:  {Name: "uringreg", Syscall: "io_uring_register", IORange: true, Pinned: true, Example: "uringreg r0 off=0x0 len=0x1000"},
 	OpUringRead: {Name: "uringread", Syscall: "io_uring_enter", IORange: true, Pinned: true, Example: "uringreg r0 off=0x0 len=0x1000\nuringread r0 off=0x0 len=0x1000"},
 	OpUffdWP:    {Name: "uffdwp", Syscall: "ioctl", IORange: true, Pinned: true, Example: "uffdwp r0 off=0x0 len=0x1000\nstore r0 off=0x0 count=1 stride=0x8"},
+	OpMigrate:   {Name: "migrate", Syscall: "move_pages", IORange: true, Example: "store r0 off=0x0 count=1 stride=0x8\nmigrate r0 off=0x0 len=0x4000"},
+	OpMigrateLoop: {Name: "migrateloop", Syscall: "move_pages", IORange: true, Until: true,
+		Example: "store r0 off=0x0 count=1 stride=0x8\nt1: migrateloop r0 off=0x0 len=0x4000 until=f0\nfork f0\nwait f0\njoin t1"},
 }
 
 // Info describes the kind (the zero OpInfo for a value out of range).
@@ -101,6 +107,11 @@ func (k OpKind) HasRange() bool { return k.Info().Range }
 // WritesSlots reports whether operations of this kind write Count slots
 // at Off + k*Stride (store, pwrite, storeloop, procmem, pvwrite).
 func (k OpKind) WritesSlots() bool { return k.Info().Slots }
+
+// RunsUntil reports whether operations of this kind run on a thread until
+// the main thread has executed the wait of fork Fork (storeloop,
+// migrateloop).
+func (k OpKind) RunsUntil() bool { return k.Info().Until }
 
 // Pinned reports whether the kind is one of the operations of pinned.go.
 func (k OpKind) Pinned() bool { return k.Info().Pinned }

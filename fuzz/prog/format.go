@@ -37,6 +37,8 @@ import (
 //	procmem r0 off=0x0 count=2 stride=0x1000 into=f2   # see pinned.go
 //	vmsplice r0 off=0x0 len=0x2000 pipe=p0
 //	readpipe p0
+//	migrate r0 off=0x0 len=0x4000                        # move pages to the next NUMA node
+//	t2: migrateloop r0 off=0x0 len=0x4000 until=f4       # ... back and forth while f4 forks
 //
 // The header line comes first; region lines come before operations and are
 // numbered in order. An operation line may start with "fN:" to run it in
@@ -113,8 +115,10 @@ func (op Op) String() string {
 		if op.Into > 0 {
 			fmt.Fprintf(&b, " into=f%d", op.Into-1)
 		}
-	case OpODirect, OpUringReg, OpUringRead, OpUffdWP:
+	case OpODirect, OpUringReg, OpUringRead, OpUffdWP, OpMigrate:
 		fmt.Fprintf(&b, " r%d off=%#x len=%#x", op.Region, op.Off, op.Len)
+	case OpMigrateLoop:
+		fmt.Fprintf(&b, " r%d off=%#x len=%#x until=f%d", op.Region, op.Off, op.Len, op.Fork)
 	case OpVmsplice:
 		fmt.Fprintf(&b, " r%d off=%#x len=%#x pipe=p%d", op.Region, op.Off, op.Len, op.Pipe)
 	case OpReadPipe:
@@ -432,8 +436,10 @@ func (ps *parser) opArgs(op *Op, toks []token) error {
 		want = map[string]bool{"off": true, "count": false, "stride": false}
 	case OpProcMem, OpPVWrite:
 		want = map[string]bool{"off": true, "count": false, "stride": false, "into": false}
-	case OpODirect, OpUringReg, OpUringRead, OpUffdWP:
+	case OpODirect, OpUringReg, OpUringRead, OpUffdWP, OpMigrate:
 		want = map[string]bool{"off": true, "len": true}
+	case OpMigrateLoop:
+		want = map[string]bool{"off": true, "len": true, "until": true}
 	case OpVmsplice:
 		want = map[string]bool{"off": true, "len": true, "pipe": true}
 	case OpStoreLoop:

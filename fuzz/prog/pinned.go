@@ -47,6 +47,9 @@ const (
 	MaxIOPages = 16
 	// MaxUringPages bounds a registered buffer.
 	MaxUringPages = 256
+	// MaxMigratePages bounds one migrate or migrateloop (one move_pages
+	// call per pass).
+	MaxMigratePages = 512
 )
 
 // ThreadablePinned reports whether a pinned operation may run on a thread of

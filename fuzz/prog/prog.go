@@ -176,6 +176,11 @@ const (
 	OpUringReg
 	OpUringRead
 	OpUffdWP
+	// Page migration between NUMA nodes (move_pages): the pages stay the
+	// program's, at new physical addresses, and while a page moves its
+	// PTE is a migration entry that fork must copy (copy_nonpresent_pte).
+	OpMigrate
+	OpMigrateLoop
 	numOpKinds
 )
 
@@ -240,6 +245,9 @@ const (
 //	odirect, uringreg,
 //	uringread, uffdwp        Region, Off, Len
 //	vmsplice                 Region, Off, Len, Pipe
+//	migrate                  Region, Off, Len (moves each page to the next NUMA node, once)
+//	migrateloop              Region, Off, Len, Fork (thread only; moves the pages
+//	                         back and forth until the wait of that fork)
 //	readpipe                 Pipe
 type Op struct {
 	Proc   int // 0: main process; I+1: child of fork fI

@@ -181,6 +181,25 @@ func (p *Program) Validate() error {
 			if op.Peer < 1 || op.Peer > MaxThreads {
 				return opErr(i, "join of thread t%d out of range 1..%d", op.Peer, MaxThreads)
 			}
+		case OpMigrate, OpMigrateLoop:
+			if op.Kind == OpMigrateLoop {
+				if op.Thread == 0 {
+					return opErr(i, "migrateloop must run on a thread (tN:)")
+				}
+				loops = append(loops, i)
+			}
+			if err := region(i, op.Region); err != nil {
+				return err
+			}
+			if op.Off%PageSize != 0 || op.Len%PageSize != 0 || op.Len == 0 {
+				return opErr(i, "%v needs a page-aligned off and a non-zero page-multiple len (off %#x len %#x)", op.Kind, op.Off, op.Len)
+			}
+			if op.Off >= SpanBytes || op.Len > SpanBytes-op.Off {
+				return opErr(i, "range off %#x len %#x runs past the region span (%#x bytes)", op.Off, op.Len, SpanBytes)
+			}
+			if op.Len/PageSize > MaxMigratePages {
+				return opErr(i, "%v of %d pages: at most %d", op.Kind, op.Len/PageSize, MaxMigratePages)
+			}
 		case OpCheck:
 		default:
 			if op.Kind.Pinned() {
@@ -196,9 +215,10 @@ func (p *Program) Validate() error {
 		}
 	}
 	// A thread runs its operations in order, and the main thread blocks on
-	// a join and on handing over a storeloop (until its first pass): both
-	// would wait forever behind an earlier storeloop of the same thread that
-	// runs until a wait the main thread has not reached yet.
+	// a join and on handing over a storeloop or migrateloop (until its
+	// first pass): both would wait forever behind an earlier loop of the
+	// same thread that runs until a wait the main thread has not reached
+	// yet.
 	waitAt := make(map[int]int)
 	for j, op := range p.Ops {
 		if op.Kind == OpWait && op.Proc == 0 {
@@ -209,13 +229,13 @@ func (p *Program) Validate() error {
 		t := op.Thread
 		if op.Kind == OpJoin {
 			t = op.Peer
-		} else if op.Kind != OpStoreLoop {
+		} else if !op.Kind.RunsUntil() {
 			continue
 		}
 		for _, i := range loops {
 			if i < j && p.Ops[i].Thread == t {
 				if w, ok := waitAt[p.Ops[i].Fork]; ok && w > j {
-					return opErr(j, "%v would wait forever: t%d's storeloop (op %d) runs until wait f%d, which comes later", op.Kind, t, i, p.Ops[i].Fork)
+					return opErr(j, "%v would wait forever: t%d's %v (op %d) runs until wait f%d, which comes later", op.Kind, t, p.Ops[i].Kind, i, p.Ops[i].Fork)
 				}
 			}
 		}
@@ -232,7 +252,7 @@ func (p *Program) Validate() error {
 			}
 		}
 		if f < 0 || f >= len(forks) || forks[f].proc != 0 || w < 0 {
-			return opErr(i, "storeloop until=f%d: that fork must be waited for by the main process after this operation", f)
+			return opErr(i, "%v until=f%d: that fork must be waited for by the main process after this operation", p.Ops[i].Kind, f)
 		}
 	}
 	for f, st := range forks {

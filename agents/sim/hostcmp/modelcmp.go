@@ -83,8 +83,8 @@ func Explain(class string) string {
 }
 
 // Comparable says why p cannot be compared with the model ("" when it
-// can): the simulator does not model pipes, O_DIRECT, io_uring or
-// userfaultfd, threads interleave differently on a real kernel, fault
+// can): the simulator does not model pipes, O_DIRECT, io_uring,
+// userfaultfd or page migration, threads interleave differently on a real kernel, fault
 // injection counts allocations the model does not make, and a SIGKILL is
 // asynchronous (whether a write into a killed child lands varies).
 func Comparable(p *prog.Program) string {
@@ -92,7 +92,8 @@ func Comparable(p *prog.Program) string {
 		switch {
 		case op.Thread > 0 || op.Kind == prog.OpJoin || op.Kind == prog.OpStoreLoop:
 			return "threads"
-		case op.Kind.Pinned() && op.Kind != prog.OpProcMem && op.Kind != prog.OpPVWrite:
+		case op.Kind.Pinned() && op.Kind != prog.OpProcMem && op.Kind != prog.OpPVWrite,
+			op.Kind == prog.OpMigrate:
 			return "not modelled: " + op.Kind.String()
 		case op.FailNth > 0 || op.OOMMemcg > 0:
 			return "fault injection"

@@ -1,0 +1,152 @@
+package executor
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// Page migration (migrate, migrateloop): move_pages(2) moves each page of
+// the range to the next NUMA node with memory. While a page moves, its PTE
+// is a migration entry, which a concurrent fork copies as a non-present
+// entry (copy_nonpresent_pte: a writable entry must become readable in
+// both processes). The contents do not change: the model treats migration
+// as a no-op on memory, so any difference the oracles see afterwards is the
+// kernel's.
+
+// numaNodes are the NUMA nodes with memory (/sys/devices/system/node/
+// has_memory); with fewer than two, migrate and migrateloop are skipped
+// (obs.SkipNoNUMA) rather than run as a no-op that looks like coverage.
+var numaNodes = func() []int32 {
+	b, err := os.ReadFile("/sys/devices/system/node/has_memory")
+	if err != nil {
+		return nil
+	}
+	return parseNodeList(strings.TrimSpace(string(b)))
+}()
+
+// parseNodeList parses a kernel node list ("0", "0-1", "0,2-3"); a
+// malformed list yields what parsed before the error.
+func parseNodeList(s string) []int32 {
+	var nodes []int32
+	if s == "" {
+		return nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nodes
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a || b-a > 1024 {
+				return nodes
+			}
+		}
+		for n := a; n <= b; n++ {
+			nodes = append(nodes, int32(n))
+		}
+	}
+	return nodes
+}
+
+// migrateBuf holds move_pages' arrays: fixed size in the machine, so a
+// forked child (which runs without the Go runtime) never allocates.
+type migrateBuf struct {
+	pages  [prog.MaxMigratePages]uintptr
+	nodes  [prog.MaxMigratePages]int32
+	status [prog.MaxMigratePages]int32
+}
+
+// nextNode is the node after n among nodes (the first node for an unknown n).
+func nextNode(nodes []int32, n int32) int32 {
+	for i, x := range nodes {
+		if x == n {
+			return nodes[(i+1)%len(nodes)]
+		}
+	}
+	return nodes[0]
+}
+
+// migrate moves each page of op's range to the node after the one it is
+// on. It returns the errno of move_pages (0 when the call ran; pages that
+// are not mapped or not movable only get a per-page status) and how many
+// pages moved.
+func (m *machine) migrate(op *prog.Op) (errno uintptr, moved uint64) {
+	b := &m.mig
+	n := int(op.Len / prog.PageSize)
+	addr := uintptr(prog.Base(op.Region) + op.Off)
+	for k := 0; k < n; k++ {
+		b.pages[k] = addr + uintptr(k)*prog.PageSize
+	}
+	// Where is each page now (nodes == NULL: status = node or -errno)?
+	if _, e := rawSyscall6(unix.SYS_MOVE_PAGES, 0, uintptr(n), uintptr(unsafe.Pointer(&b.pages[0])), 0, uintptr(unsafe.Pointer(&b.status[0])), 0); e != 0 {
+		return e, 0
+	}
+	for k := 0; k < n; k++ {
+		b.nodes[k] = nextNode(numaNodes, b.status[k])
+	}
+	r, e := rawSyscall6(unix.SYS_MOVE_PAGES, 0, uintptr(n), uintptr(unsafe.Pointer(&b.pages[0])), uintptr(unsafe.Pointer(&b.nodes[0])), uintptr(unsafe.Pointer(&b.status[0])), unix.MPOL_MF_MOVE)
+	if e != 0 {
+		return e, 0
+	}
+	_ = r // > 0: pages that could not be moved (busy, pinned); their status says why
+	for k := 0; k < n; k++ {
+		if b.status[k] == b.nodes[k] {
+			moved++
+		}
+	}
+	return 0, moved
+}
+
+// migrateOnce runs a migrate operation (any process, any thread): the
+// result is move_pages' errno and the number of pages moved.
+func (m *machine) migrateOnce(i int) (errno uintptr, ret uint64) {
+	if len(numaNodes) < 2 {
+		m.recSkip(i, obs.SkipNoNUMA, uintptr(unix.ENODEV))
+		return 0, 0
+	}
+	return m.migrate(&m.p.Ops[i])
+}
+
+// migrateLoop runs a migrateloop on its thread: pass after pass, each
+// moving every page of the range to the next node, until the main thread
+// has executed the wait of op.Fork. started is called after the first pass
+// (the main thread waits for it before it goes on, so the loop is running
+// at the fork). The result is the first errno a pass met (the loop stops
+// there) and the number of page moves over all passes.
+func (w *worker) migrateLoop(i int, started func()) {
+	m := w.m
+	op := &m.p.Ops[i]
+	start := m.now()
+	if len(numaNodes) < 2 {
+		m.recSkip(i, obs.SkipNoNUMA, uintptr(unix.ENODEV))
+		started()
+		m.recOp(i, 0, 0, start, m.now(), 0)
+		return
+	}
+	if !m.th.noSpread {
+		defer w.spread()()
+	}
+	var moved uint64
+	var errno uintptr
+	for pass := 0; pass == 0 || !m.th.stop[op.Fork].Load(); pass++ {
+		e, n := m.migrate(op)
+		moved += n
+		if pass == 0 {
+			started()
+		}
+		if e != 0 {
+			errno = e
+			break
+		}
+	}
+	m.recOp(i, errno, moved, start, m.now(), 0)
+}
