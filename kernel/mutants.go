@@ -94,6 +94,9 @@ var Mutants = []Mutant{
 	{15, "keeponfork-ignored", "mm/madvise.c", "madvise_vma_behavior",
 		"MADV_KEEPONFORK does not clear VM_WIPEONFORK: the child reads zeros where the parent's data must be",
 		"snapshot", "madvise wipeonfork then keeponfork, written, fork, the child reads"},
+	{16, "migration-wp", "mm/memory.c", "copy_nonpresent_pte",
+		"a writable migration entry met by fork becomes read-only in the child only: once the page has moved, the parent maps it writable while the child shares it, and the parent's writes show in the child",
+		"isolation / kernel (page_table_check)", "a thread moving a written private region between NUMA nodes (migrateloop) while the main thread forks, the parent writes it, the child reads it"},
 }
 
 // MutantByName finds a mutant by name or number. An unknown one is an

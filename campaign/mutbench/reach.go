@@ -39,6 +39,8 @@ func triggers(p *prog.Program) map[string]bool {
 	spliced := map[int]int{}       // region -> process that vmspliced it after a fork + 1
 	spliceLeak := map[int]bool{}   // pipe holding a page another process wrote since
 	pipeOf := map[int]int{}        // pipe -> region last vmspliced into it
+	moving := map[int]int{}        // region -> fork whose wait ends a migrateloop over it, + 1
+	movedAtFork := map[int]bool{}  // private, written, and migrating at a fork of the main process
 	forks := 0
 	for _, op := range p.Ops {
 		r := op.Region
@@ -71,6 +73,9 @@ func triggers(p *prog.Program) map[string]bool {
 				}
 				if pinned[r] {
 					hit["pinned-shared"] = true
+				}
+				if movedAtFork[r] {
+					hit["migration-wp"] = true
 				}
 			}
 			if main {
@@ -115,6 +120,14 @@ func triggers(p *prog.Program) map[string]bool {
 				spliced[r] = op.Proc + 1
 				pipeOf[op.Pipe] = r
 			}
+		case prog.OpMigrateLoop:
+			moving[r] = op.Fork + 1
+		case prog.OpWait:
+			for rr, f := range moving {
+				if main && f == op.Fork+1 {
+					delete(moving, rr)
+				}
+			}
 		case prog.OpReadPipe:
 			if spliceLeak[op.Pipe] {
 				hit["cow-reuse-mapcount"] = true
@@ -148,6 +161,9 @@ func triggers(p *prog.Program) map[string]bool {
 				}
 				if keep[rr] {
 					hit["keeponfork-ignored"] = true
+				}
+				if moving[rr] > 0 && !reg.Kind.Shared() {
+					movedAtFork[rr] = true
 				}
 			}
 			if len(dontfork) > 0 {
