@@ -2,6 +2,7 @@ package executor
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -106,6 +107,10 @@ func (m *machine) migrate(op *prog.Op) (errno uintptr, moved uint64) {
 	return 0, moved
 }
 
+// maxMovePasses bounds the passes of a thread's migrateloops that are
+// logged (a pass over 512 pages takes milliseconds under TCG).
+const maxMovePasses = 1 << 14
+
 // migrateOnce runs a migrate operation (any process, any thread): the
 // result is move_pages' errno and the number of pages moved.
 func (m *machine) migrateOnce(i int) (errno uintptr, ret uint64) {
@@ -137,8 +142,15 @@ func (w *worker) migrateLoop(i int, started func()) {
 	}
 	var moved uint64
 	var errno uintptr
+	// The pass log is grown now: an allocation during the fork would
+	// wait for fork's mmap_lock (see storeloop).
+	w.log.Moves = slices.Grow(w.log.Moves, maxMovePasses)
 	for pass := 0; pass == 0 || !m.th.stop[op.Fork].Load(); pass++ {
+		inv := rdtscp()
 		e, n := m.migrate(op)
+		if len(w.log.Moves) < cap(w.log.Moves) {
+			w.log.Moves = append(w.log.Moves, obs.TimedMove{Op: i, Pages: int(n), Inv: inv, Resp: rdtscp()})
+		}
 		moved += n
 		if pass == 0 {
 			started()

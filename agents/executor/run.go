@@ -251,8 +251,10 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	for i, op := range p.Ops {
 		if op.Kind == prog.OpFork && op.Proc == 0 {
 			o.Ops[i].TSCStart, o.Ops[i].TSCEnd = m.forkTSC[op.Fork][0], m.forkTSC[op.Fork][1]
-			if len(threads) > 0 && o.Ops[i].TSCStart != 0 && hasWriter(p, op.Fork) {
+			stores, moves := loopsUntil(p, op.Fork)
+			if len(threads) > 0 && o.Ops[i].TSCStart != 0 && (stores || moves) {
 				ov := obs.CountOverlap(threads, o.Ops[i].TSCStart, o.Ops[i].TSCEnd)
+				ov.Writers, ov.Movers = stores, moves
 				o.Ops[i].Overlap = &ov
 			}
 		}
@@ -287,13 +289,15 @@ func hasStoreLoop(p *prog.Program) bool {
 }
 
 // hasWriter reports whether a storeloop runs until fork f's wait.
-func hasWriter(p *prog.Program, f int) bool {
+// loopsUntil says whether storeloops and migrateloops run until fork f's wait.
+func loopsUntil(p *prog.Program, f int) (stores, moves bool) {
 	for _, op := range p.Ops {
-		if op.Kind == prog.OpStoreLoop && op.Fork == f {
-			return true
+		if op.Kind.RunsUntil() && op.Fork == f {
+			stores = stores || op.Kind == prog.OpStoreLoop
+			moves = moves || op.Kind == prog.OpMigrateLoop
 		}
 	}
-	return false
+	return stores, moves
 }
 
 func (m *machine) recCount() uint64 {

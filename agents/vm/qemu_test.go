@@ -298,6 +298,7 @@ func TestQEMUReferenceKernel(t *testing.T) {
 	image := referenceKernel(t)
 	tg := bootTarget(t, image, nil, 30*time.Second, nil)
 	runPrograms(t, tg)
+	t.Run("migrate", func(t *testing.T) { migrate(t, tg) })
 	t.Run("sysrq-crash", func(t *testing.T) { sysrqCrash(t, tg, strings.TrimPrefix(filepath.Base(image), "bzImage-")) })
 	t.Run("lkdtm-warning", func(t *testing.T) { lkdtmWarning(t, tg, image) })
 }

@@ -24,6 +24,13 @@ func TestAtFork(t *testing.T) {
 			{Ran: true},
 		}}, &AtFork{WriterForks: 2, OverlapForks: 1, Overlap: obs.Overlap{Stores: 10, Inside: 7, Blocked: 2}},
 			[]string{"1 of 2 forks with writer threads", "10 stores: 7 completed inside it, 2 blocked"}},
+		{"movers", obs.Observation{Ops: []obs.OpResult{
+			{Overlap: &obs.Overlap{Movers: true, MovePasses: 3, Moved: 100}},
+			{Overlap: &obs.Overlap{Movers: true}},
+			{Overlap: &obs.Overlap{Movers: true, Writers: true, Stores: 5, Inside: 5, MovePasses: 1, Moved: 4}},
+		}}, &AtFork{WriterForks: 1, OverlapForks: 1, MoverForks: 3, MovedForks: 2,
+			Overlap: obs.Overlap{Stores: 5, Inside: 5, MovePasses: 4, Moved: 104}},
+			[]string{"1 of 1 forks with writer threads", "2 of 3 forks with migrating threads had page moves overlapping the fork call (104 pages moved in 4 passes)"}},
 		{"census", obs.Observation{ForkPages: []obs.ForkPages{
 			{Fork: 0, Present: 8, Swapped: 2, Flags: true, THP: 512, PMDMapped: 512, KSM: 3, Shared: 6, Exclusive: 2},
 			{Fork: 1, Present: 4, Shared: 4},

@@ -97,6 +97,10 @@ type AtFork struct {
 	IdleForks    int         `json:"idle_forks,omitempty"`
 	OverlapForks int         `json:"overlap_forks,omitempty"`
 	Overlap      obs.Overlap `json:"overlap"`
+	// MoverForks counts forks with migrateloop threads, MovedForks those
+	// at which some pass that moved pages intersected the fork call.
+	MoverForks int `json:"mover_forks,omitempty"`
+	MovedForks int `json:"moved_forks,omitempty"`
 	// Censused counts forks with a page census; Pages sums them.
 	Censused int           `json:"censused,omitempty"`
 	Pages    obs.ForkPages `json:"pages"`
@@ -124,6 +128,17 @@ func atFork(o *obs.Observation) *AtFork {
 			continue
 		}
 		any = true
+		if r.Overlap.Movers {
+			a.MoverForks++
+			if r.Overlap.Moved > 0 {
+				a.MovedForks++
+			}
+			a.Overlap.MovePasses += r.Overlap.MovePasses
+			a.Overlap.Moved += r.Overlap.Moved
+		}
+		if !r.Overlap.Writers && r.Overlap.Movers {
+			continue // (an observation from before migrateloop has neither flag: writers)
+		}
 		a.WriterForks++
 		if r.Overlap.Stores > 0 {
 			a.OverlapForks++
@@ -164,6 +179,10 @@ func (a *AtFork) Add(b *AtFork) {
 	a.Overlap.Stores += b.Overlap.Stores
 	a.Overlap.Inside += b.Overlap.Inside
 	a.Overlap.Blocked += b.Overlap.Blocked
+	a.MoverForks += b.MoverForks
+	a.MovedForks += b.MovedForks
+	a.Overlap.MovePasses += b.Overlap.MovePasses
+	a.Overlap.Moved += b.Overlap.Moved
 	a.Censused += b.Censused
 	a.Pages.Add(b.Pages)
 	for k, n := range b.Held {
@@ -183,6 +202,10 @@ func (a *AtFork) String() string {
 		if a.IdleForks > 0 {
 			parts[len(parts)-1] += fmt.Sprintf(", at %d of the others the writers made no store for longer than the fork took around it (not running)", a.IdleForks)
 		}
+	}
+	if a.MoverForks > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d forks with migrating threads had page moves overlapping the fork call (%d pages moved in %d passes)",
+			a.MovedForks, a.MoverForks, a.Overlap.Moved, a.Overlap.MovePasses))
 	}
 	if a.Censused > 0 {
 		p := a.Pages

@@ -29,6 +29,14 @@ type Overlap struct {
 	// by something other than the fork), rather than waiting for it.
 	Ticks uint64 `json:"ticks,omitempty"`
 	Idle  uint64 `json:"idle,omitempty"`
+	// Writers: the fork ran under storeloops (the counts above); Movers:
+	// under migrateloops, whose passes that intersect the call moved
+	// Moved pages (MovePasses passes). Migration entries exist while a
+	// pass runs, so Moved > 0 says the copy could have met them.
+	Writers    bool `json:"writers,omitempty"`
+	Movers     bool `json:"movers,omitempty"`
+	MovePasses int  `json:"move_passes,omitempty"`
+	Moved      int  `json:"moved,omitempty"`
 }
 
 // CountOverlap counts the stores of logs around the call [lo, hi] (TSC).
@@ -58,6 +66,12 @@ func CountOverlap(logs []ThreadLog, lo, hi uint64) Overlap {
 		}
 		if !over && before > 0 && after > 0 && after-before > ov.Ticks {
 			ov.Idle = max(ov.Idle, after-before-ov.Ticks)
+		}
+		for _, mv := range tl.Moves {
+			if mv.Inv <= hi && mv.Resp >= lo {
+				ov.MovePasses++
+				ov.Moved += mv.Pages
+			}
 		}
 	}
 	return ov

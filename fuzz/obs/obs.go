@@ -78,12 +78,23 @@ type OpResult struct {
 type ThreadLog struct {
 	Thread int          `json:"thread"`
 	Stores []TimedStore `json:"stores"`
+	// Moves are the passes of the thread's migrateloops.
+	Moves []TimedMove `json:"moves,omitempty"`
 	// Dropped counts stores beyond the log's capacity (not recorded).
 	Dropped int `json:"dropped,omitempty"`
 	// Trimmed counts stores the executor left out because no fork's
 	// consistent-cut judgement can depend on them (they are neither near
 	// a fork call nor a cell's last store before or first after one).
 	Trimmed int `json:"trimmed,omitempty"`
+}
+
+// TimedMove is one pass of a migrateloop (operation Op): Pages pages moved
+// to another NUMA node between Inv and Resp (TSC).
+type TimedMove struct {
+	Op    int    `json:"op"`
+	Pages int    `json:"pages"`
+	Inv   uint64 `json:"inv"`
+	Resp  uint64 `json:"resp"`
 }
 
 // TimedStore is one store with its invocation and response times (fenced
