@@ -251,7 +251,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	for i, op := range p.Ops {
 		if op.Kind == prog.OpFork && op.Proc == 0 {
 			o.Ops[i].TSCStart, o.Ops[i].TSCEnd = m.forkTSC[op.Fork][0], m.forkTSC[op.Fork][1]
-			stores, moves := loopsUntil(p, op.Fork)
+			stores, moves := loopsAt(p, i)
 			if len(threads) > 0 && o.Ops[i].TSCStart != 0 && (stores || moves) {
 				ov := obs.CountOverlap(threads, o.Ops[i].TSCStart, o.Ops[i].TSCEnd)
 				ov.Writers, ov.Movers = stores, moves
@@ -289,12 +289,19 @@ func hasStoreLoop(p *prog.Program) bool {
 }
 
 // hasWriter reports whether a storeloop runs until fork f's wait.
-// loopsUntil says whether storeloops and migrateloops run until fork f's wait.
-func loopsUntil(p *prog.Program, f int) (stores, moves bool) {
-	for _, op := range p.Ops {
-		if op.Kind.RunsUntil() && op.Fork == f {
-			stores = stores || op.Kind == prog.OpStoreLoop
-			moves = moves || op.Kind == prog.OpMigrateLoop
+// loopsAt says whether storeloops and migrateloops run at the operation at
+// index i: handed out before it, until a wait after it.
+func loopsAt(p *prog.Program, i int) (stores, moves bool) {
+	for _, op := range p.Ops[:i] {
+		if !op.Kind.RunsUntil() {
+			continue
+		}
+		for _, w := range p.Ops[i+1:] {
+			if w.Kind == prog.OpWait && w.Proc == 0 && w.Fork == op.Fork {
+				stores = stores || op.Kind == prog.OpStoreLoop
+				moves = moves || op.Kind == prog.OpMigrateLoop
+				break
+			}
 		}
 	}
 	return stores, moves
