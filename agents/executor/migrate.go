@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -94,7 +95,18 @@ func (m *machine) migrate(op *prog.Op) (errno uintptr, moved uint64) {
 	for k := 0; k < n; k++ {
 		b.nodes[k] = nextNode(numaNodes, b.status[k])
 	}
-	r, e := rawSyscall6(unix.SYS_MOVE_PAGES, 0, uintptr(n), uintptr(unsafe.Pointer(&b.pages[0])), uintptr(unsafe.Pointer(&b.nodes[0])), uintptr(unsafe.Pointer(&b.status[0])), unix.MPOL_MF_MOVE)
+	// MPOL_MF_MOVE_ALL also moves pages mapped by more than one process
+	// (shared with a child after fork): it needs CAP_SYS_NICE, which the
+	// executor has as root in a VM; without it, MPOL_MF_MOVE.
+	flags := uintptr(unix.MPOL_MF_MOVE | unix.MPOL_MF_MOVE_ALL)
+	if moveAllRefused.Load() {
+		flags = unix.MPOL_MF_MOVE
+	}
+	r, e := rawSyscall6(unix.SYS_MOVE_PAGES, 0, uintptr(n), uintptr(unsafe.Pointer(&b.pages[0])), uintptr(unsafe.Pointer(&b.nodes[0])), uintptr(unsafe.Pointer(&b.status[0])), flags)
+	if e == uintptr(unix.EPERM) && flags&unix.MPOL_MF_MOVE_ALL != 0 {
+		moveAllRefused.Store(true)
+		r, e = rawSyscall6(unix.SYS_MOVE_PAGES, 0, uintptr(n), uintptr(unsafe.Pointer(&b.pages[0])), uintptr(unsafe.Pointer(&b.nodes[0])), uintptr(unsafe.Pointer(&b.status[0])), unix.MPOL_MF_MOVE)
+	}
 	if e != 0 {
 		return e, 0
 	}
@@ -106,6 +118,9 @@ func (m *machine) migrate(op *prog.Op) (errno uintptr, moved uint64) {
 	}
 	return 0, moved
 }
+
+// moveAllRefused is set once move_pages refused MPOL_MF_MOVE_ALL (EPERM).
+var moveAllRefused atomic.Bool
 
 // maxMovePasses bounds the passes of a thread's migrateloops that are
 // logged (a pass over 512 pages takes milliseconds under TCG).
