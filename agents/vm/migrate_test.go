@@ -16,12 +16,11 @@ func TestNUMAArgs(t *testing.T) {
 	}{
 		{1024, 2, 1, nil},
 		{1024, 2, 0, nil},
-		{1024, 2, 2, []string{"-object", "memory-backend-ram,id=ffmem0,size=512M", "-numa", "node,nodeid=0,memdev=ffmem0,cpus=0-1",
-			"-object", "memory-backend-ram,id=ffmem1,size=512M", "-numa", "node,nodeid=1,memdev=ffmem1"}},
-		{1000, 1, 3, []string{"-object", "memory-backend-ram,id=ffmem0,size=328M", "-numa", "node,nodeid=0,memdev=ffmem0,cpus=0-0",
-			"-object", "memory-backend-ram,id=ffmem1,size=328M", "-numa", "node,nodeid=1,memdev=ffmem1",
-			"-object", "memory-backend-ram,id=ffmem2,size=344M", "-numa", "node,nodeid=2,memdev=ffmem2"}},
-		{8, 2, 2, nil}, // too little memory to split
+		{1024, 2, 2, []string{"-object", "memory-backend-ram,id=ffmem0,size=1024M", "-numa", "node,nodeid=0,memdev=ffmem0,cpus=0-1",
+			"-object", "memory-backend-ram,id=ffmem1,size=256M", "-numa", "node,nodeid=1,memdev=ffmem1"}},
+		{1000, 1, 3, []string{"-object", "memory-backend-ram,id=ffmem0,size=1000M", "-numa", "node,nodeid=0,memdev=ffmem0,cpus=0-0",
+			"-object", "memory-backend-ram,id=ffmem1,size=256M", "-numa", "node,nodeid=1,memdev=ffmem1",
+			"-object", "memory-backend-ram,id=ffmem2,size=256M", "-numa", "node,nodeid=2,memdev=ffmem2"}},
 	} {
 		if got := numaArgs(tc.mem, tc.cpus, tc.nodes); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("numaArgs(%d, %d, %d) = %q, want %q", tc.mem, tc.cpus, tc.nodes, got, tc.want)
@@ -29,7 +28,7 @@ func TestNUMAArgs(t *testing.T) {
 	}
 	tg := &Target{cfg: Config{Memory: 1024, CPUs: 2, NUMANodes: 2, Kernel: "k"}, initrd: "i"}
 	line := strings.Join(qemu{}.args(tg, "s"), " ")
-	if !strings.Contains(line, "-numa node,nodeid=1") || !strings.Contains(line, "numa_balancing=disable") {
+	if !strings.Contains(line, "-m 1280 ") || !strings.Contains(line, "-numa node,nodeid=1") || !strings.Contains(line, "numa_balancing=disable") {
 		t.Errorf("two-node VM's QEMU command line lacks the second node or numa_balancing=disable: %s", line)
 	}
 }

@@ -45,7 +45,7 @@ func (qemu) args(t *Target, sock string) []string {
 	cmdline += " -- vm-agent"
 	args := []string{
 		"-accel", accel, "-cpu", cpu,
-		"-m", strconv.Itoa(c.Memory), "-smp", strconv.Itoa(c.CPUs),
+		"-m", strconv.Itoa(c.Memory + numaExtra*max(0, min(c.NUMANodes, maxNUMANodes)-1)), "-smp", strconv.Itoa(c.CPUs),
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 		"-serial", "stdio", "-monitor", "none",
 		"-kernel", c.Kernel, "-initrd", t.initrd, "-append", cmdline,
@@ -58,19 +58,23 @@ func (qemu) args(t *Target, sock string) []string {
 // maxNUMANodes bounds Config.NUMANodes.
 const maxNUMANodes = 8
 
-// numaArgs splits mem MiB into nodes NUMA nodes (8 MiB multiples, the
-// rest on the last node) with all cpus on node 0; nil for one node.
+// numaExtra is the memory (MiB) of each NUMA node after the first.
+const numaExtra = 256
+
+// numaArgs gives node 0 all mem MiB and the cpus, and each further node
+// numaExtra MiB of its own, so a guest with migration targets has as much
+// memory where it runs as one without (node 0's memory pressure, and with
+// it compaction and reclaim, stay as they were); nil for one node.
 func numaArgs(mem, cpus, nodes int) []string {
-	nodes = min(nodes, maxNUMANodes, mem/8)
+	nodes = min(nodes, maxNUMANodes)
 	if nodes < 2 {
 		return nil
 	}
 	var args []string
-	per := mem / nodes / 8 * 8
 	for k := 0; k < nodes; k++ {
-		size := per
-		if k == nodes-1 {
-			size = mem - per*(nodes-1)
+		size := mem
+		if k > 0 {
+			size = numaExtra
 		}
 		node := fmt.Sprintf("node,nodeid=%d,memdev=ffmem%d", k, k)
 		if k == 0 {

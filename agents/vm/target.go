@@ -38,11 +38,11 @@ type Config struct {
 	VMs int
 	// Memory (MiB, default 1024) and CPUs (default 2) per VM.
 	Memory, CPUs int
-	// NUMANodes per VM (default 2; 1: no NUMA topology). The memory is
-	// split evenly between the nodes, the CPUs all sit on node 0, and
-	// automatic NUMA balancing is off: pages move only when a program's
-	// migrate or migrateloop moves them (move_pages needs a second node
-	// with memory to move a page to).
+	// NUMANodes per VM (default 2; 1: no NUMA topology). Node 0 has
+	// Memory and the CPUs, each further node 256 MiB more, and automatic
+	// NUMA balancing is off: pages move only when a program's migrate or
+	// migrateloop moves them (move_pages needs a second node with memory
+	// to move a page to).
 	NUMANodes int
 	// Accel: "auto" (default: KVM if a probe boot under KVM works, else
 	// TCG), "kvm" or "tcg".

@@ -157,7 +157,10 @@ func TestQEMUAsyncForkRepro(t *testing.T) {
 			t.Errorf("pinned-dma with stock fork: exit %d, want 0:\n%s", c, out)
 		case !stock && c == 1:
 			failed++
-			if !strings.Contains(out, "FAIL: child of f0: start view: r0 (anon-private) page 511 offset 0x1ff000 (word 0): expected 0x0, actual 0xa5") {
+			// Either read page may show it (each sits in its own PMD):
+			// 511 in most runs, 512 alone in some.
+			if !strings.Contains(out, "FAIL: child of f0: start view: r0 (anon-private) page 511 offset 0x1ff000 (word 0): expected 0x0, actual 0xa5") &&
+				!strings.Contains(out, "FAIL: child of f0: start view: r0 (anon-private) page 512 offset 0x200000 (word 0): expected 0x0, actual 0xa5") {
 				t.Errorf("pinned-dma with Async-fork failed, but not as the bug does:\n%s", out)
 			}
 		case !stock && c != 0:
