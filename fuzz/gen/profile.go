@@ -31,6 +31,15 @@ var profiles = map[string]func() Weights{
 		w.ThreadProb, w.PreForkAdviceProb = 0.5, 0.4
 		return w
 	},
+	// migrate: most forks of the main process run while a thread moves
+	// a region's pages between NUMA nodes (migrateloop), half of them
+	// followed by a store to every page of it; more one-off migrates.
+	// Aimed at fork meeting migration entries (a VM has two nodes).
+	"migrate": func() Weights {
+		w := DefaultWeights()
+		w.MigrateLoopProb, w.Migrate = 0.8, 8
+		return w
+	},
 	// pinned: GUP writes, O_DIRECT, vmsplice and io_uring fixed buffers
 	// around forks, often racing them.
 	"pinned": func() Weights {
