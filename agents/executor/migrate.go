@@ -102,15 +102,16 @@ func (m *machine) migrate(op *prog.Op) (errno uintptr, moved uint64) {
 	if moveAllRefused.Load() {
 		flags = unix.MPOL_MF_MOVE
 	}
-	r, e := rawSyscall6(unix.SYS_MOVE_PAGES, 0, uintptr(n), uintptr(unsafe.Pointer(&b.pages[0])), uintptr(unsafe.Pointer(&b.nodes[0])), uintptr(unsafe.Pointer(&b.status[0])), flags)
+	// A positive result counts pages that could not be moved (busy,
+	// pinned); their status says why.
+	_, e := rawSyscall6(unix.SYS_MOVE_PAGES, 0, uintptr(n), uintptr(unsafe.Pointer(&b.pages[0])), uintptr(unsafe.Pointer(&b.nodes[0])), uintptr(unsafe.Pointer(&b.status[0])), flags)
 	if e == uintptr(unix.EPERM) && flags&unix.MPOL_MF_MOVE_ALL != 0 {
 		moveAllRefused.Store(true)
-		r, e = rawSyscall6(unix.SYS_MOVE_PAGES, 0, uintptr(n), uintptr(unsafe.Pointer(&b.pages[0])), uintptr(unsafe.Pointer(&b.nodes[0])), uintptr(unsafe.Pointer(&b.status[0])), unix.MPOL_MF_MOVE)
+		_, e = rawSyscall6(unix.SYS_MOVE_PAGES, 0, uintptr(n), uintptr(unsafe.Pointer(&b.pages[0])), uintptr(unsafe.Pointer(&b.nodes[0])), uintptr(unsafe.Pointer(&b.status[0])), unix.MPOL_MF_MOVE)
 	}
 	if e != 0 {
 		return e, 0
 	}
-	_ = r // > 0: pages that could not be moved (busy, pinned); their status says why
 	for k := 0; k < n; k++ {
 		if b.status[k] == b.nodes[k] {
 			moved++

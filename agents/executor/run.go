@@ -248,10 +248,11 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	}
 	o.Threads = threads
 	o.Rollbacks, o.Events = m.rb.done, append(o.Events, m.rb.events...)
+	loops := loopSpans(p)
 	for i, op := range p.Ops {
 		if op.Kind == prog.OpFork && op.Proc == 0 {
 			o.Ops[i].TSCStart, o.Ops[i].TSCEnd = m.forkTSC[op.Fork][0], m.forkTSC[op.Fork][1]
-			stores, moves := loopsAt(p, i)
+			stores, moves := loops.at(i)
 			if len(threads) > 0 && o.Ops[i].TSCStart != 0 && (stores || moves) {
 				ov := obs.CountOverlap(threads, o.Ops[i].TSCStart, o.Ops[i].TSCEnd)
 				ov.Writers, ov.Movers = stores, moves
@@ -289,19 +290,39 @@ func hasStoreLoop(p *prog.Program) bool {
 }
 
 // hasWriter reports whether a storeloop runs until fork f's wait.
-// loopsAt says whether storeloops and migrateloops run at the operation at
-// index i: handed out before it, until a wait after it.
-func loopsAt(p *prog.Program, i int) (stores, moves bool) {
-	for _, op := range p.Ops[:i] {
-		if !op.Kind.RunsUntil() {
-			continue
+// loopSpan is a storeloop or migrateloop: from the operation that hands it
+// out (op) to the wait it runs until (end).
+type loopSpan struct {
+	op, end int
+	kind    prog.OpKind
+}
+
+type loopSet []loopSpan
+
+// loopSpans lists p's loops.
+func loopSpans(p *prog.Program) loopSet {
+	waitAt := map[int]int{}
+	for j, op := range p.Ops {
+		if op.Kind == prog.OpWait && op.Proc == 0 {
+			waitAt[op.Fork] = j
 		}
-		for _, w := range p.Ops[i+1:] {
-			if w.Kind == prog.OpWait && w.Proc == 0 && w.Fork == op.Fork {
-				stores = stores || op.Kind == prog.OpStoreLoop
-				moves = moves || op.Kind == prog.OpMigrateLoop
-				break
-			}
+	}
+	var ls loopSet
+	for j, op := range p.Ops {
+		if op.Kind.RunsUntil() {
+			ls = append(ls, loopSpan{op: j, end: waitAt[op.Fork], kind: op.Kind})
+		}
+	}
+	return ls
+}
+
+// at says whether storeloops and migrateloops run at the operation at
+// index i: handed out before it, until a wait after it.
+func (ls loopSet) at(i int) (stores, moves bool) {
+	for _, l := range ls {
+		if l.op < i && l.end > i {
+			stores = stores || l.kind == prog.OpStoreLoop
+			moves = moves || l.kind == prog.OpMigrateLoop
 		}
 	}
 	return stores, moves

@@ -97,12 +97,6 @@ func (p *Program) validatePinned(i int, st *pinnedState, forkProc func(f int) (p
 		}
 	}
 	if op.Kind.HasIORange() {
-		if op.Off%PageSize != 0 || op.Len%PageSize != 0 || op.Len == 0 {
-			return errf("%v needs a page-aligned off and a non-zero page-multiple len (off %#x len %#x)", op.Kind, op.Off, op.Len)
-		}
-		if op.Off >= SpanBytes || op.Len > SpanBytes-op.Off {
-			return errf("range off %#x len %#x runs past the region span (%#x bytes)", op.Off, op.Len, SpanBytes)
-		}
 		limit := uint64(MaxIOPages)
 		switch op.Kind {
 		case OpUringReg:
@@ -110,8 +104,8 @@ func (p *Program) validatePinned(i int, st *pinnedState, forkProc func(f int) (p
 		case OpUffdWP:
 			limit = SpanPages
 		}
-		if op.Len/PageSize > limit {
-			return errf("%v of %d pages: at most %d", op.Kind, op.Len/PageSize, limit)
+		if msg := ioRangeError(op, limit); msg != "" {
+			return errf("%s", msg)
 		}
 	}
 	switch op.Kind {
@@ -144,4 +138,19 @@ func (p *Program) validatePinned(i int, st *pinnedState, forkProc func(f int) (p
 		}
 	}
 	return nil
+}
+
+// ioRangeError says what is wrong with the page-aligned range of an
+// operation that addresses at most limit pages without changing mappings
+// (HasIORange), or returns "".
+func ioRangeError(op *Op, limit uint64) string {
+	switch {
+	case op.Off%PageSize != 0 || op.Len%PageSize != 0 || op.Len == 0:
+		return fmt.Sprintf("%v needs a page-aligned off and a non-zero page-multiple len (off %#x len %#x)", op.Kind, op.Off, op.Len)
+	case op.Off >= SpanBytes || op.Len > SpanBytes-op.Off:
+		return fmt.Sprintf("range off %#x len %#x runs past the region span (%#x bytes)", op.Off, op.Len, SpanBytes)
+	case op.Len/PageSize > limit:
+		return fmt.Sprintf("%v of %d pages: at most %d", op.Kind, op.Len/PageSize, limit)
+	}
+	return ""
 }

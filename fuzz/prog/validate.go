@@ -191,14 +191,8 @@ func (p *Program) Validate() error {
 			if err := region(i, op.Region); err != nil {
 				return err
 			}
-			if op.Off%PageSize != 0 || op.Len%PageSize != 0 || op.Len == 0 {
-				return opErr(i, "%v needs a page-aligned off and a non-zero page-multiple len (off %#x len %#x)", op.Kind, op.Off, op.Len)
-			}
-			if op.Off >= SpanBytes || op.Len > SpanBytes-op.Off {
-				return opErr(i, "range off %#x len %#x runs past the region span (%#x bytes)", op.Off, op.Len, SpanBytes)
-			}
-			if op.Len/PageSize > MaxMigratePages {
-				return opErr(i, "%v of %d pages: at most %d", op.Kind, op.Len/PageSize, MaxMigratePages)
+			if msg := ioRangeError(&op, MaxMigratePages); msg != "" {
+				return opErr(i, "%s", msg)
 			}
 		case OpCheck:
 		default:
