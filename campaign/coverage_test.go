@@ -47,8 +47,7 @@ func (c *coverTarget) Run(p *prog.Program, opts agents.Options) (*obs.Observatio
 // its programs from it; a blind one builds the same kind of corpus and
 // never draws from it.
 func TestGuidedCampaign(t *testing.T) {
-	w := gen.DefaultWeights()
-	w.FailNthProb, w.ThreadProb = 0, 0 // see TestParallelCampaign
+	w := noThreads(gen.DefaultWeights()) // see TestParallelCampaign
 	for _, blind := range []bool{false, true} {
 		st, err := Run(context.Background(), Config{Target: &coverTarget{}, Seed: 5, Programs: 150, Weights: w,
 			Workdir: t.TempDir(), Blind: blind})
