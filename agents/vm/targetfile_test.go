@@ -18,6 +18,7 @@ setup = write /proc/sys/kernel/async_fork 1
 setup = run /bin/busybox sh -c "echo \"1\" > /x # not a comment"
 fork-mode = write /proc/executor/use_odf 1
 fork-mode = prctl 65 1
+numa = 3
 `
 	tf, err := ParseTargetFile("/k/async.target", []byte(src))
 	if err != nil {
@@ -25,7 +26,7 @@ fork-mode = prctl 65 1
 	}
 	want := &TargetFile{
 		Path: "/k/async.target", Kernel: "/k/bzImage", Cmdline: "transparent_hugepage=madvise nokaslr",
-		Memory: 2048, CPUs: 1, Files: []File{{"/k/tools/busybox", "/bin/busybox"}},
+		Memory: 2048, CPUs: 1, NUMANodes: 3, Files: []File{{"/k/tools/busybox", "/bin/busybox"}},
 		Setup: []Step{
 			{Kind: "write", Args: []string{"/proc/sys/kernel/async_fork", "1"}, Line: 7},
 			{Kind: "run", Args: []string{"/bin/busybox", "sh", "-c", `echo "1" > /x # not a comment`}, Line: 8},
@@ -47,6 +48,8 @@ func TestTargetFileErrors(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
 		{"setup = wrte /x 1", `t.target:1: field setup: unknown step "wrte"`},
 		{"\n\nmemory = lots", `t.target:3: field memory: want a positive integer, got "lots"`},
+		{"numa = 0", `t.target:1: field numa: want a positive integer, got "0"`},
+		{"numa = 9", "t.target:1: field numa: at most 8 nodes, got 9"},
 		{"setup = prctl 65 1", "t.target:1: field setup: prctl is a fork-mode step"},
 		{"fork-mode = prctl 65 x", `t.target:1: field fork-mode: prctl argument "x" is not a number`},
 		{"setup = write relative 1", "t.target:1: field setup: write wants an absolute PATH"},
