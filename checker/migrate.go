@@ -10,9 +10,7 @@ package checker
 // (fewer than two NUMA nodes) is noted, so a campaign that never moved a
 // page says so.
 func (m *machine) migrate(pr *proc, i int) {
-	if m.checking() && m.o.Ops[i].Skip != "" {
-		m.result(pr, i, unpredictable("skipped"))
-		m.col.note("%s was skipped by the executor: %s", opRef(m.p, i), m.o.Ops[i].Skip)
+	if m.skippedOp(pr, i) {
 		return
 	}
 	m.result(pr, i, either("move_pages reports pages it cannot move in its status array; the call itself fails only when the new page cannot be allocated", eOK, eNOMEM))

@@ -73,12 +73,21 @@ func (s *pinState) forkPage(pg *page) *page {
 	return pg
 }
 
+// skippedOp reports whether the executor skipped operation i (a resource
+// was missing); if so its result is not predicted and the verdict notes it.
+func (m *machine) skippedOp(pr *proc, i int) bool {
+	if !m.checking() || m.o.Ops[i].Skip == "" {
+		return false
+	}
+	m.result(pr, i, unpredictable("skipped"))
+	m.col.note("%s was skipped by the executor: %s", opRef(m.p, i), m.o.Ops[i].Skip)
+	return true
+}
+
 // execPinned runs a pinned operation in the model.
 func (m *machine) execPinned(pr *proc, i int) {
 	op := &m.p.Ops[i]
-	if m.checking() && m.o.Ops[i].Skip != "" {
-		m.result(pr, i, unpredictable("skipped"))
-		m.col.note("%s was skipped by the executor: %s", opRef(m.p, i), m.o.Ops[i].Skip)
+	if m.skippedOp(pr, i) {
 		if op.Kind == prog.OpUringReg {
 			m.pin.uring, m.pin.uringOp = nil, -1
 		}

@@ -45,7 +45,7 @@ func (qemu) args(t *Target, sock string) []string {
 	cmdline += " -- vm-agent"
 	args := []string{
 		"-accel", accel, "-cpu", cpu,
-		"-m", strconv.Itoa(c.Memory + numaExtra*max(0, min(c.NUMANodes, maxNUMANodes)-1)), "-smp", strconv.Itoa(c.CPUs),
+		"-m", strconv.Itoa(guestMemory(c.Memory, c.NUMANodes)), "-smp", strconv.Itoa(c.CPUs),
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 		"-serial", "stdio", "-monitor", "none",
 		"-kernel", c.Kernel, "-initrd", t.initrd, "-append", cmdline,
@@ -60,6 +60,12 @@ const maxNUMANodes = 8
 
 // numaExtra is the memory (MiB) of each NUMA node after the first.
 const numaExtra = 256
+
+// guestMemory is the guest's whole memory (MiB): mem on node 0 and
+// numaExtra on each further node (numaArgs).
+func guestMemory(mem, nodes int) int {
+	return mem + numaExtra*max(0, min(nodes, maxNUMANodes)-1)
+}
 
 // numaArgs gives node 0 all mem MiB and the cpus, and each further node
 // numaExtra MiB of its own, so a guest with migration targets has as much
