@@ -76,7 +76,7 @@ func (c *pageCensus) scan(m *machine, fn func(e uint64)) string {
 	total := 0
 	for i := 0; i < m.nvma; i++ {
 		v := m.vmas[i]
-		lo, hi := max(v.start, prog.ArenaBase), min(v.end, arenaEnd)
+		lo, hi := max(v.start, arena.Base()), min(v.end, arena.End())
 		if lo >= hi {
 			continue
 		}
@@ -196,7 +196,7 @@ func arenaAnonHugePages() int {
 		line := sc.Bytes()
 		if i := bytes.IndexByte(line, '-'); i > 0 && i < 17 && bytes.IndexByte(line[:i], ':') < 0 {
 			if start, err := strconv.ParseUint(string(line[:i]), 16, 64); err == nil {
-				in = start >= prog.ArenaBase && start < arenaEnd
+				in = start >= arena.Base() && start < arena.End()
 				continue
 			}
 		}

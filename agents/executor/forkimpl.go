@@ -272,7 +272,7 @@ func (e *forkEv) wpPMDs() int {
 	if n == len(b) {
 		return -1 // truncated
 	}
-	return countWPPMDs(b[:n], prog.ArenaBase, arenaEnd)
+	return countWPPMDs(b[:n], arena.Base(), arena.End())
 }
 
 // countWPPMDs counts, in the module's table (see ParsePMDs), the present,
@@ -540,7 +540,7 @@ func (e *forkEv) childRanRaw(pid int) string {
 func (e *forkEv) regionPages(p *prog.Program) (pages, excl int) {
 	buf := unsafe.Slice((*byte)(unsafe.Pointer(&e.pm[0])), len(e.pm)*8)
 	for r := range p.Regions {
-		base := prog.Base(r) / prog.PageSize
+		base := arena.RegionBase(r) / prog.PageSize
 		for first := uint64(0); first < 4096 && first < prog.SpanPages; first += uint64(len(e.pm)) {
 			n, err := unix.Pread(e.pagemap, buf, int64(base+first)*8)
 			if err != nil || n <= 0 {

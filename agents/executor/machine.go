@@ -17,9 +17,14 @@ const (
 	maxVMAs      = 1 << 16
 	maxObjs      = 4096
 	ctlSize      = prog.MaxForks * 64
-	arenaEnd     = prog.ArenaBase + prog.MaxRegions*prog.SpanBytes
 	defaultWords = 1 << 18 // non-zero words per view
 )
+
+// arena is the placement of the program running now: one program runs at a
+// time in a process (its arena is a fixed range of addresses), and the run
+// sets it before it maps the regions. Every real address the executor
+// reports goes through arena.Canonical.
+var arena prog.Arena
 
 // vma is one parsed line of /proc/self/maps.
 type vma struct {
@@ -303,13 +308,13 @@ func (m *machine) view(at int) {
 	}
 	for i := 0; i < m.nvma; i++ {
 		v := &m.vmas[i]
-		if v.end > prog.ArenaBase && v.start < arenaEnd {
-			m.rec(obs.RecVMA, v.start, v.end, v.prot, v.off, v.inode, 0)
+		if v.end > arena.Base() && v.start < arena.End() {
+			m.rec(obs.RecVMA, arena.Canonical(v.start), arena.Canonical(v.end-1)+1, v.prot, v.off, v.inode, 0)
 		}
 	}
 	words := 0
 	for r := range m.p.Regions {
-		base := prog.Base(r)
+		base := arena.RegionBase(r)
 		end := base + prog.SpanBytes
 		runFirst, runN, runState := 0, 0, obs.PageState(0)
 		for i := 0; i < m.nvma; i++ {
@@ -430,7 +435,7 @@ func roundUp(x uint64) uint64 { return (x + pageMask) &^ pageMask }
 // exec runs operation i in the current process.
 func (m *machine) exec(i int) {
 	op := &m.p.Ops[i]
-	addr := uintptr(prog.Base(op.Region) + op.Off)
+	addr := uintptr(arena.RegionBase(op.Region) + op.Off)
 	start := m.now()
 	var errno uintptr
 	var ret uint64
@@ -468,7 +473,7 @@ func (m *machine) exec(i int) {
 	case prog.OpMmap:
 		kind := m.p.Regions[op.Region].Kind
 		r, e := sysMmap(addr, uintptr(op.Len), unix.PROT_READ|unix.PROT_WRITE, mapFlags(kind)|unix.MAP_FIXED, m.memfd[op.Region], uintptr(op.Off))
-		errno, ret = e, uint64(r)
+		errno, ret = e, arena.Canonical(uint64(r))
 		if e == 0 && kind == prog.AnonShared {
 			m.noteShared(uint64(r), roundUp(op.Len))
 		}
@@ -504,11 +509,11 @@ func (m *machine) exec(i int) {
 		}
 		var to uintptr
 		if op.Flags&prog.MremapFixed != 0 {
-			to = uintptr(prog.Base(op.To) + op.ToOff)
+			to = uintptr(arena.RegionBase(op.To) + op.ToOff)
 		}
 		r, e := rawSyscall6(unix.SYS_MREMAP, addr, uintptr(op.Len), uintptr(op.NewLen), uintptr(flags), to, 0)
-		errno, ret = e, uint64(r)
-		if e == 0 && !m.inChild && (uint64(r) < prog.ArenaBase || uint64(r) >= arenaEnd) {
+		errno, ret = e, arena.Canonical(uint64(r))
+		if e == 0 && !m.inChild && (uint64(r) < arena.Base() || uint64(r) >= arena.End()) {
 			m.noteMoved(uint64(r), op.NewLen)
 		}
 	case prog.OpFork:

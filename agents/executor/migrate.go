@@ -84,7 +84,7 @@ func nextNode(nodes []int32, n int32) int32 {
 func (m *machine) migrate(op *prog.Op) (errno uintptr, moved uint64) {
 	b := &m.mig
 	n := int(op.Len / prog.PageSize)
-	addr := uintptr(prog.Base(op.Region) + op.Off)
+	addr := uintptr(arena.RegionBase(op.Region) + op.Off)
 	for k := 0; k < n; k++ {
 		b.pages[k] = addr + uintptr(k)*prog.PageSize
 	}

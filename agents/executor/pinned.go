@@ -163,7 +163,7 @@ func (m *machine) cleanupPinned() {
 func (m *machine) execPinned(i int) (errno uintptr, ret uint64, skipped int) {
 	op := &m.p.Ops[i]
 	r := &m.pin
-	addr := uintptr(prog.Base(op.Region) + op.Off)
+	addr := uintptr(arena.RegionBase(op.Region) + op.Off)
 	length := uintptr(op.Len)
 	switch op.Kind {
 	case prog.OpProcMem, prog.OpPVWrite:
@@ -283,7 +283,7 @@ func (m *machine) remoteWrite(i int) (errno uintptr, ret uint64, skipped int) {
 		pid, _ = sys1(unix.SYS_GETPID, 0)
 	}
 	for k := 0; k < op.Count; k++ {
-		a := prog.Base(op.Region) + op.Off + uint64(k)*op.Stride
+		a := arena.RegionBase(op.Region) + op.Off + uint64(k)*op.Stride
 		m.page[0] = prog.SlotValue(i, k)
 		var n, e uintptr
 		if op.Kind == prog.OpProcMem {

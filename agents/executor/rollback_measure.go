@@ -54,7 +54,7 @@ func processVMAs() (all, below int) {
 			continue
 		}
 		all++
-		if a, err := strconv.ParseUint(lo, 16, 64); err == nil && a < prog.ArenaBase {
+		if a, err := strconv.ParseUint(lo, 16, 64); err == nil && a < arena.Base() {
 			below++
 		}
 	}
@@ -237,17 +237,17 @@ func (m *machine) contentDigest() (uint64, int) {
 	pages := 0
 	for i := 0; i < m.nvma; i++ {
 		v := m.vmas[i]
-		if v.end <= prog.ArenaBase || v.start >= arenaEnd {
+		if v.end <= arena.Base() || v.start >= arena.End() {
 			continue
 		}
-		for addr := max(v.start, prog.ArenaBase); addr < min(v.end, arenaEnd); addr += prog.PageSize {
+		for addr := max(v.start, arena.Base()); addr < min(v.end, arena.End()); addr += prog.PageSize {
 			if m.pageState(&v, addr) != obs.Readable {
 				continue
 			}
 			copyPage(&m.rb.digest, uintptr(addr))
 			for w, val := range m.rb.digest {
 				if val != 0 {
-					d += obs.WordDigest(addr+uint64(w*8), val)
+					d += obs.WordDigest(arena.Canonical(addr+uint64(w*8)), val)
 				}
 			}
 			pages++
@@ -325,7 +325,8 @@ func readPMDs() (source string, pmds []obs.PMDEntry) {
 	}
 	var in []obs.PMDEntry
 	for _, e := range pmds {
-		if e.Addr >= prog.ArenaBase && e.Addr < arenaEnd {
+		if e.Addr >= arena.Base() && e.Addr < arena.End() {
+			e.Addr = arena.Canonical(e.Addr)
 			in = append(in, e)
 		}
 	}

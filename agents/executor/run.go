@@ -186,6 +186,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	if wordCap <= 0 {
 		wordCap = defaultWords
 	}
+	arena = p.Arena
 	m.reset(p, wordCap)
 	m.rb = newRollbackState()
 	m.rb.corrupt = opt.Corrupt
@@ -269,6 +270,9 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 		o.Cover.Symbols = textSymbols()
 	}
 	o.Maps = arenaMaps()
+	if arena != prog.ArenaTop {
+		o.ArenaBase = arena.Base()
+	}
 	o.Kernel = kernelRelease()
 	o.ForkImpl = m.fe.result()
 	if opt.Corrupt != "" {
@@ -335,7 +339,7 @@ func (m *machine) recCount() uint64 {
 // setup creates the regions. Main process only.
 func (m *machine) setup() error {
 	for i, r := range m.p.Regions {
-		base := prog.Base(i)
+		base := arena.RegionBase(i)
 		length := uint64(r.Pages) * prog.PageSize
 		if r.Kind.Memfd() {
 			fd, err := unix.MemfdCreate(fmt.Sprintf("forkfuzz-r%d", i), unix.MFD_CLOEXEC)
@@ -391,7 +395,7 @@ func (m *machine) cleanup() {
 			m.pids[f] = 0
 		}
 	}
-	sysMunmap(prog.ArenaBase, prog.MaxRegions*prog.SpanBytes)
+	sysMunmap(uintptr(arena.Base()), prog.MaxRegions*prog.SpanBytes)
 	for _, s := range m.moved {
 		sysMunmap(uintptr(s.addr), uintptr(s.length))
 	}
@@ -418,7 +422,7 @@ func arenaMaps() string {
 		hi, _, _ := bytes.Cut(rest, []byte(" "))
 		l, err1 := strconv.ParseUint(string(lo), 16, 64)
 		h, err2 := strconv.ParseUint(string(hi), 16, 64)
-		if err1 == nil && err2 == nil && h > prog.ArenaBase && l < arenaEnd {
+		if err1 == nil && err2 == nil && h > arena.Base() && l < arena.End() {
 			out.Write(line)
 			out.WriteByte('\n')
 		}

@@ -259,7 +259,7 @@ func (w *worker) writable(op *prog.Op) []bool {
 	if m.readMaps() != 0 {
 		return ok
 	}
-	addr0 := prog.Base(op.Region) + op.Off
+	addr0 := arena.RegionBase(op.Region) + op.Off
 	for k := range ok {
 		a := addr0 + uint64(k)*op.Stride
 		vi := m.findVMA(a)
@@ -272,7 +272,7 @@ func (w *worker) writable(op *prog.Op) []bool {
 // base, logging each store's times, and returns how many it skipped.
 func (w *worker) timedStores(i int, op *prog.Op, base int, writable []bool) int {
 	skipped := 0
-	addr0 := prog.Base(op.Region) + op.Off
+	addr0 := arena.RegionBase(op.Region) + op.Off
 	for k, ok := range writable {
 		if !ok {
 			skipped++

@@ -34,13 +34,13 @@ func (m *machine) writePass(rb *obs.Rollback, when string) (faults int64, pages 
 	unix.Getrusage(unix.RUSAGE_THREAD, &ru0)
 	for i := 0; i < m.nvma; i++ {
 		v := m.vmas[i]
-		if v.end <= prog.ArenaBase || v.start >= arenaEnd || v.prot&obs.VMAWrite == 0 {
+		if v.end <= arena.Base() || v.start >= arena.End() || v.prot&obs.VMAWrite == 0 {
 			continue
 		}
 		if v.inode != 0 && v.prot&obs.VMAShared == 0 {
 			continue // private file mapping
 		}
-		lo, hi := max(v.start, prog.ArenaBase), min(v.end, arenaEnd)
+		lo, hi := max(v.start, arena.Base()), min(v.end, arena.End())
 		// Only resident pages (mincore): the pass must not populate
 		// memory the program never touched, and a PMD without resident
 		// pages under it has no PTE table to leave write-protected.
@@ -91,7 +91,7 @@ func (m *machine) trapFirstPage() {
 	}
 	for i := 0; i < m.nvma; i++ {
 		v := m.vmas[i]
-		if v.start < prog.ArenaBase || v.start >= arenaEnd || v.inode != 0 || v.prot&obs.VMAShared != 0 || v.prot&obs.VMAWrite == 0 {
+		if v.start < arena.Base() || v.start >= arena.End() || v.inode != 0 || v.prot&obs.VMAShared != 0 || v.prot&obs.VMAWrite == 0 {
 			continue
 		}
 		fd, _, e := unix.Syscall(sysUserfaultfd, unix.O_CLOEXEC|uffdUserModeOnly, 0, 0)

@@ -356,6 +356,9 @@ func (g *gen) emit() []byte {
 	for _, k := range prog.OpKinds() {
 		fmt.Fprintf(&b, "#define K_%s %d\n", strings.ToUpper(k.String()), int(k))
 	}
+	if p.Arena != prog.ArenaTop {
+		fmt.Fprintf(&b, "#define ARENA %#xULL /* arena %v: the regions' real place; results are mapped back with CANON */\n", p.Arena.Base(), p.Arena)
+	}
 	fmt.Fprintf(&b, "\n#define NREGIONS %d\nstatic const struct region REGIONS[] = {\n", len(p.Regions))
 	for _, r := range p.Regions {
 		fmt.Fprintf(&b, "\t{%d, %d, %d, %s},\n", int(r.Kind), r.Pages, int(r.THP), cstr(r.Kind.String()))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -193,6 +194,64 @@ func TestCorpusVerdicts(t *testing.T) {
 	if agree == 0 {
 		t.Fatal("no corpus program was checked")
 	}
+}
+
+// TestLowArenaVerdicts: corpus programs that map or move memory, run with
+// "arena low", get the same verdict from the C reproducer as from the
+// executor, and both ran at the low arena (the executor's observation says
+// where and still reports canonical addresses).
+func TestLowArenaVerdicts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles and runs corpus programs twice: skipped under -short")
+	}
+	tg := native(t)
+	checked := 0
+	for _, e := range corpusPrograms(t) {
+		moves := false
+		for _, op := range e.p.Ops {
+			moves = moves || op.Kind == prog.OpMremap || op.Kind == prog.OpMmap
+		}
+		if !moves || checked == 8 {
+			continue
+		}
+		p := e.p.Clone()
+		p.Arena = prog.ArenaLow
+		src, err := Translate(p, Options{})
+		if err != nil {
+			t.Errorf("%s: translation failed: %v", e.name, err)
+			continue
+		}
+		if !bytes.Contains(src, []byte(fmt.Sprintf("#define ARENA %#xULL", prog.LowArenaBase))) {
+			t.Fatalf("%s: the reproducer does not place the arena low", e.name)
+		}
+		o, err := tg.Run(p, agents.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", e.name, err)
+		}
+		if o.ArenaBase != prog.LowArenaBase {
+			t.Errorf("%s: observation's arena base %#x, want %#x", e.name, o.ArenaBase, uint64(prog.LowArenaBase))
+		}
+		for _, v := range o.Views {
+			for _, m := range v.VMAs {
+				if m.Start < prog.ArenaBase {
+					t.Errorf("%s: view reports the real address %#x, not the canonical one", e.name, m.Start)
+				}
+			}
+		}
+		want, why := hostVerdict(t, tg, p, agents.Options{})
+		got, out := runC(t, build(t, src))
+		if got == exitUndecided && want == 0 {
+			got = 0
+		}
+		if got != want {
+			t.Errorf("%s (arena low): C reproducer exit %d, forkfuzz exec %d\nexec: %s\nC output:\n%s", e.name, got, want, why, out)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no corpus program maps or moves memory")
+	}
+	t.Logf("%d programs with mmap/mremap agree at the low arena", checked)
 }
 
 // TestChecksBite: with a falsified expectation of each kind (one per

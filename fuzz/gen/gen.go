@@ -54,7 +54,22 @@ func generate(r *rand.Rand, w Weights) *prog.Program {
 	ops = append(ops, g.process(0, 0, between(r, 1, g.w.Steps), true)...)
 	g.p.Ops = ops
 	FixJoins(g.p) // join at the end the threads forkBlock left running
+	g.p.Arena = g.arena()
 	return g.p
+}
+
+// arena draws the program's placement (Weights.ArenaLowProb). It draws one
+// number whatever the program, after everything else.
+func (g *generator) arena() prog.Arena {
+	aimed := false
+	for _, op := range g.p.Ops {
+		aimed = aimed || op.Kind == prog.OpMigrate || op.Kind == prog.OpMigrateLoop || (op.Kind == prog.OpFork && op.Proc == 0 && op.FailNth > 0)
+	}
+	u := g.r.Float64()
+	if u < g.w.ArenaLowProb || (aimed && u < g.w.ArenaLowAimedProb) {
+		return prog.ArenaLow
+	}
+	return prog.ArenaTop
 }
 
 // regions creates MinRegions..MaxRegions regions within MaxTotalPages.

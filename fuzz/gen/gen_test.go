@@ -253,3 +253,34 @@ func TestProfiles(t *testing.T) {
 		t.Errorf("unknown profile error: %v", err)
 	}
 }
+
+// TestGenerateArena: programs that move pages or inject a fault into a
+// fork of the main process are placed low (prog.ArenaLow) about
+// ArenaLowAimedProb of the time, the others about ArenaLowProb.
+func TestGenerateArena(t *testing.T) {
+	w := DefaultWeights()
+	w.FailNthProb = 0.1
+	r := rand.New(rand.NewPCG(7, 7))
+	var n, low [2]int // [0]: other programs, [1]: aimed ones
+	for range 2000 {
+		p := Generate(r, w)
+		aimed := 0
+		for _, op := range p.Ops {
+			if op.Kind == prog.OpMigrate || op.Kind == prog.OpMigrateLoop || (op.Kind == prog.OpFork && op.Proc == 0 && op.FailNth > 0) {
+				aimed = 1
+			}
+		}
+		n[aimed]++
+		if p.Arena == prog.ArenaLow {
+			low[aimed]++
+		}
+	}
+	for i, want := range []float64{w.ArenaLowProb, w.ArenaLowAimedProb} {
+		if n[i] < 100 {
+			t.Fatalf("only %d programs of kind %d", n[i], i)
+		}
+		if got := float64(low[i]) / float64(n[i]); got < want-0.07 || got > want+0.07 {
+			t.Errorf("kind %d: %d of %d programs low (%.2f), want about %.2f", i, low[i], n[i], got, want)
+		}
+	}
+}

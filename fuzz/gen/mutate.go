@@ -246,14 +246,15 @@ func (m *mutator) change(q *prog.Program) *prog.Program {
 	return q
 }
 
-// region changes one region's kind, size or THP, adds a region or drops
-// one (references to it move to another region).
+// region changes one region's kind, size or THP, adds a region, moves the
+// arena to its other placement or drops a region (references to it move to
+// another region).
 func (m *mutator) region(q *prog.Program) *prog.Program {
 	q = q.Clone()
 	g := m.gen(q)
 	ri := g.region()
 	reg := &q.Regions[ri]
-	switch m.r.IntN(6) {
+	switch m.r.IntN(7) {
 	case 0:
 		reg.Kind = prog.RegionKind(pick(m.r, m.w.RegionKinds[:]))
 	case 1:
@@ -270,6 +271,8 @@ func (m *mutator) region(q *prog.Program) *prog.Program {
 				THP:   prog.THP(pick(m.r, m.w.THP[:])),
 			})
 		}
+	case 5:
+		q.Arena = prog.ArenaLow - q.Arena // the other placement
 	default:
 		if len(q.Regions) > 1 {
 			q = dropRegion(q, ri, m.r.IntN(len(q.Regions)-1))
@@ -321,5 +324,5 @@ func capPages(q *prog.Program, max int) {
 
 // equal reports whether p and q are the same program.
 func equal(p, q *prog.Program) bool {
-	return slices.Equal(p.Regions, q.Regions) && slices.Equal(p.Ops, q.Ops)
+	return p.Arena == q.Arena && slices.Equal(p.Regions, q.Regions) && slices.Equal(p.Ops, q.Ops)
 }

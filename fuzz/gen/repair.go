@@ -21,7 +21,10 @@ const (
 // that an operation's kind does not use are zeroed, so the result
 // round-trips through Format and Parse exactly. p is not modified.
 func Repair(p *prog.Program) *prog.Program {
-	q := &prog.Program{}
+	q := &prog.Program{Arena: p.Arena}
+	if q.Arena > prog.ArenaLow {
+		q.Arena = prog.ArenaTop
+	}
 	for _, r := range p.Regions {
 		if len(q.Regions) == prog.MaxRegions {
 			break

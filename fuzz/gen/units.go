@@ -154,7 +154,7 @@ func forkRef(op prog.Op) (int, bool) {
 // with them). It does not validate: the result is valid when p is and the
 // dropped set is a union of units.
 func RemoveOps(p *prog.Program, drop []bool) *prog.Program {
-	q := &prog.Program{Regions: append([]prog.Region(nil), p.Regions...)}
+	q := &prog.Program{Arena: p.Arena, Regions: append([]prog.Region(nil), p.Regions...)}
 	for i, op := range p.Ops {
 		if i < len(drop) && drop[i] {
 			continue

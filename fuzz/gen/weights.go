@@ -121,6 +121,14 @@ type Weights struct {
 	// prologue DONTFORK/WIPEONFORK is undone (DOFORK/KEEPONFORK) before the
 	// fork.
 	IdiomProb float64
+	// ArenaLowProb is the probability that a program says "arena low"
+	// (prog.Arena: its regions below the Go heap, so fork copies them
+	// first); ArenaLowAimedProb the same for a program that moves pages
+	// between NUMA nodes or injects a fault into a fork of the main
+	// process, which both need it: a move in flight when fork starts
+	// has finished by the time fork reaches a top arena, and fail_nth
+	// counts the runtime's shifting failure points first.
+	ArenaLowProb, ArenaLowAimedProb float64
 }
 
 // MutationWeights weighs the kinds of change Mutate makes.
@@ -179,6 +187,8 @@ func DefaultWeights() Weights {
 		EveryPageWriterProb: 0.15,
 		PreForkAdviceProb:   0.15,
 		IdiomProb:           0.2,
+		ArenaLowProb:        0.25,
+		ArenaLowAimedProb:   0.9,
 		// ChildFailProb stays 0 by default: campaigns reach the child's
 		// failure points through sweep --child (every point in turn).
 		MaxChildFail: 48, // the child of a small program passes about 36 under Async-fork (6.1 port)

@@ -39,7 +39,7 @@ func usedRegions(p *prog.Program) []bool {
 // withoutRegions returns p without the regions set in drop (which no
 // operation uses), renumbering the rest.
 func withoutRegions(p *prog.Program, drop []bool) *prog.Program {
-	q := &prog.Program{Ops: append([]prog.Op(nil), p.Ops...)}
+	q := &prog.Program{Arena: p.Arena, Ops: append([]prog.Op(nil), p.Ops...)}
 	newIdx := make([]int, len(p.Regions))
 	for i, r := range p.Regions {
 		newIdx[i] = len(q.Regions)
@@ -229,7 +229,7 @@ func (m *minimizer) unthread() bool {
 // unwrap returns p with fork f replaced by its child's operations.
 func unwrap(p *prog.Program, f int) *prog.Program {
 	parent := p.Ops[p.ForkOp(f)].Proc
-	q := &prog.Program{Regions: append([]prog.Region(nil), p.Regions...)}
+	q := &prog.Program{Arena: p.Arena, Regions: append([]prog.Region(nil), p.Regions...)}
 	for _, op := range p.Ops {
 		switch {
 		case (op.Kind == prog.OpFork || op.Kind == prog.OpWait || op.Kind == prog.OpKill) && op.Fork == f:

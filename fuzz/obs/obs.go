@@ -21,7 +21,13 @@ type Observation struct {
 	// Truncated is set when the report buffer overflowed; views may be incomplete.
 	Truncated bool `json:"truncated,omitempty"`
 	// Maps is the main process's /proc/self/maps after the last operation.
+	// Its addresses (and those of Rollback.MapsBefore/After) are real ones:
+	// under "arena low" the regions start at ArenaBase, not at the canonical
+	// address every other field uses.
 	Maps string `json:"maps,omitempty"`
+	// ArenaBase is where region r0 really was when it is not the canonical
+	// prog.ArenaBase (a program with "arena low"); 0 otherwise.
+	ArenaBase uint64 `json:"arena_base,omitempty"`
 	// Events are harness-level events (e.g. a fault in the main process).
 	Events []Event `json:"events,omitempty"`
 	// Threads are the timed stores of the main process's extra threads.

@@ -14,6 +14,7 @@ import (
 //
 //	# comments start with '#', anywhere on a line
 //	forkfuzz v1
+//	arena low                 # optional: regions below the Go heap (see Arena); default top
 //	region r0 anon-private pages=512 thp=on
 //	region r1 memfd-shared pages=4 thp=default
 //	store r0 off=0x1000 count=4 stride=0x8
@@ -58,6 +59,9 @@ func (e *SyntaxError) Error() string { return fmt.Sprintf("%d:%d: %s", e.Line, e
 func (p *Program) Format() []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "forkfuzz v%d\n", Version)
+	if p.Arena != ArenaTop {
+		fmt.Fprintf(&b, "arena %v\n", p.Arena)
+	}
 	for i, r := range p.Regions {
 		fmt.Fprintf(&b, "region r%d %v pages=%d thp=%v\n", i, r.Kind, r.Pages, r.THP)
 	}
@@ -185,7 +189,7 @@ func truncated(s string) string {
 // wrapped with the line it came from).
 func Parse(text []byte) (*Program, error) {
 	ps := &parser{prog: &Program{}}
-	header := false
+	header, arenaSeen := false, false
 	var opLines []int
 	for n, line := range strings.Split(string(text), "\n") {
 		ps.line = n + 1
@@ -201,6 +205,13 @@ func Parse(text []byte) (*Program, error) {
 				return nil, ps.errf(toks[1].col, "unsupported format version %q (this forkfuzz reads v%d)", toks[1].s, Version)
 			}
 			header = true
+			continue
+		}
+		if toks[0].s == "arena" {
+			if err := ps.parseArena(toks, arenaSeen); err != nil {
+				return nil, err
+			}
+			arenaSeen = true
 			continue
 		}
 		if toks[0].s == "region" {
@@ -230,6 +241,26 @@ func Parse(text []byte) (*Program, error) {
 		return nil, err
 	}
 	return ps.prog, nil
+}
+
+// parseArena parses "arena top" or "arena low", allowed once, before the
+// first region.
+func (ps *parser) parseArena(toks []token, seen bool) error {
+	switch {
+	case seen:
+		return ps.errf(toks[0].col, "second arena line")
+	case len(ps.prog.Regions) > 0 || len(ps.prog.Ops) > 0:
+		return ps.errf(toks[0].col, "arena after the first region or operation")
+	case len(toks) != 2:
+		return ps.errf(toks[0].col, "arena needs one word: %s", strings.Join(arenaNames[:], " or "))
+	}
+	for i, n := range arenaNames {
+		if n == toks[1].s {
+			ps.prog.Arena = Arena(i)
+			return nil
+		}
+	}
+	return ps.errf(toks[1].col, "unknown arena %q (want %s)", toks[1].s, strings.Join(arenaNames[:], " or "))
 }
 
 func (ps *parser) parseRegion(toks []token) error {

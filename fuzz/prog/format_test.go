@@ -54,6 +54,10 @@ func TestParseErrors(t *testing.T) {
 		{"bad advice", "forkfuzz v1\nregion r0 anon-private pages=1\nmadvise r0 off=0 len=1 advice=nap\n", 3, 31, "unknown value"},
 		{"bad flag", "forkfuzz v1\nregion r0 anon-private pages=1\nmremap r0 off=0 len=1 newlen=1 flags=maymove|zoom\n", 3, 46, "unknown mremap flag"},
 		{"bad prefix", "forkfuzz v1\nregion r0 anon-private pages=1\nx3: check\n", 3, 1, "expected f<number>"},
+		{"bad arena", "forkfuzz v1\narena middle\nregion r0 anon-private pages=1\n", 2, 7, `unknown arena "middle"`},
+		{"arena after region", "forkfuzz v1\nregion r0 anon-private pages=1\narena low\n", 3, 1, "arena after the first region"},
+		{"second arena", "forkfuzz v1\narena low\narena top\nregion r0 anon-private pages=1\n", 3, 1, "second arena line"},
+		{"arena without word", "forkfuzz v1\narena\nregion r0 anon-private pages=1\n", 2, 1, "arena needs one word"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.text))
@@ -168,6 +172,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(text)
 	}
 	f.Add([]byte("forkfuzz v1\nregion r0 anon-private pages=1\nfork f0\nf0: check\nwait f0\n"))
+	f.Add([]byte("forkfuzz v1\narena low\nregion r0 anon-private pages=2\nfork f0\nwait f0\n"))
 	f.Add([]byte("forkfuzz v1\nregion r0 memfd-private pages=3 thp=on\npwrite r0 off=0x10 count=3 stride=0x1000\n"))
 	if text, err := os.ReadFile("testdata/pinned.ffz"); err == nil {
 		f.Add(text)
@@ -177,4 +182,63 @@ func FuzzParse(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+func TestArenaRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		text  string
+		arena Arena
+		canon string // Format's output, "" if the same as text
+	}{
+		{"forkfuzz v1\narena low\nregion r0 anon-private pages=2 thp=default\n", ArenaLow, ""},
+		{"forkfuzz v1\nregion r0 anon-private pages=2 thp=default\n", ArenaTop, ""},
+		{"forkfuzz v1\narena top\nregion r0 anon-private pages=2 thp=default\n", ArenaTop, "forkfuzz v1\nregion r0 anon-private pages=2 thp=default\n"},
+	} {
+		p, err := Parse([]byte(tc.text))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.text, err)
+		}
+		if p.Arena != tc.arena {
+			t.Errorf("%q: arena %v, want %v", tc.text, p.Arena, tc.arena)
+		}
+		want := tc.canon
+		if want == "" {
+			want = tc.text
+		}
+		if got := string(p.Format()); got != want {
+			t.Errorf("%q: Format = %q, want %q", tc.text, got, want)
+		}
+		if q := p.Clone(); q.Arena != p.Arena {
+			t.Errorf("Clone lost the arena: %v", q.Arena)
+		}
+	}
+}
+
+func TestArenaAddresses(t *testing.T) {
+	for _, tc := range []struct {
+		a          Arena
+		real, want uint64
+	}{
+		{ArenaTop, ArenaBase + 5, ArenaBase + 5},
+		{ArenaLow, LowArenaBase, ArenaBase},
+		{ArenaLow, LowArenaBase + 3*SpanBytes + 0x1000, Base(3) + 0x1000},
+		{ArenaLow, LowArenaBase - 1, LowArenaBase - 1},                                       // below: unchanged
+		{ArenaLow, LowArenaBase + MaxRegions*SpanBytes, LowArenaBase + MaxRegions*SpanBytes}, // end: unchanged
+		{ArenaLow, ArenaBase, ArenaBase},                                                     // not in the low arena
+	} {
+		if got := tc.a.Canonical(tc.real); got != tc.want {
+			t.Errorf("%v.Canonical(%#x) = %#x, want %#x", tc.a, tc.real, got, tc.want)
+		}
+		if tc.want != tc.real {
+			if back := tc.a.Real(tc.want); back != tc.real {
+				t.Errorf("%v.Real(%#x) = %#x, want %#x", tc.a, tc.want, back, tc.real)
+			}
+		}
+	}
+	if got := ArenaLow.RegionBase(2); got != LowArenaBase+2*SpanBytes {
+		t.Errorf("RegionBase(2) = %#x", got)
+	}
+	if ArenaLow.End() > ArenaBase {
+		t.Errorf("the low arena overlaps the top one")
+	}
 }

@@ -294,6 +294,7 @@ type Op struct {
 
 // Program is a forkfuzz program.
 type Program struct {
+	Arena   Arena // where the regions really live (see Arena)
 	Regions []Region
 	Ops     []Op
 }
@@ -301,6 +302,7 @@ type Program struct {
 // Clone returns a deep copy of p.
 func (p *Program) Clone() *Program {
 	q := &Program{
+		Arena:   p.Arena,
 		Regions: append([]Region(nil), p.Regions...),
 		Ops:     append([]Op(nil), p.Ops...),
 	}

@@ -29,6 +29,9 @@ func (p *Program) Validate() error {
 	if len(p.Regions) == 0 || len(p.Regions) > MaxRegions {
 		return &ValidationError{Op: -1, Region: -1, Msg: fmt.Sprintf("need 1..%d regions, have %d", MaxRegions, len(p.Regions))}
 	}
+	if p.Arena >= numArenas {
+		return &ValidationError{Op: -1, Region: -1, Msg: fmt.Sprintf("bad arena %d", p.Arena)}
+	}
 	for i, r := range p.Regions {
 		if r.Kind >= numRegionKinds {
 			return &ValidationError{Op: -1, Region: i, Msg: fmt.Sprintf("bad kind %d", r.Kind)}
