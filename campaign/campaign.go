@@ -176,6 +176,23 @@ func (p *Pool) Set(slot int, q *prog.Program) {
 }
 
 // Run runs the campaign until ctx ends or a limit is reached.
+// ArenaWeights returns w for campaigns on t: under a fork implementation
+// that defers the copy (--fork-impl async-fork, ...), generated programs
+// keep the arena at the top (prog.ArenaTop), with a note saying so. With
+// the program's VMAs copied before the Go runtime's, the 6.1 Async-fork
+// port had finished copying the program's PMDs before the executor could
+// read its evidence (docs/rollback.md, "Where Go puts its heap"): such a
+// fork would look eager, a harness error. Programs a campaign reads with
+// "arena low" (corpus, mutation of them) still run low.
+func ArenaWeights(t agents.Target, w gen.Weights) (gen.Weights, string) {
+	ft, ok := t.(*agents.ForkImplTarget)
+	if !ok || !obs.DeferredProfile(ft.Profile) || (w.ArenaLowProb == 0 && w.ArenaLowAimedProb == 0) {
+		return w, ""
+	}
+	w.ArenaLowProb, w.ArenaLowAimedProb = 0, 0
+	return w, fmt.Sprintf("--fork-impl %s: generated programs keep their regions at the top of the address space (no \"arena low\"): a fork that copies them before the runtime's memory looks eager there", ft.Profile)
+}
+
 func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	if cfg.Target == nil {
 		return nil, errors.New("campaign: no target")
@@ -186,6 +203,8 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = time.Second
 	}
+	var arenaNote string
+	cfg.Weights, arenaNote = ArenaWeights(cfg.Target, cfg.Weights)
 	// Minimization honours signals (the caller's ctx), not the duration:
 	// a finding seen in time is minimized even when the clock ran out.
 	sigCtx := ctx
@@ -197,6 +216,9 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	st := &Stats{}
 	start := time.Now()
 	logf(cfg.Log, "campaign: target %s, seed %d (program i uses campaign.ProgramSeed(%d, i))", cfg.Target.Name(), cfg.Seed, cfg.Seed)
+	if arenaNote != "" {
+		logf(cfg.Log, "campaign: %s", arenaNote)
+	}
 	store := &FindingStore{Dir: cfg.Workdir, Seal: cfg.Seal}
 	if err := store.Open(); err != nil {
 		return nil, err

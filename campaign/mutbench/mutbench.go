@@ -133,6 +133,11 @@ func runOne(ctx context.Context, cfg Config, m kernel.Mutant) Result {
 		return r
 	}
 	r.Err = err
+	if a := st.Judged.AtFork.String(); a != "" {
+		// What the programs exercised: e.g. how many forks met page
+		// moves (migration-wp) or overlapping stores.
+		logf(cfg.Log, "mutbench: %s: at fork: %s", m.Name, a)
+	}
 	r.Findings = st.Findings
 	r.Time, r.Programs = st.Elapsed, st.Programs
 	if st.FirstProgram > 0 {

@@ -446,6 +446,10 @@ func runDist(t agents.Target, kind string, cfg campaign.Config, minRuns int, min
 		}
 	}()
 	fmt.Fprintf(stdout, "campaign: target %s over JetStream (in-process), seed %d (program i uses campaign.ProgramSeed(%d, i))\n", t.Name(), cfg.Seed, cfg.Seed)
+	var arenaNote string
+	if cfg.Weights, arenaNote = campaign.ArenaWeights(t, cfg.Weights); arenaNote != "" {
+		fmt.Fprintf(stdout, "campaign: %s\n", arenaNote)
+	}
 	cs, err := dist.RunCoordinator(cctx, dist.CoordinatorConfig{Store: st, Campaign: "run", Seed: cfg.Seed,
 		Programs: cfg.Programs, Duration: cfg.Duration, Target: kind, Corrupt: cfg.Corrupt, Weights: cfg.Weights,
 		Workdir: cfg.Workdir, Blind: cfg.Blind, Queue: 4, Progress: cfg.Progress, ProgressLines: cfg.ProgressLines, ProgressEvery: cfg.ProgressEvery, Log: log})

@@ -272,7 +272,9 @@ func (m *mutator) region(q *prog.Program) *prog.Program {
 			})
 		}
 	case 5:
-		q.Arena = prog.ArenaLow - q.Arena // the other placement
+		if m.w.ArenaLowProb > 0 || m.w.ArenaLowAimedProb > 0 {
+			q.Arena = prog.ArenaLow - q.Arena // the other placement
+		}
 	default:
 		if len(q.Regions) > 1 {
 			q = dropRegion(q, ri, m.r.IntN(len(q.Regions)-1))
