@@ -92,7 +92,16 @@ func (m *machine) migrate(op *prog.Op) (errno uintptr, moved uint64) {
 	if _, e := rawSyscall6(unix.SYS_MOVE_PAGES, 0, uintptr(n), uintptr(unsafe.Pointer(&b.pages[0])), 0, uintptr(unsafe.Pointer(&b.status[0])), 0); e != 0 {
 		return e, 0
 	}
-	for k := 0; k < n; k++ {
+	return m.moveNext(0, n)
+}
+
+// moveNext moves pages [lo, hi) of m.mig to the node after the one their
+// status says they are on (the query's, or the last move's: status is then
+// the node each page landed on, or -errno).
+func (m *machine) moveNext(lo, hi int) (errno uintptr, moved uint64) {
+	b := &m.mig
+	n := hi - lo
+	for k := lo; k < hi; k++ {
 		b.nodes[k] = nextNode(numaNodes, b.status[k])
 	}
 	// MPOL_MF_MOVE_ALL also moves pages mapped by more than one process
@@ -104,21 +113,32 @@ func (m *machine) migrate(op *prog.Op) (errno uintptr, moved uint64) {
 	}
 	// A positive result counts pages that could not be moved (busy,
 	// pinned); their status says why.
-	_, e := rawSyscall6(unix.SYS_MOVE_PAGES, 0, uintptr(n), uintptr(unsafe.Pointer(&b.pages[0])), uintptr(unsafe.Pointer(&b.nodes[0])), uintptr(unsafe.Pointer(&b.status[0])), flags)
+	pages, nodes, status := uintptr(unsafe.Pointer(&b.pages[lo])), uintptr(unsafe.Pointer(&b.nodes[lo])), uintptr(unsafe.Pointer(&b.status[lo]))
+	_, e := rawSyscall6(unix.SYS_MOVE_PAGES, 0, uintptr(n), pages, nodes, status, flags)
 	if e == uintptr(unix.EPERM) && flags&unix.MPOL_MF_MOVE_ALL != 0 {
 		moveAllRefused.Store(true)
-		_, e = rawSyscall6(unix.SYS_MOVE_PAGES, 0, uintptr(n), uintptr(unsafe.Pointer(&b.pages[0])), uintptr(unsafe.Pointer(&b.nodes[0])), uintptr(unsafe.Pointer(&b.status[0])), unix.MPOL_MF_MOVE)
+		_, e = rawSyscall6(unix.SYS_MOVE_PAGES, 0, uintptr(n), pages, nodes, status, unix.MPOL_MF_MOVE)
 	}
 	if e != 0 {
 		return e, 0
 	}
-	for k := 0; k < n; k++ {
+	for k := lo; k < hi; k++ {
 		if b.status[k] == b.nodes[k] {
 			moved++
 		}
 	}
 	return 0, moved
 }
+
+// migrateChunk is how many pages a migrateloop pass after the first moves
+// per move_pages call. A call first isolates its pages, each under
+// mmap_lock (a fork that takes the lock then holds the mover off until it
+// returns, and meets no page mid-move), then migrates them without the
+// lock, one page at a time. Small calls keep the isolation phases short,
+// so a fork mostly arrives while a page is mid-move; later passes also
+// skip the placement query (which holds mmap_lock over the whole range)
+// and take each page's node from the last move's status.
+const migrateChunk = 16
 
 // moveAllRefused is set once move_pages refused MPOL_MF_MOVE_ALL (EPERM).
 var moveAllRefused atomic.Bool
@@ -138,7 +158,8 @@ func (m *machine) migrateOnce(i int) (errno uintptr, ret uint64) {
 }
 
 // migrateLoop runs a migrateloop on its thread: pass after pass, each
-// moving every page of the range to the next node, until the main thread
+// moving every page of the range to the next node (after the first pass in
+// calls of migrateChunk pages), until the main thread
 // has executed the wait of op.Fork. started is called after the first pass
 // (the main thread waits for it before it goes on, so the loop is running
 // at the fork). The result is the first errno a pass met (the loop stops
@@ -161,9 +182,20 @@ func (w *worker) migrateLoop(i int, started func()) {
 	// The pass log is grown now: an allocation during the fork would
 	// wait for fork's mmap_lock (see storeloop).
 	w.log.Moves = slices.Grow(w.log.Moves, maxMovePasses)
+	pages := int(op.Len / prog.PageSize)
 	for pass := 0; pass == 0 || !m.th.stop[op.Fork].Load(); pass++ {
 		inv := rdtscp()
-		e, n := m.migrate(op)
+		var e uintptr
+		var n uint64
+		if pass == 0 {
+			e, n = m.migrate(op)
+		} else {
+			for lo := 0; lo < pages && e == 0; lo += migrateChunk {
+				var k uint64
+				e, k = m.moveNext(lo, min(lo+migrateChunk, pages))
+				n += k
+			}
+		}
 		if len(w.log.Moves) < cap(w.log.Moves) {
 			w.log.Moves = append(w.log.Moves, obs.TimedMove{Op: i, Pages: int(n), Inv: inv, Resp: rdtscp()})
 		}
