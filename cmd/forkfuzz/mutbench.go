@@ -190,11 +190,18 @@ func planted(m kernel.Mutant, dir string) error {
 		return fmt.Errorf("no VM console under %s to check the mutant was planted", filepath.Join(dir, "vm"))
 	}
 	want := fmt.Sprintf("forkfuzz: mutant %d (%s) planted", m.Num, m.Name)
+	booted := 0
 	for _, l := range logs {
 		b, err := os.ReadFile(l)
 		if err != nil {
 			return err
 		}
+		if !strings.Contains(string(b), "Linux version") {
+			// No kernel ran there: the KVM probe (vm--1) when KVM
+			// cannot boot the image, or a VM that died in QEMU.
+			continue
+		}
+		booted++
 		has := strings.Contains(string(b), "forkfuzz: mutant ")
 		switch {
 		case m.Name == mutbench.Baseline && has:
@@ -202,6 +209,9 @@ func planted(m kernel.Mutant, dir string) error {
 		case m.Name != mutbench.Baseline && !strings.Contains(string(b), want):
 			return fmt.Errorf("%s: no %q: is the image built with 'forkfuzz kernel build --mutants'?", l, want)
 		}
+	}
+	if booted == 0 {
+		return fmt.Errorf("no VM console under %s shows a kernel booting: cannot check the mutant was planted", filepath.Join(dir, "vm"))
 	}
 	return nil
 }

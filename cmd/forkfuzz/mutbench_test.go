@@ -74,10 +74,23 @@ func TestBenchMutantsPlanted(t *testing.T) {
 	if err := planted(kernel.Mutant{Name: mutbench.Baseline}, dir); err != nil {
 		t.Errorf("baseline on a clean console: %v", err)
 	}
-	os.WriteFile(con, []byte("[    0.000000] forkfuzz: mutant 3 (wp-src-pmd) planted\n"), 0o644)
+	os.WriteFile(con, []byte("[    0.000000] Linux version 6.1.192\n[    0.000000] forkfuzz: mutant 3 (wp-src-pmd) planted\n"), 0o644)
 	if err := planted(m, dir); err != nil {
 		t.Errorf("planted: %v", err)
 	}
+	// The KVM probe's console, when KVM could not boot the image, has
+	// no kernel in it: it is not read (it failed every row before).
+	probe := filepath.Join(dir, "vm", "vm--1", "console.log")
+	os.MkdirAll(filepath.Dir(probe), 0o755)
+	os.WriteFile(probe, []byte("=== forkfuzz: boot 1 of vm -1 ===\n"), 0o644)
+	if err := planted(m, dir); err != nil {
+		t.Errorf("planted, with an empty probe console beside it: %v", err)
+	}
+	os.Remove(con)
+	if err := planted(m, dir); err == nil || !strings.Contains(err.Error(), "shows a kernel booting") {
+		t.Errorf("only the probe's console: %v", err)
+	}
+	os.WriteFile(con, []byte("[    0.000000] Linux version 6.1.192\n[    0.000000] forkfuzz: mutant 3 (wp-src-pmd) planted\n"), 0o644)
 	if err := planted(kernel.Mutants[3], dir); err == nil {
 		t.Error("another mutant's line accepted")
 	}
