@@ -283,6 +283,15 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 			op := g.migrateOp(0, g.region())
 			op.Kind, op.Thread, op.Fork = prog.OpMigrateLoop, t, f
 			migrating = op.Region
+			if chance(g.r, 0.6) {
+				// Every page of the region present and written since
+				// the last fork: a private page mid-move then has a
+				// writable migration entry, the kind fork must make
+				// read-only on both sides (copy_nonpresent_pte).
+				st := g.everyPage(0, op.Region, g.w.MaxStorePages)
+				ops = append(ops, st...)
+				g.nops += len(st)
+			}
 			ops = append(ops, op)
 			g.nops++
 			if chance(g.r, 0.5) {
