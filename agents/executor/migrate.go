@@ -134,10 +134,11 @@ func (m *machine) moveNext(lo, hi int) (errno uintptr, moved uint64) {
 // per move_pages call. A call first isolates its pages, each under
 // mmap_lock (a fork that takes the lock then holds the mover off until it
 // returns, and meets no page mid-move), then migrates them without the
-// lock, one page at a time. Small calls keep the isolation phases short,
-// so a fork mostly arrives while a page is mid-move; later passes also
-// skip the placement query (which holds mmap_lock over the whole range)
-// and take each page's node from the last move's status.
+// lock (6.1.192's migrate_pages_batch: unmap the batch, leaving migration
+// entries, copy, remap). Small calls keep the isolation phases short, so
+// a fork mostly arrives while pages are mid-move; later passes also skip
+// the placement query (which holds mmap_lock over the whole range) and
+// take each page's node from the last move's status.
 const migrateChunk = 16
 
 // moveAllRefused is set once move_pages refused MPOL_MF_MOVE_ALL (EPERM).
