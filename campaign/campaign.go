@@ -175,7 +175,6 @@ func (p *Pool) Set(slot int, q *prog.Program) {
 	p.Progs[slot] = q
 }
 
-// Run runs the campaign until ctx ends or a limit is reached.
 // ArenaWeights returns w for campaigns on t: under a fork implementation
 // that defers the copy (--fork-impl async-fork, ...), generated programs
 // keep the arena at the top (prog.ArenaTop), with a note saying so. With
@@ -193,6 +192,7 @@ func ArenaWeights(t agents.Target, w gen.Weights) (gen.Weights, string) {
 	return w, fmt.Sprintf("--fork-impl %s: generated programs keep their regions at the top of the address space (no \"arena low\"): a fork that copies them before the runtime's memory looks eager there", ft.Profile)
 }
 
+// Run runs the campaign until ctx ends or a limit is reached.
 func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	if cfg.Target == nil {
 		return nil, errors.New("campaign: no target")
