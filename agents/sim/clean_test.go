@@ -4,10 +4,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/forkfuzz/forkfuzz/checker"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -87,6 +89,34 @@ func TestCleanModelsWithFailures(t *testing.T) {
 		}
 		if bad > 0 {
 			t.Errorf("%v: %d of %d programs have findings", mode, bad, n)
+		}
+	}
+}
+
+// TestArenaLowNoted: the simulated kernel runs an "arena low" program at
+// the canonical addresses and says so in a note, rather than pretending
+// the placement took effect.
+func TestArenaLowNoted(t *testing.T) {
+	tg, _ := NewTarget(Config{Mode: Eager})
+	p, err := prog.Parse([]byte("forkfuzz v1\narena low\nregion r0 anon-private pages=2\nstore r0 off=0x0 count=1 stride=0x8\nfork f0\nf0: check\nwait f0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arena := range []prog.Arena{prog.ArenaLow, prog.ArenaTop} {
+		p.Arena = arena
+		o, err := tg.Run(p, execOpts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		noted := false
+		for _, e := range o.Events {
+			noted = noted || (e.Kind == obs.EvNote && strings.Contains(e.Text, "arena low"))
+		}
+		if noted != (arena == prog.ArenaLow) {
+			t.Errorf("arena %v: noted %v: %+v", arena, noted, o.Events)
+		}
+		if v := checker.Check(p, o); len(v.Findings) > 0 {
+			t.Errorf("arena %v: %v", arena, v.Findings)
 		}
 	}
 }

@@ -85,6 +85,10 @@ func Run(p *prog.Program, cfg Config, wordCap int) (*obs.Observation, *Kernel, e
 		k.checkPMDs(main.mm, -1)
 	}
 	x.o.Events = append(x.o.Events, k.events...)
+	if p.Arena != prog.ArenaTop {
+		// No Go heap to be below: the placement changes nothing here.
+		x.o.Events = append(x.o.Events, obs.NewEvent(obs.EvNote, "arena %v: the simulated kernel has no Go runtime to place the regions against; they ran at the canonical addresses", p.Arena))
+	}
 	k.main = main.mm
 	return x.o, k, nil
 }
