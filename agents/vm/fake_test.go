@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +46,14 @@ const fakePanic = `[   50.000001] sysrq: Trigger a crash
 [   50.000002] Kernel panic - not syncing: sysrq triggered crash
 [   50.000003] CPU: 0 PID: 1 Comm: forkfuzz Not tainted 6.1.0 #1
 [   50.000004] Kernel Offset: disabled
+`
+
+const fakeOops = `[   22.680438] ------------[ cut here ]------------
+[   22.680675] kernel BUG at mm/rmap.c:2073!
+[   22.681484] invalid opcode: 0000 [#1] PREEMPT SMP NOPTI
+[   22.681984] CPU: 0 PID: 91 Comm: forkfuzz Tainted: G           O       6.1.192 #1
+[   22.682289] RIP: 0010:try_to_migrate_one+0x9b4/0xa20
+[   22.722898] ---[ end trace 0000000000000000 ]---
 `
 
 const fakeStall = `[   72.081073] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:
@@ -99,6 +108,14 @@ func fakeQEMU(mode, sock string) {
 		switch mode {
 		case "hang":
 			time.Sleep(time.Hour)
+		case "oopsstuck":
+			// A BUG_ON killed a task of the program; the rest waits
+			// on its locks forever while the agent's heartbeat goes on.
+			fmt.Print(fakeOops)
+			for {
+				WriteMsg(conn, &Msg{Type: MsgProgress})
+				time.Sleep(200 * time.Millisecond)
+			}
 		case "panic":
 			fmt.Print(fakePanic)
 			os.Exit(0)
@@ -237,6 +254,34 @@ func TestFakeHang(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("hang detected after %v", d)
+	}
+}
+
+// A report that killed a task ends the run after CrashGrace even though
+// the guest's heartbeat goes on, instead of after the program's timeout.
+func TestFakeOopsEndsRunEarly(t *testing.T) {
+	cfg := fakeConfig(t, "oopsstuck")
+	cfg.ProgramTimeout, cfg.HangTimeout, cfg.CrashGrace = time.Minute, time.Minute, time.Second
+	var log strings.Builder
+	lw := &syncWriter{w: &log}
+	cfg.Log = lw
+	tg, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	start := time.Now()
+	o, err := tg.Run(mustParse(t, testProg), agents.Options{})
+	d := time.Since(start)
+	var ke *KernelReportError
+	if !errors.As(err, &ke) || ke.Title != "kernel BUG in try_to_migrate_one" || !ke.Restarted || o != nil {
+		t.Fatalf("got %v (%+v), want the BUG as a kernel report with a restart", err, ke)
+	}
+	if d > 30*time.Second {
+		t.Errorf("the run ended after %v: the grace (1s) did not cut it short", d)
+	}
+	if !strings.Contains(lw.String(), "the kernel killed a task") {
+		t.Errorf("log does not say why the run ended:\n%s", lw.String())
 	}
 }
 
@@ -486,4 +531,22 @@ func TestInitramfsContents(t *testing.T) {
 			t.Errorf("initramfs lacks %s:\n%s", want, out)
 		}
 	}
+}
+
+// syncWriter lets a test read what the target logged from other goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
 }

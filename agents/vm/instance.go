@@ -377,8 +377,27 @@ func (in *instance) run(p *prog.Program, opt agents.Options, tt testHooks) (*obs
 	defer hang.Stop()
 	overall := time.NewTimer(c.ProgramTimeout + c.HangTimeout + time.Duration(holdMs)*time.Millisecond)
 	defer overall.Stop()
+	// A report that killed a task (a BUG_ON's Oops) often leaves the
+	// program stuck on a lock the dead task held while the guest's
+	// heartbeat goes on: waiting out the program's timeout would cost
+	// a minute or two per such run (every minimization and replay run
+	// of such a finding). The console is watched; CrashGrace after such
+	// a report the run ends with it and the VM restarts.
+	watch := time.NewTicker(500 * time.Millisecond)
+	defer watch.Stop()
+	var grace <-chan time.Time
 	for {
 		select {
+		case <-watch.C:
+			if grace != nil {
+				continue
+			}
+			if r := killingReport(in.con, start); r != nil {
+				fmt.Fprintf(c.Log, "vm %d: %s (the kernel killed a task) during a program: waiting %v for its result, then restarting\n", in.idx, r.Title, c.CrashGrace)
+				grace = time.After(c.CrashGrace)
+			}
+		case <-grace:
+			return nil, in.hung(start, fmt.Sprintf("no result within %v of a kernel report that killed a task", c.CrashGrace), kerr, fromReport)
 		case m := <-in.msgs:
 			if !hang.Stop() {
 				select {
@@ -425,6 +444,21 @@ func (in *instance) hung(start int64, why string, kerr func(kind, title, rep str
 	}
 	in.stop()
 	return e
+}
+
+// killingReport returns the first report on con since offset start that
+// killed a task or stopped the kernel, or nil.
+func killingReport(con *console, start int64) *report.Report {
+	cons, _ := con.Since(start)
+	if !report.Contains(cons) {
+		return nil
+	}
+	for _, r := range report.Parse(cons) {
+		if r.KillsTask() {
+			return r
+		}
+	}
+	return nil
 }
 
 // drowningReports: a program after which the console shows this many

@@ -59,6 +59,10 @@ type Config struct {
 	// HangTimeout is how long the guest may send nothing, not even a
 	// heartbeat, before the VM counts as hung (default 60s).
 	BootTimeout, ProgramTimeout, HangTimeout time.Duration
+	// CrashGrace is how long a program may still take to answer after
+	// the console showed a report that killed a task (an Oops) before
+	// the run ends with that report and the VM restarts (default 15s).
+	CrashGrace time.Duration
 	// QEMU is the emulator binary (default qemu-system-x86_64).
 	QEMU string
 	// Log receives boot and restart messages (default discard).
@@ -209,6 +213,9 @@ func New(cfg Config) (*Target, error) {
 	}
 	if cfg.HangTimeout <= 0 {
 		cfg.HangTimeout = 60 * time.Second
+	}
+	if cfg.CrashGrace <= 0 {
+		cfg.CrashGrace = 15 * time.Second
 	}
 	if cfg.QEMU == "" {
 		cfg.QEMU = "qemu-system-x86_64"

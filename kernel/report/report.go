@@ -42,6 +42,19 @@ type Report struct {
 	// Fatal: the kernel cannot continue after this report (panic, Oops
 	// with panic_on_oops, ...): the VM will stop or reboot.
 	Fatal bool
+	// Oops: the report carries the line die() prints ("Oops: 0002
+	// [#1]", "invalid opcode: 0000 [#1]", "general protection fault,
+	// ...: 0000 [#1]"; a BUG_ON, a bad kernel access): the kernel killed the task that hit
+	// it, possibly holding locks (mmap_lock, a page lock) that others
+	// of the program now wait for. A program that meets one may never
+	// answer; the host need not wait out its timeouts.
+	Oops bool
+}
+
+// KillsTask reports whether the task that hit r died or the kernel
+// stopped (r.Oops, r.Fatal, or a panic).
+func (r *Report) KillsTask() bool {
+	return r.Oops || r.Fatal || r.Kind == Panic
 }
 
 type pattern struct {
@@ -219,6 +232,9 @@ func Parse(log []byte) []*Report {
 			if p.kind == Panic {
 				cur.Fatal = true
 			}
+			if dieRe.MatchString(line) {
+				cur.Oops = true
+			}
 			body = append(body, line)
 		case mm != nil && cur == nil && p.kind == Panic && len(reps) > 0 && lastEnd == off && lineNo-lastLine <= 10:
 			fallthrough
@@ -232,12 +248,15 @@ func Parse(log []byte) []*Report {
 			lastEnd, lastLine = end, lineNo
 		case mm != nil:
 			finish(off)
-			cur = &Report{Kind: p.kind, Start: off, Fatal: p.fatal}
+			cur = &Report{Kind: p.kind, Start: off, Fatal: p.fatal, Oops: dieRe.MatchString(line)}
 			match, m, body = p, mm, nil
 		case cur != nil && cur.Kind == RSS:
 			finish(off)
 		case cur != nil:
 			body = append(body, line)
+			if dieRe.MatchString(line) {
+				cur.Oops = true
+			}
 			if strings.Contains(line, "---[ end trace") || strings.Contains(line, "---[ end Kernel panic") || len(body) > maxBody {
 				finish(end)
 			}
@@ -256,6 +275,11 @@ func Parse(log []byte) []*Report {
 func isOops(line string) bool {
 	return strings.HasPrefix(line, "Oops: ") || strings.HasPrefix(line, "invalid opcode: ")
 }
+
+// dieRe matches the line die() prints when the kernel kills the task
+// that hit a fault: "Oops: 0002 [#1] PREEMPT SMP", "invalid opcode: 0000
+// [#1] ...", "general protection fault, ...: 0000 [#1] ...".
+var dieRe = regexp.MustCompile(`: [0-9a-f]{4} \[#[0-9]+\]`)
 
 // First returns the first report in log, or nil.
 func First(log []byte) *Report {

@@ -14,7 +14,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.want")
 func format(reps []*Report) string {
 	var b strings.Builder
 	for _, r := range reps {
-		fmt.Fprintf(&b, "%s\t%s\tfatal=%v\n", r.Title, r.Kind, r.Fatal)
+		fmt.Fprintf(&b, "%s\t%s\tfatal=%v\toops=%v\n", r.Title, r.Kind, r.Fatal, r.Oops)
 	}
 	return b.String()
 }
