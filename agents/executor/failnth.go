@@ -170,7 +170,13 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	// the fork: a drain takes most of a second under TCG, time in which
 	// other tasks on CPU 0 could take the primed stacks.
 	m.kc.drain(m.proc)
+	sentinel := false
 	if fd >= 0 {
+		if why := m.sentinelArm(); why != "" {
+			rb.PartUnknown = why
+		} else {
+			sentinel = true
+		}
 		defer m.primeStackCache()() // stackcache.go: the same failure sites every run
 	}
 	m.measureBefore(rb)
@@ -264,6 +270,9 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 		m.child(f) // the kernel resets fail-nth in the child (dup_task_struct)
 	}
 	resp := rdtscp()
+	if errno != 0 && sentinel {
+		rb.Part = m.sentinelProbe() // sentinel.go: before anything else touches memory
+	}
 	var backErr uintptr
 	if int64(backN) < 0 {
 		backErr, backN = uintptr(-int64(backN)), 0

@@ -73,6 +73,10 @@ type machine struct {
 	forkTSC [prog.MaxForks][2]uint64
 
 	pin pinRes         // pinned.go
+	// sentinel.go: the sentinel page is mapped in this run; the value
+	// last stored to it.
+	sentinel    bool
+	sentinelGen uint64
 	mig migrateBuf     // migrate.go
 	fe  forkEv         // forkimpl.go
 	rb  *rollbackState // failnth.go

@@ -396,6 +396,7 @@ func (m *machine) cleanup() {
 		}
 	}
 	sysMunmap(uintptr(arena.Base()), prog.MaxRegions*prog.SpanBytes)
+	m.sentinelRelease()
 	for _, s := range m.moved {
 		sysMunmap(uintptr(s.addr), uintptr(s.length))
 	}

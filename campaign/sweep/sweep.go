@@ -55,6 +55,13 @@ type Options struct {
 	// runs is not the K-th of its last. The result records the probes
 	// and whether the count moved during the sweep. Not for Child sweeps.
 	Settle int
+	// ProgramPart ends the sweep of a fork at the first K whose failure
+	// struck past the program's memory (obs.PartRuntime: the Go
+	// runtime's VMAs, whose failure points move from run to run); every
+	// K after it fails in the same state of the program's regions (all
+	// copied). Needs an `arena low` program (the executor's sentinel);
+	// elsewhere the sweep runs to its end and says why.
+	ProgramPart bool
 }
 
 // ProbeK is the fail_nth of a settling probe: past any fork's last
@@ -106,6 +113,19 @@ type ForkResult struct {
 	Probes  []int
 	Settled bool
 	Moved   string
+	// ProgramPoints is how many of the failure points lie in the
+	// program's part (fork's set-up, the executor's image, the program's
+	// regions: the same on every run): the last K whose failed fork
+	// stopped there (obs.PartProgram) before the first that stopped past
+	// it. -1 when unknown (no measurement, or no K past the program).
+	// Parts counts failed runs by obs.Rollback.Part ("" unmeasured);
+	// PartNote says why there was no measurement, or that the parts were
+	// not in order (a "program" K after a "runtime" one).
+	// With Stride > 1 the line lies somewhere in ProgramPoints..
+	// ProgramPointsMax (equal when every K was tried).
+	ProgramPoints, ProgramPointsMax int
+	Parts                           map[string]int
+	PartNote                        string
 }
 
 // Result is a whole sweep.
@@ -159,7 +179,8 @@ func Run(t agents.Target, p *prog.Program, o Options) (*Result, error) {
 
 func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult, error) {
 	f := p.Ops[i].Fork
-	fr := &ForkResult{Fork: f, Op: i, Points: -1, Errnos: map[int]int{}, Sites: map[string]int{}}
+	fr := &ForkResult{Fork: f, Op: i, Points: -1, ProgramPoints: -1, ProgramPointsMax: -1, Errnos: map[int]int{}, Sites: map[string]int{}, Parts: map[string]int{}}
+	lastProgram, firstRuntime := 0, 0
 	if o.Child {
 		fr.ChildSignals, fr.Phases, fr.ChildOOMStep = map[int]int{}, map[string]int{}, o.ChildOOMStep
 	}
@@ -259,7 +280,34 @@ func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult,
 		if rb.Injection == obs.InjInjected {
 			fr.Sites[rb.Site]++
 		}
-		logf(o.Log, "fork f%d fail_nth=%d: %s, errno %d, %d issues; %s", f, k, rb.Injection, rb.Errno, len(v.Issues), rb.Site)
+		if rb.Errno != 0 && rb.Injection == obs.InjInjected {
+			fr.Parts[rb.Part]++
+			switch rb.Part {
+			case obs.PartProgram:
+				if firstRuntime > 0 && fr.PartNote == "" {
+					fr.PartNote = fmt.Sprintf("out of order: fail_nth=%d stopped in the program's part after fail_nth=%d had stopped past it (did the runtime map memory below the arena?)", k, firstRuntime)
+				}
+				lastProgram = k
+			case obs.PartRuntime:
+				if firstRuntime == 0 {
+					firstRuntime = k
+					if fr.PartNote == "" && lastProgram > 0 {
+						fr.ProgramPoints, fr.ProgramPointsMax = lastProgram, k-1
+					} else if fr.PartNote == "" {
+						fr.PartNote = fmt.Sprintf("the first failed run (fail_nth=%d) already stopped past the program's memory (did the runtime map memory below the arena?)", k)
+					}
+				}
+			case "":
+				if fr.PartNote == "" {
+					fr.PartNote = "not measured: " + rb.PartUnknown
+				}
+			}
+		}
+		logf(o.Log, "fork f%d fail_nth=%d: %s, errno %d, %d issues; %s%s", f, k, rb.Injection, rb.Errno, len(v.Issues), rb.Site, partSuffix(rb))
+		if o.ProgramPart && firstRuntime == k {
+			fr.Stopped = fmt.Sprintf("fail_nth=%d stopped past the program's memory (--program-part): the points after it are the Go runtime's, which move from run to run", k)
+			return fr, nil
+		}
 		if rb.Injection == obs.InjNotReached {
 			// fail-nth counts down once per failure point: fork passed
 			// k - Remaining of them.
@@ -270,6 +318,13 @@ func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult,
 	}
 	fr.Stopped = fmt.Sprintf("stopped at the limit of %d failure points", o.MaxK)
 	return fr, nil
+}
+
+func partSuffix(rb *obs.Rollback) string {
+	if rb.Part == "" {
+		return ""
+	}
+	return " [stopped in the " + rb.Part + "'s part]"
 }
 
 // settle runs the probes of Options.Settle before the sweep of fork op i

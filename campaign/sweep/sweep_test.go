@@ -75,6 +75,13 @@ type fakeTarget struct {
 	// executor's warm-up); late, from run lateFrom on, replaces points.
 	early          []int
 	late, lateFrom int
+	// programEnd, when set, is the last failure point in the program's
+	// part (obs.Rollback.Part; the executor's sentinel); flip, when set,
+	// is one K past it that still says "program" (out of order);
+	// unmeasured says why no part was measured.
+	programEnd, flip int
+	unmeasured       string
+	allRuntime       bool
 }
 
 func (f *fakeTarget) Name() string { return "fake" }
@@ -115,6 +122,14 @@ func (f *fakeTarget) Run(p *prog.Program, _ agents.Options) (*obs.Observation, e
 		o.Views = views
 		if f.bad && k == 5 {
 			rb.MapsAfter = "changed"
+		}
+		switch {
+		case f.unmeasured != "":
+			rb.PartUnknown = f.unmeasured
+		case f.programEnd > 0 && (k <= f.programEnd || k == f.flip):
+			rb.Part = obs.PartProgram
+		case f.programEnd > 0 || f.allRuntime:
+			rb.Part = obs.PartRuntime
 		}
 	}
 	if rb.Errno == 0 {
@@ -159,6 +174,46 @@ func TestSweepCounts(t *testing.T) {
 	if len(fr.Findings) != 1 || fr.Findings[0].K != 5 || fr.Findings[0].Issue.Signature != "rollback:maps-changed" ||
 		!strings.Contains(string(fr.Findings[0].Program.Format()), "fork f0 fail_nth=5") {
 		t.Fatalf("findings %+v", fr.Findings)
+	}
+}
+
+// TestSweepProgramPart: the failure points in the program's part (the
+// executor's sentinel says where each failed fork stopped) are counted,
+// and --program-part ends the sweep at the first one past it.
+func TestSweepProgramPart(t *testing.T) {
+	p := vmasProg(t)
+	for _, tc := range []struct {
+		name           string
+		f              *fakeTarget
+		opt            Options
+		min, max, runs int
+		note           string
+		points         int
+	}{
+		{"whole sweep", &fakeTarget{points: 7, programEnd: 4}, Options{}, 4, 4, 8, "", 7},
+		{"program part only", &fakeTarget{points: 7, programEnd: 4}, Options{ProgramPart: true}, 4, 4, 5, "", -1},
+		{"stride", &fakeTarget{points: 7, programEnd: 4}, Options{Stride: 3}, 4, 6, 4, "", 7},
+		{"out of order", &fakeTarget{points: 7, programEnd: 3, flip: 6}, Options{}, 3, 3, 8, "out of order", 7},
+		{"unmeasured", &fakeTarget{points: 7, unmeasured: "arena top"}, Options{}, -1, -1, 8, "not measured: arena top", 7},
+		{"past from the start", &fakeTarget{points: 7, allRuntime: true}, Options{}, -1, -1, 8, "already stopped past", 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Run(tc.f, p, tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fr := res.Forks[0]
+			if fr.ProgramPoints != tc.min || fr.ProgramPointsMax != tc.max || fr.Runs != tc.runs || fr.Points != tc.points {
+				t.Errorf("program points %d..%d, runs %d, points %d; want %d..%d, %d runs, %d points (parts %v, note %q, stopped %q)",
+					fr.ProgramPoints, fr.ProgramPointsMax, fr.Runs, fr.Points, tc.min, tc.max, tc.runs, tc.points, fr.Parts, fr.PartNote, fr.Stopped)
+			}
+			if !strings.Contains(fr.PartNote, tc.note) || (tc.note == "") != (fr.PartNote == "") {
+				t.Errorf("note %q, want one containing %q", fr.PartNote, tc.note)
+			}
+			if tc.opt.ProgramPart && !strings.Contains(fr.Stopped, "--program-part") {
+				t.Errorf("stopped %q, want the reason to name --program-part", fr.Stopped)
+			}
+		})
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/campaign/sweep"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 )
 
 func init() {
@@ -26,6 +27,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	verbose := fs.Bool("v", false, "log every run")
 	childOOM := fs.Uint64("child-oom", 0, "with --child: sweep memory cgroup limits on the child's side instead, child_oom=STEP, 2*STEP, ... bytes (e.g. 4096) until the child stays within one")
 	settle := fs.Int("settle", 12, "before sweeping a fork, run up to N probes (no fault) until three in a row count the same failure points: a fresh executor's first programs still change what fork copies (0: no probes; not with --child)")
+	programPart := fs.Bool("program-part", false, "end each fork's sweep at the first failure point past the program's memory (an `arena low` program: the points after it are the Go runtime's, which move from run to run)")
 	child := fs.Bool("child", false, "sweep the child's failure points before user space (childfail=1,2,...: under Async-fork, the child's copy of the page tables) instead of the fork's")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
@@ -51,7 +53,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "forkfuzz sweep: --child-oom needs --child")
 		return exitError
 	}
-	opt := sweep.Options{MaxK: *maxK, Stride: *stride, Child: *child, ChildOOMStep: *childOOM, Settle: *settle}
+	opt := sweep.Options{MaxK: *maxK, Stride: *stride, Child: *child, ChildOOMStep: *childOOM, Settle: *settle, ProgramPart: *programPart}
 	if *verbose {
 		opt.Log = stderr
 	}
@@ -148,6 +150,9 @@ func printSweep(w io.Writer, res *sweep.Result) {
 		if fr.Moved != "" {
 			fmt.Fprintf(w, "  warning: %s\n", fr.Moved)
 		}
+		if fr.ChildSignals == nil && len(fr.Parts) > 0 {
+			fmt.Fprintf(w, "  %s\n", partLine(fr))
+		}
 		var sites []string
 		for s := range fr.Sites {
 			sites = append(sites, s)
@@ -175,4 +180,23 @@ func printSweep(w io.Writer, res *sweep.Result) {
 		}
 	}
 	fmt.Fprintf(w, "sweep: %d forks in %v, %d findings\n", len(res.Forks), res.Elapsed.Round(time.Millisecond), total)
+}
+
+// partLine says how many of a fork's failure points lie in the program's
+// part (the same on every run) and how many failed runs stopped where.
+func partLine(fr sweep.ForkResult) string {
+	counts := fmt.Sprintf("failed runs that stopped in the program's part %d, past it (the Go runtime's memory) %d, unmeasured %d",
+		fr.Parts[obs.PartProgram], fr.Parts[obs.PartRuntime], fr.Parts[""])
+	switch {
+	case fr.PartNote != "":
+		return "program's part: unknown (" + fr.PartNote + "); " + counts
+	case fr.ProgramPoints >= 0:
+		pts := strconv.Itoa(fr.ProgramPoints)
+		if fr.ProgramPointsMax > fr.ProgramPoints {
+			pts = fmt.Sprintf("%d to %d (--stride)", fr.ProgramPoints, fr.ProgramPointsMax)
+		}
+		return fmt.Sprintf("program's part: failure points 1..%s (fork's set-up, the executor's image, the program's regions: the same on every run); %s", pts, counts)
+	default:
+		return "program's part: unknown (no failed run stopped past the program's memory); " + counts
+	}
 }

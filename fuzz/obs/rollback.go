@@ -28,6 +28,12 @@ type Rollback struct {
 	// Site is where the kernel says it injected the fault (its log's
 	// stack trace, innermost caller first), "" if it did not say.
 	Site string `json:"site,omitempty"`
+	// Part says on which side of the program's memory a failed fork with
+	// fail_nth stopped (PartProgram, PartRuntime; the executor's arena
+	// sentinel, `arena low` programs only); PartUnknown says why it was
+	// not measured.
+	Part        string `json:"part,omitempty"`
+	PartUnknown string `json:"part_unknown,omitempty"`
 	// Memcg says what the oom_memcg limit did (memory.events during the
 	// fork) or why there was none ("unsupported: ..."); MemcgHit is set
 	// when the group reached its limit during the fork.
@@ -180,3 +186,14 @@ type PMDEntry struct {
 	RW      bool   `json:"rw"`
 	Huge    bool   `json:"huge"` // maps a huge page (no PTE table)
 }
+
+// Where a failed fork stopped (Rollback.Part).
+const (
+	// PartProgram: before dup_mmap had copied every program region (in
+	// fork's set-up, the executor's image or the program's regions): a
+	// failure point at the same K on every run.
+	PartProgram = "program"
+	// PartRuntime: after the program's regions, in the Go runtime's
+	// memory, whose failure points move from run to run.
+	PartRuntime = "runtime"
+)
