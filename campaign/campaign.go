@@ -185,11 +185,20 @@ func (p *Pool) Set(slot int, q *prog.Program) {
 // "arena low" (corpus, mutation of them) still run low.
 func ArenaWeights(t agents.Target, w gen.Weights) (gen.Weights, string) {
 	ft, ok := t.(*agents.ForkImplTarget)
-	if !ok || !obs.DeferredProfile(ft.Profile) || (w.ArenaLowProb == 0 && w.ArenaLowAimedProb == 0) {
+	if !ok {
+		return w, ""
+	}
+	return ArenaWeightsFor(ft.Profile, w)
+}
+
+// ArenaWeightsFor is ArenaWeights for agents that fork with profile (a
+// coordinator's --fork-impl: it does not hold their targets).
+func ArenaWeightsFor(profile string, w gen.Weights) (gen.Weights, string) {
+	if !obs.DeferredProfile(profile) || (w.ArenaLowProb == 0 && w.ArenaLowAimedProb == 0) {
 		return w, ""
 	}
 	w.ArenaLowProb, w.ArenaLowAimedProb = 0, 0
-	return w, fmt.Sprintf("--fork-impl %s: generated programs keep their regions at the top of the address space (no \"arena low\"): a fork that copies them before the runtime's memory looks eager there", ft.Profile)
+	return w, fmt.Sprintf("--fork-impl %s: generated programs keep their regions at the top of the address space (no \"arena low\"): a fork that copies them before the runtime's memory looks eager there", profile)
 }
 
 // Run runs the campaign until ctx ends or a limit is reached.

@@ -258,6 +258,9 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	if m.fe.on {
 		m.fe.before()
 	}
+	if sentinel {
+		m.sentinelTouch()
+	}
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
 	var pid, errno, backN, armErr uintptr

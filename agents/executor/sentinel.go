@@ -12,7 +12,8 @@ package executor
 //
 // The sentinel is one private anonymous page a page past the low arena's
 // end (the gap keeps it from merging with a region), written before a
-// fork with fail_nth so it is present and writable. Copying it
+// fork with fail_nth (after everything else the executor does before it)
+// so it is present and writable. Copying it
 // write-protects it in the parent (copy_present_pte on a COW mapping).
 // After the fork failed, one store to it says whether dup_mmap had got
 // that far: a minor fault on this thread (getrusage RUSAGE_THREAD) means
@@ -31,8 +32,8 @@ import (
 // sentinelAddr is the sentinel page's address (low arena only).
 const sentinelAddr = prog.LowArenaBase + prog.MaxRegions*prog.SpanBytes + prog.PageSize
 
-// sentinelArm maps the sentinel if it is not mapped yet in this run and
-// writes it. It returns "" on success, or why there is no sentinel.
+// sentinelArm maps the sentinel if it is not mapped yet in this run. It
+// returns "" on success, or why there is no sentinel.
 func (m *machine) sentinelArm() string {
 	if arena != prog.ArenaLow {
 		return "the program's regions are at the top of the address space (arena top), after the runtime's memory"
@@ -48,9 +49,15 @@ func (m *machine) sentinelArm() string {
 		}
 		m.sentinel = true
 	}
+	return ""
+}
+
+// sentinelTouch writes the sentinel right before the fork: the stack
+// cache's priming forks (stackcache.go) write-protected it, and the store
+// makes it writable again, so only the injected fork can write-protect it.
+func (m *machine) sentinelTouch() {
 	m.sentinelGen++
 	store64(sentinelAddr, m.sentinelGen)
-	return ""
 }
 
 // sentinelProbe stores to the sentinel after a failed fork and says on

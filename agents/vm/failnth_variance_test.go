@@ -136,6 +136,12 @@ func failNthReplays(t *testing.T, tg *Target, p0 *prog.Program) {
 		if rb.Injection == obs.InjInjected && strings.Contains(rb.Site, site) {
 			same++
 		}
+		// Below the Go heap the failure strikes in the program's part
+		// (the executor's sentinel, agents/executor/sentinel.go); at the
+		// top it is not measured.
+		if wantPart := map[prog.Arena]string{prog.ArenaLow: obs.PartProgram}[p0.Arena]; rb.Errno != 0 && rb.Part != wantPart {
+			t.Errorf("arena %v: fail_nth=%d failed the fork in part %q (%s), want %q", p0.Arena, k, rb.Part, rb.PartUnknown, wantPart)
+		}
 	}
 	t.Logf("arena %v: fail_nth=%d hit %s in %d of 10 replays: %v", p0.Arena, k, site, same, got)
 	if same < 9 {

@@ -17,6 +17,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -67,6 +68,7 @@ type worker struct {
 	harness atomic.Int64 // in a row
 	fatal   chan error
 	abort   context.CancelFunc // stops the agent after a fatal error
+	lowWarn sync.Once          // an "arena low" program under a deferring --fork-impl
 }
 
 // RunWorker serves work until ctx ends or the target fails too often.
@@ -244,6 +246,14 @@ func (a *worker) serve(ctx context.Context, m jetstream.Msg) {
 		atomic.AddInt64(&a.st.Duplicates, 1)
 		a.ack(ctx, m, w)
 		return
+	}
+	if p.Arena == prog.ArenaLow {
+		if ft, ok := a.cfg.Target.(*agents.ForkImplTarget); ok && obs.DeferredProfile(ft.Profile) {
+			a.lowWarn.Do(func() {
+				a.log.Warn("a program says \"arena low\" under a deferring --fork-impl: its fork may look eager (a harness error); start the coordinator with --fork-impl "+ft.Profile+" so generated programs keep the top",
+					"program", w.Index)
+			})
+		}
 	}
 	start := time.Now()
 	o, runErr := a.cfg.Target.Run(p, agents.Options{Corrupt: w.Corrupt})

@@ -401,6 +401,26 @@ func TestQEMUSweep(t *testing.T) {
 		t.Fatalf("fail_nth=1: injection %q, site %q", rb.Injection, rb.Site)
 	}
 	t.Logf("fail_nth=1 struck at %s", o.Rollbacks[0].Site)
+	if part := o.Rollbacks[0].Part; part != "" || o.Rollbacks[0].PartUnknown == "" {
+		t.Errorf("arena top: part %q measured (%q); want it unmeasured, with the reason", part, o.Rollbacks[0].PartUnknown)
+	}
+
+	// The same program below the Go heap: the sentinel says where each
+	// failed fork stopped, and the sweep ends at the first point past
+	// the program's regions (measured: points 1..56 of 342, twice).
+	low := p.Clone()
+	low.Arena = prog.ArenaLow
+	start = time.Now()
+	res, err = Run(tg, low, Options{Stride: 4, Log: testLog{t}, ProgramPart: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr = res.Forks[0]
+	t.Logf("arena low, --program-part, stride 4: %d runs in %v: program's part %d..%d, parts %v; %s", fr.Runs, time.Since(start).Round(time.Millisecond), fr.ProgramPoints, fr.ProgramPointsMax, fr.Parts, fr.Stopped)
+	if fr.PartNote != "" || fr.ProgramPoints < 20 || fr.ProgramPointsMax >= points/2 || fr.Parts[obs.PartRuntime] != 1 || fr.Parts[obs.PartProgram] < 5 || len(fr.Findings) != 0 {
+		t.Errorf("arena low sweep: program's part %d..%d (%q), parts %v, %d findings; want the program's points first, then one past them, of %d",
+			fr.ProgramPoints, fr.ProgramPointsMax, fr.PartNote, fr.Parts, len(fr.Findings), points)
+	}
 
 	// A memory cgroup limit far too small for the fork of a parent with
 	// 192 MiB of written memory (its page tables alone need 384 KiB),

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/campaign/dist"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
@@ -128,6 +130,7 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	ackWait := fs.Duration("ack-wait", 30*time.Second, "an agent silent this long loses its work to another agent")
 	workdir := fs.String("workdir", "workdir", "finding directories are written here too")
 	blind := fs.Bool("blind", false, "keep the kernel-coverage corpus (WORKDIR/corpus/KERNEL-ID) but do not let it guide the programs")
+	forkImpl := fs.String("fork-impl", "", "the fork implementation the agents run (their --fork-impl): a deferring one keeps generated programs' regions at the top of the address space, as forkfuzz run does")
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executors falsify observations")
 	logLevel := fs.String("log-level", "info", "debug (every program's seed), info, warn, error")
 	quiet := fs.Bool("q", false, "no progress line")
@@ -146,6 +149,9 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("--duration %v: want a positive duration (or 0 for no limit)", *duration))
 	case *queue < 1:
 		return fail(fmt.Errorf("--queue %d: want at least 1", *queue))
+	}
+	if *forkImpl != "" && !slices.Contains(executor.ForkImplNames(), *forkImpl) {
+		return fail(fmt.Errorf("--fork-impl %q: want one of %s", *forkImpl, strings.Join(executor.ForkImplNames(), ", ")))
 	}
 	if err := checkCorrupt(*target, *corrupt); err != nil {
 		return fail(err)
@@ -225,6 +231,10 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	weights, err := gen.Profile(*profile)
 	if err != nil {
 		return fail(fmt.Errorf("--profile: %w", err))
+	}
+	var arenaNote string
+	if weights, arenaNote = campaign.ArenaWeightsFor(*forkImpl, weights); arenaNote != "" {
+		log.Info(arenaNote)
 	}
 	ccfg := dist.CoordinatorConfig{Store: st, Campaign: *name, Seed: *seed, Programs: *programs, Duration: *duration,
 		Target: *target, Kernel: kernelHash, Corrupt: *corrupt, Weights: weights, Workdir: *workdir, Blind: *blind,

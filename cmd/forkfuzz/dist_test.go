@@ -54,3 +54,12 @@ func TestAgentNeedsCredentials(t *testing.T) {
 		t.Fatalf("status: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 }
+
+// A coordinator's --fork-impl names one of the executor's profiles; a bad
+// one is refused before anything connects.
+func TestCoordinatorForkImplFlag(t *testing.T) {
+	code, _, errs := forkfuzz(t, "coordinator", "--fork-impl", "asyncfork", "--nats", "nats://127.0.0.1:1")
+	if code != exitError || !strings.Contains(errs, `--fork-impl "asyncfork": want one of`) || !strings.Contains(errs, "async-fork") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}

@@ -107,8 +107,11 @@ func printSweep(w io.Writer, res *sweep.Result) {
 			errs = append(errs, fmt.Sprintf("errno %d x%d", e, fr.Errnos[e]))
 		}
 		pts := "unknown"
-		if fr.Points >= 0 {
+		switch {
+		case fr.Points >= 0:
 			pts = strconv.Itoa(fr.Points)
+		case len(fr.Probes) > 0:
+			pts = fmt.Sprintf("%d (the last probe's count; not swept to the end)", fr.Probes[len(fr.Probes)-1])
 		}
 		if fr.ChildSignals != nil {
 			var sigs []string
@@ -142,7 +145,10 @@ func printSweep(w io.Writer, res *sweep.Result) {
 		}
 		if len(fr.Probes) > 0 {
 			how := "settled"
-			if !fr.Settled {
+			switch {
+			case !fr.Settled && fr.ProgramPoints >= 0 && fr.PartNote == "":
+				how = fmt.Sprintf("NOT settled (the count still moved: the runtime's part; K values 1..%d, the program's part, do not depend on it)", fr.ProgramPoints)
+			case !fr.Settled:
 				how = "NOT settled (the count still moved; K values of this sweep may not replay)"
 			}
 			fmt.Fprintf(w, "  probes before the sweep (failure points per run, no fault): %s: %s\n", strings.Trim(fmt.Sprint(fr.Probes), "[]"), how)
