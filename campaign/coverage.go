@@ -158,6 +158,10 @@ func (g *Guide) Record(i int64, p *prog.Program, o *obs.Observation, ran time.Du
 	g.c.record(i, p, o, ran)
 }
 
+// WantSymbols reports whether the next program should ask its target for
+// the kernel's text symbols (the corpus has none yet).
+func (g *Guide) WantSymbols() bool { return g.c.wantSymbols() }
+
 // Forget drops program i, which did not run to an observation.
 func (g *Guide) Forget(i int64) { g.c.forget(i) }
 

@@ -420,7 +420,10 @@ func (c *coord) produce(ctx context.Context, start time.Time) error {
 			p, _ := c.guide.NewProgram(i, c.pool)
 			batch = append(batch, &Work{V: WireVersion, Campaign: c.cfg.Campaign, CampaignSeed: c.state.Seed, Index: i,
 				Seed: campaign.ProgramSeed(c.state.Seed, i), Program: string(p.Format()), Target: c.state.Target,
-				Kernel: c.state.Kernel, Corrupt: c.state.Corrupt})
+				Kernel: c.state.Kernel, Corrupt: c.state.Corrupt,
+				// kallsyms (about 1 MB) until the corpus has them: every
+				// 64th program asks, not every one in flight.
+				Symbols: i%64 == 0 && c.guide.WantSymbols()})
 			if c.state.Programs > 0 && i+1 >= int64(c.state.Programs) {
 				break
 			}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"sync"
 	"testing"
 	"time"
@@ -436,7 +437,12 @@ func TestClearWorkKeepsOtherCampaigns(t *testing.T) {
 
 // coverSim is the simulated kernel with made-up kernel coverage: one edge
 // per pair of consecutive operation kinds, so new combinations are new.
-type coverSim struct{ *sim.Target }
+type coverSim struct {
+	*sim.Target
+	asked *atomic.Int32 // runs that asked for the kernel's symbols
+}
+
+const fakeKallsyms = "ffffffff81000000 T kernel_clone\nffffffff81000400 T dup_mmap\n"
 
 func (c coverSim) Run(p *prog.Program, opts agents.Options) (*obs.Observation, error) {
 	o, err := c.Target.Run(p, opts)
@@ -456,6 +462,12 @@ func (c coverSim) Run(p *prog.Program, opts agents.Options) (*obs.Observation, e
 			cv.PCs = append(cv.PCs, uint64(e))
 		}
 		prev = kind
+	}
+	if opts.Symbols {
+		cv.Symbols = fakeKallsyms
+		if c.asked != nil {
+			c.asked.Add(1)
+		}
 	}
 	o.Cover = cv
 	return o, err
@@ -481,8 +493,9 @@ func TestDistCoverageGuided(t *testing.T) {
 			defer cancel()
 			actx, stopAgent := context.WithCancel(ctx)
 			var tg agents.Target = simTarget(t, "")
+			var asked atomic.Int32
 			if tc.cover {
-				tg = coverSim{simTarget(t, "")}
+				tg = coverSim{simTarget(t, ""), &asked}
 			}
 			done := make(chan struct{})
 			go func() {
@@ -517,6 +530,15 @@ func TestDistCoverageGuided(t *testing.T) {
 			}
 			if tc.blind && c.FromCorpus != 0 || !tc.blind && (c.FromCorpus == 0 || c.Drawn < 100) {
 				t.Errorf("blind=%v: %d of %d programs drawn from the corpus", tc.blind, c.FromCorpus, c.Drawn)
+			}
+			// The workers sent the kernel's symbols once (program 0
+			// asks; after it the corpus has them), kept for forkfuzz cover.
+			syms, _ := filepath.Glob(filepath.Join(workdir, "corpus", "*", "kallsyms"))
+			if n := asked.Load(); n < 1 || n > 2 || len(syms) != 1 {
+				t.Fatalf("%d runs asked for symbols, kallsyms files %v; want 1 or 2 asks and one file", n, syms)
+			}
+			if b, err := os.ReadFile(syms[0]); err != nil || string(b) != fakeKallsyms {
+				t.Errorf("kallsyms %q (%v), want the target's", b, err)
 			}
 		})
 	}

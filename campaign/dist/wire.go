@@ -42,6 +42,10 @@ type Work struct {
 	// showed the signature Minimize, program Index of the campaign) while
 	// the signature reproduces, and publish a MinimizeResult.
 	Minimize string `json:"minimize,omitempty"`
+	// Symbols asks the worker's target for the kernel's text symbols
+	// with the coverage (agents.Options.Symbols), which the coordinator
+	// keeps beside the campaign's corpus (kallsyms) for `forkfuzz cover`.
+	Symbols bool `json:"symbols,omitempty"`
 }
 
 // RunError is a target's error, carried as data so the coordinator judges
