@@ -40,7 +40,11 @@ type BuildOptions struct {
 	// image is named bzImage-forkfuzz-mutants and the build directory
 	// defaults to Src/forkfuzz-build-mutants.
 	Mutants bool
-	Log     io.Writer
+	// DebugInfo builds the kernel with DWARF line tables
+	// (DebugInfoConfig); the vmlinux is then kept beside the image as
+	// vmlinux-forkfuzz[-mutants], for forkfuzz cover --vmlinux.
+	DebugInfo bool
+	Log       io.Writer
 
 	skipToolCheck bool // tests with a fake tree
 }
@@ -79,7 +83,17 @@ type BuildResult struct {
 	// beside the image; ModuleErr says why it is missing.
 	PMDModule string
 	ModuleErr error
+	// Vmlinux is the kernel with its DWARF line tables (DebugInfo).
+	Vmlinux string
 }
+
+// DebugInfoConfig gives the kernel DWARF line tables (REDUCED drops most
+// type information, not lines), so KCOV PCs map to source lines. The
+// guest boots with nokaslr: a PC is a vmlinux address.
+const DebugInfoConfig = `# CONFIG_DEBUG_INFO_NONE is not set
+CONFIG_DEBUG_INFO_DWARF5=y
+CONFIG_DEBUG_INFO_REDUCED=y
+`
 
 // Build configures a small kernel for forkfuzz (x86_64_defconfig,
 // kvm_guest.config, trimmed of what a VM never needs, plus Fragment) and
@@ -151,6 +165,9 @@ func Build(o BuildOptions) (*BuildResult, error) {
 	if o.Mutants {
 		fragText += "\n" + MutantsConfig
 	}
+	if o.DebugInfo {
+		fragText += "\n" + DebugInfoConfig
+	}
 	if err := os.WriteFile(frag, []byte(fragText), 0o644); err != nil {
 		return nil, err
 	}
@@ -168,7 +185,11 @@ func Build(o BuildOptions) (*BuildResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	want, _ := ParseConfig([]byte(Fragment))
+	wantText := Fragment
+	if o.DebugInfo {
+		wantText += "\n" + DebugInfoConfig
+	}
+	want, _ := ParseConfig([]byte(wantText))
 	for k, v := range want {
 		if cfg[k] != v {
 			res.Missing = append(res.Missing, k)
@@ -194,6 +215,16 @@ func Build(o BuildOptions) (*BuildResult, error) {
 		res.Image = named
 	}
 	fmt.Fprintf(o.Log, "kernel build: %s in %v\n", res.Image, res.Elapsed.Round(time.Second))
+	if o.DebugInfo {
+		named := filepath.Join(filepath.Dir(res.Image), "vmlinux-forkfuzz")
+		if o.Mutants {
+			named += "-mutants"
+		}
+		if err := copyFile(filepath.Join(out, "vmlinux"), named); err != nil {
+			return nil, err
+		}
+		res.Vmlinux = named
+	}
 	// The PMD module, against the same tree, beside the image (pmdmod.go).
 	// make bzImage leaves out what external modules link with
 	// (scripts/module.lds): modules_prepare makes it.

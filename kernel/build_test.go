@@ -24,7 +24,7 @@ kvm_guest.config:
 olddefconfig:
 	grep -v NOT_IN_THIS_TREE $(O)/.config > $(O)/.config.new; mv $(O)/.config.new $(O)/.config
 bzImage:
-	mkdir -p $(O)/arch/x86/boot && echo image > $(O)/arch/x86/boot/bzImage
+	mkdir -p $(O)/arch/x86/boot && echo image > $(O)/arch/x86/boot/bzImage && echo elf > $(O)/vmlinux
 `), 0o644)
 	os.WriteFile(filepath.Join(src, "scripts/kconfig/merge_config.sh"), []byte(`#!/bin/sh
 # merge_config.sh -m -O OUT BASE FRAGMENT: later lines win.
@@ -135,5 +135,34 @@ func TestFindConfig(t *testing.T) {
 		if err != nil || !r.OK() {
 			t.Errorf("reference kernel: %v\n%v", err, r)
 		}
+	}
+}
+
+// --debug-info asks for DWARF line tables and keeps the vmlinux beside
+// the image.
+func TestBuildFakeTreeDebugInfo(t *testing.T) {
+	src := fakeTree(t)
+	var log bytes.Buffer
+	res, err := Build(BuildOptions{Src: src, Jobs: 2, DebugInfo: true, Log: &log, skipToolCheck: true})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	cfg, err := ReadConfig(res.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg["CONFIG_DEBUG_INFO_DWARF5"] != "y" || cfg["CONFIG_DEBUG_INFO_REDUCED"] != "y" {
+		t.Errorf("config: DWARF5 %q, REDUCED %q", cfg["CONFIG_DEBUG_INFO_DWARF5"], cfg["CONFIG_DEBUG_INFO_REDUCED"])
+	}
+	if b, _ := os.ReadFile(res.Vmlinux); string(b) != "elf\n" || filepath.Base(res.Vmlinux) != "vmlinux-forkfuzz" {
+		t.Errorf("vmlinux %q: %q", res.Vmlinux, b)
+	}
+	if len(res.Missing) != 0 {
+		t.Errorf("missing %v", res.Missing)
+	}
+	// Without it, no vmlinux is promised.
+	res, err = Build(BuildOptions{Src: src, Jobs: 2, Log: &log, skipToolCheck: true})
+	if err != nil || res.Vmlinux != "" {
+		t.Errorf("without --debug-info: vmlinux %q, %v", res.Vmlinux, err)
 	}
 }

@@ -18,6 +18,11 @@ type ReportOptions struct {
 	SymbolsFrom string
 	// All lists every covered function, not only fork/mm ones.
 	All bool
+	// Lines, from the kernel's vmlinux (LoadLines), maps PCs to source
+	// lines; LinesFrom names it. ListLines lists every covered line.
+	Lines     *Lines
+	LinesFrom string
+	ListLines bool
 }
 
 // Report writes what the coverage corpora under workdir reached: per
@@ -69,6 +74,9 @@ func reportDir(w io.Writer, dir string, files []string, opt ReportOptions) error
 		}
 	}
 	fmt.Fprintf(w, "%s: %d programs, %d PCs, %d edges\n", dir, len(files), len(pcs), len(edges))
+	if opt.Lines != nil {
+		reportLines(w, pcs, opt)
+	}
 	if syms == nil {
 		fmt.Fprintf(w, "  no symbols (the corpus has no kallsyms; pass --system-map): %d PCs, not attributed to functions\n", len(pcs))
 		return nil
@@ -154,4 +162,63 @@ func reportDir(w io.Writer, dir string, files []string, opt ReportOptions) error
 		fmt.Fprintf(w, "  (%d functions outside fork/mm not listed: --all)\n", otherFns)
 	}
 	return nil
+}
+
+// reportLines writes the covered source lines per file: with the
+// vmlinux's line tables, each PC's call line; per file, how many of the
+// lines that have code (in the table) were reached.
+func reportLines(w io.Writer, pcs map[uint64]struct{}, opt ReportOptions) {
+	covered := map[string]map[int]bool{}
+	missed := 0
+	for pc := range pcs {
+		file, line, ok := opt.Lines.CallLine(pc)
+		if !ok {
+			missed++
+			continue
+		}
+		if !opt.All && !ForkMMUnit(file) {
+			continue
+		}
+		if covered[file] == nil {
+			covered[file] = map[int]bool{}
+		}
+		covered[file][line] = true
+	}
+	withCode := opt.Lines.FileLines()
+	var files []string
+	total := 0
+	for f, ls := range covered {
+		files = append(files, f)
+		total += len(ls)
+	}
+	sort.Slice(files, func(i, j int) bool {
+		if len(covered[files[i]]) != len(covered[files[j]]) {
+			return len(covered[files[i]]) > len(covered[files[j]])
+		}
+		return files[i] < files[j]
+	})
+	scope := "kernel/fork.c and mm/*.c"
+	if opt.All {
+		scope = "all files"
+	}
+	fmt.Fprintf(w, "  lines (%s, %d of %d compile units): %s: %d lines covered in %d files; %d PCs outside the line tables\n",
+		opt.LinesFrom, opt.Lines.Units, opt.Lines.Total, scope, total, len(files), missed)
+	for _, f := range files {
+		fmt.Fprintf(w, "    %-28s %5d/%-5d lines with code\n", f, len(covered[f]), withCode[f])
+	}
+	if !opt.ListLines {
+		return
+	}
+	fmt.Fprintln(w, "  covered lines (file:line):")
+	sort.Strings(files)
+	for _, f := range files {
+		var ls []int
+		for l := range covered[f] {
+			ls = append(ls, l)
+		}
+		sort.Ints(ls)
+		for _, l := range ls {
+			fmt.Fprintf(w, "    %s:%d\n", f, l)
+		}
+	}
 }

@@ -37,7 +37,9 @@ func coverSummary(w io.Writer, st *campaign.Stats) {
 func cmdCover(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("cover", stderr)
 	sysMap := fs.String("system-map", "", "symbolize with this System.map (or a saved /proc/kallsyms) instead of the corpus's kallsyms")
-	all := fs.Bool("all", false, "list every covered function, not only kernel/fork.c and mm/*.c")
+	all := fs.Bool("all", false, "list every covered function (and with --vmlinux every file), not only kernel/fork.c and mm/*.c")
+	vmlinux := fs.String("vmlinux", "", "the kernel's vmlinux with DWARF line tables (forkfuzz kernel build --debug-info): report covered source lines per file")
+	lines := fs.Bool("lines", false, "with --vmlinux: list every covered line (file:line)")
 	if fs.Parse(args) != nil {
 		return exitError
 	}
@@ -53,6 +55,22 @@ func cmdCover(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 		opt.Symbols, opt.SymbolsFrom = s, *sysMap
+	}
+	if *lines && *vmlinux == "" {
+		fmt.Fprintln(stderr, "forkfuzz cover: --lines needs --vmlinux")
+		return exitError
+	}
+	if *vmlinux != "" {
+		keep := cover.ForkMMUnit
+		if *all {
+			keep = nil
+		}
+		l, err := cover.LoadLines(*vmlinux, keep)
+		if err != nil {
+			fmt.Fprintln(stderr, "forkfuzz cover: --vmlinux:", err)
+			return exitError
+		}
+		opt.Lines, opt.LinesFrom, opt.ListLines = l, *vmlinux, *lines
 	}
 	if err := cover.Report(stdout, fs.Arg(0), opt); err != nil {
 		fmt.Fprintln(stderr, "forkfuzz cover:", err)

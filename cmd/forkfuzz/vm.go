@@ -120,13 +120,14 @@ func cmdKernelBuild(args []string, stdout, stderr io.Writer) int {
 	jobs := fs.Int("j", 0, "parallel jobs (default: number of CPUs)")
 	configOnly := fs.Bool("config-only", false, "write the .config and stop")
 	mutants := fs.Bool("mutants", false, "plant the kernel mutation benchmark (kernel/mutants: bugs switched on by the boot parameter "+kernel.MutantsParam+"=NAME; see forkfuzz bench mutants)")
+	debugInfo := fs.Bool("debug-info", false, "build with DWARF line tables and keep the vmlinux beside the image (forkfuzz cover --vmlinux reports covered source lines); slower, and a vmlinux of several hundred MB")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
 	if !noArgs(fs, stderr) {
 		return exitError
 	}
-	res, err := kernel.Build(kernel.BuildOptions{Src: *src, Out: *out, Jobs: *jobs, ConfigOnly: *configOnly, Mutants: *mutants, Log: stderr})
+	res, err := kernel.Build(kernel.BuildOptions{Src: *src, Out: *out, Jobs: *jobs, ConfigOnly: *configOnly, Mutants: *mutants, DebugInfo: *debugInfo, Log: stderr})
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz kernel build:", err)
 		return exitError
@@ -134,6 +135,9 @@ func cmdKernelBuild(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "config: %s\n", res.Config)
 	if res.Image != "" {
 		fmt.Fprintf(stdout, "image:  %s (built in %v)\n", res.Image, res.Elapsed.Round(time.Second))
+		if res.Vmlinux != "" {
+			fmt.Fprintf(stdout, "vmlinux: %s (line tables: forkfuzz cover --vmlinux)\n", res.Vmlinux)
+		}
 		if res.PMDModule != "" {
 			fmt.Fprintf(stdout, "module: %s\n", res.PMDModule)
 		} else if res.ModuleErr != nil {
