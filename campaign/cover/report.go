@@ -201,8 +201,12 @@ func reportLines(w io.Writer, pcs map[uint64]struct{}, opt ReportOptions) {
 	if opt.All {
 		scope = "all files"
 	}
-	fmt.Fprintf(w, "  lines (%s, %d of %d compile units): %s: %d lines covered in %d files; %d PCs outside the line tables\n",
-		opt.LinesFrom, opt.Lines.Units, opt.Lines.Total, scope, total, len(files), missed)
+	where := "outside the line tables"
+	if opt.Lines.Units < opt.Lines.Total {
+		where = "in compile units not loaded (--all loads every unit) or outside the line tables"
+	}
+	fmt.Fprintf(w, "  lines (%s, %d of %d compile units): %s: %d lines covered in %d files; %d PCs %s\n",
+		opt.LinesFrom, opt.Lines.Units, opt.Lines.Total, scope, total, len(files), missed, where)
 	for _, f := range files {
 		fmt.Fprintf(w, "    %-28s %5d/%-5d lines with code\n", f, len(covered[f]), withCode[f])
 	}
