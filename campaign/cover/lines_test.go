@@ -84,34 +84,7 @@ func TestLoadLines(t *testing.T) {
 	if len(addrs) < 20 {
 		t.Fatalf("%d addresses in copy_range and main", len(addrs))
 	}
-	var in bytes.Buffer
-	for _, a := range addrs {
-		fmt.Fprintf(&in, "%#x\n", a)
-	}
-	cmd := exec.Command("addr2line", "-e", bin)
-	cmd.Stdin = &in
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(want) != len(addrs) {
-		t.Fatalf("addr2line gave %d lines for %d addresses", len(want), len(addrs))
-	}
-	lines := map[int]bool{}
-	for i, a := range addrs {
-		w, _, _ := strings.Cut(want[i], " ")
-		wfile, wline, _ := strings.Cut(w, ":")
-		n, _ := strconv.Atoi(wline)
-		file, line, ok := l.Line(a)
-		if n == 0 {
-			continue // addr2line did not know either
-		}
-		if !ok || filepath.Base(file) != filepath.Base(wfile) || line != n {
-			t.Errorf("%#x: got %s:%d (%v), addr2line says %s", a, file, line, ok, want[i])
-		}
-		lines[line] = true
-	}
+	want, lines := compareAddr2line(t, bin, l, addrs)
 	// The loop's branches are on lines of their own: the table must tell
 	// them apart, not give one line per function.
 	if len(lines) < 6 {
@@ -192,4 +165,78 @@ func TestRelUnit(t *testing.T) {
 			t.Errorf("ForkMMUnit(%q) = %v", unit, !want)
 		}
 	}
+}
+
+// compareAddr2line checks l.Line against addr2line for every address and
+// returns addr2line's answers and the distinct lines seen.
+func compareAddr2line(t *testing.T, bin string, l *Lines, addrs []uint64) ([]string, map[int]bool) {
+	t.Helper()
+	var in bytes.Buffer
+	for _, a := range addrs {
+		fmt.Fprintf(&in, "%#x\n", a)
+	}
+	cmd := exec.Command("addr2line", "-e", bin)
+	cmd.Stdin = &in
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(want) != len(addrs) {
+		t.Fatalf("addr2line gave %d lines for %d addresses", len(want), len(addrs))
+	}
+	lines := map[int]bool{}
+	for i, a := range addrs {
+		w, _, _ := strings.Cut(want[i], " ")
+		wfile, wline, _ := strings.Cut(w, ":")
+		n, _ := strconv.Atoi(wline)
+		file, line, ok := l.Line(a)
+		if n == 0 {
+			continue // addr2line did not know either
+		}
+		if !ok || !strings.HasSuffix(filepath.ToSlash(wfile), "/"+file) && filepath.Base(file) != filepath.Base(wfile) || line != n {
+			t.Errorf("%#x: got %s:%d (%v), addr2line says %s", a, file, line, ok, want[i])
+		}
+		lines[line] = true
+	}
+	return want, lines
+}
+
+// TestLoadLinesVmlinux checks a kernel's line tables (FORKFUZZ_TEST_VMLINUX:
+// a vmlinux from forkfuzz kernel build --debug-info) against addr2line over
+// every instruction address of dup_mmap and copy_pte_range's neighbours.
+func TestLoadLinesVmlinux(t *testing.T) {
+	vmlinux := os.Getenv("FORKFUZZ_TEST_VMLINUX")
+	if vmlinux == "" {
+		t.Skip("FORKFUZZ_TEST_VMLINUX not set: no kernel with DWARF line tables here (forkfuzz kernel build --debug-info builds one)")
+	}
+	if _, err := exec.LookPath("addr2line"); err != nil {
+		t.Skip("addr2line not installed")
+	}
+	l, err := LoadLines(vmlinux, ForkMMUnit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(vmlinux)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.Symbols()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []uint64
+	for _, s := range syms {
+		if s.Name == "dup_mmap" || s.Name == "copy_page_range" || s.Name == "do_wp_page" {
+			for a := s.Value; a < s.Value+s.Size; a++ {
+				addrs = append(addrs, a)
+			}
+		}
+	}
+	if len(addrs) == 0 {
+		t.Fatal("no dup_mmap, copy_page_range or do_wp_page in the symbol table")
+	}
+	_, lines := compareAddr2line(t, vmlinux, l, addrs)
+	t.Logf("%d addresses, %d distinct lines, %d of %d units", len(addrs), len(lines), l.Units, l.Total)
 }
