@@ -72,15 +72,15 @@ type machine struct {
 	th      *threadSet
 	forkTSC [prog.MaxForks][2]uint64
 
-	pin pinRes         // pinned.go
+	pin pinRes // pinned.go
 	// sentinel.go: the sentinel page is mapped in this run; the value
 	// last stored to it.
 	sentinel    bool
 	sentinelGen uint64
-	mig migrateBuf     // migrate.go
-	fe  forkEv         // forkimpl.go
-	rb  *rollbackState // failnth.go
-	kc  *kcovState     // kcov.go; nil or !ok: no coverage
+	mig         migrateBuf     // migrate.go
+	fe          forkEv         // forkimpl.go
+	rb          *rollbackState // failnth.go
+	kc          *kcovState     // kcov.go; nil or !ok: no coverage
 	// census is the page census around main-process forks (atfork.go;
 	// nil: off for this program).
 	census *pageCensus
