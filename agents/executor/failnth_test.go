@@ -1,19 +1,18 @@
 package executor
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/checker"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/testutil"
 )
 
 const rollbackProg = `forkfuzz v1
@@ -243,7 +242,7 @@ func TestRollbackCorruptionBites(t *testing.T) {
 // (a page registered with userfaultfd that nobody serves) and expects the
 // watchdog to end the executor with status 71 and say why on stderr.
 func TestWriteHangWatchdog(t *testing.T) {
-	var stderr syncBuffer
+	var stderr testutil.SyncBuffer
 	r := &Remote{
 		Command: func() *exec.Cmd {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -269,23 +268,6 @@ func TestWriteHangWatchdog(t *testing.T) {
 	if !strings.Contains(stderr.String(), "rollback:write-hang") {
 		t.Fatalf("stderr does not say rollback:write-hang:\n%s", stderr.String())
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // hasEvent reports whether es has an event of kind k whose text contains s.

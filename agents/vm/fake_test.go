@@ -10,13 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/testutil"
 )
 
 // The fake QEMU is this test binary re-run with FORKFUZZ_FAKE_QEMU set: it
@@ -262,8 +262,7 @@ func TestFakeHang(t *testing.T) {
 func TestFakeOopsEndsRunEarly(t *testing.T) {
 	cfg := fakeConfig(t, "oopsstuck")
 	cfg.ProgramTimeout, cfg.HangTimeout, cfg.CrashGrace = time.Minute, time.Minute, time.Second
-	var log strings.Builder
-	lw := &syncWriter{w: &log}
+	lw := &testutil.SyncBuffer{}
 	cfg.Log = lw
 	tg, err := New(cfg)
 	if err != nil {
@@ -531,22 +530,4 @@ func TestInitramfsContents(t *testing.T) {
 			t.Errorf("initramfs lacks %s:\n%s", want, out)
 		}
 	}
-}
-
-// syncWriter lets a test read what the target logged from other goroutines.
-type syncWriter struct {
-	mu sync.Mutex
-	w  *strings.Builder
-}
-
-func (s *syncWriter) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(b)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.String()
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,23 +65,7 @@ func TestLoadLines(t *testing.T) {
 	if l.Units < 1 || len(l.rows) == 0 {
 		t.Fatalf("units %d of %d, %d rows", l.Units, l.Total, len(l.rows))
 	}
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syms, err := f.Symbols()
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var addrs []uint64
-	for _, s := range syms {
-		if s.Name == "copy_range" || s.Name == "main" {
-			for a := s.Value; a < s.Value+s.Size; a++ {
-				addrs = append(addrs, a)
-			}
-		}
-	}
+	addrs := funcAddrs(t, bin, "copy_range", "main")
 	if len(addrs) < 20 {
 		t.Fatalf("%d addresses in copy_range and main", len(addrs))
 	}
@@ -217,7 +202,19 @@ func TestLoadLinesVmlinux(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := elf.Open(vmlinux)
+	addrs := funcAddrs(t, vmlinux, "dup_mmap", "copy_page_range", "do_wp_page")
+	if len(addrs) == 0 {
+		t.Fatal("no dup_mmap, copy_page_range or do_wp_page in the symbol table")
+	}
+	_, lines := compareAddr2line(t, vmlinux, l, addrs)
+	t.Logf("%d addresses, %d distinct lines, %d of %d units", len(addrs), len(lines), l.Units, l.Total)
+}
+
+// funcAddrs returns every byte address of the named functions of an ELF
+// file (its symbol table).
+func funcAddrs(t *testing.T, bin string, names ...string) []uint64 {
+	t.Helper()
+	f, err := elf.Open(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,15 +225,11 @@ func TestLoadLinesVmlinux(t *testing.T) {
 	}
 	var addrs []uint64
 	for _, s := range syms {
-		if s.Name == "dup_mmap" || s.Name == "copy_page_range" || s.Name == "do_wp_page" {
+		if slices.Contains(names, s.Name) {
 			for a := s.Value; a < s.Value+s.Size; a++ {
 				addrs = append(addrs, a)
 			}
 		}
 	}
-	if len(addrs) == 0 {
-		t.Fatal("no dup_mmap, copy_page_range or do_wp_page in the symbol table")
-	}
-	_, lines := compareAddr2line(t, vmlinux, l, addrs)
-	t.Logf("%d addresses, %d distinct lines, %d of %d units", len(addrs), len(lines), l.Units, l.Total)
+	return addrs
 }
