@@ -299,7 +299,11 @@ func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult,
 				}
 			case "":
 				if fr.PartNote == "" {
-					fr.PartNote = "not measured: " + rb.PartUnknown
+					why := rb.PartUnknown
+					if why == "" {
+						why = "the target does not measure it"
+					}
+					fr.PartNote = "not measured: " + why
 				}
 			}
 		}

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/forkfuzz/forkfuzz/campaign/sweep"
 )
 
 // TestSweepSim sweeps every failure point of a fork on the simulated
@@ -45,5 +47,26 @@ func TestSweepChildSim(t *testing.T) {
 	code, out, errs = forkfuzz(t, "sweep", "--child", "--target", "sim", "--fork", "async", "--mutant", "async-rollback-partial", "../../corpus/rollback/vmas.ffz")
 	if code != exitFindings || !strings.Contains(out, "FAIL pagetable:pmd-rw-not-restored at fork f0 childfail=") || !strings.Contains(out, "fork f0 childfail=") {
 		t.Fatalf("mutant: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+}
+
+// partLine says what a sweep learnt about the program's part.
+func TestSweepPartLine(t *testing.T) {
+	for _, tc := range []struct {
+		fr   sweep.ForkResult
+		want string
+	}{
+		{sweep.ForkResult{ProgramPoints: 56, ProgramPointsMax: 56, Parts: map[string]int{"program": 48, "runtime": 1}},
+			"program's part: failure points 1..56 (fork's set-up, the executor's image, the program's regions: the same on every run); failed runs that stopped in the program's part 48, past it (the Go runtime's memory) 1, unmeasured 0"},
+		{sweep.ForkResult{ProgramPoints: 49, ProgramPointsMax: 52, Parts: map[string]int{"program": 13, "runtime": 1}},
+			"failure points 1..49 to 52 (--stride)"},
+		{sweep.ForkResult{ProgramPoints: -1, ProgramPointsMax: -1, PartNote: "not measured: arena top", Parts: map[string]int{"": 7}},
+			"program's part: unknown (not measured: arena top); failed runs that stopped in the program's part 0, past it (the Go runtime's memory) 0, unmeasured 7"},
+		{sweep.ForkResult{ProgramPoints: -1, ProgramPointsMax: -1, Parts: map[string]int{"program": 7}},
+			"program's part: unknown (no failed run stopped past the program's memory)"},
+	} {
+		if got := partLine(tc.fr); !strings.Contains(got, tc.want) {
+			t.Errorf("partLine(%+v) = %q, want it to contain %q", tc.fr, got, tc.want)
+		}
 	}
 }
