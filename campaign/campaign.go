@@ -68,6 +68,11 @@ type Config struct {
 	// CoverCSV, when set, receives the coverage after every program
 	// (cover.Open).
 	CoverCSV string
+	// SeedCorpus, when set, is a kept coverage corpus (a corpus
+	// directory, or a workdir holding one per kernel build) copied into
+	// this campaign's corpus when that is empty (cover.Seed): the
+	// campaign starts from it instead of from nothing.
+	SeedCorpus string
 	// NoCover: targets do not collect kernel coverage at all (to measure
 	// what collecting costs).
 	NoCover bool
@@ -239,6 +244,9 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	}
 	defer saved.done()
 	cov := newCoverState(cfg)
+	if err := cov.openEarly(); err != nil {
+		return nil, fmt.Errorf("campaign: --seed-corpus: %w", err)
+	}
 	defer cov.close(st)
 	var programs, forks atomic.Int64
 	st.stats = newStatsLog(cfg, start)

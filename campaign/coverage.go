@@ -59,6 +59,69 @@ func (c *coverState) newProgram(i int64, pool *Pool) (p, parent *prog.Program) {
 	return NewProgramParent(c.cfg.Seed, i, pool.Progs, c.cfg.Weights)
 }
 
+// image is the target's kernel image, if it boots one.
+func (c *coverState) image() string {
+	if c.cfg.Target != nil {
+		if ki, ok := agents.Unwrap(c.cfg.Target).(KernelImager); ok {
+			return ki.KernelImage()
+		}
+	}
+	return ""
+}
+
+// openEarly opens the tracker before the first program when the corpus
+// directory's name is known already (a target that boots an image, or a
+// Guide's kernelID) and a seed corpus is to be copied, so that a seed
+// corpus that does not fit is an error before the campaign starts rather
+// than coverage switched off after its first program.
+func (c *coverState) openEarly() error {
+	if c.cfg.SeedCorpus == "" {
+		return nil
+	}
+	id := c.kernelID
+	if id == "" {
+		image := c.image()
+		if image == "" {
+			return nil // named after the first observation's release
+		}
+		id = cover.KernelID(image, "")
+	}
+	return c.open(id)
+}
+
+// open seeds (cfg.SeedCorpus) and opens the tracker of kernel build id;
+// an error switches coverage off, said in the status and the log.
+func (c *coverState) open(id string) error {
+	err := func() error {
+		if c.cfg.SeedCorpus != "" {
+			n, err := cover.Seed(c.cfg.Workdir, id, c.cfg.SeedCorpus)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				logf(c.cfg.Log, "coverage: seeded the corpus with %d programs from %s", n, c.cfg.SeedCorpus)
+			} else {
+				logf(c.cfg.Log, "coverage: the corpus already holds programs: not seeded from %s", c.cfg.SeedCorpus)
+			}
+		}
+		t, err := cover.Open(c.cfg.Workdir, id, !c.cfg.Blind, c.cfg.CoverCSV)
+		if err != nil {
+			return err
+		}
+		c.t = t
+		if n := t.Counts().Corpus; n > 0 {
+			logf(c.cfg.Log, "coverage: corpus %s holds %d programs", t.Dir, n)
+		}
+		return nil
+	}()
+	if err != nil {
+		c.failed = err.Error()
+		c.line.Store("coverage: off (" + c.failed + ")")
+		logf(c.cfg.Log, "coverage: off: %v", err)
+	}
+	return err
+}
+
 // record takes in the coverage of program i (it ran for ran), credits
 // its source, and strips the kernel symbols from o, which findings keep.
 func (c *coverState) record(i int64, p *prog.Program, o *obs.Observation, ran time.Duration) {
@@ -70,24 +133,10 @@ func (c *coverState) record(i int64, p *prog.Program, o *obs.Observation, ran ti
 	if c.t == nil {
 		id := c.kernelID
 		if id == "" {
-			image := ""
-			if c.cfg.Target != nil {
-				if ki, ok := agents.Unwrap(c.cfg.Target).(KernelImager); ok {
-					image = ki.KernelImage()
-				}
-			}
-			id = cover.KernelID(image, o.Kernel)
+			id = cover.KernelID(c.image(), o.Kernel)
 		}
-		t, err := cover.Open(c.cfg.Workdir, id, !c.cfg.Blind, c.cfg.CoverCSV)
-		if err != nil {
-			c.failed = err.Error()
-			c.line.Store("coverage: off (" + c.failed + ")")
-			logf(c.cfg.Log, "coverage: off: %v", err)
+		if err := c.open(id); err != nil {
 			return
-		}
-		c.t = t
-		if n := t.Counts().Corpus; n > 0 {
-			logf(c.cfg.Log, "coverage: corpus %s holds %d programs", t.Dir, n)
 		}
 	}
 	if o.Cover != nil && o.Cover.Symbols != "" {

@@ -2,12 +2,17 @@ package campaign
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/campaign/cover"
+	"github.com/forkfuzz/forkfuzz/internal/testutil"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
@@ -71,5 +76,54 @@ func TestGuidedCampaign(t *testing.T) {
 		if c.Drawn < 140 || c.FromCorpus < 10 || c.FromCorpus > c.Drawn*9/10 || !strings.Contains(st.Cover, "% from corpus)") {
 			t.Errorf("guided campaign: %d of %d drawn from the corpus, status %q", c.FromCorpus, c.Drawn, st.Cover)
 		}
+	}
+}
+
+// imageTarget is coverTarget booting a kernel image (the corpus is named
+// after the image's hash).
+type imageTarget struct {
+	coverTarget
+	image string
+}
+
+func (i *imageTarget) KernelImage() string { return i.image }
+
+// TestSeedCorpus: a campaign seeded with another campaign's corpus of the
+// same build starts from it (its first programs already mutate corpus
+// programs); a seed corpus of another build is an error before any program
+// runs.
+func TestSeedCorpus(t *testing.T) {
+	w := noThreads(gen.DefaultWeights())
+	image := filepath.Join(t.TempDir(), "bzImage")
+	os.WriteFile(image, []byte("kernel one"), 0o644)
+	kept := t.TempDir()
+	st, err := Run(context.Background(), Config{Target: &imageTarget{image: image}, Seed: 5, Programs: 60, Weights: w, Workdir: kept})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.CoverCounts.Corpus < 10 {
+		t.Fatalf("the first campaign kept %d programs", st.CoverCounts.Corpus)
+	}
+	var log testutil.SyncBuffer
+	st2, err := Run(context.Background(), Config{Target: &imageTarget{image: image}, Seed: 6, Programs: 20, Weights: w,
+		Workdir: t.TempDir(), SeedCorpus: kept, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("coverage: seeded the corpus with %d programs from %s", st.CoverCounts.Corpus, kept)
+	if !strings.Contains(log.String(), want) {
+		t.Errorf("log lacks %q:\n%s", want, log.String())
+	}
+	c := st2.CoverCounts
+	if c.Corpus < st.CoverCounts.Corpus || c.Drawn != 20 || c.FromCorpus == 0 {
+		t.Errorf("seeded campaign: corpus %d (seed %d), %d of %d programs from the corpus", c.Corpus, st.CoverCounts.Corpus, c.FromCorpus, c.Drawn)
+	}
+
+	other := filepath.Join(t.TempDir(), "bzImage")
+	os.WriteFile(other, []byte("kernel two"), 0o644)
+	_, err = Run(context.Background(), Config{Target: &imageTarget{image: other}, Seed: 6, Programs: 5, Weights: w,
+		Workdir: t.TempDir(), SeedCorpus: kept})
+	if !errors.Is(err, cover.ErrSeedBuild) {
+		t.Errorf("seed corpus of another build: error %v, want cover.ErrSeedBuild", err)
 	}
 }

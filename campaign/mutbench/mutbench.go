@@ -51,6 +51,10 @@ type Config struct {
 	// Blind: the campaigns ignore kernel coverage (campaign.Config.Blind),
 	// to compare time to each bug with and without guidance.
 	Blind bool
+	// SeedCorpus: every row's campaign starts from a copy of this kept
+	// coverage corpus (campaign.Config.SeedCorpus), as a campaign that
+	// keeps its corpus would, instead of from an empty one.
+	SeedCorpus string
 	// Log receives campaign lines; Progress the campaigns' progress lines.
 	Log, Progress io.Writer
 }
@@ -113,7 +117,7 @@ func runOne(ctx context.Context, cfg Config, m kernel.Mutant) Result {
 	defer t.Close()
 	ccfg := campaign.Config{
 		Target: t, Seed: cfg.Seed, Duration: cfg.Budget, Programs: cfg.Programs,
-		Workdir: dir, Weights: cfg.Weights, Blind: cfg.Blind,
+		Workdir: dir, Weights: cfg.Weights, Blind: cfg.Blind, SeedCorpus: cfg.SeedCorpus,
 		MinimizeRuns: cfg.MinimizeRuns, MinimizeTime: cfg.MinimizeTime,
 		TargetArgs: args, Kernel: kid, Log: cfg.Log, Progress: cfg.Progress,
 		ProgressLines: true, ProgressEvery: 30 * time.Second,

@@ -21,7 +21,13 @@ func coverFlags(fs *flag.FlagSet) func(*campaign.Config) {
 	blind := fs.Bool("blind", false, "mutation ignores kernel coverage (KCOV); it is still measured and kept in WORKDIR/corpus")
 	csv := fs.String("cover-csv", "", "write coverage after every program to this CSV (seconds,programs,pcs,edges,forkmm_pcs,corpus)")
 	off := fs.Bool("no-cover", false, "do not collect kernel coverage at all (to measure its cost)")
-	return func(c *campaign.Config) { c.Blind, c.CoverCSV, c.NoCover = *blind, *csv, *off }
+	seed := seedCorpusFlag(fs)
+	return func(c *campaign.Config) { c.Blind, c.CoverCSV, c.NoCover, c.SeedCorpus = *blind, *csv, *off, *seed }
+}
+
+// seedCorpusFlag is --seed-corpus, for run and bench mutants.
+func seedCorpusFlag(fs *flag.FlagSet) *string {
+	return fs.String("seed-corpus", "", "start from this kept coverage corpus when the campaign's own is empty: a campaign's WORKDIR (its corpus of the same kernel build is copied) or a WORKDIR/corpus/ID directory")
 }
 
 func coverSummary(w io.Writer, st *campaign.Stats) {

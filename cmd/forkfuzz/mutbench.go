@@ -38,6 +38,7 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 	reach := fs.Int("reach", 0, "no kernel: estimate how many of the campaign's first N generated programs meet each mutant's trigger condition, and exit")
 	quiet := fs.Bool("q", false, "no campaign log or progress lines")
 	blind := fs.Bool("blind", false, "campaigns ignore kernel coverage (KCOV), to compare time to each bug with guided ones")
+	seedCorpus := seedCorpusFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
@@ -142,12 +143,15 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 	cfg := mutbench.Config{
 		Baseline: !*noBase, Open: open, Seed: *seed, Budget: *budget, Programs: *programs,
 		Weights: weights, Workdir: *workdir, MinimizeRuns: *minRuns, MinimizeTime: *minTime, Mutants: ms,
-		Planted: planted, Blind: *blind,
+		Planted: planted, Blind: *blind, SeedCorpus: *seedCorpus,
 	}
 	if !*quiet {
 		cfg.Log, cfg.Progress = stderr, stderr
 	}
 	fmt.Fprintf(stdout, "bench mutants: %d mutants, budget %v each, seed %d, %s, kernel %s, workdir %s\n", len(cfg.Mutants), *budget, *seed, guidance(*blind), sel.flagValue("kernel"), *workdir)
+	if *seedCorpus != "" {
+		fmt.Fprintf(stdout, "bench mutants: every row starts from the corpus in %s\n", *seedCorpus)
+	}
 	rs := mutbench.Run(ctx, cfg, stdout)
 	for _, r := range rs {
 		if r.Err != nil {
