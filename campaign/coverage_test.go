@@ -12,10 +12,10 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/campaign/cover"
-	"github.com/forkfuzz/forkfuzz/internal/testutil"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/testutil"
 )
 
 // coverTarget is modelTarget with made-up kernel coverage: one "PC" per
