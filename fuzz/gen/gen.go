@@ -278,11 +278,16 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 		g.nops += len(ops)
 	}
 	migrating := -1 // the region a migrateloop moves during this fork
+	migLoop := -1   // the migrateloop's index in ops
+	streak := 0     // further forks the migrateloop runs over
 	if proc == 0 && g.w.MigrateLoopProb > 0 && chance(g.r, g.w.MigrateLoopProb) {
 		if t := g.freeThread(ops); t > 0 {
 			op := g.migrateOp(0, g.region())
 			op.Kind, op.Thread, op.Fork = prog.OpMigrateLoop, t, f
 			migrating = op.Region
+			if g.w.MigrateForks > 1 && chance(g.r, 0.7) {
+				streak = between(g.r, 1, g.w.MigrateForks-1)
+			}
 			if chance(g.r, 0.6) {
 				// Every page of the region present and written since
 				// the last fork: a private page mid-move then has a
@@ -292,6 +297,7 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 				ops = append(ops, st...)
 				g.nops += len(st)
 			}
+			migLoop = len(ops)
 			ops = append(ops, op)
 			g.nops++
 			if chance(g.r, 0.5) {
@@ -375,7 +381,7 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 		ops = append(ops, prog.Op{Proc: proc, Kind: prog.OpKill, Fork: f})
 		g.nops++
 	}
-	if len(joins) == 0 && len(afterWait) == 0 && chance(g.r, g.w.DeferWaitProb) {
+	if len(joins) == 0 && len(afterWait) == 0 && streak == 0 && chance(g.r, g.w.DeferWaitProb) {
 		for _, op := range ops {
 			if op.Kind.RunsUntil() {
 				g.busy[op.Thread] = true
@@ -386,8 +392,34 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 	g.nops++
 	ops = append(ops, prog.Op{Proc: proc, Kind: prog.OpWait, Fork: f})
 	ops = append(ops, afterWait...)
+	if streak > 0 && g.forks < g.forkLimit {
+		st, last := g.migrateStreak(migrating, streak)
+		ops = append(ops, st...)
+		ops[migLoop].Fork = last
+	}
 	g.nops += len(joins)
 	return append(ops, joins...), -1
+}
+
+// migrateStreak returns up to n more forks of the main process while a
+// migrateloop keeps moving region ri (its until= is the last of them):
+// before each fork the parent has stored to every page of the region, so
+// each page is private, present and writable again (the kind whose
+// migration entry fork must make read-only); after it the parent stores
+// again, and the child checks its view. One fork meets a page mid-move in
+// a small fraction of runs, so a loop gets several.
+func (g *generator) migrateStreak(ri, n int) (ops []prog.Op, last int) {
+	ops = g.everyPage(0, ri, g.w.MaxStorePages)
+	for k := 0; k < n && g.forks < g.forkLimit; k++ {
+		fk := g.forkBase + g.forks
+		g.forks++
+		last = fk
+		ops = append(ops, prog.Op{Kind: prog.OpFork, Fork: fk})
+		ops = append(ops, g.everyPage(0, ri, g.w.MaxStorePages)...)
+		ops = append(ops, prog.Op{Proc: fk + 1, Kind: prog.OpCheck}, prog.Op{Kind: prog.OpWait, Fork: fk})
+	}
+	g.nops += len(ops)
+	return ops, last
 }
 
 // everyPage returns stores by proc of one slot in every page of region ri

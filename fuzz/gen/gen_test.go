@@ -284,3 +284,59 @@ func TestGenerateArena(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateStreak: most migrateloops run over several forks of the main
+// process, and every fork under a loop after its first comes after the
+// parent stored to every page of the moving region since the fork
+// before (the page is then writable again, the kind of migration entry
+// fork must make read-only).
+func TestMigrateStreak(t *testing.T) {
+	w := DefaultWeights()
+	w.MigrateLoopProb = 0.5
+	r := rand.New(rand.NewPCG(9, 9))
+	loops, multi, rewritten, later := 0, 0, 0, 0
+	for range 1000 {
+		p := Generate(r, w)
+		for i, op := range p.Ops {
+			if op.Kind != prog.OpMigrateLoop {
+				continue
+			}
+			loops++
+			forks := 0
+			pages := map[int]bool{} // pages of the region stored since the last main fork
+			for _, q := range p.Ops[i+1:] {
+				if q.Proc != 0 {
+					continue
+				}
+				if q.Kind == prog.OpStore && q.Region == op.Region && q.Stride == prog.PageSize {
+					for k := range q.Count {
+						pages[int(q.Off/prog.PageSize)+k] = true
+					}
+				}
+				if q.Kind == prog.OpFork {
+					forks++
+					if forks > 1 {
+						later++
+						if len(pages) >= p.Regions[op.Region].Pages {
+							rewritten++
+						}
+					}
+					pages = map[int]bool{}
+				}
+				if q.Kind == prog.OpWait && q.Fork == op.Fork {
+					break
+				}
+			}
+			if forks > 1 {
+				multi++
+			}
+		}
+	}
+	t.Logf("%d migrateloops, %d over several forks; %d of %d later forks after a store to every page", loops, multi, rewritten, later)
+	if loops < 200 || float64(multi) < 0.5*float64(loops) {
+		t.Errorf("%d of %d migrateloops run over more than one fork, want over half", multi, loops)
+	}
+	if later == 0 || float64(rewritten) < 0.95*float64(later) {
+		t.Errorf("%d of %d later forks under a migrateloop come after a store to every page of its region", rewritten, later)
+	}
+}

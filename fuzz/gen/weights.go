@@ -86,6 +86,12 @@ type Weights struct {
 	// migration entries; half of those forks are followed by a store to
 	// every page of that region, so the oracles judge each of them.
 	MigrateLoopProb float64
+	// MigrateForks bounds the forks one migrateloop runs over: 70% of
+	// them get 1..MigrateForks-1 more forks of the main process right
+	// after the first fork's wait, each after the parent stored to every
+	// page of the region again (a fork meets a page mid-move in a few
+	// runs in a hundred; each fork is another draw).
+	MigrateForks int
 	// FailNthProb is the probability that a fork of the main process
 	// carries fail_nth=K (K up to MaxFailNth): on a kernel with fault
 	// injection, the K-th failure point inside that fork fails and the
@@ -180,6 +186,7 @@ func DefaultWeights() Weights {
 		ThreadVMAProb:       0.1,
 		MaxWriters:          3,
 		MigrateLoopProb:     0.12,
+		MigrateForks:        4,
 		FailNthProb:         0.03,
 		MaxFailNth:          160, // a fork of a generated program has about 100-150 failure points
 		EveryPageProb:       0.1,
