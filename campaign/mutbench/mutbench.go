@@ -210,7 +210,14 @@ func Summary(rs []Result, cfg Config) string {
 			found++
 		}
 	}
-	return fmt.Sprintf("found %d of %d mutants (seed %d, budget %v per mutant); unmutated build: %s", found, n, cfg.Seed, cfg.Budget, base)
+	how := "coverage-guided"
+	if cfg.Blind {
+		how = "blind"
+	}
+	if cfg.SeedCorpus != "" {
+		how += ", every row from the corpus in " + cfg.SeedCorpus
+	}
+	return fmt.Sprintf("found %d of %d mutants (seed %d, budget %v per mutant, %s); unmutated build: %s", found, n, cfg.Seed, cfg.Budget, how, base)
 }
 
 // Clean reports whether every mutant was found and the baseline (if run)
