@@ -131,7 +131,6 @@ func (c *pageCensus) before(m *machine, f int) {
 			j++
 		}
 		fb = append(fb[:0], make([]byte, (j-i)*8)...)
-		m.kc.drainHalf(m.proc)
 		if _, err := c.kpf.ReadAt(fb, int64(c.pfns[i]*8)); err != nil {
 			cur.Flags = false
 			break

@@ -164,12 +164,16 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 			fd = -1
 		}
 	}
-	// Priming the stack cache forks twice and the measurement walks
-	// every page table: with the fork itself that can pass the main
-	// KCOV buffer's 4M PCs, so drain first. Not between the priming and
-	// the fork: a drain takes most of a second under TCG, time in which
-	// other tasks on CPU 0 could take the primed stacks.
+	// Coverage: the fork's, not the harness's (as in fork). Priming the
+	// stack cache forks twice and the measurement walks every page
+	// table: what they record is dropped right before the fork, and what
+	// the measurements after it record, when the operation ends. Never a
+	// drain between the priming and the fork: it takes most of a second
+	// under TCG, time in which other tasks on CPU 0 could take the
+	// primed stacks.
 	m.kc.drain(m.proc)
+	forked := uint64(0) // the fork's PCs, at the fork's return
+	defer func() { m.kc.cut(m.proc, forked) }()
 	sentinel := false
 	if fd >= 0 {
 		if why := m.sentinelArm(); why != "" {
@@ -261,6 +265,7 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	if sentinel {
 		m.sentinelTouch()
 	}
+	m.kc.cut(m.proc, 0)
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
 	var pid, errno, backN, armErr uintptr
@@ -273,6 +278,7 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 		m.child(f) // the kernel resets fail-nth in the child (dup_task_struct)
 	}
 	resp := rdtscp()
+	forked = m.kc.mark(m.proc)
 	if errno != 0 && sentinel {
 		rb.Part = m.sentinelProbe() // sentinel.go: before anything else touches memory
 	}

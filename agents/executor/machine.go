@@ -537,10 +537,12 @@ func (m *machine) exec(i int) {
 		ret, errno = m.wait(op.Fork)
 		if !m.inChild {
 			m.th.stop[op.Fork].Store(true) // ends storeloops until=fN
-			m.afterWait(i, op.Fork)
+			reaped := m.kc.mark(m.proc)
+			m.afterWait(i, op.Fork) // measurements: the harness's coverage, dropped
 			if m.fe.on {
 				m.fe.waited(i, op.Fork)
 			}
+			m.kc.cut(m.proc, reaped)
 		}
 	case prog.OpJoin:
 		m.join(op.Peer)
@@ -563,6 +565,11 @@ func (m *machine) exec(i int) {
 // fork runs a fork operation. In the child it never returns.
 func (m *machine) fork(i, f int, start int64) {
 	ev := m.fe.on && !m.inChild
+	// Coverage: the fork's, not the harness's around it. The census
+	// reads page flags and smaps, the evidence walks page tables: what
+	// they record is dropped (kcov.go, cut), which also spares a drain
+	// of millions of PCs (most of a second under TCG).
+	m.kc.drain(m.proc)
 	if ev {
 		m.fe.before()
 	}
@@ -570,10 +577,7 @@ func (m *machine) fork(i, f int, start int64) {
 	if census {
 		m.census.before(m, f)
 	}
-	// The census reads page tables and page flags of every region, the
-	// fork copies the executor's: each can fill much of the main KCOV
-	// buffer, so it is drained between them (after the fork: below).
-	m.kc.drain(m.proc)
+	m.kc.cut(m.proc, 0)
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
 	pid, errno := rawFork()
@@ -581,6 +585,7 @@ func (m *machine) fork(i, f int, start int64) {
 		m.child(f)
 	}
 	resp := rdtscp()
+	forked := m.kc.mark(m.proc)
 	sigRestore(&m.sigOld)
 	if !m.inChild {
 		m.forkTSC[f] = [2]uint64{inv, resp}
@@ -599,6 +604,7 @@ func (m *machine) fork(i, f int, start int64) {
 	}
 	// Not before the evidence: under Async-fork the child's deferred
 	// copy runs meanwhile, and a drain takes most of a second under TCG.
+	m.kc.cut(m.proc, forked)
 	m.kc.drain(m.proc)
 	end := m.now()
 	if errno == 0 {
