@@ -51,9 +51,15 @@ type Finding struct {
 	Version string
 	// Interrupted: minimization or its replays were cut short by a signal.
 	Interrupted bool
-	// NotRepeated: the program did not fail again on its first rerun, so
-	// it was not minimized (Minimized is the program itself).
+	// NotRepeated: the program did not fail again on any of its
+	// reruns (up to flakyReruns), so it was not minimized (Minimized is
+	// the program itself).
 	NotRepeated bool
+	// MinTries is how many runs each minimization step got (at most):
+	// the rerun on which the program failed again. 1 for a finding that
+	// repeats at once; more for a race, whose steps would otherwise be
+	// rejected on every run it happens not to fire.
+	MinTries int
 	// ReplayErrors counts replay runs that gave no verdict (refused at
 	// the end of a budget, harness errors); they are not in Replays.
 	ReplayErrors int
@@ -94,14 +100,24 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 		return herr == nil && v.Has(sig)
 	}
 	// The program is minimized only if it fails again: a finding that
-	// does not reproduce (a flaky harness error, a rare race) would make
-	// the minimizer spend its runs on attempts that all fail and keep
-	// the program as it was; its replays below say how reliable it is.
+	// does not reproduce (a flaky harness error, a very rare race) would
+	// make the minimizer spend its runs on attempts that all fail and
+	// keep the program as it was; its replays below say how reliable it
+	// is. A race that fires one run in two or three (migration-wp's
+	// kernel BUG) fails again within flakyReruns, and then every step
+	// gets as many runs as that took: with one run a step, most steps
+	// were rejected because the race did not fire, not because the step
+	// removed it, and such findings kept every op.
 	min := f.Program
-	if reproduces(f.Program) {
-		min, _ = minimize.Minimize(f.Program, reproduces, minimize.MaxAttempts(maxRuns))
+	for f.MinTries = 1; f.MinTries <= flakyReruns; f.MinTries++ {
+		if reproduces(f.Program) {
+			break
+		}
+	}
+	if f.MinTries <= flakyReruns {
+		min, _ = minimize.Minimize(f.Program, tries(f.MinTries, reproduces), minimize.MaxAttempts(maxRuns))
 	} else {
-		f.NotRepeated = true
+		f.NotRepeated, f.MinTries = true, 0
 	}
 	f.Minimized, f.MinRuns = min, runs
 	f.Interrupted = ctx.Err() != nil
@@ -124,6 +140,28 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 		// Neither replays: report the minimized program's replays.
 		f.Replays, f.Reproduced, f.ReplayErrors = n, 0, nerr
 	}
+}
+
+// tries returns a minimization step that runs a candidate up to k times
+// and takes it at its first reproduction.
+func tries(k int, reproduces func(*prog.Program) bool) func(*prog.Program) bool {
+	return func(q *prog.Program) bool {
+		for i := 0; i < k; i++ {
+			if reproduces(q) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// triesNote says, for a finding that needed reruns to fail again, how
+// many runs each minimization step got.
+func (f *Finding) triesNote() string {
+	if f.MinTries <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(", up to %d a step (it failed again on rerun %d of %d: a race)", f.MinTries, f.MinTries, flakyReruns)
 }
 
 // replay runs p, the finding's reproducer, up to `replays` times that
@@ -163,6 +201,10 @@ func replay(ctx context.Context, target agents.Target, f *Finding, p *prog.Progr
 // replays is how often a minimized program is replayed to state its
 // reliability.
 const replays = 5
+
+// flakyReruns is how many reruns a finding gets to fail again before it
+// is left unminimized.
+const flakyReruns = 3
 
 // ErrSealed: the finding was not written because the store's Seal was
 // closed (the workdir's findings were already reported).
@@ -374,17 +416,17 @@ func (f *Finding) Report() string {
 	case f.Minimized == nil:
 		b.WriteString("minimized: not yet (saved as soon as seen; minimization follows)\n")
 	case f.NotRepeated:
-		fmt.Fprintf(&b, "minimized: no, the program did not fail again on its first rerun%s; reproduced %d/%d replays\n",
-			map[bool]string{true: " (then interrupted)"}[f.Interrupted], f.Reproduced, f.Replays)
+		fmt.Fprintf(&b, "minimized: no, the program did not fail again on %d reruns%s; reproduced %d/%d replays\n",
+			flakyReruns, map[bool]string{true: " (then interrupted)"}[f.Interrupted], f.Reproduced, f.Replays)
 	case f.MinDropped != nil:
 		fmt.Fprintf(&b, "minimized: no: the minimized program (%d ops, in %d target runs; minimized-dropped.ffz) reproduced 0/%d replays, so the original is kept; reproduced %d/%d replays\n",
 			len(f.MinDropped.Ops), f.MinRuns, f.MinDroppedReplays, f.Reproduced, f.Replays)
 	case f.Interrupted:
-		fmt.Fprintf(&b, "minimized: %d ops (from %d) in %d target runs, then interrupted; reproduced %d/%d replays\n",
-			len(f.Minimized.Ops), len(f.Program.Ops), f.MinRuns, f.Reproduced, f.Replays)
+		fmt.Fprintf(&b, "minimized: %d ops (from %d) in %d target runs%s, then interrupted; reproduced %d/%d replays\n",
+			len(f.Minimized.Ops), len(f.Program.Ops), f.MinRuns, f.triesNote(), f.Reproduced, f.Replays)
 	default:
-		fmt.Fprintf(&b, "minimized: %d ops (from %d) in %d target runs; reproduced %d/%d replays\n",
-			len(f.Minimized.Ops), len(f.Program.Ops), f.MinRuns, f.Reproduced, f.Replays)
+		fmt.Fprintf(&b, "minimized: %d ops (from %d) in %d target runs%s; reproduced %d/%d replays\n",
+			len(f.Minimized.Ops), len(f.Program.Ops), f.MinRuns, f.triesNote(), f.Reproduced, f.Replays)
 	}
 	if f.ReplayErrors > 0 {
 		fmt.Fprintf(&b, "          (%d more replay runs gave no verdict: refused at the end of the budget, or harness errors)\n", f.ReplayErrors)

@@ -304,6 +304,7 @@ func (rec *FindingRecord) Finding() (*campaign.Finding, error) {
 			return nil, fmt.Errorf("minimized program: %w", err)
 		}
 		f.MinObs, f.MinRuns, f.Replays, f.Reproduced = m.Observation, m.Runs, m.Replays, m.Reproduced
+		f.MinTries, f.NotRepeated = max(m.Tries, 1), m.NotRepeated
 		f.MinIssue = judge.Issue{Oracle: checker.Oracle(rec.Oracle), Signature: m.Signature, Explanation: m.Explanation}
 	}
 	return f, nil

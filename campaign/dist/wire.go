@@ -69,6 +69,12 @@ type Minimized struct {
 	Runs        int              `json:"runs"`
 	Replays     int              `json:"replays"`
 	Reproduced  int              `json:"reproduced"`
+	// Tries is how many runs each minimization step got when the
+	// program needed reruns to fail again (a race); 0 otherwise.
+	Tries int `json:"tries,omitempty"`
+	// NotRepeated: the program did not fail again, so it was not
+	// minimized (Program is the original).
+	NotRepeated bool `json:"not_repeated,omitempty"`
 }
 
 // Result is what an agent publishes for one Work.

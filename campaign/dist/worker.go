@@ -430,7 +430,11 @@ func (a *worker) minimize(ctx context.Context, m jetstream.Msg, w *Work, p *prog
 		a.log.Info("minimized", "signature", w.Minimize, "ops", len(f.Minimized.Ops), "from", len(p.Ops),
 			"reproduced", fmt.Sprintf("%d/%d", f.Reproduced, f.Replays))
 		r.Minimized = Minimized{Signature: w.Minimize, Program: string(f.Minimized.Format()), Observation: f.MinObs,
-			Explanation: f.MinIssue.Explanation, Runs: f.MinRuns, Replays: f.Replays, Reproduced: f.Reproduced}
+			Explanation: f.MinIssue.Explanation, Runs: f.MinRuns, Replays: f.Replays, Reproduced: f.Reproduced,
+			NotRepeated: f.NotRepeated}
+		if f.MinTries > 1 {
+			r.Minimized.Tries = f.MinTries
+		}
 	}
 	b, err := json.Marshal(r)
 	if limit := int(a.cfg.Store.JS.Conn().MaxPayload()) - 64<<10; err == nil && len(b) > limit {
