@@ -279,6 +279,7 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	}
 	resp := rdtscp()
 	forked = m.kc.mark(m.proc)
+	m.kc.forkFilled(f, forked)
 	if errno != 0 && sentinel {
 		rb.Part = m.sentinelProbe() // sentinel.go: before anything else touches memory
 	}

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -87,6 +88,9 @@ type kcovState struct {
 	// first, len(ops): after the last); overAt is the op during which
 	// slot 0's buffer first filled (-2: it did not), for the note.
 	op, overAt int
+	// forkFull says which fork alone filled slot 0, and the executor's
+	// size then (for the note).
+	forkFull string
 }
 
 // openKcov opens and maps every slot. Main process, executor thread only.
@@ -206,6 +210,7 @@ func (k *kcovState) begin(forks int, off bool) {
 	atomic.StoreUint64(&k.area[0][0], 0)
 	clear(k.cache[:])
 	k.op, k.overAt = -1, -2
+	k.forkFull = ""
 }
 
 // enableChild turns collection on for the calling child of fork f. Safe
@@ -282,6 +287,33 @@ func (k *kcovState) mark(i int) uint64 {
 		return 0
 	}
 	return atomic.LoadUint64(&k.area[i][0])
+}
+
+// forkFilled notes, when the main process's fork f recorded n PCs and
+// that filled the buffer, how big the executor was: a fork's PCs grow
+// with the page tables it copies.
+func (k *kcovState) forkFilled(f int, n uint64) {
+	if k == nil || !k.ok || !k.on || k.forkFull != "" || n < uint64(len(k.area[0])-1) {
+		return
+	}
+	all, _ := processVMAs()
+	k.forkFull = fmt.Sprintf("fork f%d alone filled it: %d VMAs, %s", f, all, statm())
+}
+
+// statm returns the process's size and resident memory from
+// /proc/self/statm.
+func statm() string {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return "statm: " + err.Error()
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return "statm: " + string(b)
+	}
+	size, _ := strconv.ParseUint(f[0], 10, 64)
+	rss, _ := strconv.ParseUint(f[1], 10, 64)
+	return fmt.Sprintf("%d MiB mapped, %d MiB resident", size*4096>>20, rss*4096>>20)
 }
 
 // cut drops what slot i recorded after mark returned n: the executor's
@@ -376,6 +408,9 @@ func (k *kcovState) result(forks int) (c *obs.Coverage) {
 				if k.overAt == -1 {
 					where = " before the first op"
 				}
+			}
+			if i == 0 && k.forkFull != "" {
+				where += " (" + k.forkFull + ")"
 			}
 			c.Note += fmt.Sprintf("process %d: %s filled%s; ", i, what, where)
 		}

@@ -586,6 +586,9 @@ func (m *machine) fork(i, f int, start int64) {
 	}
 	resp := rdtscp()
 	forked := m.kc.mark(m.proc)
+	if m.proc == 0 {
+		m.kc.forkFilled(f, forked)
+	}
 	sigRestore(&m.sigOld)
 	if !m.inChild {
 		m.forkTSC[f] = [2]uint64{inv, resp}

@@ -1,0 +1,50 @@
+package executor
+
+import (
+	"runtime"
+	"runtime/debug"
+	"testing"
+)
+
+var trimSink []byte
+
+func residentHeap() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapSys - ms.HeapReleased
+}
+
+// Garbage left by a program that ran with the collector off (writer
+// threads) is collected and returned to the kernel before the next
+// program, so that its forks do not copy its page tables.
+func TestTrimHeap(t *testing.T) {
+	old := debug.SetGCPercent(-1)
+	for i := 0; i < 3*heapTrim>>20; i++ {
+		trimSink = make([]byte, 1<<20)
+		trimSink[len(trimSink)-1] = 1
+	}
+	trimSink = nil
+	debug.SetGCPercent(old)
+	before := residentHeap()
+	if before <= heapTrim {
+		t.Fatalf("%d MiB of heap resident after %d MiB of garbage: the test did not fill it", before>>20, 3*heapTrim>>20)
+	}
+	trimHeap()
+	after := residentHeap()
+	t.Logf("resident heap: %d MiB before, %d MiB after", before>>20, after>>20)
+	if after > heapTrim {
+		t.Fatalf("resident heap %d MiB after trimHeap, want at most %d", after>>20, heapTrim>>20)
+	}
+	// Under the bound, nothing is done (no forced collection per program).
+	n := numGC()
+	trimHeap()
+	if numGC() != n {
+		t.Fatalf("trimHeap collected with %d MiB resident, under its %d MiB bound", residentHeap()>>20, heapTrim>>20)
+	}
+}
+
+func numGC() uint32 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.NumGC
+}
