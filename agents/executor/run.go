@@ -189,9 +189,10 @@ const heapTrim = 64 << 20
 // more than heapTrim. Every fork of the main process copies the page
 // tables of its resident memory: programs with writer threads run with
 // the collector off, and in a long-lived guest executor the heap grew to
-// 240-250 MiB resident, so that a fork alone filled the 4M-PC KCOV buffer
-// (4 of 80 corpus programs of a 6-minute campaign) and every fork copied
-// some 60000 page-table entries of garbage.
+// 240-250 MiB resident, so that a fork alone could fill the 4M-PC KCOV
+// buffer and every fork copied some 60000 page-table entries of garbage.
+// In a 6-minute guided campaign 43 of 85 corpus programs had overflowed
+// in the main process; with the trim, 0 of 105 (docs/coverage.md).
 func trimHeap() {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
