@@ -8,12 +8,6 @@ import (
 
 var trimSink []byte
 
-func residentHeap() uint64 {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapSys - ms.HeapReleased
-}
-
 // Garbage left by a program that ran with the collector off (writer
 // threads) is collected and returned to the kernel before the next
 // program, so that its forks do not copy its page tables.
