@@ -120,8 +120,16 @@ type Stats struct {
 	First        *Finding
 }
 
+// SeedRule says how a campaign with seed s draws its programs, for logs.
+func SeedRule(s uint64) string {
+	return fmt.Sprintf("fresh program k uses campaign.ProgramSeed(%d, k); when guided, the corpus mutation at program i uses campaign.ProgramSeed(%d, i); every finding names its program's seed", s, CorpusSeed(s))
+}
+
 // ProgramSeed is the seed of program i of a campaign with seed s. A program
 // is generated or mutated from rand.New(rand.NewPCG(ProgramSeed(s, i), s)).
+// In a blind campaign program i is fresh program i; a guided one draws
+// some programs from its corpus (CorpusSeed), and its fresh programs go
+// on in order between them (Origin).
 func ProgramSeed(s uint64, i int64) uint64 {
 	x := s + uint64(i)*0x9e3779b97f4a7c15
 	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
@@ -229,7 +237,7 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	}
 	st := &Stats{}
 	start := time.Now()
-	logf(cfg.Log, "campaign: target %s, seed %d (program i uses campaign.ProgramSeed(%d, i))", cfg.Target.Name(), cfg.Seed, cfg.Seed)
+	logf(cfg.Log, "campaign: target %s, seed %d (%s)", cfg.Target.Name(), cfg.Seed, SeedRule(cfg.Seed))
 	if arenaNote != "" {
 		logf(cfg.Log, "campaign: %s", arenaNote)
 	}
@@ -313,7 +321,7 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 				return
 			}
 			next++
-			p, parent := cov.newProgram(i, pool)
+			p, parent, org := cov.newProgram(i, pool)
 			saved.mutated(i, parent)
 			syms := cov.wantSymbols()
 			mu.Unlock()
@@ -327,7 +335,7 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 			} else {
 				cov.forget(i)
 			}
-			found, err := record(cfg, st, store, pool, saved, &harnessErrs, i, p, o, v, herr, &programs, &forks)
+			found, err := record(cfg, st, store, pool, saved, &harnessErrs, i, org, p, o, v, herr, &programs, &forks)
 			if err != nil && fatal == nil {
 				fatal = err
 			}
@@ -367,13 +375,13 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 // held), returns the findings with signatures never seen before (claimed:
 // no other worker saves them), and a fatal error when the campaign must
 // stop.
-func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, saved *savedCorpus, harnessErrs *int, i int64, p *prog.Program,
+func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, saved *savedCorpus, harnessErrs *int, i int64, org Origin, p *prog.Program,
 	o *obs.Observation, v *judge.Verdict, herr error, programs, forks *atomic.Int64) ([]*Finding, error) {
 	if herr != nil {
 		st.HarnessErrors++
 		st.stats.harnessError()
 		*harnessErrs++
-		logf(cfg.Log, "program %d (seed %d): harness error: %v", i, ProgramSeed(cfg.Seed, i), herr)
+		logf(cfg.Log, "program %d (seed %d): harness error: %v", i, org.Seed, herr)
 		if *harnessErrs >= cfg.MaxHarnessErrors {
 			return nil, fmt.Errorf("campaign: %d harness errors in a row, last: %w", *harnessErrs, herr)
 		}
@@ -399,20 +407,20 @@ func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, saved *saved
 			if dir, ok := store.Known(is.Signature); ok && !slices.Contains(st.KnownDirs, dir) {
 				st.Known++
 				st.KnownDirs = append(st.KnownDirs, dir)
-				logf(cfg.Log, "program %d (seed %d): known finding %s (saved by an earlier run: %s)", i, ProgramSeed(cfg.Seed, i), is.Signature, dir)
+				logf(cfg.Log, "program %d (seed %d): known finding %s (saved by an earlier run: %s)", i, org.Seed, is.Signature, dir)
 			}
 			continue
 		}
 		atomic.AddInt64(&st.Findings, 1)
 		saved.finding(p)
-		logf(cfg.Log, "program %d (seed %d): new finding %s", i, ProgramSeed(cfg.Seed, i), is.Signature)
+		logf(cfg.Log, "program %d (seed %d): new finding %s%s", i, org.Seed, is.Signature, org.note())
 		kid := cfg.Kernel
 		if o != nil {
 			kid.Observed = o.Kernel
 		}
 		found = append(found, &Finding{
 			Issue: is, Program: p, Observation: o, CampaignSeed: cfg.Seed, Index: i, Judged: v.Summary(),
-			ProgramSeed: ProgramSeed(cfg.Seed, i), Target: cfg.Target.Name(), Corrupt: cfg.Corrupt,
+			ProgramSeed: org.Seed, Origin: org.Note, Target: cfg.Target.Name(), Corrupt: cfg.Corrupt,
 			TargetArgs: cfg.TargetArgs, Kernel: kid, Version: version.String(),
 		})
 	}

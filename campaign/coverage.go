@@ -1,6 +1,8 @@
 package campaign
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -25,13 +27,19 @@ type coverState struct {
 	line   atomic.Value
 	counts atomic.Pointer[cover.Counts] // the totals, for stats samples
 	from   map[int64]cover.From         // where running programs came from (guided)
+	// fresh counts the fresh programs drawn: fresh program k draws from
+	// ProgramRand(Seed, k) whether or not corpus mutations came between,
+	// so a guided campaign runs a blind one's fresh programs in the same
+	// order, only spaced out (a corpus draw no longer replaces one).
+	fresh  int64
+	origin map[int64]Origin // programs drawn and not yet recorded
 	// kernelID, when set, names the corpus directory instead of the
 	// target's image or the observed release (Guide).
 	kernelID string
 }
 
 func newCoverState(cfg Config) *coverState {
-	c := &coverState{cfg: cfg, from: map[int64]cover.From{}}
+	c := &coverState{cfg: cfg, from: map[int64]cover.From{}, origin: map[int64]Origin{}}
 	c.line.Store("coverage: -")
 	return c
 }
@@ -41,22 +49,67 @@ func (c *coverState) wantSymbols() bool {
 	return c.failed == "" && (c.t == nil || c.t.NeedSymbols())
 }
 
+// Origin is where program i of a campaign came from: its random source
+// and, when that is not ProgramRand(Seed, i), how it was drawn.
+type Origin struct {
+	Seed uint64 // the program's random source (ProgramSeed of Index's space)
+	// Fresh is k for fresh program k (generated, or mutated from the
+	// pool, from ProgramRand(Seed, k)); -1 for a corpus mutation.
+	Fresh int64
+	// Note says how the program was drawn when it is not program i's
+	// ProgramRand(Seed, i): "fresh program k" or the corpus mutation.
+	Note string
+}
+
+// note is the Note as a log line's tail.
+func (o Origin) note() string {
+	if o.Note == "" {
+		return ""
+	}
+	return " (" + o.Note + ")"
+}
+
+// CorpusSeed is the campaign seed of a guided campaign's corpus
+// mutations: the draw and the mutation of program i, when it mutates a
+// corpus program, come from ProgramRand(CorpusSeed(s), i), apart from
+// the fresh programs' ProgramRand(s, k).
+func CorpusSeed(s uint64) uint64 { return s ^ 0x636f72707573 } // "corpus"
+
 // newProgram is NewProgram with the corpus: when guided, the tracker's
 // schedule decides whether program i mutates a corpus program (a share
 // that follows what corpus mutations and fresh programs have found per
-// second lately) or is one of NewProgram's fresh programs and pool
-// mutations. Program i's choice and mutation draw from ProgramRand.
-func (c *coverState) newProgram(i int64, pool *Pool) (p, parent *prog.Program) {
+// second lately) or is the next of NewProgram's fresh programs and pool
+// mutations. Asked again for the same i before it is recorded (a
+// coordinator republishing), it draws the same way.
+func (c *coverState) newProgram(i int64, pool *Pool) (p, parent *prog.Program, org Origin) {
+	org, again := c.origin[i]
 	if c.t != nil && c.t.Guided {
-		r := ProgramRand(c.cfg.Seed, i)
-		f := c.t.Draw(r)
-		c.from[i] = f
+		f, drawn := c.from[i]
+		if !drawn {
+			// The schedule's own stream, apart from the programs'.
+			f = c.t.Draw(rand.New(rand.NewPCG(ProgramSeed(CorpusSeed(c.cfg.Seed), i), ^c.cfg.Seed)))
+			c.from[i] = f
+		}
 		if f != cover.Fresh {
+			r := ProgramRand(CorpusSeed(c.cfg.Seed), i)
 			parent = c.t.Program(f)
-			return gen.Mutate(r, parent, pool.Progs, c.cfg.Weights), parent
+			org = Origin{Seed: ProgramSeed(CorpusSeed(c.cfg.Seed), i), Fresh: -1,
+				Note: fmt.Sprintf("a mutation of corpus program %s from campaign.ProgramSeed(%d, %d)", c.t.EntryName(f), CorpusSeed(c.cfg.Seed), i)}
+			c.origin[i] = org
+			return gen.Mutate(r, parent, pool.Progs, c.cfg.Weights), parent, org
 		}
 	}
-	return NewProgramParent(c.cfg.Seed, i, pool.Progs, c.cfg.Weights)
+	if !again || org.Fresh < 0 {
+		k := c.fresh
+		c.fresh++
+		org = Origin{Seed: ProgramSeed(c.cfg.Seed, k), Fresh: k}
+		if k != i {
+			org.Note = fmt.Sprintf("fresh program %d: campaign.ProgramSeed(%d, %d)", k, c.cfg.Seed, k)
+		}
+		c.origin[i] = org
+	}
+	p, parent = NewProgramParent(c.cfg.Seed, org.Fresh, pool.Progs, c.cfg.Weights)
+	return p, parent, org
 }
 
 // image is the target's kernel image, if it boots one.
@@ -127,6 +180,7 @@ func (c *coverState) open(id string) error {
 func (c *coverState) record(i int64, p *prog.Program, o *obs.Observation, ran time.Duration) {
 	from, drawn := c.from[i]
 	delete(c.from, i)
+	delete(c.origin, i)
 	if o == nil || c.failed != "" {
 		return
 	}
@@ -177,7 +231,10 @@ func (c *coverState) close(st *Stats) {
 }
 
 // forget drops program i's source: it did not run to an observation.
-func (c *coverState) forget(i int64) { delete(c.from, i) }
+func (c *coverState) forget(i int64) {
+	delete(c.from, i)
+	delete(c.origin, i)
+}
 
 // Guide is a campaign's coverage guidance for drivers other than Run
 // (the distributed coordinator): the same corpus, schedule and status.
@@ -196,10 +253,18 @@ func NewGuide(cfg Config, kernelID string) *Guide {
 }
 
 // NewProgram returns program i (and the corpus or pool program it
-// mutates, if any).
-func (g *Guide) NewProgram(i int64, pool *Pool) (p, parent *prog.Program) {
+// mutates, if any) and where it came from.
+func (g *Guide) NewProgram(i int64, pool *Pool) (p, parent *prog.Program, org Origin) {
 	return g.c.newProgram(i, pool)
 }
+
+// Fresh is the number of fresh programs drawn so far (fresh program k
+// draws from ProgramRand(Seed, k)): a resumed campaign goes on with
+// SetFresh so that no fresh program is drawn twice.
+func (g *Guide) Fresh() int64 { return g.c.fresh }
+
+// SetFresh sets the number of fresh programs drawn before (see Fresh).
+func (g *Guide) SetFresh(n int64) { g.c.fresh = n }
 
 // Record takes in the observation of program i, which ran for ran, and
 // strips the kernel symbols from it.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/campaign/cover"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
@@ -125,5 +126,89 @@ func TestSeedCorpus(t *testing.T) {
 		Workdir: t.TempDir(), SeedCorpus: kept})
 	if !errors.Is(err, cover.ErrSeedBuild) {
 		t.Errorf("seed corpus of another build: error %v, want cover.ErrSeedBuild", err)
+	}
+}
+
+// serialCover is coverTarget on one machine, keeping what it ran in order.
+type serialCover struct {
+	coverTarget
+	ran []string
+}
+
+func (s *serialCover) Parallel() int { return 1 }
+func (s *serialCover) Run(p *prog.Program, opts agents.Options) (*obs.Observation, error) {
+	s.ran = append(s.ran, string(p.Format()))
+	return s.coverTarget.Run(p, opts)
+}
+
+// TestGuidedFreshOrder: a guided campaign's corpus mutations come between
+// its fresh programs rather than in their place, so it runs the blind
+// campaign's generated programs in the same order (before, a corpus draw
+// at program i replaced fresh program i for good, and a bug that the
+// blind campaign's program 7 finds could be missed by the guided one).
+func TestGuidedFreshOrder(t *testing.T) {
+	w := noThreads(gen.DefaultWeights())
+	tg := &serialCover{}
+	st, err := Run(context.Background(), Config{Target: tg, Seed: 5, Programs: 150, Weights: w, Workdir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := st.CoverCounts
+	if c.FromCorpus < 15 || len(tg.ran) != 150 {
+		t.Fatalf("%d of %d programs from the corpus, %d ran: too few to test the order", c.FromCorpus, c.Drawn, len(tg.ran))
+	}
+	// Fresh program k is generated (not a pool mutation) when
+	// NewProgramParent with a non-empty pool gives no parent.
+	pool := []*prog.Program{NewProgram(99, 0, nil, w)}
+	fresh := int64(150 - c.FromCorpus)
+	j, matched := 0, 0
+	for k := int64(0); k < fresh; k++ {
+		p, parent := NewProgramParent(5, k, pool, w)
+		if parent != nil {
+			continue
+		}
+		want := string(p.Format())
+		for j < len(tg.ran) && tg.ran[j] != want {
+			j++
+		}
+		if j == len(tg.ran) {
+			t.Fatalf("generated fresh program %d is not among the guided campaign's programs in order (%d matched before it)", k, matched)
+		}
+		matched++
+		j++
+	}
+	t.Logf("%d of %d programs from the corpus; all %d generated programs among the %d fresh ones ran in order", c.FromCorpus, c.Drawn, matched, fresh)
+	if matched < 20 {
+		t.Errorf("only %d generated fresh programs checked", matched)
+	}
+}
+
+// TestFindingOrigin: how a program was drawn, when not from its index's
+// seed, is kept in the finding's seed file and read back.
+func TestFindingOrigin(t *testing.T) {
+	dir := t.TempDir()
+	store := &FindingStore{Dir: dir}
+	if err := store.Open(); err != nil {
+		t.Fatal(err)
+	}
+	f := &Finding{Issue: judge.Issue{Signature: "memory:lost-store", Oracle: "memory"}, Program: NewProgram(1, 0, nil, gen.DefaultWeights()), CampaignSeed: 1, Index: 9,
+		ProgramSeed: ProgramSeed(CorpusSeed(1), 9), Origin: "a mutation of corpus program abc from campaign.ProgramSeed(7, 9)"}
+	saved, err := store.Save(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(saved, "seed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "\ndrawn "+f.Origin+"\n") {
+		t.Errorf("seed file without the origin:\n%s", b)
+	}
+	rep, err := os.ReadFile(filepath.Join(saved, "report.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rep), "drawn:    "+f.Origin) {
+		t.Errorf("report without the origin:\n%s", rep)
 	}
 }

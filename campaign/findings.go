@@ -38,10 +38,14 @@ type Finding struct {
 	CampaignSeed uint64
 	Index        int64
 	ProgramSeed  uint64
-	Corrupt      string
-	Replays      int // runs of the minimized program after minimizing
-	Reproduced   int // of which reproduced the signature
-	MinRuns      int // target runs spent minimizing
+	// Origin says how the program was drawn when that was not from
+	// ProgramRand(CampaignSeed, Index) (Origin.Note): a guided campaign's
+	// corpus mutations and its fresh programs after them.
+	Origin     string
+	Corrupt    string
+	Replays    int // runs of the minimized program after minimizing
+	Reproduced int // of which reproduced the signature
+	MinRuns    int // target runs spent minimizing
 	// TargetArgs are the `forkfuzz exec` flags that select the target as
 	// the campaign ran it (Replay adds Corrupt and the program file).
 	TargetArgs []string
@@ -338,7 +342,7 @@ func (s *FindingStore) Save(f *Finding) (string, error) {
 	files := map[string][]byte{
 		"signature":   []byte(f.Issue.Signature + "\n"),
 		"program.ffz": f.Program.Format(),
-		"seed":        []byte(fmt.Sprintf("campaign-seed %d\nprogram-index %d\nprogram-seed %d\n", f.CampaignSeed, f.Index, f.ProgramSeed)),
+		"seed":        []byte(seedFile(f)),
 		"report.txt":  []byte(f.Report()),
 		"replay":      []byte(f.Replay() + "\n"),
 	}
@@ -406,6 +410,9 @@ func (f *Finding) Report() string {
 		fmt.Fprintf(&b, "version:  %s\n", f.Version)
 	}
 	fmt.Fprintf(&b, "seed:     campaign %d, program %d, program seed %d\n", f.CampaignSeed, f.Index, f.ProgramSeed)
+	if f.Origin != "" {
+		fmt.Fprintf(&b, "drawn:    %s\n", f.Origin)
+	}
 	if f.Corrupt != "" {
 		fmt.Fprintf(&b, "NOTE:     the executor ran with the test-only corruption %q\n", f.Corrupt)
 	}
@@ -461,4 +468,15 @@ func (s *FindingStore) Exists(sig string) bool {
 	}
 	_, err := os.Stat(filepath.Join(s.Dir, "findings", DirName(sig), "signature"))
 	return err == nil
+}
+
+// seedFile is a finding's seed file: the campaign's seed, the program's
+// index and seed, and how it was drawn when not from ProgramRand(campaign
+// seed, index).
+func seedFile(f *Finding) string {
+	s := fmt.Sprintf("campaign-seed %d\nprogram-index %d\nprogram-seed %d\n", f.CampaignSeed, f.Index, f.ProgramSeed)
+	if f.Origin != "" {
+		s += "drawn " + f.Origin + "\n"
+	}
+	return s
 }

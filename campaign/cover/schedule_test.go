@@ -37,8 +37,8 @@ func TestScheduleFollowsYield(t *testing.T) {
 		wantAtLeast, wantAtMost float64
 	}{
 		{"fresh pays", Gain{NewEdges: 300, NewMM: 40}, Gain{}, 10 * time.Second, 10 * time.Second, minShare, 0.12},
-		{"corpus pays", Gain{}, Gain{NewEdges: 300, NewMM: 40}, 10 * time.Second, 10 * time.Second, 0.7, maxShare},
-		{"equal finds, corpus twice as fast", Gain{NewEdges: 100}, Gain{NewEdges: 100}, 20 * time.Second, 10 * time.Second, 0.6, 0.72},
+		{"corpus pays", Gain{}, Gain{NewEdges: 300, NewMM: 40}, 10 * time.Second, 10 * time.Second, 0.6, maxShare},
+		{"equal finds, corpus twice as fast", Gain{NewEdges: 100}, Gain{NewEdges: 100}, 20 * time.Second, 10 * time.Second, 0.6, maxShare},
 		{"nothing found anywhere", Gain{}, Gain{}, time.Second, time.Second, 0.2, 0.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,7 +80,7 @@ func TestDrawEnergy(t *testing.T) {
 	}
 	// Energy wears with every draw, so the productive entry's lead
 	// shrinks as it is drawn.
-	if n[0]+n[1] < 80 || n[1] < 3*n[0] {
+	if n[0]+n[1] < 55 || n[1] < 3*n[0] {
 		t.Errorf("draws: worn-out entry %d, productive entry %d (of 100)", n[0], n[1])
 	}
 	t.Logf("draws: worn-out entry %d, productive entry %d (of 100)", n[0], n[1])

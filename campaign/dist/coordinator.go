@@ -61,14 +61,17 @@ type CoordinatorConfig struct {
 
 // State is a campaign's record in the state bucket.
 type State struct {
-	V        int       `json:"v"`
-	Campaign string    `json:"campaign"`
-	Seed     uint64    `json:"seed"`
-	Programs int       `json:"programs"`
-	Target   string    `json:"target"`
-	Kernel   string    `json:"kernel,omitempty"`
-	Corrupt  string    `json:"corrupt,omitempty"`
-	Next     int64     `json:"next"` // programs 0..Next-1 are published
+	V        int    `json:"v"`
+	Campaign string `json:"campaign"`
+	Seed     uint64 `json:"seed"`
+	Programs int    `json:"programs"`
+	Target   string `json:"target"`
+	Kernel   string `json:"kernel,omitempty"`
+	Corrupt  string `json:"corrupt,omitempty"`
+	Next     int64  `json:"next"` // programs 0..Next-1 are published
+	// Fresh: the fresh programs among them (campaign.Guide.Fresh); a
+	// state without it (0) had Next.
+	Fresh    int64     `json:"fresh,omitempty"`
 	Finished bool      `json:"finished"`
 	Starts   int       `json:"starts"` // times a coordinator took it up
 	Started  time.Time `json:"started"`
@@ -177,6 +180,7 @@ func RunCoordinator(ctx context.Context, cfg CoordinatorConfig) (*Stats, error) 
 	}
 	c.guide = campaign.NewGuide(campaign.Config{Seed: c.state.Seed, Weights: cfg.Weights, Workdir: cfg.Workdir,
 		Blind: cfg.Blind, Log: slogWriter{c.log}}, kid)
+	c.guide.SetFresh(c.state.Fresh)
 	if _, err := EnsureWorkerConsumer(ctx, c.s.JS, cfg.Target, cfg.AckWait); err != nil {
 		return nil, err
 	}
@@ -260,6 +264,9 @@ func (c *coord) loadState(ctx context.Context) error {
 	default:
 		return fmt.Errorf("dist: campaign %s: %w", cfg.Campaign, err)
 	}
+	if c.state.Fresh == 0 {
+		c.state.Fresh = c.state.Next // a state from before Fresh was kept
+	}
 	c.wasFinished = c.state.Finished
 	c.state.Finished = false
 	c.state.Starts++
@@ -271,7 +278,7 @@ func (c *coord) loadState(ctx context.Context) error {
 	}
 	c.log.Info("campaign", "seed", c.state.Seed, "resumed", c.st.Resumed, "published", c.state.Next,
 		"target", c.state.Target, "programs", c.state.Programs,
-		"replay", fmt.Sprintf("program i uses campaign.ProgramSeed(%d, i)", c.state.Seed))
+		"replay", fmt.Sprintf("fresh program k uses campaign.ProgramSeed(%d, k); every program's seed is in its work and result", c.state.Seed))
 	return nil
 }
 
@@ -417,9 +424,9 @@ func (c *coord) produce(ctx context.Context, start time.Time) error {
 		var batch []*Work
 		for !c.limitReached(deadline) && c.state.Next+int64(len(batch))-c.st.Done < int64(c.cfg.Queue) && len(batch) < 512 {
 			i := c.state.Next + int64(len(batch))
-			p, _ := c.guide.NewProgram(i, c.pool)
+			p, _, org := c.guide.NewProgram(i, c.pool)
 			batch = append(batch, &Work{V: WireVersion, Campaign: c.cfg.Campaign, CampaignSeed: c.state.Seed, Index: i,
-				Seed: campaign.ProgramSeed(c.state.Seed, i), Program: string(p.Format()), Target: c.state.Target,
+				Seed: org.Seed, Drawn: org.Note, Program: string(p.Format()), Target: c.state.Target,
 				Kernel: c.state.Kernel, Corrupt: c.state.Corrupt,
 				// kallsyms (about 1 MB) until the corpus has them: every
 				// 64th program asks, not every one in flight.
@@ -516,6 +523,7 @@ func (c *coord) publish(ctx context.Context, batch []*Work) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.state.Next = batch[len(batch)-1].Index + 1
+	c.state.Fresh = c.guide.Fresh()
 	c.st.Published += int64(len(batch))
 	if m := c.cfg.Metrics; m != nil {
 		m.Published.Add(float64(len(batch)))

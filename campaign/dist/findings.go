@@ -37,6 +37,7 @@ type FindingRecord struct {
 	Files        map[string]string `json:"files,omitempty"`
 	CampaignSeed uint64            `json:"campaign_seed"`
 	ProgramSeed  uint64            `json:"program_seed"`
+	Drawn        string            `json:"drawn,omitempty"` // campaign.Finding.Origin
 	Target       string            `json:"target"`
 	Corrupt      string            `json:"corrupt,omitempty"`
 	Program      string            `json:"program"`
@@ -115,7 +116,7 @@ func (c *coord) saveFinding(ctx context.Context, r *Result, is judge.Issue) (boo
 		corrupt := c.state.Corrupt
 		c.mu.Unlock()
 		rec = &FindingRecord{Meta: meta, Oracle: string(is.Oracle), Explanation: is.Explanation, Files: is.Files,
-			CampaignSeed: r.CampaignSeed, ProgramSeed: r.Seed, Target: r.Target, Corrupt: corrupt,
+			CampaignSeed: r.CampaignSeed, ProgramSeed: r.Seed, Drawn: r.Drawn, Target: r.Target, Corrupt: corrupt,
 			Program: r.Program, Observation: r.Observation, TargetArgs: r.TargetArgs, Version: version.String()}
 		if r.KernelID != nil {
 			rec.KernelID = *r.KernelID
@@ -296,7 +297,7 @@ func (rec *FindingRecord) Finding() (*campaign.Finding, error) {
 	f := &campaign.Finding{
 		Issue:   judge.Issue{Oracle: checker.Oracle(rec.Oracle), Signature: rec.Meta.Signature, Explanation: rec.Explanation, Files: rec.Files},
 		Program: p, Observation: rec.Observation, Target: rec.Target, CampaignSeed: rec.CampaignSeed,
-		Index: rec.Meta.Index, ProgramSeed: rec.ProgramSeed, Corrupt: rec.Corrupt,
+		Index: rec.Meta.Index, ProgramSeed: rec.ProgramSeed, Origin: rec.Drawn, Corrupt: rec.Corrupt,
 		TargetArgs: rec.TargetArgs, Kernel: rec.KernelID, Version: rec.Version,
 	}
 	if m := rec.Minimized; m != nil {

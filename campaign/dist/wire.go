@@ -27,9 +27,12 @@ type Work struct {
 	Campaign     string `json:"campaign"`
 	CampaignSeed uint64 `json:"campaign_seed"`
 	Index        int64  `json:"index"`
-	// Seed is campaign.ProgramSeed(CampaignSeed, Index): the random source
-	// the program was generated or mutated from.
+	// Seed is the random source the program was generated or mutated
+	// from: campaign.ProgramSeed(CampaignSeed, Index) unless Drawn says
+	// otherwise (campaign.Origin.Note: a guided campaign's corpus
+	// mutations, and its fresh programs after them).
 	Seed    uint64 `json:"seed"`
+	Drawn   string `json:"drawn,omitempty"`
 	Program string `json:"program"`
 	// Target is the target kind the program is meant for (native, qemu,
 	// sim); Kernel the SHA-256 of the kernel image in the object store
@@ -84,6 +87,7 @@ type Result struct {
 	CampaignSeed uint64 `json:"campaign_seed"`
 	Index        int64  `json:"index"`
 	Seed         uint64 `json:"seed"`
+	Drawn        string `json:"drawn,omitempty"` // Work.Drawn
 	Agent        string `json:"agent"`
 	// Delivered is the work message's delivery count (>1: redelivered).
 	Delivered uint64 `json:"delivered"`

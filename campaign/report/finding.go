@@ -154,7 +154,11 @@ func FindingPage(f *campaign.Finding) []byte {
 	kv := func(k, v string) { b.f(`<div>%s</div><div>%s</div>`, esc(k), v) }
 	kv("target", esc(f.Target))
 	kv("kernel", esc(orUnknown(kernelOf(f))))
-	kv("seeds", esc(fmt.Sprintf("campaign %d, program %d, program seed %d (program i uses campaign.ProgramSeed(campaign, i))", f.CampaignSeed, f.Index, f.ProgramSeed)))
+	drawn := "program i uses campaign.ProgramSeed(campaign, i)"
+	if f.Origin != "" {
+		drawn = f.Origin
+	}
+	kv("seeds", esc(fmt.Sprintf("campaign %d, program %d, program seed %d (%s)", f.CampaignSeed, f.Index, f.ProgramSeed, drawn)))
 	if f.Corrupt != "" {
 		kv("NOTE", `<span class="warn">the executor ran with the test-only corruption `+esc(f.Corrupt)+`</span>`)
 	}

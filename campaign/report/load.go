@@ -80,6 +80,8 @@ func LoadFinding(dir string) (*campaign.Finding, error) {
 				f.Index = int64(n)
 			case "program-seed":
 				f.ProgramSeed = n
+			case "drawn":
+				f.Origin = strings.TrimSpace(v)
 			}
 		}
 	}

@@ -455,7 +455,7 @@ func runDist(t agents.Target, kind string, cfg campaign.Config, minRuns int, min
 			stopCoord() // the agent gave up: so does the campaign
 		}
 	}()
-	fmt.Fprintf(stdout, "campaign: target %s over JetStream (in-process), seed %d (program i uses campaign.ProgramSeed(%d, i))\n", t.Name(), cfg.Seed, cfg.Seed)
+	fmt.Fprintf(stdout, "campaign: target %s over JetStream (in-process), seed %d (%s)\n", t.Name(), cfg.Seed, campaign.SeedRule(cfg.Seed))
 	var arenaNote string
 	if cfg.Weights, arenaNote = campaign.ArenaWeights(t, cfg.Weights); arenaNote != "" {
 		fmt.Fprintf(stdout, "campaign: %s\n", arenaNote)
