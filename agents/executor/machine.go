@@ -421,8 +421,11 @@ func (m *machine) runProc(proc int) {
 			m.post(i) // main process only: children have no threads
 			continue
 		}
-		if proc == 0 && m.kc != nil {
+		if m.kc != nil {
 			m.kc.op = i
+			if m.inChild && bigOp(op) {
+				m.kc.grow(m.proc)
+			}
 		}
 		m.exec(i)
 		m.kc.drain(m.proc)
@@ -430,6 +433,18 @@ func (m *machine) runProc(proc int) {
 	if proc == 0 && m.kc != nil {
 		m.kc.op = len(m.p.Ops) // what follows: threads' end, the last view
 	}
+}
+
+// bigOp: op may record more kernel coverage in one system call than a
+// child's kcov buffer holds (kcovState.grow).
+func bigOp(op *prog.Op) bool {
+	switch op.Kind {
+	case prog.OpFork:
+		return true
+	case prog.OpMigrate, prog.OpMunmap, prog.OpMremap, prog.OpMadvise, prog.OpMlock, prog.OpMunlock, prog.OpMprotect:
+		return op.Len >= kcovBigOp || op.Len == 0
+	}
+	return false
 }
 
 const pageMask = prog.PageSize - 1
