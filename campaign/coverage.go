@@ -52,7 +52,9 @@ func (c *coverState) wantSymbols() bool {
 // Origin is where program i of a campaign came from: its random source
 // and, when that is not ProgramRand(Seed, i), how it was drawn.
 type Origin struct {
-	Seed uint64 // the program's random source (ProgramSeed of Index's space)
+	// Seed is the program's random source: ProgramSeed(Seed, Fresh), or
+	// ProgramSeed(CorpusSeed(Seed), i) for a corpus mutation.
+	Seed uint64
 	// Fresh is k for fresh program k (generated, or mutated from the
 	// pool, from ProgramRand(Seed, k)); -1 for a corpus mutation.
 	Fresh int64
