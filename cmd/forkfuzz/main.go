@@ -511,26 +511,33 @@ func cmdMinimize(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	defer t.Close()
-	opt := agents.Options{Corrupt: *corrupt}
-	o, runErr := t.Run(p, opt)
-	v, err := judge.Judge(p, o, runErr)
-	if err != nil {
-		fmt.Fprintln(stderr, "forkfuzz minimize:", err)
-		return exitError
-	}
 	if *sig == "" {
+		o, runErr := t.Run(p, agents.Options{Corrupt: *corrupt})
+		v, err := judge.Judge(p, o, runErr)
+		if err != nil {
+			fmt.Fprintln(stderr, "forkfuzz minimize:", err)
+			return exitError
+		}
 		if v.OK() {
 			fmt.Fprintln(stderr, "forkfuzz minimize: the program passes every oracle; nothing to minimize")
 			return exitClean
 		}
 		*sig = v.Issues[0].Signature
-	} else if !v.Has(*sig) {
-		fmt.Fprintf(stderr, "forkfuzz minimize: the program does not show %s\n", *sig)
-		return exitError
 	}
+	// With --signature the program gets up to three runs to show it (a
+	// race that fires one run in two or three), and every minimization
+	// step as many as it needed (campaign.Reduce).
 	f := &campaign.Finding{Issue: judge.Issue{Signature: *sig}, Program: p}
 	campaign.Reduce(t, f, *runs, 0, *corrupt)
-	fmt.Fprintf(stderr, "minimized %s: %d -> %d ops in %d runs; reproduced %d/%d\n", *sig, len(p.Ops), len(f.Minimized.Ops), f.MinRuns, f.Reproduced, f.Replays)
+	if f.NotRepeated {
+		fmt.Fprintf(stderr, "forkfuzz minimize: the program did not show %s in %d runs (%d replays of it: %d did)\n", *sig, f.MinRuns, f.Replays, f.Reproduced)
+		return exitError
+	}
+	race := ""
+	if f.MinTries > 1 {
+		race = fmt.Sprintf(", up to %d a step (it showed the signature on run %d: a race)", f.MinTries, f.MinTries)
+	}
+	fmt.Fprintf(stderr, "minimized %s: %d -> %d ops in %d runs%s; reproduced %d/%d\n", *sig, len(p.Ops), len(f.Minimized.Ops), f.MinRuns, race, f.Reproduced, f.Replays)
 	stdout.Write(f.Minimized.Format())
 	return exitFindings
 }

@@ -161,3 +161,17 @@ func TestUsageAndUnknown(t *testing.T) {
 		t.Fatal("help")
 	}
 }
+
+// TestMinimizeSignatureNotShown: with --signature, a program that does
+// not show it gets three runs (a race may need them), then a clear error;
+// without --signature a clean program has nothing to minimize.
+func TestMinimizeSignatureNotShown(t *testing.T) {
+	code, _, errs := forkfuzz(t, "minimize", "--target", "sim", "--signature", "memory:lost-store", "testdata/clean.ffz")
+	if code != exitError || !strings.Contains(errs, "did not show memory:lost-store in 3 runs") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	code, _, errs = forkfuzz(t, "minimize", "--target", "sim", "testdata/clean.ffz")
+	if code != exitClean || !strings.Contains(errs, "nothing to minimize") {
+		t.Fatalf("no signature: exit %d, stderr %q", code, errs)
+	}
+}
