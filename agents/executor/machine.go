@@ -654,6 +654,9 @@ func (m *machine) child(f int) {
 		m.pids[j] = 0
 	}
 	sys2(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL))
+	if m.kc != nil {
+		m.kc.op = -1 // not the parent's fork: the child's own ops follow
+	}
 	m.kc.enableChild(f)
 	w := uintptr(unsafe.Pointer(&m.ctl[f*64]))
 	for atomic.LoadUint32((*uint32)(unsafe.Pointer(&m.ctl[f*64]))) == 0 {
