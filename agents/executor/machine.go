@@ -423,14 +423,8 @@ func (m *machine) runProc(proc int) {
 		}
 		if m.kc != nil {
 			m.kc.op = i
-			if m.inChild {
-				size := m.bigOp(op)
-				if size == 0 && m.kc.overflowed(m.proc) {
-					size = 1
-				}
-				if size > 0 {
-					m.kc.grow(m.proc, size)
-				}
+			if m.inChild && bigOp(op) {
+				m.kc.grow(m.proc)
 			}
 		}
 		m.exec(i)
@@ -441,24 +435,16 @@ func (m *machine) runProc(proc int) {
 	}
 }
 
-// bigOp: whether op may record more kernel coverage in one system call
-// than a child's kcov buffer holds, and how much (kcovState.grow: 0 no,
-// 1 kcovGrownWords, 2 kcovForkWords).
-func (m *machine) bigOp(op *prog.Op) int {
+// bigOp: op may record more kernel coverage in one system call than a
+// child's kcov buffer holds (kcovState.grow).
+func bigOp(op *prog.Op) bool {
 	switch op.Kind {
 	case prog.OpFork:
-		return 2
-	case prog.OpWait, prog.OpKill, prog.OpJoin:
-		return 0
+		return true
 	case prog.OpMigrate, prog.OpMunmap, prog.OpMremap, prog.OpMadvise, prog.OpMlock, prog.OpMunlock, prog.OpMprotect:
-		if op.Len >= kcovBigOp || op.Len == 0 {
-			return 1
-		}
+		return op.Len >= kcovBigOp || op.Len == 0
 	}
-	if int(op.Region) < len(m.p.Regions) && m.p.Regions[op.Region].THP != prog.THPOff {
-		return 1
-	}
-	return 0
+	return false
 }
 
 const pageMask = prog.PageSize - 1
@@ -654,9 +640,6 @@ func (m *machine) child(f int) {
 		m.pids[j] = 0
 	}
 	sys2(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL))
-	if m.kc != nil {
-		m.kc.op = -1 // not the parent's fork: the child's own ops follow
-	}
 	m.kc.enableChild(f)
 	w := uintptr(unsafe.Pointer(&m.ctl[f*64]))
 	for atomic.LoadUint32((*uint32)(unsafe.Pointer(&m.ctl[f*64]))) == 0 {
