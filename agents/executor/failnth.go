@@ -171,9 +171,9 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	// drain between the priming and the fork: it takes most of a second
 	// under TCG, time in which other tasks on CPU 0 could take the
 	// primed stacks.
-	m.kc.drain(m.proc)
+	m.kc.drain(m.ks)
 	forked := uint64(0) // the fork's PCs, at the fork's return
-	defer func() { m.kc.cut(m.proc, forked) }()
+	defer func() { m.kc.cut(m.ks, forked) }()
 	sentinel := false
 	if fd >= 0 {
 		if why := m.sentinelArm(); why != "" {
@@ -265,7 +265,7 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	if sentinel {
 		m.sentinelTouch()
 	}
-	m.kc.cut(m.proc, 0)
+	m.kc.cut(m.ks, 0)
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
 	var pid, errno, backN, armErr uintptr
@@ -278,7 +278,7 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 		m.child(f) // the kernel resets fail-nth in the child (dup_task_struct)
 	}
 	resp := rdtscp()
-	forked = m.kc.mark(m.proc)
+	forked = m.kc.mark(m.ks)
 	m.kc.forkFilled(f, forked)
 	if errno != 0 && sentinel {
 		rb.Part = m.sentinelProbe() // sentinel.go: before anything else touches memory

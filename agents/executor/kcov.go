@@ -22,6 +22,13 @@ package executor
 // syzkaller's signal); children's buffers are drained when the program
 // ends. Children run without the Go runtime, so everything a child does
 // here is a raw ioctl on a descriptor that already exists.
+//
+// Threads t1..tN of the main process (threads.go) are tasks too: each
+// worker opens, maps (MADV_DONTFORK) and enables a descriptor of its own
+// on its locked OS thread the first time it runs (openThread), in slot
+// threadSlot(N), and drains it after each of its operations and as its
+// loops go. What a thread records is the program's too: the faults of a
+// storeloop racing a fork, the page moves of a migrateloop.
 
 import (
 	"fmt"
@@ -35,6 +42,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
 // KCOV ioctls and modes (include/uapi/linux/kcov.h).
@@ -75,7 +83,30 @@ const (
 	kcovMainEdges  = 1 << 17
 	kcovChildPCs   = 1 << 14
 	kcovChildEdges = 1 << 15
+	// Threads' buffers and sets (slots threadSlot(1..prog.MaxThreads)):
+	// a migrateloop's pass moves a whole region in one call.
+	kcovThreadWords = 1 << 20
+	kcovThreadPCs   = 1 << 14
+	kcovThreadEdges = 1 << 15
+	// kcovSlots: slot 0 the main thread, 1..kcovChildren the children,
+	// then one per thread.
+	kcovSlots = 1 + kcovChildren + prog.MaxThreads
 )
+
+// childSlot is the slot of the child of fork f (-1: none, it runs
+// without coverage).
+func childSlot(f int) int {
+	if f < 0 || f >= kcovChildren {
+		return -1
+	}
+	return f + 1
+}
+
+// threadSlot is the slot of thread t (1..prog.MaxThreads).
+func threadSlot(t int) int { return kcovChildren + t }
+
+// isThread reports whether slot i is a thread's.
+func isThread(i int) bool { return i > kcovChildren }
 
 // kcovState is the executor's KCOV state, allocated once. Children read
 // fd, area, pcs and edges and write only into memory shared with the main
@@ -85,12 +116,22 @@ type kcovState struct {
 	reason  string // why not, when !ok
 	enabled bool   // slot 0 is enabled on the executor thread
 	on      bool   // collecting for the current program
-	fd      [kcovChildren + 1]int
-	area    [kcovChildren + 1][]uint64 // shared with the kernel
-	pcs     [kcovChildren + 1][]uint64 // sets: [0] count, then slots (0 = empty)
-	edges   [kcovChildren + 1][]uint64
+	fd      [kcovSlots]int
+	area    [kcovSlots][]uint64 // shared with the kernel
+	pcs     [kcovSlots][]uint64 // sets: [0] count, then slots (0 = empty)
+	edges   [kcovSlots][]uint64
 	cache   [kcovCache][2]uint64 // (pc, prev) pairs drained; private to each process
-	shared  []byte
+	// tcache is each thread's cache (threads drain concurrently);
+	// tcache[t-1] for thread t, allocated by openThread.
+	tcache [prog.MaxThreads]*[kcovCache][2]uint64
+	// tnote[t-1] says why thread t has no coverage (openThread failed).
+	tnote  [prog.MaxThreads]string
+	tnoted [prog.MaxThreads]bool
+	// live[i] (thread slots): the thread ran in the current program.
+	// Set by the thread, cleared by begin; read by result after the
+	// threads were joined.
+	live   [kcovSlots]bool
+	shared []byte
 	// grown[i]: slot i's child replaced its buffer with big[i] (grow).
 	// big is reserved (PROT_NONE, nothing to copy at fork) in the main
 	// process so that a child writes no pointer when it grows: it maps
@@ -98,15 +139,18 @@ type kcovState struct {
 	// overWord[i] (shared, children only): [0] 2 + the op during which
 	// slot i's buffer first filled (1: before the child's first op);
 	// [1] 2 + the op before which the child grew its buffer.
-	overWord [kcovChildren + 1][]uint64
-	grown    [kcovChildren + 1]bool
-	big      [kcovChildren + 1][]uint64
+	// Threads' overWord is on the heap ([1] unused).
+	overWord [kcovSlots][]uint64
+	grown    [kcovSlots]bool
+	big      [kcovSlots][]uint64
 	reserve  []byte
 	pathZ    [len(KcovPath) + 1]byte // KcovPath, NUL-terminated, for a child's open
 	// op is the main process's operation running (-1: before the
 	// first, len(ops): after the last); overAt is the op during which
 	// slot 0's buffer first filled (-2: it did not), for the note.
 	op, overAt int
+	// top[t-1] is the operation thread t runs (written by the thread).
+	top [prog.MaxThreads]int
 	// forkFull says which fork alone filled slot 0, and the executor's
 	// size then (for the note).
 	forkFull string
@@ -119,7 +163,7 @@ func openKcov() *kcovState {
 	for i := range k.fd {
 		k.fd[i] = -1
 	}
-	for i := range k.fd {
+	for i := 0; i <= kcovChildren; i++ {
 		words := kcovChildWords
 		if i == 0 {
 			words = kcovMainWords
@@ -236,11 +280,12 @@ func (k *kcovState) begin(forks int, off bool) {
 		k.enabled = true
 	}
 	for i := range k.area {
-		if i <= forks {
+		if i <= forks && i <= kcovChildren || isThread(i) && k.area[i] != nil {
 			clear(k.pcs[i])
 			clear(k.edges[i])
 			clear(k.overWord[i])
 			atomic.StoreUint64(&k.area[i][0], 0)
+			k.live[i] = false
 		}
 	}
 	atomic.StoreUint64(&k.area[0][0], 0)
@@ -252,10 +297,71 @@ func (k *kcovState) begin(forks int, off bool) {
 // enableChild turns collection on for the calling child of fork f. Safe
 // in a forked child: one raw ioctl.
 func (k *kcovState) enableChild(f int) {
-	if k == nil || !k.ok || !k.on || f+1 >= len(k.fd) {
+	if k == nil || !k.ok || !k.on || childSlot(f) < 0 {
 		return
 	}
-	sys3(unix.SYS_IOCTL, uintptr(k.fd[f+1]), kcovEnable, kcovTracePC)
+	sys3(unix.SYS_IOCTL, uintptr(k.fd[childSlot(f)]), kcovEnable, kcovTracePC)
+}
+
+// openThread gives the calling thread t (a worker locked to its OS
+// thread, threads.go) a descriptor, buffer and sets of its own, and
+// enables collection on it. Once per worker; on failure the thread runs
+// without coverage and the result says so.
+func (k *kcovState) openThread(t int) {
+	i := threadSlot(t)
+	if k == nil || !k.ok || t < 1 || t > prog.MaxThreads || k.area[i] != nil {
+		return
+	}
+	fail := func(what string, err error) {
+		k.overWord[i] = []uint64{0, 0}
+		k.tnote[t-1] = fmt.Sprintf("%s: %v", what, err)
+	}
+	fd, err := unix.Open(KcovPath, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fail("open "+KcovPath, err)
+		return
+	}
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), kcovInitTrace, kcovThreadWords); e != 0 {
+		unix.Close(fd)
+		fail("KCOV_INIT_TRACE", e)
+		return
+	}
+	b, err := unix.Mmap(fd, 0, kcovThreadWords*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		unix.Close(fd)
+		fail("mmap kcov", err)
+		return
+	}
+	if err := unix.Madvise(b, unix.MADV_DONTFORK); err != nil {
+		unix.Munmap(b)
+		unix.Close(fd)
+		fail("madvise kcov", err)
+		return
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), kcovEnable, kcovTracePC); e != 0 {
+		unix.Munmap(b)
+		unix.Close(fd)
+		fail("KCOV_ENABLE", e)
+		return
+	}
+	k.pcs[i] = make([]uint64, kcovThreadPCs+1)
+	k.edges[i] = make([]uint64, kcovThreadEdges+1)
+	k.overWord[i] = []uint64{0, 0}
+	k.tcache[t-1] = new([kcovCache][2]uint64)
+	k.fd[i] = fd
+	k.area[i] = words64(b)
+}
+
+// threadOp starts thread t's operation op: what the thread recorded
+// while idle (the Go scheduler's futex waits) is dropped. Thread t only.
+func (k *kcovState) threadOp(t, op int) {
+	i := threadSlot(t)
+	if k == nil || !k.ok || !k.on || t < 1 || t > prog.MaxThreads || k.area[i] == nil {
+		return
+	}
+	k.top[t-1] = op
+	k.live[i] = true
+	atomic.StoreUint64(&k.area[i][0], 0)
 }
 
 // atFDCWD is unix.AT_FDCWD (-100) as a system call argument.
@@ -263,6 +369,9 @@ const atFDCWD = ^uintptr(99)
 
 // buf is slot i's buffer: its own, or the one its child grew.
 func (k *kcovState) buf(i int) []uint64 {
+	if i < 0 || i >= len(k.area) {
+		return nil
+	}
 	if k.grown[i] {
 		return k.big[i]
 	}
@@ -280,7 +389,7 @@ func (k *kcovState) buf(i int) []uint64 {
 // system calls only: safe in a forked child. On failure the child goes
 // on with its own buffer.
 func (k *kcovState) grow(i int) {
-	if k == nil || !k.ok || !k.on || i <= 0 || i >= len(k.fd) || k.grown[i] {
+	if k == nil || !k.ok || !k.on || i <= 0 || i > kcovChildren || k.grown[i] {
 		return
 	}
 	k.drain(i)
@@ -312,21 +421,27 @@ func (k *kcovState) grow(i int) {
 // the child that owns slot i (no allocation; it writes only shared
 // memory).
 func (k *kcovState) drain(i int) {
-	if k == nil || !k.ok || !k.on || i >= len(k.area) {
+	a := k.slotBuf(i)
+	if a == nil {
 		return
 	}
-	a := k.buf(i)
 	n := atomic.LoadUint64(&a[0])
 	full := false
+	cache := &k.cache
+	op := k.op
+	if isThread(i) {
+		cache = k.tcache[i-kcovChildren-1]
+		op = k.top[i-kcovChildren-1]
+	}
 	if n >= uint64(len(a)-1) {
 		n = uint64(len(a) - 1)
 		full = true
 		atomic.OrUint64(&pcs0(k, i)[0], 1<<62)
 		if i == 0 && k.overAt == -2 {
-			k.overAt = k.op
+			k.overAt = op
 		}
 		if i > 0 {
-			atomic.CompareAndSwapUint64(&k.overWord[i][0], 0, uint64(k.op+2))
+			atomic.CompareAndSwapUint64(&k.overWord[i][0], 0, uint64(op+2))
 		}
 	}
 	pcs, edges := k.pcs[i], k.edges[i]
@@ -337,7 +452,7 @@ func (k *kcovState) drain(i int) {
 	// times, so the cache test is all most entries cost: no hashing.
 	ents := a[1 : n+1]
 	for _, pc := range ents {
-		c := &k.cache[(pc^prev>>4)&(kcovCache-1)]
+		c := &cache[(pc^prev>>4)&(kcovCache-1)]
 		if c[0] == pc && c[1] == prev {
 			prev = pc
 			continue
@@ -360,10 +475,7 @@ func (k *kcovState) drain(i int) {
 // holds 64K PCs; one COW fault records a few hundred). Safe where drain
 // is.
 func (k *kcovState) drainHalf(i int) {
-	if k == nil || !k.ok || !k.on || i >= len(k.area) {
-		return
-	}
-	if a := k.buf(i); atomic.LoadUint64(&a[0]) >= uint64(len(a)/2) {
+	if a := k.slotBuf(i); a != nil && atomic.LoadUint64(&a[0]) >= uint64(len(a)/2) {
 		k.drain(i)
 	}
 }
@@ -372,10 +484,11 @@ func (k *kcovState) drainHalf(i int) {
 // recorded since the last drain. With cut it keeps the program's part of
 // an operation and drops the harness's (see fork).
 func (k *kcovState) mark(i int) uint64 {
-	if k == nil || !k.ok || !k.on || i >= len(k.area) {
+	a := k.slotBuf(i)
+	if a == nil {
 		return 0
 	}
-	return atomic.LoadUint64(&k.buf(i)[0])
+	return atomic.LoadUint64(&a[0])
 }
 
 // forkFilled notes, when the main process's fork f recorded n PCs and
@@ -412,15 +525,22 @@ func statm() string {
 // buffer during 256 of the 310 forks that entered a 30-minute campaign's
 // corpus. A buffer that filled before n still reports it (drain).
 func (k *kcovState) cut(i int, n uint64) {
-	if k == nil || !k.ok || !k.on || i >= len(k.area) {
-		return
-	}
-	if a := k.buf(i); atomic.LoadUint64(&a[0]) > n {
+	if a := k.slotBuf(i); a != nil && atomic.LoadUint64(&a[0]) > n {
 		atomic.StoreUint64(&a[0], n)
 	}
 }
 
 func pcs0(k *kcovState, i int) []uint64 { return k.pcs[i] }
+
+// slotBuf is slot i's buffer when collecting into it now (nil: not
+// collecting, or no such slot: a child beyond kcovChildren, a thread
+// whose openThread failed).
+func (k *kcovState) slotBuf(i int) []uint64 {
+	if k == nil || !k.ok || !k.on {
+		return nil
+	}
+	return k.buf(i)
+}
 
 func edgeHash(prev, pc uint64) uint64 {
 	x := prev*0x9e3779b97f4a7c15 ^ pc
@@ -478,13 +598,26 @@ func (k *kcovState) result(forks int) (c *obs.Coverage) {
 	pcs := map[uint64]struct{}{}
 	edges := map[uint32]struct{}{}
 	for i := range k.area {
-		if i > forks {
-			break
-		}
-		if k.pcs[i][0] == 0 {
+		if !isThread(i) && i > forks {
 			continue
 		}
-		c.Procs++
+		if isThread(i) {
+			t := i - kcovChildren
+			if k.tnote[t-1] != "" && !k.tnoted[t-1] {
+				// Said once per executor: the thread has no slot.
+				k.tnoted[t-1] = true
+				c.Note += fmt.Sprintf("thread %d: no coverage (%s); ", t, k.tnote[t-1])
+			}
+			if !k.live[i] || k.pcs[i] == nil || k.pcs[i][0] == 0 {
+				continue
+			}
+			c.Threads++
+		} else {
+			if k.pcs[i][0] == 0 {
+				continue
+			}
+			c.Procs++
+		}
 		if w := k.pcs[i][0]; w&(1<<63) != 0 {
 			c.Overflow = true
 			what := "a set"
@@ -508,7 +641,11 @@ func (k *kcovState) result(forks int) (c *obs.Coverage) {
 			if i == 0 && k.forkFull != "" {
 				where += " (" + k.forkFull + ")"
 			}
-			c.Note += fmt.Sprintf("process %d: %s filled%s; ", i, what, where)
+			who := fmt.Sprintf("process %d", i)
+			if isThread(i) {
+				who = fmt.Sprintf("thread %d", i-kcovChildren)
+			}
+			c.Note += fmt.Sprintf("%s: %s filled%s; ", who, what, where)
 		}
 		for _, pc := range k.pcs[i][1:] {
 			if pc != 0 {

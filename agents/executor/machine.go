@@ -58,6 +58,7 @@ type machine struct {
 
 	proc     int  // process running this copy: 0 main, I+1 child of fI
 	inChild  bool // set in forked children
+	ks       int  // kcov slot this copy collects into (kcov.go; -1: none)
 	wordCap  int
 	page     [512]uint64
 	ts       [2]int64 // timespec scratch
@@ -100,7 +101,7 @@ func newMachine(rep, ctl, maps []byte) *machine {
 
 func (m *machine) reset(p *prog.Program, wordCap int) {
 	m.p, m.wordCap = p, wordCap
-	m.nvma, m.nobj, m.proc, m.inChild = 0, 0, 0, false
+	m.nvma, m.nobj, m.proc, m.inChild, m.ks = 0, 0, 0, false, 0
 	m.moved = m.moved[:0]
 	for i := range m.memfd {
 		m.memfd[i] = -1
@@ -349,7 +350,7 @@ func (m *machine) view(at int) {
 				}
 				copyPage(&m.page, uintptr(addr))
 				if pg&15 == 15 {
-					m.kc.drainHalf(m.proc)
+					m.kc.drainHalf(m.ks)
 				}
 				var digest uint64
 				nz := 0
@@ -424,11 +425,11 @@ func (m *machine) runProc(proc int) {
 		if m.kc != nil {
 			m.kc.op = i
 			if m.inChild && bigOp(op) {
-				m.kc.grow(m.proc)
+				m.kc.grow(m.ks)
 			}
 		}
 		m.exec(i)
-		m.kc.drain(m.proc)
+		m.kc.drain(m.ks)
 	}
 	if proc == 0 && m.kc != nil {
 		m.kc.op = len(m.p.Ops) // what follows: threads' end, the last view
@@ -474,7 +475,7 @@ func (m *machine) exec(i int) {
 			}
 			store64(uintptr(a), prog.SlotValue(i, k))
 			if k&15 == 15 {
-				m.kc.drainHalf(m.proc)
+				m.kc.drainHalf(m.ks)
 			}
 		}
 	case prog.OpPwrite:
@@ -486,7 +487,7 @@ func (m *machine) exec(i int) {
 				break
 			}
 			if k&15 == 15 {
-				m.kc.drainHalf(m.proc)
+				m.kc.drainHalf(m.ks)
 			}
 		}
 	case prog.OpMmap:
@@ -552,12 +553,12 @@ func (m *machine) exec(i int) {
 		ret, errno = m.wait(op.Fork)
 		if !m.inChild {
 			m.th.stop[op.Fork].Store(true) // ends storeloops until=fN
-			reaped := m.kc.mark(m.proc)
+			reaped := m.kc.mark(m.ks)
 			m.afterWait(i, op.Fork) // measurements: the harness's coverage, dropped
 			if m.fe.on {
 				m.fe.waited(i, op.Fork)
 			}
-			m.kc.cut(m.proc, reaped)
+			m.kc.cut(m.ks, reaped)
 		}
 	case prog.OpJoin:
 		m.join(op.Peer)
@@ -584,7 +585,7 @@ func (m *machine) fork(i, f int, start int64) {
 	// reads page flags and smaps, the evidence walks page tables: what
 	// they record is dropped (kcov.go, cut), which also spares a drain
 	// of millions of PCs (most of a second under TCG).
-	m.kc.drain(m.proc)
+	m.kc.drain(m.ks)
 	if ev {
 		m.fe.before()
 	}
@@ -592,7 +593,7 @@ func (m *machine) fork(i, f int, start int64) {
 	if census {
 		m.census.before(m, f)
 	}
-	m.kc.cut(m.proc, 0)
+	m.kc.cut(m.ks, 0)
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
 	pid, errno := rawFork()
@@ -600,7 +601,7 @@ func (m *machine) fork(i, f int, start int64) {
 		m.child(f)
 	}
 	resp := rdtscp()
-	forked := m.kc.mark(m.proc)
+	forked := m.kc.mark(m.ks)
 	if m.proc == 0 {
 		m.kc.forkFilled(f, forked)
 	}
@@ -622,8 +623,8 @@ func (m *machine) fork(i, f int, start int64) {
 	}
 	// Not before the evidence: under Async-fork the child's deferred
 	// copy runs meanwhile, and a drain takes most of a second under TCG.
-	m.kc.cut(m.proc, forked)
-	m.kc.drain(m.proc)
+	m.kc.cut(m.ks, forked)
+	m.kc.drain(m.ks)
 	end := m.now()
 	if errno == 0 {
 		m.pids[f] = int(pid)
@@ -636,6 +637,7 @@ func (m *machine) fork(i, f int, start int64) {
 func (m *machine) child(f int) {
 	m.inChild = true
 	m.proc = f + 1
+	m.ks = childSlot(f)
 	for j := range m.pids {
 		m.pids[j] = 0
 	}
@@ -646,9 +648,9 @@ func (m *machine) child(f int) {
 		rawSyscall6(unix.SYS_FUTEX, w, futexWait, 0, 0, 0, 0)
 	}
 	m.view(obs.AtStart)
-	m.kc.drain(m.proc)
+	m.kc.drain(m.ks)
 	m.runProc(f + 1)
-	m.kc.drain(m.proc)
+	m.kc.drain(m.ks)
 	sysExit(0)
 }
 

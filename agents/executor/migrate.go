@@ -183,6 +183,7 @@ func (w *worker) migrateLoop(i int, started func()) {
 	// The pass log is grown now: an allocation during the fork would
 	// wait for fork's mmap_lock (see storeloop).
 	w.log.Moves = slices.Grow(w.log.Moves, maxMovePasses)
+	m.kc.cut(m.ks, 0) // the harness's setup above
 	pages := int(op.Len / prog.PageSize)
 	for pass := 0; pass == 0 || !m.th.stop[op.Fork].Load(); pass++ {
 		inv := rdtscp()
@@ -195,6 +196,7 @@ func (w *worker) migrateLoop(i int, started func()) {
 				var k uint64
 				e, k = m.moveNext(lo, min(lo+migrateChunk, pages))
 				n += k
+				m.kc.drainHalf(m.ks)
 			}
 		}
 		if len(w.log.Moves) < cap(w.log.Moves) {

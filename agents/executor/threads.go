@@ -85,6 +85,7 @@ func (ts *threadSet) worker(id int, main *machine) *worker {
 		*w.m = *main
 		w.m.maps = maps
 		w.m.moved = nil
+		w.m.ks = threadSlot(id)
 		w.log = obs.ThreadLog{Thread: id}
 		w.used = true
 	}
@@ -150,8 +151,12 @@ func (m *machine) finishThreads() []obs.ThreadLog {
 // unmapped or protected the memory meanwhile) into a result.
 func (w *worker) run(i int) {
 	op := &w.m.p.Ops[i]
+	// Coverage: on this OS thread's own kcov descriptor (kcov.go).
+	w.m.kc.openThread(w.id)
+	w.m.kc.threadOp(w.id, i)
 	start := w.m.now()
 	defer func() {
+		w.m.kc.drain(w.m.ks)
 		if r := recover(); r != nil {
 			w.m.recOp(i, uintptr(unix.EFAULT), 0, start, w.m.now(), 0)
 			w.m.rec(obs.RecEvent, obs.EventThreadFault, uint64(i), uint64(w.id), 0, 0, 0)
@@ -187,8 +192,10 @@ func (w *worker) run(i int) {
 		if !w.m.th.noSpread {
 			defer w.spread()()
 		}
+		w.m.kc.cut(w.m.ks, 0) // the harness's reads and faults above
 		for pass := 0; n == 0 || (!w.m.th.stop[op.Fork].Load() && n+op.Count <= prog.MaxLoopWrites && len(w.log.Stores)+op.Count <= logLimit); pass++ {
 			w.timedStores(i, op, n, ok)
+			w.m.kc.drainHalf(w.m.ks)
 			signal()
 			n += op.Count
 			if pass >= loopDensePasses {
@@ -284,6 +291,9 @@ func (w *worker) timedStores(i int, op *prog.Op, base int, writable []bool) int 
 			w.log.Stores = append(w.log.Stores, obs.TimedStore{Op: i, Slot: base + k, Value: v, Inv: inv, Resp: resp})
 		} else {
 			w.log.Dropped++
+		}
+		if k&15 == 15 {
+			w.m.kc.drainHalf(w.m.ks)
 		}
 	}
 	return skipped

@@ -108,6 +108,25 @@ func TestQEMUKcov(t *testing.T) {
 	if n := in("dup_mmap"); n != 0 || c.Procs != 1 {
 		t.Errorf("%d PCs in dup_mmap, %d processes covered, in a program without a fork", n, c.Procs)
 	}
+	if n := in("do_mprotect_pkey"); n != 0 {
+		t.Errorf("%d PCs in do_mprotect_pkey in a program without mprotect: the thread test below proves nothing", n)
+	}
+	// Threads collect on descriptors of their own: t1's mprotect and
+	// its stores racing the fork are the program's coverage too.
+	thr, err := tg.Run(mustParse(t, "forkfuzz v1\nregion r0 anon-private pages=64 thp=off\nstore r0 off=0x0 count=64 stride=0x1000\n"+
+		"t1: mprotect r0 off=0x0 len=0x40000 prot=r\nt1: mprotect r0 off=0x0 len=0x40000 prot=rw\njoin t1\n"+
+		"t1: storeloop r0 off=0x0 count=64 stride=0x1000 until=f0\nfork f0\nf0: check\nwait f0\njoin t1\n"), agents.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = thr.Cover
+	if c == nil || c.Threads != 1 || c.Procs != 2 || c.Overflow {
+		t.Errorf("a thread's mprotect and storeloop: coverage %d procs, %d threads, overflow %v (%s)", c.Procs, c.Threads, c.Overflow, c.Note)
+	} else if n := in("do_mprotect_pkey"); n == 0 {
+		t.Errorf("no PC in do_mprotect_pkey: thread t1's coverage is missing (%d PCs, %d edges)", len(c.PCs), len(c.Edges))
+	} else {
+		t.Logf("a thread's mprotect and storeloop: %d PCs in do_mprotect_pkey, %d PCs in all", n, len(c.PCs))
+	}
 	o3, err := tg.Run(p, agents.Options{NoCover: true})
 	if err != nil {
 		t.Fatal(err)

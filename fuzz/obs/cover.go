@@ -16,6 +16,9 @@ type Coverage struct {
 	Edges []uint32 `json:"edges,omitempty"`
 	// Procs is how many processes were covered (the main one and children).
 	Procs int `json:"procs,omitempty"`
+	// Threads is how many of the main process's threads t1..tN were
+	// covered (each collects on a kcov descriptor of its own).
+	Threads int `json:"threads,omitempty"`
 	// Overflow is set when a buffer or set filled up: some coverage is missing.
 	Overflow bool `json:"overflow,omitempty"`
 	// Symbols, when asked for, are the kernel's text symbols as
