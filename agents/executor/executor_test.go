@@ -2,7 +2,10 @@ package executor
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
@@ -235,5 +238,51 @@ wait f0
 	p, _ := prog.Parse([]byte(text))
 	if _, err := executor(t).Run(p, Options{Corrupt: "bogus"}); err == nil {
 		t.Error("unknown corruption accepted")
+	}
+}
+
+// TestHotSpot: a full buffer's note names the functions holding its PCs,
+// by share.
+func TestHotSpot(t *testing.T) {
+	syms := textSymbols()
+	if syms == "" {
+		t.Skip("/proc/kallsyms is unreadable or hides addresses here")
+	}
+	// Two functions with addresses of their own (no alias, no neighbour
+	// at the same address).
+	count := map[uint64]int{}
+	type sym struct {
+		addr uint64
+		name string
+	}
+	var all []sym
+	for _, l := range strings.Split(syms, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 {
+			continue
+		}
+		a, err := strconv.ParseUint(f[0], 16, 64)
+		if err != nil {
+			t.Fatalf("kallsyms line %q", l)
+		}
+		count[a]++
+		all = append(all, sym{a, f[2]})
+	}
+	var pick []sym
+	for _, s := range all {
+		if count[s.addr] == 1 && len(pick) < 2 && (len(pick) == 0 || pick[0].addr != s.addr) {
+			pick = append(pick, s)
+		}
+	}
+	if len(pick) < 2 {
+		t.Skip("no two symbols with addresses of their own")
+	}
+	got := hotSpot([]uint64{pick[0].addr, pick[0].addr, pick[0].addr + 1, pick[1].addr})
+	want := fmt.Sprintf("mostly in %s 75%%, %s 25%%", pick[0].name, pick[1].name)
+	if got != want {
+		t.Fatalf("hotSpot = %q, want %q", got, want)
+	}
+	if got := hotSpot(nil); got != "" {
+		t.Errorf("hotSpot(nil) = %q", got)
 	}
 }

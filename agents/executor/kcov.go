@@ -36,6 +36,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -125,6 +126,9 @@ type kcovState struct {
 	// tcache[t-1] for thread t, allocated by openThread.
 	tcache [prog.MaxThreads]*[kcovCache][2]uint64
 	// tnote[t-1] says why thread t has no coverage (openThread failed).
+	// hot[i] (main thread and threads): the functions that filled slot
+	// i's buffer, for the note (hotSpot).
+	hot    [kcovSlots]string
 	tnote  [prog.MaxThreads]string
 	tnoted [prog.MaxThreads]bool
 	// live[i] (thread slots): the thread ran in the current program.
@@ -286,12 +290,14 @@ func (k *kcovState) begin(forks int, off bool) {
 			clear(k.overWord[i])
 			atomic.StoreUint64(&k.area[i][0], 0)
 			k.live[i] = false
+			k.hot[i] = ""
 		}
 	}
 	atomic.StoreUint64(&k.area[0][0], 0)
 	clear(k.cache[:])
 	k.op, k.overAt = -1, -2
 	k.forkFull = ""
+	k.hot[0] = ""
 }
 
 // enableChild turns collection on for the calling child of fork f. Safe
@@ -436,6 +442,11 @@ func (k *kcovState) drain(i int) {
 	if n >= uint64(len(a)-1) {
 		n = uint64(len(a) - 1)
 		full = true
+		if (i == 0 || isThread(i)) && k.hot[i] == "" {
+			// Go is allowed here (not in a child): say where the
+			// kernel spent the buffer.
+			k.hot[i] = hotSpot(a[1 : n+1])
+		}
 		atomic.OrUint64(&pcs0(k, i)[0], 1<<62)
 		if i == 0 && k.overAt == -2 {
 			k.overAt = op
@@ -641,6 +652,9 @@ func (k *kcovState) result(forks int) (c *obs.Coverage) {
 			if i == 0 && k.forkFull != "" {
 				where += " (" + k.forkFull + ")"
 			}
+			if k.hot[i] != "" {
+				where += " (" + k.hot[i] + ")"
+			}
 			who := fmt.Sprintf("process %d", i)
 			if isThread(i) {
 				who = fmt.Sprintf("thread %d", i-kcovChildren)
@@ -687,4 +701,65 @@ func textSymbols() string {
 		out.WriteString(f[0] + " " + f[1] + " " + f[2] + "\n")
 	}
 	return out.String()
+}
+
+// kallsyms is the kernel's text symbols, sorted by address, read once
+// (hotSpot).
+var kallsyms struct {
+	once  sync.Once
+	addrs []uint64
+	names []string
+}
+
+// hotSpot names the functions holding most of a full buffer's PCs
+// ("mostly in f 61%, g 20%"): a buffer that fills in one operation is a
+// loop in the kernel (a fork copying page tables, a lock spinning).
+func hotSpot(ents []uint64) string {
+	kallsyms.once.Do(func() {
+		for _, l := range strings.Split(textSymbols(), "\n") {
+			f := strings.Fields(l)
+			if len(f) < 3 {
+				continue
+			}
+			a, err := strconv.ParseUint(f[0], 16, 64)
+			if err != nil {
+				continue
+			}
+			kallsyms.addrs = append(kallsyms.addrs, a)
+			kallsyms.names = append(kallsyms.names, f[2])
+		}
+		idx := make([]int, len(kallsyms.addrs))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(x, y int) bool { return kallsyms.addrs[idx[x]] < kallsyms.addrs[idx[y]] })
+		a, n := make([]uint64, len(idx)), make([]string, len(idx))
+		for x, i := range idx {
+			a[x], n[x] = kallsyms.addrs[i], kallsyms.names[i]
+		}
+		kallsyms.addrs, kallsyms.names = a, n
+	})
+	if len(kallsyms.addrs) == 0 || len(ents) == 0 {
+		return ""
+	}
+	count := map[int]int{}
+	for _, pc := range ents {
+		j := sort.Search(len(kallsyms.addrs), func(j int) bool { return kallsyms.addrs[j] > pc }) - 1
+		count[j]++
+	}
+	type fn struct{ j, n int }
+	var fns []fn
+	for j, n := range count {
+		fns = append(fns, fn{j, n})
+	}
+	sort.Slice(fns, func(x, y int) bool { return fns[x].n > fns[y].n || fns[x].n == fns[y].n && fns[x].j < fns[y].j })
+	var out []string
+	for _, f := range fns[:min(3, len(fns))] {
+		name := "?"
+		if f.j >= 0 {
+			name = kallsyms.names[f.j]
+		}
+		out = append(out, fmt.Sprintf("%s %d%%", name, 100*f.n/len(ents)))
+	}
+	return "mostly in " + strings.Join(out, ", ")
 }

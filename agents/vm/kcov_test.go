@@ -127,6 +127,17 @@ func TestQEMUKcov(t *testing.T) {
 	} else {
 		t.Logf("a thread's mprotect and storeloop: %d PCs in do_mprotect_pkey, %d PCs in all", n, len(c.PCs))
 	}
+	b, err := os.ReadFile("testdata/kcov-thread-log.ffz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := tg.Run(mustParse(t, string(b)), agents.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := tl.Cover; c == nil || c.Threads != 1 || c.Overflow {
+		t.Errorf("a storeloop whose log grows: coverage %d threads, overflow %v (%s)", c.Threads, c.Overflow, c.Note)
+	}
 	o3, err := tg.Run(p, agents.Options{NoCover: true})
 	if err != nil {
 		t.Fatal(err)
