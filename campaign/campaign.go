@@ -330,14 +330,17 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 			ran := time.Since(ranFrom)
 			v, herr := judge.Judge(p, o, err)
 			mu.Lock()
-			if herr == nil {
-				cov.record(i, p, o, ran)
-			} else {
-				cov.forget(i)
-			}
 			found, err := record(cfg, st, store, pool, saved, &harnessErrs, i, org, p, o, v, herr, &programs, &forks)
 			if err != nil && fatal == nil {
 				fatal = err
+			}
+			// After record: the schedule credits new findings too. (The
+			// findings are saved below, once cov.record stripped the
+			// kernel symbols from o.)
+			if herr == nil {
+				cov.record(i, p, o, ran, len(found))
+			} else {
+				cov.forget(i)
 			}
 			if len(found) > 0 && st.FirstProgram == 0 {
 				st.FirstAt, st.FirstProgram = time.Since(start), programs.Load()

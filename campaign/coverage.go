@@ -177,9 +177,10 @@ func (c *coverState) open(id string) error {
 	return err
 }
 
-// record takes in the coverage of program i (it ran for ran), credits
-// its source, and strips the kernel symbols from o, which findings keep.
-func (c *coverState) record(i int64, p *prog.Program, o *obs.Observation, ran time.Duration) {
+// record takes in the coverage of program i (it ran for ran and showed
+// findings new findings), credits its source, and strips the kernel
+// symbols from o, which findings keep.
+func (c *coverState) record(i int64, p *prog.Program, o *obs.Observation, ran time.Duration, findings int) {
 	from, drawn := c.from[i]
 	delete(c.from, i)
 	delete(c.origin, i)
@@ -207,6 +208,7 @@ func (c *coverState) record(i int64, p *prog.Program, o *obs.Observation, ran ti
 	if err != nil {
 		logf(c.cfg.Log, "program %d: coverage: %v", i, err)
 	}
+	g.NewFindings = findings
 	if drawn && o.Cover.Available() {
 		c.t.Credit(from, ran, g)
 	}
@@ -268,10 +270,10 @@ func (g *Guide) Fresh() int64 { return g.c.fresh }
 // SetFresh sets the number of fresh programs drawn before (see Fresh).
 func (g *Guide) SetFresh(n int64) { g.c.fresh = n }
 
-// Record takes in the observation of program i, which ran for ran, and
-// strips the kernel symbols from it.
-func (g *Guide) Record(i int64, p *prog.Program, o *obs.Observation, ran time.Duration) {
-	g.c.record(i, p, o, ran)
+// Record takes in the observation of program i, which ran for ran and
+// showed findings new findings, and strips the kernel symbols from it.
+func (g *Guide) Record(i int64, p *prog.Program, o *obs.Observation, ran time.Duration, findings int) {
+	g.c.record(i, p, o, ran, findings)
 }
 
 // WantSymbols reports whether the next program should ask its target for

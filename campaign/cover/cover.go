@@ -335,6 +335,9 @@ func (t *Tracker) addEntry(e Entry) {
 type Gain struct {
 	NewEdges int // edges no earlier program reached
 	NewMM    int // fork/mm PCs no earlier program reached
+	// NewFindings is how many findings never seen before the program
+	// showed (set by the campaign, which judges it; Add leaves it 0).
+	NewFindings int
 }
 
 // Add takes in the coverage of program p and reports what it added; p

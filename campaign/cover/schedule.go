@@ -46,10 +46,15 @@ type schedule struct {
 	drawn    int
 }
 
-// gain is what a program found, on the corpus weight's scale.
-func gain(newEdges, newMM int) float64 {
-	return float64(bits.Len(uint(newEdges)) + 4*bits.Len(uint(newMM)))
+// gain is what a program found, on the corpus weight's scale: a new
+// finding counts as much as a program that reached 2^16 new edges, or
+// 16 new fork/mm PCs (what the campaign is for, and rare: it should
+// pull the share toward its source).
+func gain(g Gain) float64 {
+	return float64(bits.Len(uint(g.NewEdges)) + 4*bits.Len(uint(g.NewMM)) + findingGain*g.NewFindings)
 }
+
+const findingGain = 16
 
 // priorRuns is the weight of the prior, in runs of average length and
 // gain (both sources' recent average): fresh programs are assumed to pay
@@ -152,10 +157,10 @@ func (t *Tracker) EntryName(f From) string {
 // Credit tells the schedule what a program from f found (g, from Add) in
 // the target time it ran.
 func (t *Tracker) Credit(f From, ran time.Duration, g Gain) {
-	if f >= 0 && int(f) < len(t.entries) && g.NewEdges > 0 {
+	if f >= 0 && int(f) < len(t.entries) && (g.NewEdges > 0 || g.NewFindings > 0) {
 		t.entries[f].Hits++
 	}
-	t.sched.credit(f >= 0, ran, gain(g.NewEdges, g.NewMM))
+	t.sched.credit(f >= 0, ran, gain(g))
 }
 
 // scheduleStatus is the schedule's part of the status line.

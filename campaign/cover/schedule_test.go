@@ -40,6 +40,7 @@ func TestScheduleFollowsYield(t *testing.T) {
 		{"corpus pays", Gain{}, Gain{NewEdges: 300, NewMM: 40}, 10 * time.Second, 10 * time.Second, 0.6, maxShare},
 		{"equal finds, corpus twice as fast", Gain{NewEdges: 100}, Gain{NewEdges: 100}, 20 * time.Second, 10 * time.Second, 0.6, maxShare},
 		{"nothing found anywhere", Gain{}, Gain{}, time.Second, time.Second, 0.2, 0.5},
+		{"corpus finds bugs, fresh finds a few edges", Gain{NewEdges: 7}, Gain{NewFindings: 1}, 10 * time.Second, 10 * time.Second, 0.6, maxShare},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := corpusTracker(t, 4)
@@ -94,5 +95,19 @@ func TestScheduleFirstLuckyProgram(t *testing.T) {
 	tr.Credit(0, 10*time.Second, Gain{NewEdges: 8000, NewMM: 2700})
 	if s := tr.sched.share(); s < startShare || s > 0.34 {
 		t.Errorf("share %.3f after one lucky corpus program, want within [%v, 0.34]", s, startShare)
+	}
+}
+
+// TestCreditFinding: a corpus entry whose mutation showed a new finding
+// (and no new edge) counts as productive for Draw.
+func TestCreditFinding(t *testing.T) {
+	tr := corpusTracker(t, 2)
+	tr.Credit(1, time.Second, Gain{NewFindings: 1})
+	tr.Credit(0, time.Second, Gain{})
+	if tr.entries[1].Hits != 1 || tr.entries[0].Hits != 0 {
+		t.Errorf("hits after a finding and a blank: %d, %d; want 1, 0", tr.entries[1].Hits, tr.entries[0].Hits)
+	}
+	if g := gain(Gain{NewFindings: 1}); g <= gain(Gain{NewEdges: 1 << 12}) {
+		t.Errorf("a new finding weighs %v, 4096 new edges %v", g, gain(Gain{NewEdges: 1 << 12}))
 	}
 }

@@ -681,7 +681,7 @@ func (c *coord) handle(ctx context.Context, m jetstream.Msg) error {
 	c.done[r.Index] = true
 	c.count(&d)
 	if herr == nil {
-		c.guide.Record(r.Index, p, r.Observation, time.Duration(r.RunNanos))
+		c.guide.Record(r.Index, p, r.Observation, time.Duration(r.RunNanos), len(d.New))
 	} else {
 		c.guide.Forget(r.Index)
 	}
