@@ -174,7 +174,7 @@ func (e *CrashError) Explanation() string {
 		b.WriteString("\nthe executor process was still running when its connection broke (state below; it was then killed)")
 	}
 	if s := strings.TrimSpace(e.Stderr); s != "" {
-		fmt.Fprintf(&b, "\n--- executor stderr during the run ---\n%s", lastLines(s, 40))
+		fmt.Fprintf(&b, "\n--- executor stderr during the run ---\n%s", crashLines(s, 40))
 	} else {
 		b.WriteString("\nexecutor stderr during the run: empty")
 	}
@@ -195,6 +195,27 @@ func (e *CrashError) Files() map[string]string {
 		files["console.txt"] = e.Console
 	}
 	return files
+}
+
+// crashLines is lastLines, except where the Go runtime reported a panic
+// or fatal error: then its first n lines from there (the message and the
+// goroutine that died; a GOTRACEBACK=crash dump of every goroutine after
+// it is hundreds of lines, and its tail hid the message).
+func crashLines(s string, n int) string {
+	l := strings.Split(s, "\n")
+	for i, line := range l {
+		if strings.HasPrefix(line, "panic: ") || strings.HasPrefix(line, "fatal error: ") {
+			out := l[i:]
+			if len(out) > n {
+				out = append(out[:n:n], fmt.Sprintf("[%d lines after]", len(l)-i-n))
+			}
+			if i > 0 {
+				out = append([]string{fmt.Sprintf("[%d lines before]", i)}, out...)
+			}
+			return strings.Join(out, "\n")
+		}
+	}
+	return lastLines(s, n)
 }
 
 func lastLines(s string, n int) string {

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -150,5 +151,30 @@ func TestRemoteHangGoroutineDump(t *testing.T) {
 	// The dump may be longer than the tail kept: look for its frames.
 	if !strings.Contains(ce.Stderr, "goroutine ") || !strings.Contains(ce.Stderr, "go-plugin") {
 		t.Fatalf("no goroutine dump in the executor's stderr:\n%s", lastLines(ce.Stderr, 40))
+	}
+}
+
+// TestCrashLines: a Go panic's message and its goroutine are shown, not
+// the tail of the dump of every goroutine after it.
+func TestCrashLines(t *testing.T) {
+	var dump []string
+	for i := 0; i < 100; i++ {
+		dump = append(dump, fmt.Sprintf("goroutine %d line", i))
+	}
+	for _, tc := range []struct {
+		name, in, want, not string
+	}{
+		{"panic after noise", "log line\npanic: runtime error: index out of range [1] with length 0\n\n" + strings.Join(dump, "\n"),
+			"[1 lines before]\npanic: runtime error: index out of range [1] with length 0\n\ngoroutine 0 line", "goroutine 99 line"},
+		{"fatal error", "fatal error: out of memory\n" + strings.Join(dump[:3], "\n"), "fatal error: out of memory\ngoroutine 0 line\ngoroutine 1 line\ngoroutine 2 line", "lines"},
+		{"no panic: the tail", strings.Join(dump, "\n"), "goroutine 99 line", "goroutine 0 line\n"},
+	} {
+		got := crashLines(tc.in, 40)
+		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.not) {
+			t.Errorf("%s: crashLines =\n%s\nwant it to contain %q and not %q", tc.name, got, tc.want, tc.not)
+		}
+	}
+	if got := crashLines("panic: x\n"+strings.Join(dump, "\n"), 40); !strings.HasSuffix(got, "[61 lines after]") {
+		t.Errorf("long panic: ends %q", got[len(got)-30:])
 	}
 }
