@@ -286,3 +286,36 @@ func TestHotSpot(t *testing.T) {
 		t.Errorf("hotSpot(nil) = %q", got)
 	}
 }
+
+// TestKcovResultNotes: the notes of full buffers in the main thread, a
+// grown child and a thread (the first two-size grow read a child's
+// overWord for the main slot, whose is nil, and panicked whenever the
+// main buffer filled).
+func TestKcovResultNotes(t *testing.T) {
+	k := &kcovState{ok: true, on: true, overAt: 3, hot: [kcovSlots]string{0: "mostly in copy_page_range 27%"}}
+	set := func(i int, w uint64) {
+		k.pcs[i] = make([]uint64, 9)
+		k.edges[i] = make([]uint64, 9)
+		k.pcs[i][0], k.pcs[i][1] = w, uint64(0x1000+i)
+	}
+	set(0, 1<<63|1<<62|1)
+	set(1, 1<<63|1<<62|1)
+	k.overWord[1] = []uint64{5 + 2, uint64(4+2) | uint64(kcovForkWords)<<32}
+	th := threadSlot(2)
+	set(th, 1<<63|1)
+	k.overWord[th] = []uint64{9 + 2, 0}
+	k.live[th] = true
+	c := k.result(1)
+	for _, want := range []string{
+		"process 0: the kcov buffer filled during op 3 (mostly in copy_page_range 27%)",
+		"process 1: the kcov buffer filled during op 5 (grown to 4M PCs at op 4)",
+		"thread 2: a set filled during op 9",
+	} {
+		if !strings.Contains(c.Note, want) {
+			t.Errorf("note %q lacks %q", c.Note, want)
+		}
+	}
+	if c.Procs != 2 || c.Threads != 1 || !c.Overflow || len(c.PCs) != 3 {
+		t.Errorf("coverage %+v", c)
+	}
+}

@@ -61,13 +61,17 @@ const KcovPath = "/sys/kernel/debug/kcov"
 const (
 	kcovMainWords  = 1 << 22 // drained after every operation; one fork of the executor takes ~1M
 	kcovChildWords = 1 << 16 // drained after every operation of the child, and as loops over pages go
-	// kcovGrownWords: a child's buffer before an operation that one
-	// system call makes long (grow): a fork copying the executor's page
-	// tables, or a migrate, munmap or mremap of hundreds of pages.
-	kcovGrownWords = 1 << 21
-	// kcovBigOp is the length from which a child's operation grows its
-	// buffer first (bytes; a THP migration of 325 pages filled 64K PCs).
-	kcovBigOp = 64 << 12
+	// A child grows its buffer (grow) before an operation that one
+	// system call makes long: to kcovGrownWords before a migrate,
+	// munmap, mremap, madvise, mlock or mprotect of kcovBigOp bytes or
+	// more, an operation on a region that may hold THP (one COW fault
+	// of a huge page copies 512 pages), or after its buffer filled; to
+	// kcovForkWords before a fork (it copies the page tables of the
+	// whole executor the child inherited, as the main process's forks
+	// do: 3 of 76 children's forks filled 2M PCs).
+	kcovGrownWords = 1 << 20
+	kcovForkWords  = kcovMainWords
+	kcovBigOp      = 64 << 12
 	// kcovChildren bounds the children that collect coverage (forks
 	// f0..f(kcovChildren-1)); later forks run without. Children's buffers
 	// are mapped in every child (fork copies their page table entries, so
@@ -136,16 +140,19 @@ type kcovState struct {
 	// threads were joined.
 	live   [kcovSlots]bool
 	shared []byte
-	// grown[i]: slot i's child replaced its buffer with big[i] (grow).
-	// big is reserved (PROT_NONE, nothing to copy at fork) in the main
-	// process so that a child writes no pointer when it grows: it maps
-	// a buffer of its own over big[i] and sets the flag.
+	// grown[i]: slot i's child replaced its buffer (grow) with the
+	// first kcovGrownWords of big[i] (1) or the kcovForkWords after
+	// them (2), collected through grownFd[i]. big is reserved
+	// (PROT_NONE, nothing to copy at fork) in the main process so that
+	// a child writes no pointer when it grows: it maps a buffer of its
+	// own over part of big[i] and sets the numbers.
 	// overWord[i] (shared, children only): [0] 2 + the op during which
 	// slot i's buffer first filled (1: before the child's first op);
 	// [1] 2 + the op before which the child grew its buffer.
 	// Threads' overWord is on the heap ([1] unused).
 	overWord [kcovSlots][]uint64
-	grown    [kcovSlots]bool
+	grown    [kcovSlots]int
+	grownFd  [kcovSlots]int
 	big      [kcovSlots][]uint64
 	reserve  []byte
 	pathZ    [len(KcovPath) + 1]byte // KcovPath, NUL-terminated, for a child's open
@@ -213,7 +220,8 @@ func openKcov() *kcovState {
 		return k
 	}
 	k.shared = b
-	r, err := unix.Mmap(-1, 0, kcovChildren*kcovGrownWords*8, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	perBig := (kcovGrownWords + kcovForkWords) * 8
+	r, err := unix.Mmap(-1, 0, kcovChildren*perBig, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
 	if err != nil {
 		k.close()
 		k.reason = fmt.Sprintf("reserve grown kcov buffers: %v", err)
@@ -221,7 +229,7 @@ func openKcov() *kcovState {
 	}
 	k.reserve = r
 	for c := 0; c < kcovChildren; c++ {
-		k.big[c+1] = words64(r[c*kcovGrownWords*8 : (c+1)*kcovGrownWords*8])
+		k.big[c+1] = words64(r[c*perBig : (c+1)*perBig])
 	}
 	copy(k.pathZ[:], KcovPath)
 	k.pcs[0] = make([]uint64, kcovMainPCs+1)
@@ -378,49 +386,70 @@ func (k *kcovState) buf(i int) []uint64 {
 	if i < 0 || i >= len(k.area) {
 		return nil
 	}
-	if k.grown[i] {
-		return k.big[i]
+	switch k.grown[i] {
+	case 1:
+		return k.big[i][:kcovGrownWords]
+	case 2:
+		return k.big[i][kcovGrownWords:]
 	}
 	return k.area[i]
 }
 
-// grow gives the calling child of slot i a buffer of kcovGrownWords
-// before an operation that records more than its own holds in one
-// system call: 79 of 114 children that filled their 64K-PC buffer in
-// two campaigns' corpora had forked (a fork copies the page tables of
-// the whole executor it inherited), the others had migrated, unmapped
-// or moved hundreds of pages in one call. A bigger buffer for every
-// child would cost every fork (fork copies the page table entries of a
-// kcov mapping); this one costs only the children that need it. Raw
-// system calls only: safe in a forked child. On failure the child goes
-// on with its own buffer.
-func (k *kcovState) grow(i int) {
-	if k == nil || !k.ok || !k.on || i <= 0 || i > kcovChildren || k.grown[i] {
+// grow gives the calling child of slot i a bigger buffer (kcovGrownWords
+// for size 1, kcovForkWords for 2) before an operation that records more
+// than its own holds in one system call: 79 of 114 children that filled
+// their 64K-PC buffer in two campaigns' corpora had forked (a fork copies
+// the page tables of the whole executor it inherited), the others had
+// migrated, unmapped or moved hundreds of pages in one call. A bigger
+// buffer for every child would cost every fork (fork copies the page
+// table entries of a kcov mapping); these cost only the children that
+// need them. Raw system calls only: safe in a forked child. On failure
+// the child goes on with the buffer it had.
+func (k *kcovState) grow(i, size int) {
+	if k == nil || !k.ok || !k.on || i <= 0 || i > kcovChildren || k.grown[i] >= size {
 		return
 	}
 	k.drain(i)
+	words := kcovGrownWords
+	b := k.big[i][:kcovGrownWords]
+	if size == 2 {
+		words, b = kcovForkWords, k.big[i][kcovGrownWords:]
+	}
 	fd, e := rawSyscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(&k.pathZ[0])), unix.O_RDWR|unix.O_CLOEXEC, 0, 0, 0)
 	if e != 0 {
 		return
 	}
-	b := k.big[i]
-	if _, e := sys3(unix.SYS_IOCTL, fd, kcovInitTrace, kcovGrownWords); e != 0 {
+	if _, e := sys3(unix.SYS_IOCTL, fd, kcovInitTrace, uintptr(words)); e != 0 {
 		sys1(unix.SYS_CLOSE, fd)
 		return
 	}
-	addr := uintptr(unsafe.Pointer(&b[0]))
-	if _, e := sysMmap(addr, kcovGrownWords*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED, int(fd), 0); e != 0 {
+	if _, e := sysMmap(uintptr(unsafe.Pointer(&b[0])), uintptr(words*8), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED, int(fd), 0); e != 0 {
 		sys1(unix.SYS_CLOSE, fd)
 		return
 	}
-	sys3(unix.SYS_IOCTL, uintptr(k.fd[i]), kcovDisable, 0)
+	cur := uintptr(k.fd[i])
+	if k.grown[i] > 0 {
+		cur = uintptr(k.grownFd[i])
+	}
+	k.cut(i, 0) // what the open and mmap recorded: the harness's
+	sys3(unix.SYS_IOCTL, cur, kcovDisable, 0)
 	if _, e := sys3(unix.SYS_IOCTL, fd, kcovEnable, kcovTracePC); e != 0 {
-		sys3(unix.SYS_IOCTL, uintptr(k.fd[i]), kcovEnable, kcovTracePC)
+		sys3(unix.SYS_IOCTL, cur, kcovEnable, kcovTracePC)
+		sys1(unix.SYS_CLOSE, fd)
 		return
 	}
 	atomic.StoreUint64(&b[0], 0)
-	k.grown[i] = true
-	atomic.StoreUint64(&k.overWord[i][1], uint64(k.op+2))
+	if k.grown[i] > 0 {
+		sys1(unix.SYS_CLOSE, cur)
+	}
+	k.grown[i], k.grownFd[i] = size, int(fd)
+	atomic.StoreUint64(&k.overWord[i][1], uint64(k.op+2)|uint64(words)<<32)
+}
+
+// overflowed reports whether child slot i's buffer has filled in this
+// program.
+func (k *kcovState) overflowed(i int) bool {
+	return k != nil && k.ok && k.on && i > 0 && i <= kcovChildren && atomic.LoadUint64(&k.overWord[i][0]) != 0
 }
 
 // drain moves slot i's buffer into slot i's sets and empties it. Safe in
@@ -646,8 +675,12 @@ func (k *kcovState) result(forks int) (c *obs.Coverage) {
 					where = " before the first op"
 				}
 			}
-			if i > 0 && k.overWord[i][1] != 0 {
-				where += fmt.Sprintf(" (grown to %dM PCs at op %d)", kcovGrownWords>>20, int(k.overWord[i][1])-2)
+			// Children only (overWord[0] is nil; a thread's [1] is 0). The
+			// reverted first version of this read overWord[0][1] whenever
+			// the main buffer filled: a panic.
+			if i > 0 && !isThread(i) && k.overWord[i][1] != 0 {
+				g := k.overWord[i][1]
+				where += fmt.Sprintf(" (grown to %dM PCs at op %d)", g>>32>>20, int(g&(1<<32-1))-2)
 			}
 			if i == 0 && k.forkFull != "" {
 				where += " (" + k.forkFull + ")"

@@ -424,8 +424,14 @@ func (m *machine) runProc(proc int) {
 		}
 		if m.kc != nil {
 			m.kc.op = i
-			if m.inChild && bigOp(op) {
-				m.kc.grow(m.ks)
+			if m.inChild {
+				size := m.bigOp(op)
+				if size == 0 && m.kc.overflowed(m.ks) {
+					size = 1
+				}
+				if size > 0 {
+					m.kc.grow(m.ks, size)
+				}
 			}
 		}
 		m.exec(i)
@@ -436,16 +442,24 @@ func (m *machine) runProc(proc int) {
 	}
 }
 
-// bigOp: op may record more kernel coverage in one system call than a
-// child's kcov buffer holds (kcovState.grow).
-func bigOp(op *prog.Op) bool {
+// bigOp: whether op may record more kernel coverage in one system call
+// than a child's kcov buffer holds, and how much (kcovState.grow: 0 no,
+// 1 kcovGrownWords, 2 kcovForkWords).
+func (m *machine) bigOp(op *prog.Op) int {
 	switch op.Kind {
 	case prog.OpFork:
-		return true
+		return 2
+	case prog.OpWait, prog.OpKill, prog.OpJoin:
+		return 0
 	case prog.OpMigrate, prog.OpMunmap, prog.OpMremap, prog.OpMadvise, prog.OpMlock, prog.OpMunlock, prog.OpMprotect:
-		return op.Len >= kcovBigOp || op.Len == 0
+		if op.Len >= kcovBigOp || op.Len == 0 {
+			return 1
+		}
 	}
-	return false
+	if int(op.Region) < len(m.p.Regions) && m.p.Regions[op.Region].THP != prog.THPOff {
+		return 1
+	}
+	return 0
 }
 
 const pageMask = prog.PageSize - 1
@@ -642,6 +656,9 @@ func (m *machine) child(f int) {
 		m.pids[j] = 0
 	}
 	sys2(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL))
+	if m.kc != nil {
+		m.kc.op = -1 // not the parent's fork: the child's own ops follow
+	}
 	m.kc.enableChild(f)
 	w := uintptr(unsafe.Pointer(&m.ctl[f*64]))
 	for atomic.LoadUint32((*uint32)(unsafe.Pointer(&m.ctl[f*64]))) == 0 {
