@@ -323,8 +323,8 @@ func (k *kcovState) enableChild(f int) {
 // without coverage and the result says so.
 func (k *kcovState) openThread(t int) {
 	i := threadSlot(t)
-	if k == nil || !k.ok || t < 1 || t > prog.MaxThreads || k.area[i] != nil {
-		return
+	if k == nil || !k.ok || t < 1 || t > prog.MaxThreads || k.area[i] != nil || k.tnote[t-1] != "" {
+		return // opened, or failed once (said in the note): not again
 	}
 	fail := func(what string, err error) {
 		k.overWord[i] = []uint64{0, 0}
