@@ -12,10 +12,24 @@ import (
 
 // On the host kernel (stock fork) the evidence says every fork of the main
 // process copied eagerly: the probe page is shared with the held-off child.
+// A child the scheduler ran before the evidence was read (SCHED_FIFO
+// holds it off, but not always on a busy host: 3 runs in 30 here) makes
+// that fork's verdict unknown, honestly; such a run is retried, up to 5.
 func TestForkImplStockEvidence(t *testing.T) {
-	_, o := run(t, "forkfuzz v1\nregion r0 anon-private pages=600 thp=off\nregion r1 anon-shared pages=2\nstore r0 off=0x0 count=600 stride=0x1000\nstore r1 off=0x0 count=2 stride=0x1000\nfork f0\nfork f1\nf1: store r0 off=0x8 count=1\nwait f1\nwait f0\n", Options{ForkImpl: "stock"})
-	if o.ForkImpl == nil || o.ForkImpl.Profile != "stock" || len(o.ForkImpl.Forks) != 2 {
-		t.Fatalf("evidence %+v, want two forks", o.ForkImpl)
+	var o *obs.Observation
+	for try := 1; ; try++ {
+		_, o = run(t, "forkfuzz v1\nregion r0 anon-private pages=600 thp=off\nregion r1 anon-shared pages=2\nstore r0 off=0x0 count=600 stride=0x1000\nstore r1 off=0x0 count=2 stride=0x1000\nfork f0\nfork f1\nf1: store r0 off=0x8 count=1\nwait f1\nwait f0\n", Options{ForkImpl: "stock"})
+		if o.ForkImpl == nil || o.ForkImpl.Profile != "stock" || len(o.ForkImpl.Forks) != 2 {
+			t.Fatalf("evidence %+v, want two forks", o.ForkImpl)
+		}
+		early := false
+		for _, f := range o.ForkImpl.Forks {
+			early = early || f.Verdict == obs.EvUnknown && strings.Contains(f.Why, "the child ran before the evidence was read")
+		}
+		if !early || try == 5 {
+			break
+		}
+		t.Logf("run %d: a child ran before the evidence was read: again", try)
 	}
 	for _, f := range o.ForkImpl.Forks {
 		if !f.Pinned {
