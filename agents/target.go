@@ -3,6 +3,7 @@ package agents
 import (
 	"errors"
 	"maps"
+	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
@@ -57,12 +58,16 @@ type Options struct {
 	Symbols bool
 	// NoCover asks the target not to collect kernel coverage.
 	NoCover bool
+	// Timeout bounds this run (0: the target's own, scaled by the
+	// target with the program and the guest's measured speed where it
+	// does). The gate replays a harness event with a longer one.
+	Timeout time.Duration
 }
 
 // Executor returns the executor's options for opt.
 func (opt Options) Executor() executor.Options {
 	return executor.Options{WordCap: opt.WordCap, Corrupt: opt.Corrupt, ForkImpl: opt.ForkImpl, ForkImplNoEvidence: opt.ForkImplNoEvidence,
-		Symbols: opt.Symbols, NoCover: opt.NoCover}
+		Symbols: opt.Symbols, NoCover: opt.NoCover, TimeoutMs: int(opt.Timeout / time.Millisecond)}
 }
 
 // Event is an error a target returns when the program caused something

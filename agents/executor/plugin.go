@@ -302,6 +302,9 @@ func (r *Remote) run(args RunArgs, nops int) (*obs.Observation, error) {
 		}
 	}
 	timeout := r.Timeout
+	if ms := args.Options.TimeoutMs; ms > 0 {
+		timeout = time.Duration(ms) * time.Millisecond
+	}
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}

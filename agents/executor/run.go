@@ -46,6 +46,10 @@ type Options struct {
 	// picks, including the forking thread's, and the Go collector on
 	// while they run (threads.go; for measuring the difference).
 	NoWriterSpread bool `json:"no_writer_spread,omitempty"`
+	// TimeoutMs bounds this run (0: the Remote's Timeout). The host
+	// scales it with the program and the guest's measured speed, and
+	// gives a run that decides a harness event a longer one.
+	TimeoutMs int `json:"timeout_ms,omitempty"`
 }
 
 // GODEBUG setting the executor process needs: forked children run Go code

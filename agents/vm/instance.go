@@ -369,13 +369,23 @@ func (in *instance) run(p *prog.Program, opt agents.Options, tt testHooks) (*obs
 		return err
 	}
 	in.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	// The program's time: the caller's, or ProgramTimeout scaled with
+	// what the program does and the guest's measured pace. The guest's
+	// executor gets the same bound.
+	weight := programWeight(p)
+	timeout := opt.Timeout
+	if timeout <= 0 {
+		timeout = in.t.pace.timeout(c.ProgramTimeout, weight)
+	}
+	opt.Timeout = timeout
 	eo := opt.Executor()
+	sent := time.Now()
 	if err := WriteMsg(in.conn, &Msg{Type: MsgRun, ID: id, Program: text, Options: &eo, HoldMs: holdMs, TestPath: tt.path, TestValue: tt.value, TestRead: tt.read}); err != nil {
 		return nil, vmDown(fmt.Sprintf("sending the program failed: %v", err))
 	}
 	hang := time.NewTimer(c.HangTimeout)
 	defer hang.Stop()
-	overall := time.NewTimer(c.ProgramTimeout + c.HangTimeout + time.Duration(holdMs)*time.Millisecond)
+	overall := time.NewTimer(timeout + c.HangTimeout + time.Duration(holdMs)*time.Millisecond)
 	defer overall.Stop()
 	// A report that killed a task (a BUG_ON's Oops) often leaves the
 	// program stuck on a lock the dead task held while the guest's
@@ -420,6 +430,9 @@ func (in *instance) run(p *prog.Program, opt agents.Options, tt testHooks) (*obs
 					in.t.mu.Unlock()
 				}
 			}
+			if m.Crash == nil && m.Err == "" && holdMs == 0 {
+				in.t.pace.record(weight, time.Since(sent))
+			}
 			return in.result(m, start, fromReport)
 		case err := <-in.readErr:
 			return nil, vmDown(fmt.Sprintf("agent connection broke: %v", err))
@@ -428,7 +441,7 @@ func (in *instance) run(p *prog.Program, opt agents.Options, tt testHooks) (*obs
 		case <-hang.C:
 			return nil, in.hung(start, fmt.Sprintf("no progress for %v", c.HangTimeout), kerr, fromReport)
 		case <-overall.C:
-			return nil, in.hung(start, fmt.Sprintf("no result within %v", c.ProgramTimeout+c.HangTimeout), kerr, fromReport)
+			return nil, in.hung(start, fmt.Sprintf("no result within %v (program timeout %v, scaled from %v)", timeout+c.HangTimeout, timeout, c.ProgramTimeout), kerr, fromReport)
 		}
 	}
 }

@@ -171,6 +171,8 @@ type Target struct {
 
 	mu     sync.Mutex
 	closed bool
+	// pace is the guest's measured speed, for program timeouts.
+	pace pace
 	// Stats
 	Boots     []time.Duration // every boot's time to the agent's hello
 	FirstProg time.Duration   // boot start of VM 0 to its first program's result
