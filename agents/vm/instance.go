@@ -441,7 +441,13 @@ func (in *instance) run(p *prog.Program, opt agents.Options, tt testHooks) (*obs
 		case <-hang.C:
 			return nil, in.hung(start, fmt.Sprintf("no progress for %v", c.HangTimeout), kerr, fromReport)
 		case <-overall.C:
-			return nil, in.hung(start, fmt.Sprintf("no result within %v (program timeout %v, scaled from %v)", timeout+c.HangTimeout, timeout, c.ProgramTimeout), kerr, fromReport)
+			// The title (the signature) does not carry the scaled
+			// timeout: one hang is one signature whatever its program.
+			e := in.hung(start, "no result within the program timeout", kerr, fromReport)
+			if ke, ok := e.(*KernelReportError); ok && ke.Kind == "hang" {
+				ke.Report = fmt.Sprintf("no result within %v (program timeout %v: %v scaled with the program's weight %.0f and the guest's pace)", timeout+c.HangTimeout, timeout, c.ProgramTimeout, weight)
+			}
+			return nil, e
 		}
 	}
 }
