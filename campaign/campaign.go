@@ -235,6 +235,16 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
 		defer cancel()
 	}
+	if cfg.Workdir != "" {
+		// One campaign per workdir: two would both save the same findings
+		// and each other's programs (shared within this process: a gate's
+		// campaigns).
+		unlock, err := LockWorkdir(cfg.Workdir)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
 	st := &Stats{}
 	start := time.Now()
 	logf(cfg.Log, "campaign: target %s, seed %d (%s)", cfg.Target.Name(), cfg.Seed, SeedRule(cfg.Seed))
