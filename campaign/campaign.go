@@ -251,7 +251,7 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	if arenaNote != "" {
 		logf(cfg.Log, "campaign: %s", arenaNote)
 	}
-	store := &FindingStore{Dir: cfg.Workdir, Seal: cfg.Seal}
+	store := &FindingStore{Dir: cfg.Workdir, Seal: cfg.Seal, Log: cfg.Log}
 	if err := store.Open(); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +24,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/fuzz/minimize"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/fsutil"
 )
 
 // Finding is a saved failure.
@@ -247,15 +251,54 @@ type FindingStore struct {
 	Dir string
 	// Seal, when set and closed, makes Save refuse to write (ErrSealed).
 	Seal *Seal
-	seen map[string]bool
+	// Log, when set, gets a line about every finding directory Open
+	// found incomplete or restored.
+	Log io.Writer
+	// Incomplete lists the finding directories Open found without their
+	// program or report (not counted as saved: the next Save of their
+	// signature replaces them).
+	Incomplete []string
+	seen       map[string]bool
 	// known maps the signatures found on disk at Open to their directories.
 	known map[string]string
 }
 
+// FindingCore are the files a finding directory must hold to count as
+// saved: a directory without them (a copy cut short, a hand-made one)
+// would otherwise keep its signature from ever being saved again.
+var FindingCore = []string{"signature", "program.ffz", "report.txt"}
+
+// maxSignatureFile bounds a finding's signature file.
+const maxSignatureFile = 64 << 10
+
+// ReadFindingSignature returns the signature of a complete finding
+// directory, or an error saying what it lacks.
+func ReadFindingSignature(dir string) (string, error) {
+	for _, name := range FindingCore[1:] {
+		if err := fsutil.CheckRegular(filepath.Join(dir, name), math.MaxInt64); err != nil {
+			return "", fmt.Errorf("incomplete finding directory: %w", err)
+		}
+	}
+	b, err := fsutil.ReadFileLimited(filepath.Join(dir, "signature"), maxSignatureFile)
+	if err != nil {
+		return "", fmt.Errorf("incomplete finding directory: %w", err)
+	}
+	sig := strings.TrimSpace(string(b))
+	if sig == "" {
+		return "", fmt.Errorf("incomplete finding directory: %s is empty", filepath.Join(dir, "signature"))
+	}
+	return sig, nil
+}
+
 // Open creates the store and loads the signatures already saved there.
+// Only complete directories (FindingCore) count as saved; others are
+// listed in Incomplete and logged. A finding that a kill caught between
+// moving its old version aside and putting the new one in place is
+// restored from the old version.
 func (s *FindingStore) Open() error {
 	s.seen = make(map[string]bool)
 	s.known = make(map[string]string)
+	s.Incomplete = nil
 	if s.Dir == "" {
 		return nil
 	}
@@ -269,17 +312,44 @@ func (s *FindingStore) Open() error {
 	}
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), ".saving-") {
-			os.RemoveAll(filepath.Join(root, e.Name())) // a save a kill interrupted
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(root, e.Name(), "signature"))
-		if err == nil {
-			sig := strings.TrimSpace(string(b))
-			s.seen[sig] = true
-			s.known[sig] = filepath.Join(root, e.Name())
+			s.recover(root, e.Name())
 		}
 	}
+	if ents, err = os.ReadDir(root); err != nil {
+		return fmt.Errorf("findings: %w", err)
+	}
+	for _, e := range ents {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		sig, err := ReadFindingSignature(dir)
+		if err != nil {
+			s.Incomplete = append(s.Incomplete, dir)
+			logf(s.Log, "findings: %s: %v; not counted as saved (its signature is saved again when seen)", dir, err)
+			continue
+		}
+		s.seen[sig] = true
+		s.known[sig] = dir
+	}
 	return nil
+}
+
+// recover handles a temporary directory of Save left by a kill: the old
+// version of a finding moved aside whose new version never took its place
+// is put back; anything else is removed.
+func (s *FindingStore) recover(root, name string) {
+	tmp := filepath.Join(root, name)
+	if strings.HasSuffix(name, ".old") {
+		if sig, err := ReadFindingSignature(tmp); err == nil {
+			dir := filepath.Join(root, DirName(sig))
+			if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) && os.Rename(tmp, dir) == nil {
+				logf(s.Log, "findings: %s: restored (a save was cut short after moving it aside)", dir)
+				return
+			}
+		}
+	}
+	os.RemoveAll(tmp)
 }
 
 // Seen reports whether sig was saved before and marks it seen.
@@ -381,18 +451,33 @@ func (s *FindingStore) Save(f *Finding) (string, error) {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return "", fmt.Errorf("findings: %w", err)
 	}
-	old := ""
-	if _, err := os.Stat(dir); err == nil {
-		old = tmp + ".old"
-		if err := os.Rename(dir, old); err != nil {
-			return "", fmt.Errorf("findings: %w", err)
-		}
-		defer os.RemoveAll(old)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err := replaceDir(tmp, dir); err != nil {
 		return "", fmt.Errorf("findings: %w", err)
 	}
 	return dir, nil
+}
+
+// replaceDir puts directory tmp in dir's place. An earlier dir is swapped
+// out atomically (renameat2 RENAME_EXCHANGE) and left in tmp; where the
+// filesystem cannot exchange, it is moved aside to tmp.old first (Open
+// puts it back if a kill comes before the second rename).
+func replaceDir(tmp, dir string) error {
+	if _, err := os.Lstat(dir); err != nil {
+		return os.Rename(tmp, dir)
+	}
+	err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dir, unix.RENAME_EXCHANGE)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EOPNOTSUPP) {
+		return &os.LinkError{Op: "exchange", Old: tmp, New: dir, Err: err}
+	}
+	old := tmp + ".old"
+	if err := os.Rename(dir, old); err != nil {
+		return err
+	}
+	defer os.RemoveAll(old)
+	return os.Rename(tmp, dir)
 }
 
 // Report is the human-readable report of a finding.
@@ -461,13 +546,14 @@ func kernelRelease() string {
 	return "Linux " + unix.ByteSliceToString(u.Release[:])
 }
 
-// Exists reports whether the directory of sig is on disk.
+// Exists reports whether the directory of sig is on disk and complete
+// (FindingCore).
 func (s *FindingStore) Exists(sig string) bool {
 	if s.Dir == "" {
 		return false
 	}
-	_, err := os.Stat(filepath.Join(s.Dir, "findings", DirName(sig), "signature"))
-	return err == nil
+	got, err := ReadFindingSignature(filepath.Join(s.Dir, "findings", DirName(sig)))
+	return err == nil && got == sig
 }
 
 // seedFile is a finding's seed file: the campaign's seed, the program's
