@@ -106,7 +106,11 @@ type Stats struct {
 	// is saved once but may fail many runs).
 	SignatureRuns map[string]int64
 	Saved         []string // finding directories
-	stats         *statsLog
+	// StatsErrors counts the samples that could not be written to
+	// StatsFile; StatsError says how many, where and the first error.
+	StatsErrors int
+	StatsError  string
+	stats       *statsLog
 	// Cover is the coverage phrase of the summary; CoverCounts its
 	// numbers, CoverDir the corpus directory (empty: no coverage).
 	Cover       string

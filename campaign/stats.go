@@ -1,7 +1,14 @@
 package campaign
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,6 +18,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/campaign/cover"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/internal/fsutil"
 )
 
 // StatsFile is the JSON-lines file in the workdir that Run appends a
@@ -61,13 +69,17 @@ type statsLog struct {
 	// cover returns the coverage so far (nil: none); safe to call from
 	// the sampling goroutine.
 	cover func() *cover.Counts
+	log   io.Writer
+	// Written by the sampling goroutine (and the last write after it).
+	writes, failed int
+	firstErr       error
 }
 
 func newStatsLog(cfg Config, start time.Time) *statsLog {
 	if cfg.Workdir == "" {
 		return nil
 	}
-	return &statsLog{path: filepath.Join(cfg.Workdir, StatsFile), onSample: cfg.OnSample, sample: Sample{
+	return &statsLog{path: filepath.Join(cfg.Workdir, StatsFile), onSample: cfg.OnSample, log: cfg.Log, sample: Sample{
 		Run: start.UTC().Format(time.RFC3339Nano), Target: cfg.Target.Name(), Seed: cfg.Seed,
 		Signatures: map[string]*SigCount{}}}
 }
@@ -131,10 +143,16 @@ func (l *statsLog) start(st *Stats, programs, forks *atomic.Int64, start time.Ti
 		close(stop)
 		<-done
 		l.write(st, programs.Load(), forks.Load(), start)
+		if l.failed > 0 {
+			st.StatsErrors = l.failed
+			st.StatsError = fmt.Sprintf("%d of %d samples not written to %s: %v", l.failed, l.writes, l.path, l.firstErr)
+			logf(l.log, "stats: %s (the campaign page lacks them)", st.StatsError)
+		}
 	}
 }
 
-// write appends a sample (nil-safe; errors are ignored: stats are a view).
+// write appends a sample. A failure is counted, logged once and said at
+// the end (Stats.StatsError): the campaign goes on without its page.
 func (l *statsLog) write(st *Stats, programs, forks int64, start time.Time) {
 	l.mu.Lock()
 	s := l.sample
@@ -158,38 +176,161 @@ func (l *statsLog) write(st *Stats, programs, forks int64, start time.Time) {
 	if l.onSample != nil {
 		l.onSample(s)
 	}
-	if err != nil {
-		return
+	l.writes++
+	if err == nil {
+		err = appendLine(l.path, b)
 	}
-	fd, err := os.OpenFile(l.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
-		return
+		l.failed++
+		if l.firstErr == nil {
+			l.firstErr = err
+			logf(l.log, "stats: writing a sample to %s failed (the campaign goes on; its page will lack the samples not written): %v", l.path, err)
+		}
 	}
-	fd.Write(append(b, '\n'))
-	fd.Close()
 }
 
-// ReadSamples reads a workdir's StatsFile (missing: none); lines that do
-// not decode are skipped (a line cut by a kill).
-func ReadSamples(workdir string) ([]Sample, error) {
-	b, err := os.ReadFile(filepath.Join(workdir, StatsFile))
-	if os.IsNotExist(err) {
-		return nil, nil
+// appendLine appends line and a newline to the file at path, creating
+// it; when the file does not end with a newline (a write cut short by a
+// kill or a full disk), it writes one first, so the new line is not
+// glued to the torn one.
+func appendLine(path string, line []byte) error {
+	fd, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 0, len(line)+2)
+	if fi, err := fd.Stat(); err != nil {
+		fd.Close()
+		return err
+	} else if !fi.Mode().IsRegular() {
+		fd.Close()
+		return &fsutil.NotRegularError{Path: path, Mode: fi.Mode()}
+	} else if fi.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := fd.ReadAt(last, fi.Size()-1); err != nil {
+			fd.Close()
+			return err
+		}
+		if last[0] != '\n' {
+			buf = append(buf, '\n')
+		}
+	}
+	buf = append(append(buf, line...), '\n')
+	if _, err := fd.Write(buf); err != nil {
+		fd.Close()
+		return err
+	}
+	return fd.Close()
+}
+
+// maxSampleLine bounds one line of StatsFile; a longer one is malformed.
+const maxSampleLine = 16 << 20
+
+// StatsRead is what ReadStats found in a workdir's StatsFile.
+type StatsRead struct {
+	Path    string
+	Samples []Sample
+	// Malformed counts the lines (or pieces of a line) that held no
+	// sample: cut by a kill, glued to a sample by an older forkfuzz that
+	// appended to a torn line, or not forkfuzz's. FirstMalformed is the
+	// line number of the first.
+	Malformed, FirstMalformed int
+}
+
+// Note says what was skipped ("" when nothing was).
+func (r *StatsRead) Note() string {
+	if r == nil || r.Malformed == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: skipped %d malformed line(s) (the first at line %d): a write cut short, or not a forkfuzz stats file", r.Path, r.Malformed, r.FirstMalformed)
+}
+
+// ReadStats reads a workdir's StatsFile line by line (missing: no
+// samples). A line that holds no sample is skipped and counted; a sample
+// glued after garbage on one line is still read. Not a regular file is
+// an error.
+func ReadStats(workdir string) (*StatsRead, error) {
+	r := &StatsRead{Path: filepath.Join(workdir, StatsFile)}
+	f, err := fsutil.OpenRegular(r.Path, math.MaxInt64)
+	if errors.Is(err, fs.ErrNotExist) {
+		return r, nil
 	} else if err != nil {
 		return nil, err
 	}
-	var out []Sample
-	start := 0
-	for i := 0; i <= len(b); i++ {
-		if i == len(b) || b[i] == '\n' {
-			if i > start {
-				var s Sample
-				if json.Unmarshal(b[start:i], &s) == nil {
-					out = append(out, s)
-				}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	bad := func(n int) {
+		if r.Malformed == 0 {
+			r.FirstMalformed = n
+		}
+		r.Malformed++
+	}
+	for n := 1; ; n++ {
+		line, long, err := readLine(br, maxSampleLine)
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("reading %s: %w", r.Path, err)
+		}
+		if long {
+			bad(n)
+		} else if len(bytes.TrimSpace(line)) > 0 {
+			s, ok, glued := decodeSample(line)
+			if !ok || glued {
+				bad(n)
 			}
-			start = i + 1
+			if ok {
+				r.Samples = append(r.Samples, s)
+			}
+		}
+		if err == io.EOF {
+			return r, nil
 		}
 	}
-	return out, nil
+}
+
+// readLine returns the next line without its newline; a line longer than
+// max is consumed and returned empty with long set. err is io.EOF at the
+// end (with the last line, if it has no newline).
+func readLine(br *bufio.Reader, max int) (line []byte, long bool, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		if !long {
+			if len(line)+len(frag) > max+1 {
+				long, line = true, nil
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), long, err
+	}
+}
+
+// sampleStart is how every marshalled Sample begins.
+var sampleStart = []byte(`{"time":`)
+
+// decodeSample decodes a line; when it does not decode, the sample after
+// the last sampleStart in it (glued after a torn line) is tried.
+func decodeSample(line []byte) (s Sample, ok, glued bool) {
+	if json.Unmarshal(line, &s) == nil {
+		return s, true, false
+	}
+	if i := bytes.LastIndex(line, sampleStart); i > 0 {
+		s = Sample{}
+		if json.Unmarshal(line[i:], &s) == nil {
+			return s, true, true
+		}
+	}
+	return Sample{}, false, false
+}
+
+// ReadSamples reads a workdir's StatsFile (missing: none); lines that do
+// not decode are skipped (ReadStats counts them).
+func ReadSamples(workdir string) ([]Sample, error) {
+	r, err := ReadStats(workdir)
+	if err != nil {
+		return nil, err
+	}
+	return r.Samples, nil
 }

@@ -102,15 +102,13 @@ func check(path string, fi fs.FileInfo, max int64) error {
 	return nil
 }
 
-// ReadFileLimited reads the regular file at path (symbolic links
-// followed), at most max bytes. A FIFO, device, socket or directory is a
-// *NotRegularError; a file larger than max, at stat or while read (it may
-// grow), a *TooLargeError. A missing file is the *fs.PathError of
-// os.Stat (errors.Is(err, fs.ErrNotExist)).
-//
-// The file is opened non-blocking and checked again on the descriptor, so
-// a FIFO put in place between the stat and the open cannot block it.
-func ReadFileLimited(path string, max int64) ([]byte, error) {
+// OpenRegular opens the regular file at path (symbolic links followed)
+// for reading, with the checks of ReadFileLimited: not a regular file, or
+// larger than max, is an error. The file is opened non-blocking and
+// checked again on the descriptor, so a FIFO put in place between the
+// stat and the open cannot block it. Read it through io.LimitReader when
+// a bound matters: it may grow.
+func OpenRegular(path string, max int64) (*os.File, error) {
 	if err := CheckRegular(path, max); err != nil {
 		return nil, err
 	}
@@ -118,12 +116,30 @@ func ReadFileLimited(path string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	fi, err := f.Stat()
+	if err == nil {
+		err = check(path, fi, max)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// ReadFileLimited reads the regular file at path (symbolic links
+// followed), at most max bytes. A FIFO, device, socket or directory is a
+// *NotRegularError; a file larger than max, at stat or while read (it may
+// grow), a *TooLargeError. A missing file is the *fs.PathError of
+// os.Stat (errors.Is(err, fs.ErrNotExist)).
+func ReadFileLimited(path string, max int64) ([]byte, error) {
+	f, err := OpenRegular(path, max)
 	if err != nil {
 		return nil, err
 	}
-	if err := check(path, fi, max); err != nil {
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
 		return nil, err
 	}
 	// Sized for the file as it stands (bytes.MinRead spare to see EOF),
