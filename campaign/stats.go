@@ -189,6 +189,16 @@ func (l *statsLog) write(st *Stats, programs, forks int64, start time.Time) {
 	}
 }
 
+// AppendSample appends s to workdir's StatsFile as write does (the live
+// page of a distributed campaign keeps its samples there too).
+func AppendSample(workdir string, s Sample) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return appendLine(filepath.Join(workdir, StatsFile), b)
+}
+
 // appendLine appends line and a newline to the file at path, creating
 // it; when the file does not end with a newline (a write cut short by a
 // kill or a full disk), it writes one first, so the new line is not

@@ -2,14 +2,18 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/internal/fsutil"
 )
 
 // CampaignHTML is the campaign page's file name in a workdir.
@@ -47,44 +51,57 @@ type Campaign struct {
 	Corpus []string
 	// LinkPrefix goes before finding links ("findings/").
 	LinkPrefix string
+	// Warnings say what the page lacks: finding directories skipped,
+	// malformed lines of the stats file.
+	Warnings []string
 }
 
 // LoadCampaign reads a workdir: its stats samples and finding directories
-// (report.json where present, else the directory itself).
+// (report.json where present, else the directory itself). A finding
+// directory that cannot be read is left out with a warning (Warnings), as
+// are malformed lines of the stats file.
 func LoadCampaign(workdir string) (*Campaign, error) {
 	c := &Campaign{Title: "forkfuzz campaign", Workdir: workdir, LinkPrefix: "findings/"}
-	var err error
-	if c.Samples, err = campaign.ReadSamples(workdir); err != nil {
+	sr, err := campaign.ReadStats(workdir)
+	if err != nil {
 		return nil, err
 	}
-	if c.Findings, err = loadFindingRows(workdir, c.Samples); err != nil {
+	c.Samples = sr.Samples
+	if n := sr.Note(); n != "" {
+		c.Warnings = append(c.Warnings, n)
+	}
+	var warns []string
+	if c.Findings, warns, err = loadFindingRows(workdir, c.Samples); err != nil {
 		return nil, err
 	}
+	c.Warnings = append(c.Warnings, warns...)
 	c.Corpus = corpusLines(workdir)
 	return c, nil
 }
 
-func loadFindingRows(workdir string, samples []campaign.Sample) ([]FindingRow, error) {
+func loadFindingRows(workdir string, samples []campaign.Sample) ([]FindingRow, []string, error) {
 	root := filepath.Join(workdir, "findings")
 	ents, err := os.ReadDir(root)
 	if os.IsNotExist(err) {
-		return nil, nil
+		return nil, nil, nil
 	} else if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	counts := sigCounts(samples)
 	var rows []FindingRow
+	var warns []string
 	for _, e := range ents {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
 		dir := filepath.Join(root, e.Name())
 		var m Meta
-		if b, err := os.ReadFile(filepath.Join(dir, FindingJSON)); err == nil && json.Unmarshal(b, &m) == nil {
+		if b, err := readFindingFile(dir, FindingJSON); err == nil && json.Unmarshal(b, &m) == nil {
 		} else {
 			f, err := LoadFinding(dir)
 			if err != nil {
-				continue // not a finding directory
+				warns = append(warns, dirWarning(dir, "not listed", err))
+				continue
 			}
 			m = MetaOf(f)
 			if fi, err := os.Stat(filepath.Join(dir, "signature")); err == nil {
@@ -103,7 +120,7 @@ func loadFindingRows(workdir string, samples []campaign.Sample) ([]FindingRow, e
 		}
 		return rows[i].First.Before(rows[j].First)
 	})
-	return rows, nil
+	return rows, warns, nil
 }
 
 // sigCounts adds up the last sample of every run.
@@ -208,6 +225,13 @@ func CampaignPage(c *Campaign) []byte {
 		sub += fmt.Sprintf(" · live, reloads every %ds", c.Refresh)
 	}
 	b.f(`<header><h1>%s</h1><div class="sub">%s</div></header><main>`, esc(c.Title), sub)
+	if len(c.Warnings) > 0 {
+		b.f(`<section id="warnings"><h2>Left out</h2>`)
+		for _, w := range c.Warnings {
+			b.f(`<p class="note warn">%s</p>`, esc(w))
+		}
+		b.f(`</section>`)
+	}
 	b.f(`<section id="summary"><h2>Summary</h2><div class="kv">`)
 	kv := func(k, v string) { b.f(`<div>%s</div><div>%s</div>`, esc(k), v) }
 	if last.Target != "" {
@@ -482,16 +506,89 @@ func tfmt(t time.Time) string {
 	return t.UTC().Format("01-02 15:04:05")
 }
 
+// NotWorkdirError says that a directory is no forkfuzz workdir: it holds
+// neither a stats file nor findings/ (a mistyped path, an empty
+// directory).
+type NotWorkdirError struct{ Dir string }
+
+func (e *NotWorkdirError) Error() string {
+	return fmt.Sprintf("%s: not a forkfuzz workdir (no %s, no findings/): give the --workdir of a run", e.Dir, campaign.StatsFile)
+}
+
+// CheckWorkdir returns an error unless dir is a directory holding a stats
+// file or findings/.
+func CheckWorkdir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s: not a workdir (no such directory)", dir)
+		}
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: not a workdir (%s, want a directory)", dir, fsutil.Kind(fi.Mode()))
+	}
+	for _, name := range []string{campaign.StatsFile, "findings"} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return nil
+		}
+	}
+	return &NotWorkdirError{Dir: dir}
+}
+
 // WriteCampaign writes the campaign page (and every finding's page) of a
-// workdir and returns the page's path.
-func WriteCampaign(workdir string) (string, error) {
-	if _, err := WriteFindingPages(workdir); err != nil && !os.IsNotExist(err) {
-		return "", err
+// workdir and returns the page's path, and warnings about what it left
+// out (also on the page). A finding directory that cannot be read is
+// skipped, not fatal; a dir that is no workdir (CheckWorkdir) is an error.
+func WriteCampaign(workdir string) (string, []string, error) {
+	if err := CheckWorkdir(workdir); err != nil {
+		return "", nil, err
+	}
+	_, warns, err := WriteFindingPages(workdir)
+	if err != nil {
+		return "", nil, err
 	}
 	c, err := LoadCampaign(workdir)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
+	// A directory whose page failed is not listed either (its report.json
+	// may be an earlier version's); say so once.
+	skipped := map[string]bool{}
+	for _, w := range warns {
+		if d, ok := warningDir(w); ok {
+			skipped[d] = true
+		}
+	}
+	c.Findings = slices.DeleteFunc(c.Findings, func(r FindingRow) bool { return skipped[filepath.Join(workdir, "findings", r.Dir)] })
+	for _, w := range c.Warnings {
+		if d, ok := warningDir(w); !ok || !skipped[d] {
+			warns = append(warns, w)
+		}
+	}
+	c.Warnings = warns
 	path := filepath.Join(workdir, CampaignHTML)
-	return path, os.WriteFile(path, CampaignPage(c), 0o644)
+	if err := os.WriteFile(path, CampaignPage(c), 0o644); err != nil {
+		return "", nil, err
+	}
+	return path, warns, nil
+}
+
+// dirWarning is a warning about a finding directory; warningDir returns
+// the directory a warning is about.
+func dirWarning(dir, what string, err error) string {
+	return fmt.Sprintf("finding directory %s %s: %v", dir, what, err)
+}
+
+func warningDir(w string) (string, bool) {
+	rest, ok := strings.CutPrefix(w, "finding directory ")
+	if !ok {
+		return "", false
+	}
+	for _, what := range []string{" skipped: ", " not listed: "} {
+		if i := strings.Index(rest, what); i >= 0 {
+			return rest[:i], true
+		}
+	}
+	return "", false
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -34,9 +33,10 @@ type Live struct {
 	// Refresh is how often the page reloads itself (seconds; default 5).
 	Refresh int
 
-	mu   sync.Mutex
-	last *Snapshot
-	err  error
+	mu       sync.Mutex
+	last     *Snapshot
+	err      error
+	writeErr error // the last sample's append to the stats file
 }
 
 // Run polls until ctx ends.
@@ -70,16 +70,10 @@ func (l *Live) poll(ctx context.Context) {
 	if err != nil || s == nil || s.Sample.Run == "" || l.Workdir == "" {
 		return
 	}
-	b, err := json.Marshal(s.Sample)
-	if err != nil {
-		return
-	}
-	fd, err := os.OpenFile(filepath.Join(l.Workdir, campaign.StatsFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return
-	}
-	fd.Write(append(b, '\n'))
-	fd.Close()
+	err = campaign.AppendSample(l.Workdir, s.Sample)
+	l.mu.Lock()
+	l.writeErr = err
+	l.mu.Unlock()
 }
 
 // ServeHTTP serves the page at / and the finding directories under
@@ -107,6 +101,9 @@ func (l *Live) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if l.err != nil {
 		c.Status = append(c.Status, "last poll failed: "+l.err.Error())
+	}
+	if l.writeErr != nil {
+		c.Status = append(c.Status, "last sample not written: "+l.writeErr.Error())
 	}
 	l.mu.Unlock()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/fsutil"
 )
 
 var (
@@ -28,11 +30,40 @@ var (
 	reWhat      = regexp.MustCompile(`(?s)What went wrong \((minimized|original) program\):\n(.*?)\n\n`)
 )
 
+// Size limits of the files of a finding directory: a program of
+// prog.MaxOps operations is well under 1 MiB of text; observations run to
+// tens of MiB.
+const (
+	maxSmallFile       = 64 << 10  // signature, seed
+	maxProgramFile     = 16 << 20  // program.ffz, minimized.ffz
+	maxObservationFile = 256 << 20 // observation.json, minimized-observation.json
+	maxOtherFile       = 64 << 20  // report.txt, report.json, attachments
+)
+
+// fileLimit is the size limit of a finding directory's file.
+func fileLimit(name string) int64 {
+	switch {
+	case name == "signature" || name == "seed":
+		return maxSmallFile
+	case strings.HasSuffix(name, ".ffz"):
+		return maxProgramFile
+	case strings.HasSuffix(name, "observation.json"):
+		return maxObservationFile
+	}
+	return maxOtherFile
+}
+
+// readFindingFile reads a file of a finding directory, bounded
+// (fileLimit); anything but a regular file is an error.
+func readFindingFile(dir, name string) ([]byte, error) {
+	return fsutil.ReadFileLimited(filepath.Join(dir, name), fileLimit(name))
+}
+
 // LoadFinding reads a finding directory back into a campaign.Finding (as
 // far as the directory keeps it: the issue's evidence is recomputed from
 // the program and observation when a page is drawn).
 func LoadFinding(dir string) (*campaign.Finding, error) {
-	read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }
+	read := func(name string) ([]byte, error) { return readFindingFile(dir, name) }
 	sig, err := read("signature")
 	if err != nil {
 		return nil, err
@@ -143,39 +174,51 @@ func unindent(s string) string {
 }
 
 // WriteFindingPages (re)writes report.html and report.json in every
-// finding directory under workdir/findings and returns how many.
-func WriteFindingPages(workdir string) (int, error) {
+// finding directory under workdir/findings and returns how many. A
+// directory that cannot be loaded or written is skipped, with a warning
+// naming it; a missing findings/ is no finding. err is only for a
+// findings/ that cannot be listed.
+func WriteFindingPages(workdir string) (n int, warnings []string, err error) {
 	root := filepath.Join(workdir, "findings")
 	ents, err := os.ReadDir(root)
-	if err != nil {
-		return 0, err
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil, nil
+	} else if err != nil {
+		return 0, nil, err
 	}
-	n := 0
 	for _, e := range ents {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
 		dir := filepath.Join(root, e.Name())
-		f, err := LoadFinding(dir)
-		if err != nil {
-			return n, err
-		}
-		files := Files(f)
-		if old, err := os.ReadFile(filepath.Join(dir, FindingJSON)); err == nil {
-			// Keep when it was first saved.
-			var m Meta
-			if json.Unmarshal(old, &m) == nil && !m.Saved.IsZero() {
-				nm := MetaOf(f)
-				nm.Saved = m.Saved
-				files[FindingJSON], _ = json.MarshalIndent(nm, "", " ")
-			}
-		}
-		for name, b := range files {
-			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-				return n, err
-			}
+		if err := writeFindingPage(dir); err != nil {
+			warnings = append(warnings, dirWarning(dir, "skipped", err))
+			continue
 		}
 		n++
 	}
-	return n, nil
+	return n, warnings, nil
+}
+
+func writeFindingPage(dir string) error {
+	f, err := LoadFinding(dir)
+	if err != nil {
+		return err
+	}
+	files := Files(f)
+	if old, err := readFindingFile(dir, FindingJSON); err == nil {
+		// Keep when it was first saved.
+		var m Meta
+		if json.Unmarshal(old, &m) == nil && !m.Saved.IsZero() {
+			nm := MetaOf(f)
+			nm.Saved = m.Saved
+			files[FindingJSON], _ = json.MarshalIndent(nm, "", " ")
+		}
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -149,7 +149,7 @@ func TestPagesInBrowser(t *testing.T) {
 	bin := testutil.Chromium(t)
 	wd := simCampaign(t, "async-rollback-partial", "default", 200, 3)
 	td := simCampaign(t, "async-sync-pte-only", "threads", 80, 1)
-	index, err := WriteCampaign(wd)
+	index, _, err := WriteCampaign(wd)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
+	"math"
 	"path/filepath"
 	"time"
 
@@ -17,6 +17,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/campaign/dist"
 	"github.com/forkfuzz/forkfuzz/campaign/report"
+	"github.com/forkfuzz/forkfuzz/internal/fsutil"
 )
 
 func init() {
@@ -33,15 +34,15 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: forkfuzz report WORKDIR")
 		return exitError
 	}
-	dir := fs.Arg(0)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		fmt.Fprintf(stderr, "forkfuzz report: %s: not a workdir (no such directory)\n", dir)
-		return exitError
-	}
-	path, err := report.WriteCampaign(dir)
+	// A finding directory that cannot be read is left out with a warning
+	// (here and on the page); a dir that is no workdir is an error.
+	path, warns, err := report.WriteCampaign(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz report:", err)
 		return exitError
+	}
+	for _, w := range warns {
+		fmt.Fprintln(stderr, "forkfuzz report: warning:", w)
 	}
 	fmt.Fprintln(stdout, path)
 	return exitClean
@@ -152,7 +153,7 @@ func kernelID(target, image string) string {
 		h := sha256.Sum256(u.Version[:])
 		return unix.ByteSliceToString(u.Release[:]) + "-" + hex.EncodeToString(h[:4])
 	case image != "":
-		fd, err := os.Open(image)
+		fd, err := fsutil.OpenRegular(image, math.MaxInt64) // not a FIFO or /dev/zero
 		if err != nil {
 			return "unknown"
 		}

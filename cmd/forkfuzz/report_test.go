@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -44,6 +45,59 @@ func TestReportCommand(t *testing.T) {
 	code, _, errs = forkfuzz(t, "report", filepath.Join(dir, "nope"))
 	if code != exitError || !strings.Contains(errs, "nope: not a workdir") {
 		t.Errorf("report of a missing workdir: exit %d, %q", code, errs)
+	}
+	empty := t.TempDir()
+	code, _, errs = forkfuzz(t, "report", empty)
+	if code != exitError || !strings.Contains(errs, empty+": not a forkfuzz workdir") {
+		t.Errorf("report of an empty directory: exit %d, %q", code, errs)
+	}
+	// A bad finding directory is skipped with a warning; the page is
+	// still written.
+	bad := filepath.Join(dir, "findings", "broken")
+	os.MkdirAll(bad, 0o755)
+	os.WriteFile(filepath.Join(bad, "signature"), []byte("broken\n"), 0o644)
+	os.Remove(filepath.Join(dir, "index.html"))
+	code, out, errs = forkfuzz(t, "report", dir)
+	if code != exitClean || !strings.Contains(errs, "warning: finding directory "+bad+" skipped") {
+		t.Errorf("report with a bad finding directory: exit %d\n%s\n%s", code, out, errs)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "index.html")); err != nil || !strings.Contains(string(b), "findings/broken skipped") {
+		t.Errorf("the page does not say what it left out (%v)", err)
+	}
+}
+
+// A second user of a workdir gets exit 2 naming the PID that holds it.
+func TestRunWorkdirInUse(t *testing.T) {
+	if _, err := exec.LookPath("flock"); err != nil {
+		t.Skip("no flock(1) to hold the lock from another process")
+	}
+	dir := t.TempDir()
+	// The shell locks the file, writes its PID and becomes sleep, which
+	// keeps the locked descriptor: the holder's PID is the shell's.
+	holder := exec.Command("sh", "-c", `exec 9>>"$1/.lock" && flock 9 && echo $$ >"$1/.lock" && echo locked && exec sleep 60`, "sh", dir)
+	stdout, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { holder.Process.Kill(); holder.Wait() }()
+	if b := make([]byte, 7); func() bool { _, err := io.ReadFull(stdout, b); return err != nil || string(b) != "locked\n" }() {
+		t.Fatal("the holder did not lock the workdir")
+	}
+	code, out, errs := forkfuzz(t, "run", "--target", "sim", "--programs", "5", "--seed", "1", "--workdir", dir, "-q")
+	want := fmt.Sprintf("workdir %s is in use by PID %d", dir, holder.Process.Pid)
+	if code != exitError || !strings.Contains(errs, want) {
+		t.Fatalf("run on a busy workdir: exit %d, want 2 saying %q\n%s\n%s", code, want, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "findings")); err == nil {
+		t.Error("the refused run created findings/")
+	}
+	holder.Process.Kill()
+	holder.Wait()
+	if code, out, errs := forkfuzz(t, "run", "--target", "sim", "--programs", "5", "--seed", "1", "--workdir", dir, "-q"); code == exitError {
+		t.Fatalf("run after the holder died (its PID still in .lock): exit %d\n%s\n%s", code, out, errs)
 	}
 }
 
