@@ -173,6 +173,13 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	if cfg.StoreDir == "" {
 		cfg.StoreDir = filepath.Join(*workdir, "jetstream")
 	}
+	// The coordinator writes finding directories as a campaign does: one
+	// user of a workdir at a time.
+	unlock, err := campaign.LockWorkdir(*workdir)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
 	ctx, stop := signalContext()
 	defer stop()
 	var nc *nats.Conn
@@ -419,6 +426,13 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 // loopback port with its store in a temporary directory.
 func runDist(t agents.Target, kind string, cfg campaign.Config, minRuns int, minTime time.Duration, stdout, stderr io.Writer) int {
 	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz run:", err); return exitError }
+	if cfg.Workdir != "" {
+		unlock, err := campaign.LockWorkdir(cfg.Workdir)
+		if err != nil {
+			return fail(err)
+		}
+		defer unlock()
+	}
 	storeDir, err := os.MkdirTemp("", "forkfuzz-js-")
 	if err != nil {
 		return fail(err)
