@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/forkfuzz/forkfuzz/internal/fsutil"
 )
 
 // Config is a kernel configuration: option name (with CONFIG_) to value
@@ -35,9 +38,18 @@ func ParseConfig(b []byte) (Config, error) {
 	return c, sc.Err()
 }
 
-// ReadConfig reads a .config file.
+// Size limits of the files kernel check reads: a bzImage is 10-60 MB, a
+// vmlinux with debug information several hundred; a .config a few hundred
+// KB.
+const (
+	MaxImageFile  = 512 << 20
+	MaxConfigFile = 16 << 20
+)
+
+// ReadConfig reads a .config file (a regular file of at most
+// MaxConfigFile bytes).
 func ReadConfig(path string) (Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := fsutil.ReadFileLimited(path, MaxConfigFile)
 	if err != nil {
 		return nil, err
 	}
@@ -77,8 +89,11 @@ func IsImage(b []byte) bool {
 // boot/config-VERSION beside vmlinuz-VERSION, config-X beside bzImage-X, or
 // the build tree's .config for arch/x86/boot/bzImage). It returns where
 // the configuration came from.
+//
+// path must be a regular file of at most MaxImageFile bytes (a FIFO or a
+// device is refused, not read).
 func FindConfig(path string) (Config, string, error) {
-	b, err := os.ReadFile(path)
+	b, err := fsutil.ReadFileLimited(path, MaxImageFile)
 	if err != nil {
 		return nil, "", err
 	}
@@ -102,10 +117,14 @@ func FindConfig(path string) (Config, string, error) {
 	}
 	cands = append(cands, filepath.Join(dir, ".config"), filepath.Join(dir, "../../../.config"))
 	for _, c := range cands {
-		if b, err := os.ReadFile(c); err == nil {
-			cfg, err := ParseConfig(b)
-			return cfg, filepath.Clean(c), err
+		b, err := fsutil.ReadFileLimited(c, MaxConfigFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return nil, "", err // there, but a FIFO, a directory, too large
 		}
+		cfg, err := ParseConfig(b)
+		return cfg, filepath.Clean(c), err
 	}
 	return nil, "", &NoConfigError{Image: path}
 }
@@ -147,7 +166,8 @@ func ikcfgIn(b []byte) []byte {
 	if err != nil {
 		return nil
 	}
-	v, err := io.ReadAll(zr)
+	// Bounded: a gzip bomb in a crafted image must not take the memory.
+	v, err := io.ReadAll(io.LimitReader(zr, MaxConfigFile))
 	if err != nil && len(v) == 0 {
 		return nil
 	}
