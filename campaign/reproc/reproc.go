@@ -356,6 +356,8 @@ func (g *gen) emit() []byte {
 	for _, k := range prog.OpKinds() {
 		fmt.Fprintf(&b, "#define K_%s %d\n", strings.ToUpper(k.String()), int(k))
 	}
+	emitLayout(&b)
+	emitEnums(&b)
 	if p.Arena != prog.ArenaTop {
 		fmt.Fprintf(&b, "#define ARENA %#xULL /* arena %v: the regions' real place; results are mapped back with CANON */\n", p.Arena.Base(), p.Arena)
 	}
@@ -395,8 +397,12 @@ func (g *gen) emit() []byte {
 		}
 	}
 	b.WriteString("};\n")
-	fmt.Fprintf(&b, "static const int USES_PIPE[4] = {%d, %d, %d, %d};\n#define USES_SCRATCH %d\n#define USES_MEMCG %d\n#define USES_FAILNTH %d\n#define USES_RING %d\n#define USES_UFFD %d\n#define USES_NUMA %d\n#define MAX_MIGRATE_PAGES %d\n",
-		usesPipe[0], usesPipe[1], usesPipe[2], usesPipe[3], scratch, memcg, failnth, ring, uffd, numa, prog.MaxMigratePages)
+	pipesUsed := make([]string, len(usesPipe))
+	for i, u := range usesPipe {
+		pipesUsed[i] = fmt.Sprint(u)
+	}
+	fmt.Fprintf(&b, "static const int USES_PIPE[MAX_PIPES] = {%s};\n#define USES_SCRATCH %d\n#define USES_MEMCG %d\n#define USES_FAILNTH %d\n#define USES_RING %d\n#define USES_UFFD %d\n#define USES_NUMA %d\n#define MAX_MIGRATE_PAGES %d\n",
+		strings.Join(pipesUsed, ", "), scratch, memcg, failnth, ring, uffd, numa, prog.MaxMigratePages)
 
 	var t tables
 	sets := append([]*checker.Spec{s}, g.alts...)

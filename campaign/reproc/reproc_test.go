@@ -80,13 +80,26 @@ var (
 	staticOK   bool
 )
 
-// build compiles C source with gcc -O2 -static -pthread (without -static
-// when the static C library is missing, said in the log).
-func build(t *testing.T, src []byte) string {
+// requireGCC skips the test where gcc is missing.
+func requireGCC(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc is not installed: the C reproducer cannot be built")
 	}
+}
+
+// build compiles C source with gcc -O2 -static -pthread (without -static
+// when the static C library is missing, said in the log).
+func build(t *testing.T, src []byte) string {
+	t.Helper()
+	return buildAt(t, src, "-O2")
+}
+
+// buildAt compiles C source like build, at optimization level level
+// ("-O0", "-O2"), with -Wall -Werror.
+func buildAt(t *testing.T, src []byte, level string) string {
+	t.Helper()
+	requireGCC(t)
 	dir := t.TempDir()
 	c := filepath.Join(dir, "repro.c")
 	bin := filepath.Join(dir, "repro")
@@ -100,7 +113,7 @@ func build(t *testing.T, src []byte) string {
 			t.Logf("gcc -static failed (no static C library?), building dynamically: %v\n%s", err, out)
 		}
 	})
-	args := []string{"-O2", "-Wall", "-Werror", "-pthread", c, "-o", bin}
+	args := []string{level, "-Wall", "-Werror", "-pthread", c, "-o", bin}
 	if staticOK {
 		args = append([]string{"-static"}, args...)
 	}

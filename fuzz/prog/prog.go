@@ -74,18 +74,27 @@
 //  4. Simulated kernel (agents/sim): a case in machine.exec (run.go), or a
 //     Skip reason saying it is not modelled; TestEveryOpKindSimulated
 //     runs it on every model and judges it.
-//  5. Generator (fuzz/gen): a weight (weights.go, and the profiles that
+//  5. C reproducer (campaign/reproc): a case in exec_op (runtime.c.in; a
+//     harness kind in run_proc), and the per-program set-up it needs in
+//     emit (reproc.go). Its K_ constant and every value table come from
+//     these tables (campaign/reproc enums.go), never a copy in the C;
+//     TestEveryValueAtEveryOptLevel builds the example at -O0 and -O2 and
+//     requires a pass at both on the host.
+//  6. Generator (fuzz/gen): a weight (weights.go, and the profiles that
 //     should use it), a generator case (ops.go, pinned.go), Repair's
 //     clamping (repair.go), mutation if it has arguments; the units test
 //     draws every kind from NumOpKinds and TestEveryValueGenerated requires
 //     the kind to be generated.
-//  6. README: the format section and, if it needs a kernel feature, the
+//  7. README: the format section and, if it needs a kernel feature, the
 //     skip reason (fuzz/obs skip.go).
 //
 // Adding an advice, protection or mremap flag is a row in its table (with
 // its Linux value: agents/executor TestLinuxConstants checks it against
 // x/sys/unix) plus its rule in the model and the sim; an executor never
 // indexes past a table (a value without a row is skipped as unhandled).
+// The C reproducer and checker/internal/randprog read the new row from
+// the table (TestEveryValueAtEveryOptLevel runs it at -O0 and -O2,
+// randprog's TestEveryValueDrawn requires it drawn).
 package prog
 
 // Version is the current program format version.
