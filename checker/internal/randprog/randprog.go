@@ -24,13 +24,17 @@ func Build(r *rand.Rand, n int) *prog.Program {
 		case 1, 2:
 			pages = 16 + r.IntN(64)
 		}
-		b.p.Regions = append(b.p.Regions, prog.Region{Kind: prog.RegionKind(r.IntN(4)), Pages: pages, THP: prog.THP(r.IntN(3))})
+		b.p.Regions = append(b.p.Regions, prog.Region{Kind: prog.RegionKind(r.IntN(prog.NumRegionKinds)), Pages: pages, THP: prog.THP(r.IntN(prog.NumTHPs))})
 	}
 	b.budget = n
 	ops := b.proc(0, 0)
 	b.p.Ops = ops
 	return b.p
 }
+
+// pick returns one of xs, uniformly (it draws r.IntN(len(xs)), as a
+// literal bound would).
+func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
 
 type builder struct {
 	r      *rand.Rand
@@ -143,7 +147,7 @@ func (b *builder) op(id int) prog.Op {
 		if r.IntN(6) == 0 {
 			op.Count = 64 + r.IntN(600)
 		}
-		op.Stride = []uint64{8, 8, 0x1000, 0x1008, 0x2000, 0x40}[r.IntN(6)]
+		op.Stride = pick(r, []uint64{8, 8, 0x1000, 0x1008, 0x2000, 0x40})
 		op.Off = b.off(reg) + uint64(r.IntN(512))*8
 		for op.Off+uint64(op.Count-1)*op.Stride+8 > prog.SpanBytes {
 			op.Count /= 2
@@ -155,8 +159,8 @@ func (b *builder) op(id int) prog.Op {
 		op.Kind = prog.OpCheck
 		op.Region = 0
 	case k < 15:
-		op.Kind = []prog.OpKind{prog.OpMmap, prog.OpMunmap, prog.OpMprotect, prog.OpMadvise, prog.OpMadvise,
-			prog.OpMlock, prog.OpMunlock, prog.OpMprotect}[r.IntN(8)]
+		op.Kind = pick(r, []prog.OpKind{prog.OpMmap, prog.OpMunmap, prog.OpMprotect, prog.OpMadvise, prog.OpMadvise,
+			prog.OpMlock, prog.OpMunlock, prog.OpMprotect})
 		op.Off, op.Len = b.clamp(b.off(reg), b.length(reg))
 		switch r.IntN(16) {
 		case 0:
@@ -167,8 +171,8 @@ func (b *builder) op(id int) prog.Op {
 			op.Len += 100 // unaligned length
 		}
 		op.Off, op.Len = b.clamp(op.Off, op.Len)
-		op.Prot = prog.Prot(r.IntN(3))
-		op.Advice = prog.Advice(r.IntN(11))
+		op.Prot = prog.Prot(r.IntN(prog.NumProts))
+		op.Advice = prog.Advice(r.IntN(prog.NumAdvices))
 		if op.Kind != prog.OpMprotect {
 			op.Prot = 0
 		}
@@ -198,7 +202,7 @@ func (b *builder) mremap(op *prog.Op) {
 		} else {
 			op.NewLen = op.Len
 		}
-		op.Flags = prog.MremapFlags(r.IntN(2))
+		op.Flags = pick(r, []prog.MremapFlags{0, prog.MremapMaymove})
 	case 3, 4: // move to another region
 		op.Flags = prog.MremapMaymove | prog.MremapFixed
 		op.NewLen = op.Len
@@ -235,7 +239,7 @@ func (b *builder) mremap(op *prog.Op) {
 		}
 	case 7: // invalid
 		op.NewLen = op.Len
-		op.Flags = prog.MremapFlags(r.IntN(8))
+		op.Flags = prog.MremapFlags(r.IntN(1 << prog.NumMremapFlags)) // every combination of the flag bits
 		if op.Flags&prog.MremapFixed != 0 {
 			op.To = b.region()
 			op.ToOff = b.off(op.To) + uint64(r.IntN(2))*8
