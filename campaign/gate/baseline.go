@@ -62,6 +62,13 @@ func (g *gate) baseline(ph *Phase) {
 		if k, _ := g.cfg.Known.Match(f.Signature, g.res.Kernel.Release, g.res.Kernel.Target, g.now()); k != nil {
 			continue
 		}
+		if _, hang := isTrouble(f); trouble(f) {
+			// Harness trouble that did not come back on the kernel
+			// under test is not the kernel's: nothing to compare.
+			if st, _ := troubleStatus(f, hang); st != StatusNew {
+				continue
+			}
+		}
 		todo = append(todo, i)
 	}
 	if len(todo) == 0 {

@@ -2,14 +2,11 @@ package gate
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/checker"
-	"github.com/forkfuzz/forkfuzz/kernel/report"
 )
 
 // classify sets every finding's status and groups.
@@ -21,6 +18,13 @@ func (g *gate) classify() {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: known issue %q expired on %s and no longer matches", e.Where, e.Pattern, e.Expires.Format("2006-01-02")))
 		warned[e] = true
 	}
+	if g.cfg.Known != nil {
+		for _, e := range g.cfg.Known.Entries {
+			if cls := e.Waives(); cls != "" {
+				r.Warnings = append(r.Warnings, fmt.Sprintf("%s: known issue %q waives %s on release %q, target %q", e.Where, e.Pattern, cls, or(e.Release, "*"), or(e.Target, "*")))
+			}
+		}
+	}
 	for i := range r.Findings {
 		f := &r.Findings[i]
 		k, _ := g.cfg.Known.Match(f.Signature, r.Kernel.Release, r.Kernel.Target, now)
@@ -31,10 +35,9 @@ func (g *gate) classify() {
 		case f.Baseline != nil && f.Baseline.Reproduced > 0:
 			f.Status = StatusPreexisting
 			f.StatusReason = fmt.Sprintf("also fails on the baseline (%d/%d replays)", f.Baseline.Reproduced, f.Baseline.Runs)
-		case g.harnessFlake(f):
-			f.Status = StatusHarnessFlake
-			f.StatusReason = fmt.Sprintf("the executor %s in %d run(s) but reproduced 0/%d on replays, and the console showed no kernel report: "+
-				"an unreproduced harness error, not counted against the kernel (files: %s)", eventVerb(f.Oracle), g.sigRuns[f.Signature], f.Replays, f.Dir)
+		case trouble(f):
+			_, hang := isTrouble(f)
+			f.Status, f.StatusReason = troubleStatus(f, hang)
 		default:
 			f.Status = StatusNew
 			switch {
@@ -125,7 +128,7 @@ func (g *gate) group() {
 	for n, r := range roots {
 		gr := Group{ID: fmt.Sprintf("G%d", n+1)}
 		whys := map[string]bool{}
-		hasNew, hasPre, hasKnown := false, false, false
+		hasNew, hasPre, hasKnown, hasUnconfirmed := false, false, false, false
 		for _, i := range members[r] {
 			f := &fs[i]
 			f.Group = gr.ID
@@ -145,6 +148,9 @@ func (g *gate) group() {
 				c.Preexisting++
 			case StatusHarnessFlake:
 				c.HarnessFlakes++
+			case StatusUnconfirmed:
+				hasUnconfirmed = true
+				c.Unconfirmed++
 			default:
 				hasKnown = true
 				c.Known++
@@ -154,6 +160,9 @@ func (g *gate) group() {
 		case hasNew:
 			gr.Status = StatusNew
 			c.NewGroups++
+		case hasUnconfirmed:
+			gr.Status = StatusUnconfirmed
+			c.UnconfirmedGroups++
 		case hasPre:
 			gr.Status = StatusPreexisting
 			c.PreexistingGroups++
@@ -209,7 +218,7 @@ func (g *gate) finish() {
 				oc.New++
 			case StatusKnown:
 				oc.Known++
-			case StatusHarnessFlake:
+			case StatusHarnessFlake, StatusUnconfirmed:
 				oc.HarnessFlakes++
 			default:
 				oc.Preexisting++
@@ -259,6 +268,15 @@ func (g *gate) finish() {
 		}
 	case r.harnessErr != "":
 		r.Outcome, r.ExitCode, r.Reason = "error", ExitError, "harness error: "+r.harnessErr
+	case r.Counts.Unconfirmed > 0:
+		var sigs []string
+		for _, f := range r.Findings {
+			if f.Status == StatusUnconfirmed {
+				sigs = append(sigs, f.Signature)
+			}
+		}
+		r.Outcome, r.ExitCode = "error", ExitError
+		r.Reason = fmt.Sprintf("harness trouble never replayed (%s): the gate can neither blame the kernel nor clear it; no new finding otherwise", strings.Join(sigs, ", "))
 	case r.HarnessFlakeRuns > int64(g.cfg.MaxHarnessFlakes):
 		r.Outcome, r.ExitCode, r.Reason = "error", ExitError, "harness unhealthy: "+flakeNote+"; no new finding, but the gate cannot vouch for the kernel"
 	case r.Interrupted:
@@ -277,33 +295,10 @@ func (g *gate) finish() {
 	}
 }
 
-// isExecutorEvent: the signature is the executor's death or hang.
-func isExecutorEvent(sig string) bool {
-	return sig == "executor-crash" || sig == "executor-hang"
-}
-
-func eventVerb(oracle string) string {
-	if oracle == "executor-hang" {
-		return "hung"
-	}
-	return "died"
-}
-
-// harnessFlake: f is an executor death or hang that never came back on
-// its replays (at least one ran) and whose console, if the target has
-// one, shows no kernel report. Such an event says more about the harness
-// (the guest's memory, the executor's connection under load) than about
-// the kernel: the gate reports it, and counts it against the harness's
-// health, not against the kernel. A kernel that makes the executor die
-// reproducibly still fails the gate.
-func (g *gate) harnessFlake(f *FindingRecord) bool {
-	if !isExecutorEvent(f.Signature) || f.Replays == 0 || f.Reproduced > 0 {
-		return false
-	}
-	if b, err := os.ReadFile(filepath.Join(f.Dir, "console.txt")); err == nil && report.Contains(b) {
-		return false
-	}
-	return true
+// trouble: f is harness trouble with a clean console (isTrouble).
+func trouble(f *FindingRecord) bool {
+	t, _ := isTrouble(f)
+	return t
 }
 
 // judgments is how much oracle o had to judge over the gate's runs, and
@@ -327,4 +322,11 @@ func (g *gate) judgments(o string) (int, string) {
 		return t.Rollbacks, "rollback measurements (forks with fail_nth, oom_memcg or a kill)"
 	}
 	return t.Runs, "programs that ran"
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

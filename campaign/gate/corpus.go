@@ -230,11 +230,14 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 			f := &campaign.Finding{Issue: is, Program: c.prog, Observation: o, Minimized: c.prog, MinObs: o, MinIssue: is,
 				Judged: v.Summary(), Target: g.tut.Name(), Corrupt: g.cfg.Corrupt, Replays: 1, Reproduced: 1,
 				TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID(), Version: version.String()}
-			if isExecutorEvent(is.Signature) {
-				// An executor death must happen again to count against
-				// the kernel (classify): replay it now.
+			if trouble, hang := troubleKind(is.Signature); trouble {
+				// Harness trouble must happen again to count against
+				// the kernel (classify): a death is replayed now, a
+				// hang by the confirm phase with a longer timeout.
 				f.Replays, f.Reproduced = 0, 0
-				g.replayEvent(f, c.prog, is.Signature, corpusEventReplays)
+				if !hang {
+					g.replayEvent(f, c.prog, is.Signature, corpusEventReplays)
+				}
 			}
 			dir, err := g.store.Save(f)
 			if err != nil {

@@ -42,6 +42,11 @@ type gateRun struct {
 
 func runCrashGate(t *testing.T, maxFlakes int, tg *crashingTarget) gateRun {
 	t.Helper()
+	return runGate(t, maxFlakes, tg)
+}
+
+func runGate(t *testing.T, maxFlakes int, tg agents.Target) gateRun {
+	t.Helper()
 	dir := t.TempDir()
 	var log bytes.Buffer
 	cfg := Config{

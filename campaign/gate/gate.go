@@ -54,6 +54,11 @@ const (
 	// StatusHarnessFlake: an executor death or hang that reproduced 0/N
 	// on replays with no kernel report on the console (harnessFlake).
 	StatusHarnessFlake = "harness-flake"
+	// StatusUnconfirmed: harness trouble (an executor death or hang, a
+	// lost connection, a VM hang, no kernel report on the console) that
+	// was never replayed: the gate can neither blame the kernel nor
+	// clear it, and errs (exit 2).
+	StatusUnconfirmed = "unconfirmed"
 )
 
 // Config describes a gate.
@@ -93,7 +98,10 @@ type Config struct {
 	// it exit 2: the harness is unhealthy.
 	MaxHarnessFlakes int
 	MinimizeRuns     int
-	Corrupt          string
+	// ProgramTimeout is the target's time for one program (0: unknown);
+	// a replay that decides a hang gets at least twice as long.
+	ProgramTimeout time.Duration
+	Corrupt        string
 	// ReplayCommand returns the command that runs program file path on
 	// the kernel under test (baseline false) or the baseline.
 	ReplayCommand func(path string, baseline bool) string
@@ -124,6 +132,8 @@ type budgetTarget struct {
 	uncorrupted atomic.Int64
 	runs        atomic.Int64
 	forks       atomic.Int64
+	// trouble is the harness trouble its runs showed.
+	trouble troubleLog
 }
 
 func (b *budgetTarget) setStop(t time.Time) { b.stopAt.Store(t.UnixNano()) }
@@ -135,7 +145,13 @@ func (b *budgetTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observatio
 		b.refused.Add(1)
 		return nil, errBudget
 	}
+	t0 := time.Now()
 	o, err := b.Target.Run(p, opt)
+	if ev, ok := agents.AsEvent(err); ok {
+		if trouble, _ := troubleKind(ev.Signature()); trouble {
+			b.trouble.add(ev.Signature(), time.Since(t0))
+		}
+	}
 	if err != nil && opt.Corrupt != "" && strings.Contains(err.Error(), "corruption "+opt.Corrupt+": no ") {
 		// The test-only corruption has nothing to falsify in p: run it
 		// as it is rather than count a harness error.
@@ -343,6 +359,9 @@ func Run(ctx context.Context, cfg Config) *Result {
 	// findings on disk are the gate's record.
 	t0 := time.Now()
 	g.collect()
+	if g.tut != nil {
+		g.phase("confirm", time.Until(g.hard), g.confirm)
+	}
 	if cfg.OpenBaseline != nil {
 		g.phase("baseline", time.Until(g.hard), g.baseline)
 	}
@@ -353,7 +372,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 		deadline = time.Now().Add(500 * time.Millisecond) // a signal: report promptly
 	}
 	enriched := g.enrich(deadline)
-	d := time.Since(t1) + t1.Sub(t0) - g.res.phaseDuration("baseline")
+	d := time.Since(t1) + t1.Sub(t0) - g.res.phaseDuration("baseline") - g.res.phaseDuration("confirm")
 	r.Phases = append(r.Phases, Phase{Name: "collect", Duration: d, Seconds: d.Seconds(),
 		Note: fmt.Sprintf("%d finding directories read, %d re-judged for evidence", len(r.Findings), enriched)})
 	// Reporting runs whatever happened (also after a signal).
@@ -376,18 +395,19 @@ func Run(ctx context.Context, cfg Config) *Result {
 }
 
 func (g *gate) check(ph *Phase) {
-	// The workdir must not hide findings: an earlier run's findings would
-	// make the campaign skip their signatures.
-	root := filepath.Join(g.cfg.Workdir, "findings")
-	if ents, err := os.ReadDir(root); err == nil {
-		for _, e := range ents {
-			if !strings.HasPrefix(e.Name(), ".") {
-				ph.Error = fmt.Sprintf("workdir %s already holds findings of an earlier run (%s); use a fresh --workdir and pass the old one with --replay-findings", g.cfg.Workdir, e.Name())
-				return
-			}
-		}
+	// The gate judges only what it saw: an earlier run's findings (a
+	// persistent CI workspace) are moved aside, kept, and not judged.
+	moved, err := moveEarlierFindings(g.cfg.Workdir, g.now())
+	if err != nil {
+		ph.Error = err.Error()
+		return
 	}
 	var notes []string
+	if moved != "" {
+		w := fmt.Sprintf("the workdir held an earlier run's findings: moved to %s and not judged (pass --replay-findings %s to replay them)", moved, moved)
+		g.res.Warnings = append(g.res.Warnings, w)
+		notes = append(notes, w)
+	}
 	for _, img := range g.cfg.CheckImages {
 		rep, err := kernel.Check(img)
 		if err != nil {
@@ -417,8 +437,7 @@ func (g *gate) check(ph *Phase) {
 		notes = append(notes, n)
 	}
 	if len(g.cfg.CheckImages) == 0 {
-		ph.Note = "no kernel image to check (the target has none)"
-		return
+		notes = append(notes, "no kernel image to check (the target has none)")
 	}
 	ph.Note = strings.Join(notes, "\n")
 }
@@ -501,21 +520,40 @@ func (g *gate) fuzz(ph *Phase, share time.Duration) *campaign.Stats {
 	}
 	wait := time.NewTimer(time.Until(waitUntil))
 	defer wait.Stop()
+	// Harness trouble (an executor or VM that stopped answering) is
+	// decided by replays after the campaign: once it is seen, the
+	// campaign ends early enough to leave their time (confirm).
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
 	var got res
-	select {
-	case got = <-ch:
-	case <-wait.C:
-		g.tut.setStop(time.Now())
-		cfg.Seal.Close()
-		ph.Note = "the campaign did not end by the hard stop; counting runs at the target; its findings on disk are as they were then"
-	case <-g.ctx.Done():
-		g.tut.setStop(time.Now())
+	early := ""
+	for waiting := true; waiting; {
 		select {
+		case <-tick.C:
+			if need := g.confirmNeed(); need > 0 && ctx.Err() == nil && time.Now().Add(need).After(stop) {
+				early = fmt.Sprintf("ended %v early: harness trouble was seen, and its replays need about %v", time.Until(stop).Round(time.Second), need.Round(time.Second))
+				g.logf("harness trouble seen: campaign %s", early)
+				cancel()
+			}
+			continue
 		case got = <-ch:
-		case <-time.After(time.Second):
+		case <-wait.C:
+			g.tut.setStop(time.Now())
 			cfg.Seal.Close()
-			ph.Note = "interrupted; the campaign did not end within 1 s; counting runs at the target; its findings on disk are as they were then"
+			ph.Note = "the campaign did not end by the hard stop; counting runs at the target; its findings on disk are as they were then"
+		case <-g.ctx.Done():
+			g.tut.setStop(time.Now())
+			select {
+			case got = <-ch:
+			case <-time.After(time.Second):
+				cfg.Seal.Close()
+				ph.Note = "interrupted; the campaign did not end within 1 s; counting runs at the target; its findings on disk are as they were then"
+			}
 		}
+		waiting = false
+	}
+	if early != "" {
+		ph.Note = strings.TrimPrefix(ph.Note+"\n"+early, "\n")
 	}
 	if got.err != nil {
 		ph.Error = got.err.Error()
@@ -558,4 +596,37 @@ func closeWithin(t agents.Target, d time.Duration) {
 	case <-done:
 	case <-time.After(d):
 	}
+}
+
+// moveEarlierFindings moves WORKDIR/findings aside to
+// WORKDIR/earlier/findings-TIME when it holds any finding directory, and
+// returns where ("" when there was nothing to move).
+func moveEarlierFindings(workdir string, now time.Time) (string, error) {
+	root := filepath.Join(workdir, "findings")
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return "", nil
+	}
+	held := false
+	for _, e := range ents {
+		held = held || !strings.HasPrefix(e.Name(), ".")
+	}
+	if !held {
+		return "", nil
+	}
+	if err := os.MkdirAll(filepath.Join(workdir, "earlier"), 0o755); err != nil {
+		return "", fmt.Errorf("workdir %s holds an earlier run's findings and they cannot be moved aside: %w", workdir, err)
+	}
+	base := filepath.Join(workdir, "earlier", "findings-"+now.UTC().Format("20060102T150405Z"))
+	dst := base
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(dst); os.IsNotExist(err) {
+			break
+		}
+		dst = fmt.Sprintf("%s-%d", base, i)
+	}
+	if err := os.Rename(root, dst); err != nil {
+		return "", fmt.Errorf("workdir %s holds an earlier run's findings and they cannot be moved aside: %w", workdir, err)
+	}
+	return dst, nil
 }

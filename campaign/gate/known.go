@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/forkfuzz/forkfuzz/checker"
 )
 
 // KnownIssue is one entry of a known-issues file: findings it matches are
@@ -143,6 +145,9 @@ func ParseKnownIssues(file string, text []byte) (*KnownIssues, error) {
 			return nil, perr("reason", "missing reason= (every known issue says why it is accepted)")
 		}
 		e.pat, e.rel, e.tgt = globRE(e.Pattern), globRE(e.Release), globRE(e.Target)
+		if cls := e.Waives(); cls != "" && !e.Scoped() {
+			return nil, perr("pattern", "%q waives %s: a crashing kernel would pass the gate; name the signature, or scope the entry with release= or target=", short(e.Pattern), cls)
+		}
 		ki.Entries = append(ki.Entries, e)
 	}
 	if err := sc.Err(); err != nil {
@@ -242,4 +247,46 @@ func (k *KnownIssues) Expired(now time.Time) []*KnownIssue {
 		}
 	}
 	return out
+}
+
+// classProbe is a signature suffix no real finding has: a pattern that
+// matches an oracle followed by it matches every finding of that oracle.
+const classProbe = "zz-forkfuzz-probe-9q"
+
+// Waives names the class of findings e matches as a whole ("every
+// finding", "every kernel-panic finding", ...), or "" when its pattern
+// is narrower than an oracle.
+func (e *KnownIssue) Waives() string {
+	if e.pat == nil {
+		e.pat = globRE(e.Pattern)
+	}
+	if e.pat.MatchString(classProbe) {
+		return "every finding"
+	}
+	var all []string
+	for _, o := range checker.Oracles {
+		all = append(all, string(o))
+	}
+	all = append(all, EventOracles...)
+	var hit []string
+	for _, o := range all {
+		for _, sig := range []string{o, o + ":" + classProbe, o + "/" + classProbe} {
+			if e.pat.MatchString(sig) {
+				hit = append(hit, o)
+				break
+			}
+		}
+	}
+	switch len(hit) {
+	case 0:
+		return ""
+	case 1:
+		return "every " + hit[0] + " finding"
+	}
+	return "every finding of the oracles " + strings.Join(hit, ", ")
+}
+
+// Scoped reports whether e is limited to some kernel releases or targets.
+func (e *KnownIssue) Scoped() bool {
+	return e.Release != "" && e.Release != "*" || e.Target != "" && e.Target != "*"
 }

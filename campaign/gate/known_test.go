@@ -67,6 +67,28 @@ func TestParseKnownIssues(t *testing.T) {
 	}
 }
 
+// Narrow entries and scoped broad ones are taken; a scoped broad one
+// still says what it waives (the gate warns).
+func TestKnownIssueWaives(t *testing.T) {
+	cases := []struct{ line, waives string }{
+		{"kernel-bug/kernel-BUG-in-__copy_page_range reason=x", ""},
+		{"snapshot:child-* reason=x", ""},
+		{"*:lost-store:anon-private reason=x", ""},
+		{"* target=sim-async* reason=x", "every finding"},
+		{"kernel-panic/* release=6.1.* reason=x", "every kernel-panic finding"},
+	}
+	for _, c := range cases {
+		k, err := ParseKnownIssues("k", []byte(c.line+"\n"))
+		if err != nil {
+			t.Errorf("%q: %v", c.line, err)
+			continue
+		}
+		if got := k.Entries[0].Waives(); got != c.waives {
+			t.Errorf("%q waives %q, want %q", c.line, got, c.waives)
+		}
+	}
+}
+
 func TestParseKnownIssuesErrors(t *testing.T) {
 	cases := []struct{ text, want string }{
 		{"sig reason=\n", "k:1:reason: empty reason"},
@@ -78,6 +100,14 @@ func TestParseKnownIssuesErrors(t *testing.T) {
 		{"sig oops reason=x\n", "k:1:field: want key=value"},
 		{"release=6.1 reason=x\n", "k:1:pattern: the line must start with a signature"},
 		{"sig\x01 reason=x\n", "k:1:pattern: the line has non-printable characters"},
+		// A crashing kernel must not pass through a catch-all entry.
+		{"* reason=x\n", `k:1:pattern: "*" waives every finding`},
+		{"*  release=* target=* reason=x\n", `k:1:pattern: "*" waives every finding`},
+		{"kernel-* reason=x\n", `k:1:pattern: "kernel-*" waives every finding of the oracles kernel-panic, kernel-bug`},
+		{"executor-* reason=x\n", `k:1:pattern: "executor-*" waives every finding of the oracles executor-crash, executor-hang`},
+		{"kernel-panic/* reason=x\n", `k:1:pattern: "kernel-panic/*" waives every kernel-panic finding`},
+		{"executor-crash reason=x\n", `k:1:pattern: "executor-crash" waives every executor-crash finding`},
+		{"snap*:* expires=2030-01-01 reason=x\n", `k:1:pattern: "snap*:*" waives every snapshot finding`},
 	}
 	for _, c := range cases {
 		_, err := ParseKnownIssues("k", []byte(c.text))

@@ -70,7 +70,9 @@ type FindingRecord struct {
 	Reproduced   int             `json:"reproduced"`
 	Replays      int             `json:"replays"`
 	Baseline     *BaselineReplay `json:"baseline,omitempty"`
-	Explanation  string          `json:"explanation"`
+	// Confirm is what the gate's own replays of harness trouble showed.
+	Confirm     *ConfirmReplay `json:"confirm,omitempty"`
+	Explanation string         `json:"explanation"`
 	// Evidence is the checker's first bad (process, view, op, region,
 	// page) on the reproducer (nil for target events).
 	Evidence *checker.Finding `json:"evidence,omitempty"`
@@ -120,6 +122,10 @@ type Counts struct {
 	// (status harness-flake), in HarnessFlakeGroups groups of their own.
 	HarnessFlakes      int `json:"harness_flakes"`
 	HarnessFlakeGroups int `json:"harness_flake_groups"`
+	// Unconfirmed is harness trouble never replayed (status
+	// unconfirmed): the gate errs (exit 2).
+	Unconfirmed       int `json:"unconfirmed"`
+	UnconfirmedGroups int `json:"unconfirmed_groups"`
 }
 
 // SchemaVersion is the version of the JSON summary (docs/ci.md).
@@ -254,8 +260,8 @@ func (r *Result) Summary() string {
 		if f.Status == StatusNew {
 			fmt.Fprintf(&b, "ci:   new %s (%s): %s; %s; replay: %s\n", f.Signature, f.Group, f.Reproducibility(), f.StatusReason, f.Replay)
 		}
-		if f.Status == StatusHarnessFlake {
-			fmt.Fprintf(&b, "ci:   harness-flake %s (%s): %s\n", f.Signature, f.Group, f.StatusReason)
+		if f.Status == StatusHarnessFlake || f.Status == StatusUnconfirmed {
+			fmt.Fprintf(&b, "ci:   %s %s (%s): %s\n", f.Status, f.Signature, f.Group, f.StatusReason)
 		}
 	}
 	for _, w := range r.Warnings {

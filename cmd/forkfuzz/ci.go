@@ -190,6 +190,11 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 		cfg.Progress = stderr
 		cfg.ProgressLines = !isTerminal(stderr)
 	}
+	if f := fs.Lookup("program-timeout"); f != nil && kind == "qemu" {
+		if d, err := time.ParseDuration(f.Value.String()); err == nil {
+			cfg.ProgramTimeout = d
+		}
+	}
 	// The kernel under test.
 	switch kind {
 	case "qemu":

@@ -235,7 +235,7 @@ func TestCIGateKnownIssues(t *testing.T) {
 	known := filepath.Join(dir, "known.txt")
 	os.WriteFile(known, []byte("# the rollback mutant's findings are accepted\n"+
 		"* target=sim-async+async-rollback-partial reason=injected rollback bug, tracked elsewhere\n"+
-		"snapshot:* expires=2020-01-01 reason=an old entry\n"), 0o644)
+		"snapshot:* target=sim* expires=2020-01-01 reason=an old entry\n"), 0o644)
 	r := runCI(t, append([]string{"--budget", "10s", "--known-issues", known}, mutantArgs...)...)
 	if r.code != exitClean {
 		t.Fatalf("exit %d (%s), want 0", r.code, r.res.Reason)
@@ -254,6 +254,16 @@ func TestCIGateKnownIssues(t *testing.T) {
 	if !expired {
 		t.Fatalf("no warning about the expired entry: %q", r.res.Warnings)
 	}
+	// An entry that waives every finding, scoped to a target, is taken
+	// with a loud warning (unscoped it is refused: TestCIBadInput).
+	broad := false
+	for _, w := range r.res.Warnings {
+		broad = broad || strings.Contains(w, known+":2") && strings.Contains(w, "waives every finding")
+	}
+	if !broad {
+		t.Fatalf("no warning about the entry that waives every finding: %q", r.res.Warnings)
+	}
+
 	// The same entry for another target does not match: exit 1.
 	os.WriteFile(known, []byte("* target=qemu reason=other target\n"), 0o644)
 	r = runCI(t, append([]string{"--budget", "6s", "--known-issues", known}, mutantArgs...)...)
@@ -351,8 +361,8 @@ func TestCIBadInput(t *testing.T) {
 	dir := t.TempDir()
 	badKnown := filepath.Join(dir, "known.txt")
 	os.WriteFile(badKnown, []byte("# ok\nsig expires=tomorrow reason=x\n"), 0o644)
-	used := filepath.Join(dir, "used")
-	os.MkdirAll(filepath.Join(used, "findings", "snapshot_x-1234"), 0o755)
+	catchAll := filepath.Join(dir, "catchall.txt")
+	os.WriteFile(catchAll, []byte("* reason=everything\n"), 0o644)
 	cases := []struct {
 		args []string
 		want string
@@ -369,13 +379,13 @@ func TestCIBadInput(t *testing.T) {
 		{[]string{"--target", "native", "--mutant", "x"}, "--mutant (sim)"},
 		{[]string{"--target", "sim", "--known-issues", badKnown}, badKnown + ":2:expires: want a date"},
 		{[]string{"--target", "sim", "--known-issues", filepath.Join(dir, "nope")}, "no such file"},
+		{[]string{"--target", "sim", "--known-issues", catchAll}, catchAll + `:1:pattern: "*" waives every finding`},
 		{[]string{"--target", "sim", "--fork", "async", "--baseline-mutant", "nope"}, "baseline:"},
 		{[]string{"--target", "sim", "--mutant", "nope"}, "nope"},
 		{[]string{"--target", "sim", "--corrupt", "nope"}, "unknown corruption"},
 		{[]string{"--target", "sim", "--profile", "nope"}, "--profile"},
 		{[]string{"--target", "sim", "--replay-findings", filepath.Join(dir, "nope")}, "no such file"},
 		{[]string{"--target", "qemu", "--kernel", "/bin/ls"}, ""}, // kernel check: exit 2 from the gate
-		{[]string{"--target", "sim", "--budget", "5s", "--workdir", used}, ""},
 	}
 	for _, c := range cases {
 		args := append([]string{"ci"}, c.args...)
@@ -422,5 +432,38 @@ func TestCIGateNative(t *testing.T) {
 	}
 	if !warned {
 		t.Errorf("no warning about programs the corruption did not apply to: %q", r.res.Warnings)
+	}
+}
+
+// TestCIGateEarlierFindings: a gate on a workdir that holds a failing
+// gate's findings (a persistent CI workspace) judges only what it saw:
+// the old findings are moved aside, kept and named in a warning, and an
+// unmodified kernel passes (it used to exit 1 with the old findings as
+// new, or 2).
+func TestCIGateEarlierFindings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	w := filepath.Join(t.TempDir(), "forkfuzz-ci")
+	r := runCI(t, append([]string{"--budget", "6s", "--workdir", w}, mutantArgs...)...)
+	if r.code != exitFindings {
+		t.Fatalf("mutant: exit %d, want 1: %s", r.code, r.res.Reason)
+	}
+	r = runCI(t, "--budget", "6s", "--workdir", w, "--target", "sim", "--fork", "async", "--min-programs", "1", "-q")
+	if r.code != exitClean || r.res.Counts.Findings != 0 {
+		t.Fatalf("unmodified model on the used workdir: exit %d, %d findings: %s", r.code, r.res.Counts.Findings, r.res.Reason)
+	}
+	var moved string
+	for _, wn := range r.res.Warnings {
+		if i := strings.Index(wn, "moved to "); i >= 0 {
+			moved = strings.Fields(wn[i+len("moved to "):])[0]
+		}
+	}
+	if moved == "" || !strings.HasPrefix(moved, filepath.Join(w, "earlier")+"/") {
+		t.Fatalf("no warning naming where the earlier findings went: %q", r.res.Warnings)
+	}
+	ents, err := os.ReadDir(moved)
+	if err != nil || len(ents) == 0 {
+		t.Fatalf("earlier findings not kept at %s: %v (%d entries)", moved, err, len(ents))
 	}
 }

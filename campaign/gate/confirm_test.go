@@ -1,0 +1,154 @@
+package gate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/agents/sim"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// slowTarget is the simulated kernel on which one program (the one of
+// run `at`) runs out of time whenever it gets the target's usual
+// timeout: a slow program on a loaded guest (longer: false), or a
+// program the kernel hangs whatever the timeout (longer: true).
+type slowTarget struct {
+	*sim.Target
+	at     int64
+	always bool
+
+	mu   sync.Mutex
+	n    int64
+	slow string
+	// timeouts are the Options.Timeout of the runs of the slow program.
+	timeouts []time.Duration
+}
+
+func (s *slowTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	text := string(p.Format())
+	s.mu.Lock()
+	s.n++
+	if s.n == s.at {
+		s.slow = text
+	}
+	slow := text == s.slow
+	if slow {
+		s.timeouts = append(s.timeouts, opt.Timeout)
+	}
+	s.mu.Unlock()
+	if slow && (s.always || opt.Timeout == 0) {
+		return nil, &executor.CrashError{Hang: true, Status: "no answer within 1m0s", State: "State: R (running)\n"}
+	}
+	return s.Target.Run(p, opt)
+}
+
+// The gate once failed the unmodified reference kernel on an executor
+// hang: a slow program under load that passed alone with a longer
+// timeout. A hang the campaign saw (and whose reruns with the same
+// timeout hung again) is replayed with a longer timeout before it counts:
+// passing there, it is a harness flake, never a finding (it was exit 1).
+func TestGateSlowProgramNotBlamed(t *testing.T) {
+	tg := &slowTarget{Target: simTarget(t), at: 60}
+	r := runGate(t, 1, tg)
+	f := findingOf(r, "executor-hang")
+	if f == nil {
+		t.Fatalf("no executor-hang finding (runs %d)", tg.n)
+	}
+	if f.Status != StatusHarnessFlake || f.Confirm == nil || f.Confirm.Runs == 0 || f.Confirm.Reproduced != 0 || f.Confirm.TimeoutS <= 0 {
+		t.Fatalf("slow program's hang: %+v (confirm %+v)", f, f.Confirm)
+	}
+	if r.ExitCode != ExitPass || r.Counts.NewGroups != 0 {
+		t.Fatalf("a slow program failed the gate: exit %d: %s", r.ExitCode, r.Reason)
+	}
+	if !strings.Contains(r.Summary(), "harness-flake executor-hang") || !strings.Contains(f.StatusReason, "with a timeout of") {
+		t.Fatalf("not said: %s\n%s", f.StatusReason, r.Summary())
+	}
+	var longer bool
+	for _, d := range tg.timeouts {
+		longer = longer || d > 0
+	}
+	if !longer {
+		t.Fatalf("the slow program never ran with a longer timeout: %v", tg.timeouts)
+	}
+	if ph := phaseOf(r, "confirm"); ph == nil || !strings.Contains(ph.Note, "executor-hang: 0/") {
+		t.Fatalf("confirm phase: %+v", ph)
+	}
+}
+
+// A program the kernel hangs whatever the timeout still fails the gate.
+func TestGateRealHangBlamed(t *testing.T) {
+	tg := &slowTarget{Target: simTarget(t), at: 60, always: true}
+	r := runGate(t, 1, tg)
+	f := findingOf(r, "executor-hang")
+	if f == nil || f.Status != StatusNew || f.Confirm == nil || f.Confirm.Reproduced == 0 || r.ExitCode != ExitFindings {
+		t.Fatalf("exit %d, finding %+v", r.ExitCode, f)
+	}
+}
+
+func phaseOf(r gateRun, name string) *Phase {
+	for i := range r.Phases {
+		if r.Phases[i].Name == name {
+			return &r.Phases[i]
+		}
+	}
+	return nil
+}
+
+// Harness trouble is decided by replays; never replayed, it is an error
+// of the gate (exit 2), never a finding, and a hang is decided only by
+// replays with a longer timeout than the one it ran out of.
+func TestTroubleStatus(t *testing.T) {
+	dir := t.TempDir()
+	withReport := filepath.Join(dir, "report")
+	os.MkdirAll(withReport, 0o755)
+	os.WriteFile(filepath.Join(withReport, "console.txt"), []byte("[ 9.1] BUG: unable to handle page fault for address: ffff888000000000\n"), 0o644)
+	tests := []struct {
+		name     string
+		f        FindingRecord
+		trouble  bool
+		status   string
+		exitCode int
+	}{
+		{"hang never replayed", FindingRecord{Signature: "executor-hang"}, true, StatusUnconfirmed, ExitError},
+		{"hang replayed with its own timeout only", FindingRecord{Signature: "executor-hang", Replays: 5, Reproduced: 5}, true, StatusUnconfirmed, ExitError},
+		{"hang passed with a longer timeout", FindingRecord{Signature: "executor-hang", Replays: 5, Reproduced: 5, Confirm: &ConfirmReplay{Runs: 1, TimeoutS: 240}}, true, StatusHarnessFlake, ExitPass},
+		{"hang again with a longer timeout", FindingRecord{Signature: "executor-hang", Confirm: &ConfirmReplay{Runs: 1, Reproduced: 1, TimeoutS: 240}}, true, StatusNew, ExitFindings},
+		{"death never replayed", FindingRecord{Signature: "executor-crash"}, true, StatusUnconfirmed, ExitError},
+		{"death replayed, gone", FindingRecord{Signature: "executor-crash", Replays: 3}, true, StatusHarnessFlake, ExitPass},
+		{"death replayed, back", FindingRecord{Signature: "executor-crash", Replays: 3, Reproduced: 1}, true, StatusNew, ExitFindings},
+		{"lost connection never replayed", FindingRecord{Signature: "kernel-lost-connection/lost-connection-to-VM"}, true, StatusUnconfirmed, ExitError},
+		{"VM hang never replayed", FindingRecord{Signature: "kernel-hang/VM-hang--no-result-within-the-program-timeout"}, true, StatusUnconfirmed, ExitError},
+		{"a kernel report is the kernel's", FindingRecord{Signature: "kernel-hang/INFO--task-hung"}, false, StatusNew, ExitFindings},
+		{"a death with a report on the console", FindingRecord{Signature: "executor-crash", Dir: withReport}, false, StatusNew, ExitFindings},
+		{"an oracle finding", FindingRecord{Signature: "snapshot:child-sees-parent-write", Replays: 0}, false, StatusNew, ExitFindings},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.f
+			if f.Dir == "" {
+				f.Dir = dir
+			}
+			if got, _ := isTrouble(&f); got != tc.trouble {
+				t.Fatalf("isTrouble = %v, want %v", got, tc.trouble)
+			}
+			g := &gate{cfg: Config{MaxHarnessFlakes: 1}, res: &Result{Findings: []FindingRecord{f}, Programs: 10}, sigRuns: map[string]int64{f.Signature: 1},
+				ctx: t.Context(), start: time.Now()}
+			g.classify()
+			g.finish()
+			got := g.res.Findings[0]
+			if got.Status != tc.status || g.res.ExitCode != tc.exitCode {
+				t.Fatalf("status %s exit %d (%s), want %s exit %d", got.Status, g.res.ExitCode, g.res.Reason, tc.status, tc.exitCode)
+			}
+			if tc.status == StatusUnconfirmed && (!strings.Contains(g.res.Reason, "never replayed") || g.res.Counts.UnconfirmedGroups != 1) {
+				t.Fatalf("reason %q, counts %+v", g.res.Reason, g.res.Counts)
+			}
+		})
+	}
+}
