@@ -2,10 +2,11 @@ package vm
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/forkfuzz/forkfuzz/internal/fsutil"
 )
 
 // TargetFile describes how to run programs on one kernel under test: what
@@ -85,11 +86,15 @@ func (e *TargetFileError) Error() string {
 	return fmt.Sprintf("%s:%d: field %s: %s", e.Path, e.Line, e.Field, e.Msg)
 }
 
-// ReadTargetFile reads and parses a target file.
+// MaxTargetFile bounds a target file (a few dozen lines in practice).
+const MaxTargetFile = 1 << 20
+
+// ReadTargetFile reads and parses a target file: a regular file of at
+// most MaxTargetFile bytes (a FIFO, device or directory is refused).
 func ReadTargetFile(path string) (*TargetFile, error) {
-	b, err := os.ReadFile(path)
+	b, err := fsutil.ReadFileLimited(path, MaxTargetFile)
 	if err != nil {
-		return nil, err
+		return nil, err // names path
 	}
 	return ParseTargetFile(path, b)
 }

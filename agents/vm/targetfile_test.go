@@ -2,8 +2,11 @@ package vm
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -63,6 +66,45 @@ func TestTargetFileErrors(t *testing.T) {
 		var te *TargetFileError
 		if !errors.As(err, &te) || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%q: got %v, want %q", c.src, err, c.want)
+		}
+	}
+}
+
+// ReadTargetFile refuses what is no target file at once: a FIFO (which
+// would block), /dev/zero (which never ends), a directory, a huge file.
+func TestReadTargetFileBounded(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.target")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.target")
+	if err := os.WriteFile(huge, []byte("memory = 1024\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge, MaxTargetFile+1<<20); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, "good.target")
+	if err := os.WriteFile(good, []byte("memory = 1024\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		fifo:        "fifo.target is a FIFO, want a regular file",
+		"/dev/zero": "/dev/zero is a character device, want a regular file",
+		dir:         "is a directory, want a regular file",
+		huge:        "huge.target is 2 MiB, larger than the 1 MiB limit",
+		good:        "",
+	} {
+		tf, err := ReadTargetFile(path)
+		if want == "" {
+			if err != nil || tf.Memory != 1024 {
+				t.Errorf("%s: %v", path, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err %v, want one saying %q", path, err, want)
 		}
 	}
 }
