@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/nats-io/nkeys"
 
 	"github.com/forkfuzz/forkfuzz/agents/vm"
+	"github.com/forkfuzz/forkfuzz/internal/fsutil"
 )
 
 // Security is how the coordinator's server and every client authenticate
@@ -53,12 +53,37 @@ type ConfigError = vm.TargetFileError
 //	coordinator = nats://coord.example:4222
 //	store-dir = /var/lib/forkfuzz/js
 //	metrics-addr = :9464
+//
+// The file, and the files it names, must be regular files of at most
+// MaxConfigFile bytes (CheckFiles).
 func ReadConfig(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := fsutil.ReadFileLimited(path, MaxConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	return ParseConfig(path, b)
+}
+
+// MaxConfigFile bounds a configuration file and the key and certificate
+// files it names (PEM files and NKey seeds are a few KB).
+const MaxConfigFile = 1 << 20
+
+// CheckFiles checks that the files sec names (NKey seed, TLS certificate,
+// key and CA) are regular files of at most MaxConfigFile bytes: the NATS
+// libraries read them whole, and a FIFO or /dev/zero there would hang a
+// worker that a signal could not stop.
+func (sec Security) CheckFiles() error {
+	for _, f := range []struct{ what, path string }{
+		{"nkey seed", sec.NKeySeed}, {"TLS certificate", sec.TLSCert}, {"TLS key", sec.TLSKey}, {"TLS CA", sec.TLSCA},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if err := fsutil.CheckRegular(f.path, MaxConfigFile); err != nil {
+			return fmt.Errorf("%s: %w", f.what, err)
+		}
+	}
+	return nil
 }
 
 // ParseConfig parses the content of a configuration file named name.

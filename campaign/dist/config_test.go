@@ -1,12 +1,15 @@
 package dist
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -91,4 +94,61 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatal("token and nkey users both accepted")
 		}
 	})
+}
+
+// --config and the files it names (--tls-ca, --nkey-seed, --tls-cert,
+// --tls-key) are refused at once when they are no regular file of at most
+// MaxConfigFile bytes: a FIFO would block a worker, /dev/zero would grow
+// it without end, and neither would heed SIGTERM.
+func TestConfigFilesBounded(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge")
+	os.WriteFile(huge, []byte("listen = 127.0.0.1:1\n"), 0o644)
+	if err := os.Truncate(huge, MaxConfigFile+1<<20); err != nil {
+		t.Fatal(err)
+	}
+	pem := filepath.Join(dir, "ca.pem")
+	os.WriteFile(pem, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644)
+	for path, want := range map[string]string{
+		fifo:        "fifo is a FIFO, want a regular file",
+		"/dev/zero": "/dev/zero is a character device, want a regular file",
+		dir:         "is a directory, want a regular file",
+		huge:        "huge is 2 MiB, larger than the 1 MiB limit",
+	} {
+		if _, err := ReadConfig(path); err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "config: ") {
+			t.Errorf("ReadConfig(%s): %v, want an error saying %q", path, err, want)
+		}
+		for _, c := range []struct {
+			what string
+			sec  Security
+		}{
+			{"nkey seed", Security{NKeySeed: path}}, {"TLS CA", Security{TLSCA: path}},
+			{"TLS certificate", Security{TLSCert: path, TLSKey: pem}}, {"TLS key", Security{TLSCert: pem, TLSKey: path}},
+		} {
+			if err := c.sec.CheckFiles(); err == nil || !strings.Contains(err.Error(), c.what+": ") || !strings.Contains(err.Error(), want) {
+				t.Errorf("CheckFiles with %s %s: %v", c.what, path, err)
+			}
+		}
+	}
+	if err := (Security{TLSCA: pem, NKeySeed: pem}).CheckFiles(); err != nil {
+		t.Errorf("regular files refused: %v", err)
+	}
+	// Dial checks before it reads: a FIFO CA fails at once.
+	done := make(chan error, 1)
+	go func() {
+		_, err := Dial(context.Background(), "tls://127.0.0.1:1", "t", Security{TLSCA: fifo})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "TLS CA: "+fifo+" is a FIFO") {
+			t.Errorf("Dial with a FIFO CA: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Dial blocked on a FIFO CA")
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+
+	"github.com/forkfuzz/forkfuzz/internal/fsutil"
 )
 
 // Server is the coordinator's embedded NATS server with JetStream.
@@ -94,6 +95,9 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		}
 	}
 	if sec.TLSCert != "" {
+		if err := sec.CheckFiles(); err != nil {
+			return nil, fmt.Errorf("dist: %w", err)
+		}
 		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: sec.TLSCert, KeyFile: sec.TLSKey})
 		if err != nil {
 			return nil, fmt.Errorf("dist: TLS: %w", err)
@@ -170,6 +174,9 @@ func Dial(ctx context.Context, url, name string, sec Security) (*nats.Conn, erro
 	if sec.Token != "" {
 		o = append(o, nats.Token(sec.Token))
 	}
+	if err := sec.CheckFiles(); err != nil {
+		return nil, fmt.Errorf("coordinator %s: %w", url, err)
+	}
 	if sec.NKeySeed != "" {
 		opt, err := nats.NkeyOptionFromSeed(sec.NKeySeed)
 		if err != nil {
@@ -178,7 +185,7 @@ func Dial(ctx context.Context, url, name string, sec Security) (*nats.Conn, erro
 		o = append(o, opt)
 	}
 	if sec.TLSCA != "" {
-		pem, err := os.ReadFile(sec.TLSCA)
+		pem, err := fsutil.ReadFileLimited(sec.TLSCA, MaxConfigFile)
 		if err != nil {
 			return nil, fmt.Errorf("coordinator %s: TLS CA: %w", url, err)
 		}
