@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/fsutil"
 )
 
 // Ext is the file extension of programs.
@@ -110,9 +111,15 @@ func (d *Dir) Names() ([]string, error) {
 	return names, nil
 }
 
-// Load reads every program file, sorted by name. Files that do not parse
-// are skipped and reported together in the error (each a *FileError
-// naming the file and line); the good entries are returned either way.
+// MaxFileSize bounds a program file that Load reads (a program of
+// prog.MaxOps operations is well under 1 MiB of text; `forkfuzz exec`
+// takes at most as much).
+const MaxFileSize = 16 << 20
+
+// Load reads every program file, sorted by name. Files that do not parse,
+// or exceed MaxFileSize, are skipped and reported together in the error
+// (a *FileError names the file and line); the good entries are returned
+// either way.
 func (d *Dir) Load() ([]Entry, error) {
 	names, err := d.Names()
 	if err != nil {
@@ -122,7 +129,7 @@ func (d *Dir) Load() ([]Entry, error) {
 	var errs []error
 	for _, name := range names {
 		path := filepath.Join(d.path, name)
-		text, err := os.ReadFile(path)
+		text, err := fsutil.ReadFileLimited(path, MaxFileSize)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("corpus: %w", err))
 			continue

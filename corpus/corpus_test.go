@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
@@ -129,5 +130,35 @@ func TestOpLine(t *testing.T) {
 		if got := opLine(text, i); got != want {
 			t.Errorf("opLine(%d) = %d, want %d", i, got, want)
 		}
+	}
+}
+
+// A resume corpus with a huge file, a FIFO or a link to /dev/zero among
+// its programs loads the rest at once: the huge file is an error naming
+// it, the others are no program files.
+func TestLoadBounded(t *testing.T) {
+	d, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.Add(parse(t, progA)); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(d.Path(), "huge.ffz")
+	if err := os.WriteFile(huge, []byte(progB), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge, MaxFileSize+1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(d.Path(), "fifo.ffz"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(d.Path(), "zero.ffz")); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := d.Load()
+	if len(entries) != 1 || err == nil || !strings.Contains(err.Error(), "huge.ffz is 17 MiB, larger than the 16 MiB limit") {
+		t.Fatalf("%d entries, err %v", len(entries), err)
 	}
 }
