@@ -42,6 +42,8 @@ type ForkImplTarget struct {
 	Compared, DiffSkipped, Diffs int
 	// Calibration is what Calibrate found ("" if it did not run).
 	Calibration string
+	// pending are events the calibration runs saw (TakePending).
+	pending []Pending
 }
 
 // MaxUndecidedRuns: this many runs in a row with forks none of which could
@@ -423,7 +425,19 @@ func (t *ForkImplTarget) Calibrate() error {
 	}
 	var last string
 	for i := 1; i <= MaxCalibrationRuns; i++ {
-		o, err := t.Target.Run(p, Options{ForkImpl: t.Profile})
+		opt := Options{ForkImpl: t.Profile}
+		o, err := t.Target.Run(p, opt)
+		if _, ev := AsEvent(err); ev {
+			// The kernel broke on the calibration program (a BUG on its
+			// first fork): the clearest finding there is. It is kept for
+			// the campaign to save (TakePending), which then stops.
+			t.mu.Lock()
+			t.pending = append(t.pending, Pending{Program: p, Options: opt, Err: err,
+				Note: fmt.Sprintf("the fork-implementation calibration program (agents.CalibrationProgram, --fork-impl %s), run %d, before the campaign's first program", t.Profile, i)})
+			t.Calibration = fmt.Sprintf("calibration: run %d ended with %v (saved as a finding)", i, err)
+			t.mu.Unlock()
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("--fork-impl %s: calibration run %d: %w", t.Profile, i, err)
 		}
@@ -453,4 +467,13 @@ func (t *ForkImplTarget) Calibrate() error {
 	t.Calibration = msg + " (stock: not an error; no fork was deferred)"
 	t.mu.Unlock()
 	return nil
+}
+
+// TakePending returns the events the calibration saw (once).
+func (t *ForkImplTarget) TakePending() []Pending {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.pending
+	t.pending = nil
+	return p
 }

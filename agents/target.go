@@ -148,3 +148,22 @@ func (r *RecordedEvent) Oracle() string           { return r.OracleName }
 func (r *RecordedEvent) Signature() string        { return r.Sig }
 func (r *RecordedEvent) Explanation() string      { return r.Text }
 func (r *RecordedEvent) Files() map[string]string { return r.Attachments }
+
+// Pending is an event a target saw before the campaign's first program
+// (a kernel that broke on the fork-implementation calibration's first
+// fork): the program that showed it, the options it ran with, and the
+// event (an Event error).
+type Pending struct {
+	Program *prog.Program
+	Options Options
+	Err     error
+	// Note says where it ran ("fork-implementation calibration, run 1").
+	Note string
+}
+
+// PendingEvents is the capability of a target that may hold events seen
+// while it was opened; TakePending returns them once. A campaign saves
+// them as findings like any other, then stops.
+type PendingEvents interface {
+	TakePending() []Pending
+}

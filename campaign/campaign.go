@@ -373,6 +373,11 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 			}
 		}
 	}
+	if n := takePending(sigCtx, cfg, st, store, pool, saved, &harnessErrs, &programs, &forks, &mu, start); n > 0 {
+		// The kernel broke before the first program: saved; stop.
+		logf(cfg.Log, "campaign: the kernel under test failed %d run(s) before the first program (saved as findings above): stopping", n)
+		workers = 0
+	}
 	wg.Add(workers)
 	for w := 0; w < workers; w++ {
 		go worker()
@@ -386,6 +391,38 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	st.Forks = forks.Load()
 	st.Elapsed = time.Since(start)
 	return st, nil
+}
+
+// takePending saves as findings the events the target saw before the
+// first program (agents.PendingEvents: a kernel that broke on the
+// fork-implementation calibration), and returns how many runs failed.
+func takePending(ctx context.Context, cfg Config, st *Stats, store *FindingStore, pool *Pool, saved *savedCorpus, harnessErrs *int,
+	programs, forks *atomic.Int64, mu *sync.Mutex, start time.Time) int {
+	pt, ok := cfg.Target.(agents.PendingEvents)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for _, pe := range pt.TakePending() {
+		v, herr := judge.Judge(pe.Program, nil, pe.Err)
+		org := Origin{Note: pe.Note}
+		mu.Lock()
+		found, _ := record(cfg, st, store, pool, saved, harnessErrs, -1, org, pe.Program, nil, v, herr, programs, forks)
+		if len(found) > 0 && st.FirstProgram == 0 {
+			st.FirstAt, st.FirstProgram = time.Since(start), programs.Load()
+		}
+		mu.Unlock()
+		if herr == nil && !v.OK() {
+			n++
+		}
+		for _, f := range found {
+			f.Origin = pe.Note
+			if err := saveAndReduce(ctx, cfg, st, store, mu, f); err != nil {
+				logf(cfg.Log, "campaign: saving %s: %v", f.Issue.Signature, err)
+			}
+		}
+	}
+	return n
 }
 
 // record takes in the outcome of program i (with the campaign's lock
