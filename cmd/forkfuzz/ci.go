@@ -86,6 +86,12 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 	budget := fs.Duration("budget", 30*time.Minute, "hard wall-clock budget for the whole gate (check, boot, corpus replay, fuzzing, minimization, baseline, reporting)")
 	junitPath := fs.String("junit", "", "write JUnit XML here")
 	jsonPath := fs.String("json", "", "write the JSON summary here (docs/ci.md)")
+	kcidbPath := fs.String("kcidb", "", "write a KernelCI KCIDB submission (I/O schema v5) here")
+	kcidbOrigin := fs.String("kcidb-origin", "forkfuzz", "KCIDB origin of the submission's ids (lowercase letters, digits, _)")
+	kcidbRun := fs.String("kcidb-run-id", "", "KCIDB: this run's id part (default: a hash of the kernel, start time, seed and host; e.g. the CI job id)")
+	kcidbBuild := fs.String("kcidb-build-id", "", "KCIDB: an existing build id (origin:local) the tests attach to, instead of a build of their own")
+	ktapPath := fs.String("ktap", "", "write KTAP (kselftest format) here: one line per oracle family and per finding group")
+	tablePath := fs.String("baseline-table", "", "write the baseline diff as a Markdown table (run counts on both kernels) here")
 	knownPath := fs.String("known-issues", "", "known-issues file: matched findings are reported, not gated (format: docs/ci.md)")
 	minProgs := fs.Int("min-programs", 1, "fewer programs than this (corpus + fuzzed) is a harness error (exit 2)")
 	maxFlakes := fs.Int("max-harness-flakes", 1, "runs with an executor death or hang that did not reproduce (no kernel report) the gate reports but tolerates; more are exit 2")
@@ -177,6 +183,11 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	outs := gate.Outputs{KCIDB: *kcidbPath, KTAP: *ktapPath, BaselineTable: *tablePath,
+		KCIDBOpts: gate.KCIDBOptions{Origin: *kcidbOrigin, RunID: *kcidbRun, BuildID: *kcidbBuild, Architecture: "x86_64"}}
+	if err := outs.Validate(); err != nil {
+		return fail("--kcidb: %v", err)
+	}
 	targetArgs, replayArgs := setTargetFlags(fs, tflags, kind)
 	cfg := gate.Config{
 		Open: openTarget, Budget: *budget, Seed: *seed, Profile: *profile, Workdir: *workdir,
@@ -300,13 +311,21 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	fmt.Fprintf(stdout, "ci: seed %d (replay the gate with --seed %d and the same flags)\n", *seed, *seed)
 	res := gate.Run(ctx, cfg)
-	if err := res.WriteFiles(*junitPath, *jsonPath); err != nil {
+	err := res.WriteFiles(*junitPath, *jsonPath)
+	if err == nil {
+		err = res.WriteOutputs(outs)
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz ci: writing results:", err)
+		fmt.Fprintln(stdout, "ci: ERROR writing results:", err)
 		fmt.Fprint(stdout, res.Summary())
 		return exitError
 	}
 	fmt.Fprint(stdout, res.Summary())
-	for _, p := range []string{*junitPath, *jsonPath} {
+	if res.Baseline != nil && len(res.Findings) > 0 {
+		fmt.Fprint(stdout, gate.BaselineTable(res))
+	}
+	for _, p := range []string{*junitPath, *jsonPath, *kcidbPath, *ktapPath, *tablePath} {
 		if p != "" {
 			fmt.Fprintf(stdout, "ci: wrote %s\n", p)
 		}

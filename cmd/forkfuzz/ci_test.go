@@ -207,9 +207,31 @@ func TestCIGatePreexisting(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	r := runCI(t, append([]string{"--budget", "10s", "--baseline-mutant", "async-rollback-partial"}, mutantArgs...)...)
+	out := t.TempDir()
+	kcidb, ktap, table := filepath.Join(out, "kcidb.json"), filepath.Join(out, "ktap.txt"), filepath.Join(out, "table.md")
+	r := runCI(t, append([]string{"--budget", "10s", "--baseline-mutant", "async-rollback-partial",
+		"--kcidb", kcidb, "--kcidb-run-id", "job-42", "--ktap", ktap, "--baseline-table", table}, mutantArgs...)...)
 	if r.code != exitClean || r.res.Outcome != "pass" {
 		t.Fatalf("exit %d (%s), want 0\n%s", r.code, r.res.Reason, r.stdout)
+	}
+	// The formats kernel CI reads (their writers are tested against the
+	// KCIDB schema and a KTAP parser in campaign/gate): written, and
+	// saying what the gate saw.
+	var sub struct {
+		Version struct{ Major int } `json:"version"`
+		Tests   []struct {
+			ID, Path, Status string
+		} `json:"tests"`
+	}
+	b, err := os.ReadFile(kcidb)
+	if err != nil || json.Unmarshal(b, &sub) != nil || sub.Version.Major != 5 || len(sub.Tests) == 0 || !strings.HasPrefix(sub.Tests[0].ID, "forkfuzz:") {
+		t.Fatalf("KCIDB submission: %v\n%.400s", err, b)
+	}
+	if b, err := os.ReadFile(ktap); err != nil || !strings.HasPrefix(string(b), "KTAP version 1\n") {
+		t.Fatalf("KTAP: %v\n%.200s", err, b)
+	}
+	if b, err := os.ReadFile(table); err != nil || !strings.Contains(string(b), "| signature |") || !strings.Contains(r.stdout, "| signature |") {
+		t.Fatalf("baseline table (file and stdout): %v\n%s", err, b)
 	}
 	c := r.res.Counts
 	if c.Findings == 0 || c.Preexisting != c.Findings || c.PreexistingGroups != c.Groups || c.New != 0 {
@@ -383,6 +405,7 @@ func TestCIBadInput(t *testing.T) {
 		{[]string{"--target", "sim", "--fork", "async", "--baseline-mutant", "nope"}, "baseline:"},
 		{[]string{"--target", "sim", "--mutant", "nope"}, "nope"},
 		{[]string{"--target", "sim", "--corrupt", "nope"}, "unknown corruption"},
+		{[]string{"--target", "sim", "--kcidb", filepath.Join(dir, "k.json"), "--kcidb-origin", "Bad-Origin"}, `--kcidb: kcidb: origin "Bad-Origin"`},
 		{[]string{"--target", "sim", "--profile", "nope"}, "--profile"},
 		{[]string{"--target", "sim", "--replay-findings", filepath.Join(dir, "nope")}, "no such file"},
 		{[]string{"--target", "qemu", "--kernel", "/bin/ls"}, ""}, // kernel check: exit 2 from the gate
