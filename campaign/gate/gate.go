@@ -490,7 +490,7 @@ func (g *gate) fuzz(ph *Phase, share time.Duration) *campaign.Stats {
 		g.tut.setStop(time.Now())
 	}
 	cfg := campaign.Config{Target: g.tut, Seed: g.cfg.Seed, Duration: dur, Workdir: g.cfg.Workdir, Weights: g.weights,
-		Log: g.cfg.Log, Progress: g.cfg.Progress, ProgressLines: g.cfg.ProgressLines, MinimizeRuns: g.cfg.MinimizeRuns,
+		Log: g.cfg.Log, Progress: g.cfg.Progress, ProgressLines: g.cfg.ProgressLines, ProgressEvery: progressEvery(g.cfg.ProgressLines), MinimizeRuns: g.cfg.MinimizeRuns,
 		MinimizeTime: minTime, Corrupt: g.cfg.Corrupt, TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID()}
 	type res struct {
 		st  *campaign.Stats
@@ -629,4 +629,13 @@ func moveEarlierFindings(workdir string, now time.Time) (string, error) {
 		return "", fmt.Errorf("workdir %s holds an earlier run's findings and they cannot be moved aside: %w", workdir, err)
 	}
 	return dst, nil
+}
+
+// progressEvery is how often the campaign prints progress: every second
+// on a terminal (rewritten in place), every 10 s as lines in a log.
+func progressEvery(lines bool) time.Duration {
+	if lines {
+		return 10 * time.Second
+	}
+	return time.Second
 }

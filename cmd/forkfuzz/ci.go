@@ -322,6 +322,10 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	fmt.Fprint(stdout, res.Summary())
+	if res.ExitCode == exitError {
+		// A CI log may keep stderr apart: the error goes there too.
+		fmt.Fprintf(stderr, "forkfuzz ci: %s\n", res.Reason)
+	}
 	if res.Baseline != nil && len(res.Findings) > 0 {
 		fmt.Fprint(stdout, gate.BaselineTable(res))
 	}

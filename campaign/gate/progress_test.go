@@ -1,0 +1,42 @@
+package gate
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+)
+
+// Into a log (not a terminal) the gate writes a progress line every 10 s,
+// not every second (600 lines in a 10-minute gate before).
+func TestGateProgressLines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a 12 s gate")
+	}
+	tg := simTarget(t)
+	var progress bytes.Buffer
+	cfg := Config{
+		Open:          func() (agents.Target, error) { return tg, nil },
+		Kernel:        KernelIdentity{Target: "sim-eager"},
+		Budget:        12 * time.Second,
+		Seed:          7,
+		Workdir:       filepath.Join(t.TempDir(), "w"),
+		MinPrograms:   1,
+		Progress:      &progress,
+		ProgressLines: true,
+	}
+	r := Run(context.Background(), cfg)
+	n := strings.Count(progress.String(), "progress: ")
+	fuzz := r.phaseDuration("fuzz")
+	// Every second, an 8+ s phase would print 8 lines or more.
+	if fuzz < 8*time.Second {
+		t.Fatalf("the fuzz phase took %v: too short to tell", fuzz)
+	}
+	if n < 1 || n > int(fuzz/(10*time.Second))+1 {
+		t.Fatalf("%d progress lines in a %v fuzz phase, want one per 10 s:\n%s", n, fuzz, progress.String())
+	}
+}
