@@ -14,6 +14,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/corpus"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/fsutil"
 	"github.com/forkfuzz/forkfuzz/internal/version"
 )
 
@@ -78,7 +79,7 @@ func loadRegress(dir string) ([]CorpusCase, error) {
 	var cs []CorpusCase
 	var errs []error
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := fsutil.ReadFileLimited(f, corpus.MaxFileSize)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -140,7 +141,7 @@ func findingPrograms(dir string) ([]CorpusCase, error) {
 		}
 		for _, name := range []string{"minimized.ffz", "program.ffz"} {
 			pf := filepath.Join(path, name)
-			b, err := os.ReadFile(pf)
+			b, err := fsutil.ReadFileLimited(pf, corpus.MaxFileSize)
 			if err != nil {
 				continue
 			}

@@ -308,7 +308,19 @@ func Run(ctx context.Context, cfg Config) *Result {
 		r.Phases = append(r.Phases, Phase{Name: "identify", Duration: d, Seconds: d.Seconds(),
 			Note: "parsing flags, sha256 and release of the kernel images"})
 	}
-	g.phase("check", 0, g.check)
+	// One gate (or campaign) per workdir, from its first write (the
+	// campaign's own lock is shared within the process).
+	if cfg.Workdir != "" {
+		unlock, err := campaign.LockWorkdir(cfg.Workdir)
+		if err != nil {
+			r.harnessErr = err.Error()
+		} else {
+			defer unlock()
+		}
+	}
+	if r.harnessErr == "" {
+		g.phase("check", 0, g.check)
+	}
 	if r.harnessErr == "" && cfg.OpenBaseline != nil && ctx.Err() == nil {
 		g.startBaseline()
 	}

@@ -4,13 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io"
-	"os"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/checker"
+	"github.com/forkfuzz/forkfuzz/internal/fsutil"
 )
 
 // KnownIssue is one entry of a known-issues file: findings it matches are
@@ -64,12 +63,7 @@ const MaxKnownIssuesSize = 1 << 20
 
 // ReadKnownIssues reads and parses a known-issues file.
 func ReadKnownIssues(path string) (*KnownIssues, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxKnownIssuesSize+1))
+	b, err := fsutil.ReadFileLimited(path, MaxKnownIssuesSize)
 	if err != nil {
 		return nil, err
 	}
