@@ -13,8 +13,19 @@ all: build
 deps:
 	@./.ci/deps
 
+# The binary names the commit it was built from (forkfuzz version, every
+# report and CI JSON): GOFLAGS has -buildvcs=false, so stamp it here,
+# REV-dirty when tracked or untracked (not ignored) files differ from it;
+# without git or outside a checkout nothing is stamped ("forkfuzz devel").
+# Recursive (=) variables: git runs only when a binary is built.
+VERSION_PKG := github.com/forkfuzz/forkfuzz/internal/version
+VCS_REV      = $(shell git rev-parse HEAD 2>/dev/null)
+VCS_DIRTY    = $(shell test -n "$$(git status --porcelain 2>/dev/null | head -1)" && echo -dirty)
+VCS_TIME     = $(shell git log -1 --format=%cI 2>/dev/null)
+LDFLAGS      = $(if $(VCS_REV),-X $(VERSION_PKG).commit=$(VCS_REV)$(VCS_DIRTY) -X $(VERSION_PKG).commitTime=$(VCS_TIME))
+
 build: deps
-	$(GO) build -o $(BIN) ./cmd/forkfuzz
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/forkfuzz
 
 # The main job: a short real campaign (about a minute of fuzzing) in a QEMU
 # VM booted with Debian's linux-image-cloud-amd64 (fetched, not installed).

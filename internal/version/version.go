@@ -1,6 +1,11 @@
 // Package version says which forkfuzz is running: the module version and
-// the VCS commit the binary was built from (runtime/debug.ReadBuildInfo),
-// so every report and JSON record names the harness that produced it.
+// the commit the binary was built from, so every report and JSON record
+// names the harness that produced it.
+//
+// The commit comes from the linker when `make build` stamps it (commit
+// and commitTime below; the Makefile builds with -buildvcs=false), else
+// from the VCS information go build records (runtime/debug.ReadBuildInfo),
+// else the binary is "forkfuzz devel".
 package version
 
 import (
@@ -8,33 +13,47 @@ import (
 	"strings"
 )
 
+// Set by the linker: go build -ldflags "-X
+// github.com/forkfuzz/forkfuzz/internal/version.commit=REV[-dirty]
+// -X github.com/forkfuzz/forkfuzz/internal/version.commitTime=TIME".
+// REV is the full commit hash, -dirty marks a tree with uncommitted
+// changes; TIME is the commit's time (RFC 3339).
+var commit, commitTime string
+
 // String is "forkfuzz MODULE-VERSION (commit REV[, modified], TIME)", or
-// "forkfuzz devel" when the binary carries no build information (go test,
-// go run outside a VCS checkout).
+// "forkfuzz devel" when the binary knows no commit (go test, go run or
+// go build outside a VCS checkout or with -buildvcs=false, unstamped).
 func String() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "forkfuzz devel"
+		bi = &debug.BuildInfo{}
 	}
-	return format(bi)
+	return format(bi, commit, commitTime)
 }
 
-func format(bi *debug.BuildInfo) string {
+// format is String for build information bi and the linker's stamp
+// (stamped "REV[-dirty]", at), which wins over bi's VCS settings.
+func format(bi *debug.BuildInfo, stamped, at string) string {
 	v := bi.Main.Version
 	if v == "" || v == "(devel)" {
 		v = "devel"
 	}
-	var rev, at string
+	var rev string
 	modified := false
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
 			rev = s.Value
 		case "vcs.time":
-			at = s.Value
+			if stamped == "" {
+				at = s.Value
+			}
 		case "vcs.modified":
 			modified = s.Value == "true"
 		}
+	}
+	if stamped != "" {
+		rev, modified = strings.CutSuffix(stamped, "-dirty")
 	}
 	if rev == "" {
 		return "forkfuzz " + v
@@ -42,8 +61,7 @@ func format(bi *debug.BuildInfo) string {
 	if len(rev) > 12 {
 		rev = rev[:12]
 	}
-	var extra []string
-	extra = append(extra, "commit "+rev)
+	extra := []string{"commit " + rev}
 	if modified {
 		extra = append(extra, "modified")
 	}
