@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,6 +21,10 @@ func init() {
 	commands = append(commands,
 		command{name: "bench", args: "fork|mutants [flags]", help: "fork latency against resident memory (host, QEMU VMs); CSV, SVG, a ratio gate; or the kernel mutation benchmark (mutants)", run: cmdBench},
 		command{name: "bench-worker", help: "measure forks (started by forkfuzz bench itself)", run: cmdBenchWorker, hidden: true})
+	subcommands["bench"] = []command{
+		{name: "fork", args: "[flags]", help: "fork latency against resident memory (host, QEMU VMs): a table, CSV, SVG and a ratio gate", run: cmdBenchFork},
+		{name: "mutants", args: "[flags]", help: "the kernel mutation benchmark: hunt every bug planted by 'forkfuzz kernel build --mutants', in QEMU", run: cmdBenchMutants},
+	}
 }
 
 func cmdBenchWorker(args []string, stdout, stderr io.Writer) int {
@@ -49,13 +54,10 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "mutants" {
-		return cmdBenchMutants(args[1:], stdout, stderr)
-	}
-	if len(args) == 0 || args[0] != "fork" {
-		fmt.Fprintln(stderr, "forkfuzz bench: want 'forkfuzz bench fork [flags]' or 'forkfuzz bench mutants [flags]'")
-		return exitError
-	}
+	return runSub("bench", args, stdout, stderr)
+}
+
+func cmdBenchFork(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("bench fork", stderr)
 	var series listFlag
 	fs.Var(&series, "series", "a curve, NAME=TARGET[,pages=4k|thp][,kernel=PATH][,memory=MiB][,cmdline=WORD][,write=PATH:VALUE] (TARGET native or vm; repeatable; default host-4k and host-thp on the host)")
@@ -65,14 +67,28 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	var tests listFlag
 	fs.Var(&tests, "test", "a series under test for the gate (repeatable; default: every series but the baseline)")
 	maxRatio := fs.Float64("max-ratio", 0, "gate: exit 1 when a series under test's median is more than this times the baseline's at --at-size (0: no gate)")
-	atSize := fs.String("at-size", "", "gate: the size compared")
-	metricF := fs.String("metric", "fork", "gate metric: fork, stall, stall-max, ready, read")
+	atSize := fs.String("at-size", "", "gate: the size compared (needs --max-ratio)")
+	metricF := fs.String("metric", "fork", "gate metric: fork, stall, stall-max, ready, read (needs --max-ratio)")
 	csvOut := fs.String("csv", "", "write every fork as a CSV row here")
 	svgOut := fs.String("svg", "", "write the plot here")
 	accel := fs.String("accel", "auto", "VM accelerator: auto, kvm, tcg")
 	quiet := fs.Bool("q", false, "no progress lines")
-	if fs.Parse(args[1:]) != nil {
-		return exitError
+	positive(fs, "reps")
+	if err := parseArgs(fs, args, ""); err != nil {
+		return parseExit(err)
+	}
+	if *maxRatio == 0 {
+		// The gate's other flags without the gate would be ignored.
+		var gateOnly []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "at-size" || f.Name == "test" || f.Name == "metric" {
+				gateOnly = append(gateOnly, "--"+f.Name)
+			}
+		})
+		if len(gateOnly) > 0 {
+			fmt.Fprintf(stderr, "forkfuzz bench fork: %s: a flag of the latency gate, which is off without --max-ratio\n", strings.Join(gateOnly, ", "))
+			return exitError
+		}
 	}
 	if len(series) == 0 {
 		series = listFlag{"host-4k=native,pages=4k", "host-thp=native,pages=thp"}
@@ -102,10 +118,6 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 		cfg.Sizes = append(cfg.Sizes, n)
-	}
-	if *reps < 1 {
-		fmt.Fprintln(stderr, "forkfuzz bench fork: --reps: want >= 1")
-		return exitError
 	}
 	base := 0
 	if *baseline != "" {

@@ -41,7 +41,7 @@ func TestBenchForkBadFlags(t *testing.T) {
 		{[]string{"bench", "fork", "--series", "x=qemu"}, "want native or vm"},
 		{[]string{"bench", "fork", "--sizes", "2M", "--max-ratio", "2", "--at-size", "4M"}, "not one of --sizes"},
 		{[]string{"bench", "fork", "--baseline", "nope"}, "no series named"},
-		{[]string{"bench", "forks"}, "want 'forkfuzz bench fork"},
+		{[]string{"bench", "forks"}, `unknown subcommand "forks" (did you mean fork?)`},
 		{[]string{"redis", "--corrupt", "x"}, "want one of"},
 	} {
 		code, _, errs := forkfuzz(t, c.args...)

@@ -46,12 +46,8 @@ func cmdCover(args []string, stdout, stderr io.Writer) int {
 	all := fs.Bool("all", false, "list every covered function (and with --vmlinux every file), not only kernel/fork.c and mm/*.c")
 	vmlinux := fs.String("vmlinux", "", "the kernel's vmlinux with DWARF line tables (forkfuzz kernel build --debug-info): report covered source lines per file")
 	lines := fs.Bool("lines", false, "with --vmlinux: list every covered line (file:line)")
-	if fs.Parse(args) != nil {
-		return exitError
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "forkfuzz cover: want one WORKDIR")
-		return exitError
+	if err := parseArgs(fs, args, "WORKDIR"); err != nil {
+		return parseExit(err)
 	}
 	opt := cover.ReportOptions{All: *all}
 	if *sysMap != "" {
@@ -86,19 +82,15 @@ func cmdCover(args []string, stdout, stderr io.Writer) int {
 }
 
 func init() {
-	commands = append(commands, command{name: "cover-plot", args: "OUT.svg NAME=CSV...",
+	commands = append(commands, command{name: "cover-plot", args: "[flags] OUT.svg NAME=CSV...",
 		help: "plot coverage over time from run --cover-csv files (SVG)", run: cmdCoverPlot})
 }
 
 func cmdCoverPlot(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("cover-plot", stderr)
 	title := fs.String("title", "kernel coverage over time", "plot title")
-	if fs.Parse(args) != nil {
-		return exitError
-	}
-	if fs.NArg() < 2 {
-		fmt.Fprintln(stderr, "forkfuzz cover-plot: want OUT.svg and at least one NAME=CSV")
-		return exitError
+	if err := parseArgs(fs, args, "OUT.svg NAME=CSV..."); err != nil {
+		return parseExit(err)
 	}
 	var series []*cover.Series
 	for _, a := range fs.Args()[1:] {

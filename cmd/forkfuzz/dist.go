@@ -135,21 +135,11 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "debug (every program's seed), info, warn, error")
 	quiet := fs.Bool("q", false, "no progress line")
 	httpAddr := fs.String("http", "", "serve the live campaign page (rates, findings, agents; read-only, no authentication) on this address, e.g. 127.0.0.1:8080")
-	if err := fs.Parse(args); err != nil {
+	positive(fs, "queue", "ack-wait")
+	if err := parseArgs(fs, args, ""); err != nil {
 		return parseExit(err)
 	}
-	if !noArgs(fs, stderr) {
-		return exitError
-	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz coordinator:", err); return exitError }
-	switch {
-	case *programs < 0:
-		return fail(fmt.Errorf("--programs %d: want a positive number (or 0 for no limit)", *programs))
-	case *duration < 0:
-		return fail(fmt.Errorf("--duration %v: want a positive duration (or 0 for no limit)", *duration))
-	case *queue < 1:
-		return fail(fmt.Errorf("--queue %d: want at least 1", *queue))
-	}
 	if *forkImpl != "" && !slices.Contains(executor.ForkImplNames(), *forkImpl) {
 		return fail(fmt.Errorf("--fork-impl %q: want one of %s", *forkImpl, strings.Join(executor.ForkImplNames(), ", ")))
 	}
@@ -291,11 +281,8 @@ func cmdWorker(args []string, stdout, stderr io.Writer) int {
 	minTime := fs.Duration("minimize-time", 2*time.Minute, "time to spend minimizing a new finding")
 	cache := fs.String("cache", kernel.CacheDir(), "where kernel images fetched from the coordinator are kept")
 	logLevel := fs.String("log-level", "info", "debug, info, warn, error")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, ""); err != nil {
 		return parseExit(err)
-	}
-	if !noArgs(fs, stderr) {
-		return exitError
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz worker:", err); return exitError }
 	cfg, err := conn()
@@ -386,11 +373,9 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	conn := connFlags(fs, false)
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	stale := fs.Duration("stale", 10*time.Second, "an agent silent this long is marked STALE")
-	if err := fs.Parse(args); err != nil {
+	positive(fs, "stale")
+	if err := parseArgs(fs, args, ""); err != nil {
 		return parseExit(err)
-	}
-	if !noArgs(fs, stderr) {
-		return exitError
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz status:", err); return exitError }
 	cfg, err := conn()

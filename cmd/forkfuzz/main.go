@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
@@ -35,18 +36,26 @@ const (
 type command struct {
 	name, args, help string
 	run              func(args []string, stdout, stderr io.Writer) int
-	hidden           bool
+	// hidden: usage does not list it. A hidden command without args is
+	// internal (started by forkfuzz itself or the kernel): its -h says
+	// so instead of running it.
+	hidden bool
 }
 
-// commands lists the subcommands; other files of this package append theirs
-// in init functions.
-var commands = []command{
-	{name: "run", args: "[flags]", help: "run a fuzzing campaign", run: cmdRun},
-	{name: "gen", args: "[flags]", help: "print generated programs", run: cmdGen},
-	{name: "exec", args: "[flags] PROG", help: "run one program and print the verdict", run: cmdExec},
-	{name: "check", args: "PROG OBS", help: "re-judge a recorded observation (JSON) of a program", run: cmdCheck},
-	{name: "minimize", args: "[flags] PROG", help: "shrink a failing program while its finding reproduces", run: cmdMinimize},
-	{name: "executor", help: "serve as an executor process (started by forkfuzz itself)", run: cmdExecutor, hidden: true},
+// commands lists the commands; other files of this package append theirs
+// in init functions. (Filled in init, not by an initializer: the commands
+// look themselves up in it for their usage, an initialization cycle.)
+var commands []command
+
+func init() {
+	commands = append([]command{
+		{name: "run", args: "[flags]", help: "run a fuzzing campaign", run: cmdRun},
+		{name: "gen", args: "[flags]", help: "print generated programs", run: cmdGen},
+		{name: "exec", args: "[flags] PROG", help: "run one program and print the verdict", run: cmdExec},
+		{name: "check", args: "[flags] PROG OBS", help: "re-judge a recorded observation (JSON) of a program", run: cmdCheck},
+		{name: "minimize", args: "[flags] PROG", help: "shrink a failing program while its finding reproduces", run: cmdMinimize},
+		{name: "executor", help: "serve as an executor process (started by forkfuzz itself)", run: cmdExecutor, hidden: true},
+	}, commands...)
 }
 
 func main() {
@@ -54,37 +63,45 @@ func main() {
 }
 
 func dispatch(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitError
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
 		usage(stdout)
-		if len(args) == 0 {
-			return exitError
+		return exitClean
+	case "help":
+		if len(args) == 1 {
+			usage(stdout)
+			return exitClean
 		}
+		args = append(append([]string(nil), args[1:]...), "-h") // help CMD [SUB]: CMD [SUB] -h
+	case "-version", "--version":
+		fmt.Fprintln(stdout, version.String())
 		return exitClean
 	}
-	for _, c := range commands {
-		if c.name == args[0] {
-			return c.run(args[1:], stdout, stderr)
-		}
+	c, ok := findCommand(args[0])
+	if !ok {
+		unknownName(stderr, "forkfuzz", "command", args[0], visibleNames(commands), "'forkfuzz help' lists the commands")
+		return exitError
 	}
-	fmt.Fprintf(stderr, "forkfuzz: unknown command %q\n", args[0])
-	usage(stderr)
-	return exitError
+	if wantsHelp(args[1:]) {
+		return showHelp(c, args[1:], stdout)
+	}
+	return c.run(args[1:], stdout, stderr)
 }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: forkfuzz COMMAND [flags]\n\ncommands:")
+	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
 	for _, c := range commands {
 		if !c.hidden {
-			fmt.Fprintf(w, "  %-9s %-14s %s\n", c.name, c.args, c.help)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.name, c.args, c.help)
 		}
 	}
-	fmt.Fprintln(w, "\nexit status: 0 clean, 1 findings, 2 errors. 'forkfuzz COMMAND -h' for flags.")
-}
-
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("forkfuzz "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
+	tw.Flush()
+	fmt.Fprintln(w, "\nexit status: 0 clean, 1 findings, 2 errors. 'forkfuzz COMMAND -h' for flags, 'forkfuzz --version' for the version.")
 }
 
 // targetKind is one kind of --target: the flags it takes and how to open it.
@@ -178,29 +195,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	coverCfg := coverFlags(fs)
 	resume := runFlags(fs)
 	maxHarness := fs.Int("max-harness-errors", 5, "give up (exit 2) after this many harness errors in a row")
-	if err := fs.Parse(args); err != nil {
+	positive(fs, "max-harness-errors")
+	if err := parseArgs(fs, args, ""); err != nil {
 		return parseExit(err)
-	}
-	if !noArgs(fs, stderr) {
-		return exitError
 	}
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "forkfuzz run: "+format+"\n", args...)
 		return exitError
 	}
-	switch {
-	case *maxHarness < 1:
-		return fail("--max-harness-errors %d: want at least 1", *maxHarness)
-	case *duration < 0:
-		return fail("--duration %v: want a positive duration (or 0 for no time limit)", *duration)
-	case *programs < 0:
-		return fail("--programs %d: want a positive number (or 0 for no limit)", *programs)
-	case *duration == 0 && *programs == 0:
+	if *duration == 0 && *programs == 0 {
 		return fail("set --duration or --programs: nothing else bounds the campaign (SIGINT/SIGTERM end it early)")
-	case *minRuns < 0:
-		return fail("--minimize-runs %d: want a positive number (or 0 for the default)", *minRuns)
-	case *minTime < 0:
-		return fail("--minimize-time %v: want a positive duration (or 0 for no bound)", *minTime)
 	}
 	if err := sel.check(); err != nil {
 		return fail("%v", err)
@@ -288,15 +292,9 @@ func cmdGen(args []string, stdout, stderr io.Writer) int {
 	n := fs.Int("n", 1, "number of programs")
 	first := fs.Int64("index", 0, "index of the first program")
 	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
-	if err := fs.Parse(args); err != nil {
+	positive(fs, "n")
+	if err := parseArgs(fs, args, ""); err != nil {
 		return parseExit(err)
-	}
-	if !noArgs(fs, stderr) {
-		return exitError
-	}
-	if *n < 0 || *first < 0 {
-		fmt.Fprintf(stderr, "forkfuzz gen: -n %d -index %d: want numbers >= 0\n", *n, *first)
-		return exitError
 	}
 	w, err := gen.Profile(*profile)
 	if err != nil {
@@ -315,11 +313,8 @@ func cmdExec(args []string, stdout, stderr io.Writer) int {
 	sel := targetSetup(fs, "native")
 	asJSON := fs.Bool("json", false, "print the observation and the issues as JSON")
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify the observation")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, "PROG"); err != nil {
 		return parseExit(err)
-	}
-	if !wantArgs(fs, 1, "PROG", stderr) {
-		return exitError
 	}
 	p, err := readProgram(fs.Arg(0))
 	if err != nil {
@@ -411,11 +406,8 @@ func printVerdict(w io.Writer, o *obs.Observation, v *judge.Verdict, asJSON bool
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("check", stderr)
 	asJSON := fs.Bool("json", false, "print the issues as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, "PROG OBS"); err != nil {
 		return parseExit(err)
-	}
-	if !wantArgs(fs, 2, "PROG OBS", stderr) {
-		return exitError
 	}
 	p, err := readProgram(fs.Arg(0))
 	if err != nil {
@@ -486,15 +478,9 @@ func cmdMinimize(args []string, stdout, stderr io.Writer) int {
 	sig := fs.String("signature", "", "signature to preserve (default: the first issue of the first run)")
 	runs := fs.Int("runs", 300, "target runs to spend")
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify observations")
-	if err := fs.Parse(args); err != nil {
+	positive(fs, "runs")
+	if err := parseArgs(fs, args, "PROG"); err != nil {
 		return parseExit(err)
-	}
-	if !wantArgs(fs, 1, "PROG", stderr) {
-		return exitError
-	}
-	if *runs < 1 {
-		fmt.Fprintf(stderr, "forkfuzz minimize: --runs %d: want at least 1\n", *runs)
-		return exitError
 	}
 	p, err := readProgram(fs.Arg(0))
 	if err != nil {

@@ -33,7 +33,7 @@ func cmdModelcmp(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("modelcmp", stderr)
 	sel := targetSetup(fs, "native")
 	model := fs.String("model", "async", "simulated fork the target is compared with: eager, ondemand or async")
-	modelKernel := fs.String("model-kernel", "", "release the model follows where Linux changed behaviour (default: the target's uname -r; e.g. 6.18 to see what the version rules account for)")
+	modelKernel := releaseVar(fs, "model-kernel", "release (uname -r's form) the model follows where Linux changed behaviour (default: the target's uname -r; e.g. 6.18 to see what the version rules account for)")
 	modelSeed := fs.Uint64("model-seed", 0, "scheduler seed of the simulated kernel (interleaving of Async-fork's copy)")
 	n := fs.Int("programs", 100, "programs to compare")
 	seed := fs.Uint64("seed", 0, "generator seed (0: random, printed)")
@@ -44,11 +44,9 @@ func cmdModelcmp(args []string, stdout, stderr io.Writer) int {
 	replay := fs.String("replay", "", "compare the programs and observations saved by --record in this directory with the model again (no target runs)")
 	duration := fs.Duration("duration", 0, "stop after this long even if fewer programs were compared (0: no limit)")
 	maxErr := fs.Int("max-harness-errors", 5, "give up (exit 2) after this many target errors in a row")
-	if err := fs.Parse(args); err != nil {
+	positive(fs, "programs", "max-harness-errors")
+	if err := parseArgs(fs, args, ""); err != nil {
 		return parseExit(err)
-	}
-	if !noArgs(fs, stderr) {
-		return exitError
 	}
 	mode, err := sim.ParseMode(*model)
 	if err != nil {
@@ -58,10 +56,6 @@ func cmdModelcmp(args []string, stdout, stderr io.Writer) int {
 	w, err := hostcmp.Weights(*profile)
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz modelcmp: --profile:", err)
-		return exitError
-	}
-	if *n <= 0 {
-		fmt.Fprintln(stderr, "forkfuzz modelcmp: --programs must be positive")
 		return exitError
 	}
 	if *seed == 0 {
@@ -74,7 +68,7 @@ func cmdModelcmp(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *replay != "" {
-		return modelcmpReplay(*replay, mode, *modelSeed, *modelKernel, *verbose, stdout, stderr)
+		return modelcmpReplay(*replay, mode, *modelSeed, string(*modelKernel), *verbose, stdout, stderr)
 	}
 	if *record != "" {
 		if err := os.MkdirAll(*record, 0o755); err != nil {
@@ -91,7 +85,7 @@ func cmdModelcmp(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "modelcmp: %s against the simulated %s fork, seed %d, profile %s, model seed %d, %d programs\n",
 		t.Name(), mode, *seed, *profile, *modelSeed, *n)
 	rec := &recordingTarget{Target: t}
-	c := &hostcmp.ModelCmp{Target: rec, Mode: mode, SchedSeed: *modelSeed, Kernel: *modelKernel}
+	c := &hostcmp.ModelCmp{Target: rec, Mode: mode, SchedSeed: *modelSeed, Kernel: string(*modelKernel)}
 	inRow, r0 := 0, 0
 	start := time.Now()
 	for i := 0; c.Programs < *n; i++ {

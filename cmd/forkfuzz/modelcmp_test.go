@@ -19,7 +19,7 @@ func TestModelcmp(t *testing.T) {
 	for _, c := range []struct{ args, want string }{
 		{"--model cow", `unknown`},
 		{"--profile nope", "--profile"},
-		{"--programs 0", "--programs must be positive"},
+		{"--programs 0", "--programs 0: want a number > 0"},
 	} {
 		code, _, errs := forkfuzz(t, append([]string{"modelcmp"}, strings.Fields(c.args)...)...)
 		if code != exitError || !strings.Contains(errs, c.want) {

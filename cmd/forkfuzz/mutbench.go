@@ -39,11 +39,9 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("q", false, "no campaign log or progress lines")
 	blind := fs.Bool("blind", false, "campaigns ignore kernel coverage (KCOV), to compare time to each bug with guided ones")
 	seedCorpus := seedCorpusFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	positive(fs, "budget")
+	if err := parseArgs(fs, args, ""); err != nil {
 		return parseExit(err)
-	}
-	if !noArgs(fs, stderr) {
-		return exitError
 	}
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "forkfuzz bench mutants: "+format+"\n", args...)
@@ -54,9 +52,6 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%2d %-20s %-18s %-22s %s\n", m.Num, m.Name, m.File, m.Oracle, m.Breaks)
 		}
 		return exitClean
-	}
-	if *reach < 0 {
-		return fail("--reach %d: want a positive number of programs", *reach)
 	}
 	if *reach > 0 {
 		w, err := gen.Profile(*profile)
@@ -89,16 +84,7 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 	if len(names) == 0 {
 		ms = kernel.Mutants
 	}
-	switch {
-	case *budget <= 0:
-		return fail("--budget %v: want a positive duration", *budget)
-	case *programs < 0:
-		return fail("--programs %d: want a positive number (or 0 for no limit)", *programs)
-	case *minRuns < 0:
-		return fail("--minimize-runs %d: want a positive number", *minRuns)
-	case *minTime < 0:
-		return fail("--minimize-time %v: want a positive duration (or 0 for no bound)", *minTime)
-	case onlyBase && *noBase:
+	if onlyBase && *noBase {
 		return fail("--mutants none with --no-baseline: nothing to run")
 	}
 	if sel.Kind() != "qemu" {

@@ -17,7 +17,7 @@ func cmdKernelModule(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("kernel module", stderr)
 	tree := fs.String("tree", "", "prepared kernel build tree (after make modules_prepare, or forkfuzz kernel build's --out)")
 	out := fs.String("out", kernel.PMDModuleName, "where to write the module")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, ""); err != nil {
 		return parseExit(err)
 	}
 	if *tree == "" {

@@ -53,7 +53,16 @@ func cmdRedis(args []string, stdout, stderr io.Writer) int {
 	svgOut := fs.String("svg", "", "write the latency figure here")
 	accel := fs.String("accel", "auto", "VM accelerator: auto, kvm, tcg")
 	corrupt := fs.String("corrupt", "", "TEST ONLY: falsify the snapshot read back ("+strings.Join(redis.Corruptions, ", ")+")")
-	if fs.Parse(args) != nil {
+	positive(fs, "keys", "value-size", "writers", "rounds")
+	if err := parseArgs(fs, args, ""); err != nil {
+		return parseExit(err)
+	}
+	switch {
+	case *size < 24:
+		fmt.Fprintf(stderr, "forkfuzz redis: --value-size %d: want at least 24 bytes (room for the version number each value carries)\n", *size)
+		return exitError
+	case *keys < *writers:
+		fmt.Fprintf(stderr, "forkfuzz redis: --keys %d --writers %d: want at least one key per writer\n", *keys, *writers)
 		return exitError
 	}
 	if *corrupt != "" {

@@ -15,22 +15,18 @@ func init() {
 
 func cmdReproC(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("repro-c", stderr)
-	kernel := fs.String("kernel", "", "release (uname -r) of the kernel the reproducer is for; the model follows it where Linux changed (default: the newest behaviour)")
+	kernel := releaseVar(fs, "kernel", "release (uname -r, e.g. 6.1.192 or 6.1.0-28-cloud-amd64) of the kernel the reproducer is for; the model follows it where Linux changed (default: the newest behaviour)")
 	impl := fs.String("fork-impl", "", "fork-implementation profile the reproducer switches on for itself and its children (as --fork-impl does for the executor), checking per fork that it took effect: "+strings.Join(executor.ForkImplNames(), ", "))
 	mutate := fs.String("mutate", "", "TEST ONLY: falsify the embedded expectation to show the checks bite (errno, word, state)")
-	if fs.Parse(args) != nil {
-		return exitError
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: forkfuzz repro-c [flags] PROG")
-		return exitError
+	if err := parseArgs(fs, args, "PROG"); err != nil {
+		return parseExit(err)
 	}
 	p, err := readProgram(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz repro-c:", err)
 		return exitError
 	}
-	c, err := reproc.Translate(p, reproc.Options{Kernel: *kernel, ForkImpl: *impl, Mutate: *mutate})
+	c, err := reproc.Translate(p, reproc.Options{Kernel: string(*kernel), ForkImpl: *impl, Mutate: *mutate})
 	if err != nil {
 		fmt.Fprintf(stderr, "forkfuzz repro-c: %s: %v\n", fs.Arg(0), err)
 		return exitError

@@ -59,22 +59,9 @@ func cmdSimBench(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 1, "campaign seed")
 	minRuns := fs.Int("minimize-runs", 2000, "runs spent minimizing each reproducer")
 	show := fs.Bool("v", false, "print each minimized reproducer and its finding")
-	if err := fs.Parse(args); err != nil {
+	positive(fs, "budget")
+	if err := parseArgs(fs, args, ""); err != nil {
 		return parseExit(err)
-	}
-	if !noArgs(fs, stderr) {
-		return exitError
-	}
-	switch {
-	case *budget <= 0:
-		fmt.Fprintf(stderr, "forkfuzz sim-bench: --budget %v: want a positive duration\n", *budget)
-		return exitError
-	case *programs < 0:
-		fmt.Fprintf(stderr, "forkfuzz sim-bench: --programs %d: want a positive number (or 0 for no limit)\n", *programs)
-		return exitError
-	case *minRuns < 0:
-		fmt.Fprintf(stderr, "forkfuzz sim-bench: --minimize-runs %d: want a positive number\n", *minRuns)
-		return exitError
 	}
 	mode := -1
 	if *fork != "all" {

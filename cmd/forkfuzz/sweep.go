@@ -29,20 +29,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	settle := fs.Int("settle", 12, "before sweeping a fork, run up to N probes (no fault) until three in a row count the same failure points: a fresh executor's first programs still change what fork copies (0: no probes; not with --child)")
 	programPart := fs.Bool("program-part", false, "end each fork's sweep at the first failure point past the program's memory (an `arena low` program: the points after it are the Go runtime's, which move from run to run)")
 	child := fs.Bool("child", false, "sweep the child's failure points before user space (childfail=1,2,...: under Async-fork, the child's copy of the page tables) instead of the fork's")
-	if err := fs.Parse(args); err != nil {
+	positive(fs, "stride")
+	if err := parseArgs(fs, args, "PROG"); err != nil {
 		return parseExit(err)
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: forkfuzz sweep [--target qemu --kernel IMAGE] [flags] PROG")
-		return exitError
-	}
-	if *settle < 0 {
-		fmt.Fprintf(stderr, "forkfuzz sweep: --settle %d: want a number of probe runs >= 0\n", *settle)
-		return exitError
-	}
-	if *maxK < 0 || *stride < 1 {
-		fmt.Fprintf(stderr, "forkfuzz sweep: --max %d --stride %d: want --max >= 0 and --stride >= 1\n", *maxK, *stride)
-		return exitError
 	}
 	p, err := readProgram(fs.Arg(0))
 	if err != nil {

@@ -233,37 +233,3 @@ func isTerminal(w io.Writer) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
 }
-
-// parseExit is the exit status of a failed flag parse: 0 for -h/--help
-// (the flag package printed the usage), 2 otherwise.
-func parseExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitClean
-	}
-	return exitError
-}
-
-// noArgs rejects positional arguments of a command that takes none: a
-// stray word would otherwise end flag parsing silently and drop every flag
-// after it.
-func noArgs(fs *flag.FlagSet, stderr io.Writer) bool {
-	if fs.NArg() == 0 {
-		return true
-	}
-	fmt.Fprintf(stderr, "%s: unexpected argument %q (flags after it would be ignored)\n", fs.Name(), fs.Arg(0))
-	return false
-}
-
-// wantArgs checks that fs has exactly n positional arguments; extra ones
-// are named (flags after a positional argument are not parsed).
-func wantArgs(fs *flag.FlagSet, n int, usage string, stderr io.Writer) bool {
-	switch {
-	case fs.NArg() > n:
-		fmt.Fprintf(stderr, "%s: unexpected argument %q (flags go before %s)\n", fs.Name(), fs.Arg(n), usage)
-		return false
-	case fs.NArg() < n:
-		fmt.Fprintf(stderr, "usage: %s [flags] %s\n", fs.Name(), usage)
-		return false
-	}
-	return true
-}

@@ -13,11 +13,8 @@ func init() {
 
 func cmdVersion(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("version", stderr)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, ""); err != nil {
 		return parseExit(err)
-	}
-	if !noArgs(fs, stderr) {
-		return exitError
 	}
 	fmt.Fprintln(stdout, version.String())
 	return exitClean

@@ -17,6 +17,11 @@ func init() {
 		command{name: "kernel", args: "build|check|module ...", help: "build a kernel for forkfuzz, or check which oracles a kernel supports", run: cmdKernel},
 		command{name: "vm-agent", help: "guest agent: init of forkfuzz's VMs (started by the kernel)", run: cmdVMAgent, hidden: true},
 	)
+	subcommands["kernel"] = []command{
+		{name: "build", args: "[flags]", help: "build a small kernel with what forkfuzz needs (Debian's source by default)", run: cmdKernelBuild},
+		{name: "check", args: "IMAGE-or-.config", help: "say which oracles a kernel image (or its .config) supports", run: cmdKernelCheck},
+		{name: "module", args: "--tree DIR [flags]", help: "build the forkfuzz_pmd module against a prepared kernel tree", run: cmdKernelModule},
+	}
 	targetKinds["qemu"] = targetKind{help: "QEMU VMs booting the kernel under test", flags: qemuFlags,
 		replay: []string{"kernel", "target-file", "kernel-cmdline", "modules", "vm-memory", "vm-cpus", "program-timeout"},
 		paths:  []string{"kernel", "target-file", "modules"}}
@@ -34,6 +39,7 @@ func qemuFlags(fs *flag.FlagSet) func() (agents.Target, error) {
 	progTimeout := fs.Duration("program-timeout", 60*time.Second, "qemu: how long one program may run in the guest")
 	cmdline := fs.String("kernel-cmdline", "", "qemu: words appended to the guest kernel's command line (besides the target file's cmdline), e.g. "+kernel.MutantsParam+"=wp-src-pmd")
 	extraMods := fs.String("modules", "", "qemu: comma-separated .ko files the guest loads at boot (default: "+kernel.PMDModuleName+" if it is beside --kernel)")
+	positive(fs, "vms", "boot-timeout", "program-timeout")
 	return func() (agents.Target, error) {
 		switch {
 		case *vms < 1:
@@ -94,23 +100,7 @@ func cmdVMAgent(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdKernel(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: forkfuzz kernel build [--src DIR] [--out DIR] [--mutants] | forkfuzz kernel check IMAGE-or-.config | forkfuzz kernel module --tree DIR [--out FILE]")
-		return exitError
-	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, "usage: forkfuzz kernel build [--src DIR] [--out DIR] [--mutants] | forkfuzz kernel check IMAGE-or-.config | forkfuzz kernel module --tree DIR [--out FILE]")
-		return exitClean
-	case "build":
-		return cmdKernelBuild(args[1:], stdout, stderr)
-	case "check":
-		return cmdKernelCheck(args[1:], stdout, stderr)
-	case "module":
-		return cmdKernelModule(args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "forkfuzz kernel: unknown subcommand %q (want build, check or module)\n", args[0])
-	return exitError
+	return runSub("kernel", args, stdout, stderr)
 }
 
 func cmdKernelBuild(args []string, stdout, stderr io.Writer) int {
@@ -121,11 +111,8 @@ func cmdKernelBuild(args []string, stdout, stderr io.Writer) int {
 	configOnly := fs.Bool("config-only", false, "write the .config and stop")
 	mutants := fs.Bool("mutants", false, "plant the kernel mutation benchmark (kernel/mutants: bugs switched on by the boot parameter "+kernel.MutantsParam+"=NAME; see forkfuzz bench mutants)")
 	debugInfo := fs.Bool("debug-info", false, "build with DWARF line tables and keep the vmlinux beside the image (forkfuzz cover --vmlinux reports covered source lines); slower, and a vmlinux of several hundred MB")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, ""); err != nil {
 		return parseExit(err)
-	}
-	if !noArgs(fs, stderr) {
-		return exitError
 	}
 	res, err := kernel.Build(kernel.BuildOptions{Src: *src, Out: *out, Jobs: *jobs, ConfigOnly: *configOnly, Mutants: *mutants, DebugInfo: *debugInfo, Log: stderr})
 	if err != nil {
@@ -149,12 +136,8 @@ func cmdKernelBuild(args []string, stdout, stderr io.Writer) int {
 
 func cmdKernelCheck(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("kernel check", stderr)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, "IMAGE-or-.config"); err != nil {
 		return parseExit(err)
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: forkfuzz kernel check IMAGE-or-.config")
-		return exitError
 	}
 	rep, err := kernel.Check(fs.Arg(0))
 	if err != nil {
