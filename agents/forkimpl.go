@@ -477,3 +477,19 @@ func (t *ForkImplTarget) TakePending() []Pending {
 	t.pending = nil
 	return p
 }
+
+// ForkImplOf is the fork-implementation profile t (or a target it wraps)
+// applies, "" when none: the kernel's own fork.
+func ForkImplOf(t Target) string {
+	for t != nil {
+		if f, ok := t.(*ForkImplTarget); ok {
+			return f.Profile
+		}
+		w, ok := t.(interface{ Unwrap() Target })
+		if !ok {
+			return ""
+		}
+		t = w.Unwrap()
+	}
+	return ""
+}

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/campaign/cover"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
@@ -32,17 +33,20 @@ var StatsEvery = 5 * time.Second
 // far. A workdir used by several runs (resumed) holds the samples of each,
 // told apart by Run.
 type Sample struct {
-	Time          time.Time `json:"time"`
-	Run           string    `json:"run"` // the run's start time, RFC 3339
-	Target        string    `json:"target"`
-	Kernel        string    `json:"kernel,omitempty"` // uname -r of the last observation, if it said
-	Seed          uint64    `json:"seed"`
-	Elapsed       float64   `json:"elapsed_s"`
-	Programs      int64     `json:"programs"`
-	Forks         int64     `json:"forks"`
-	Events        int64     `json:"failing_runs"`
-	Findings      int64     `json:"findings"`
-	HarnessErrors int64     `json:"harness_errors"`
+	Time   time.Time `json:"time"`
+	Run    string    `json:"run"` // the run's start time, RFC 3339
+	Target string    `json:"target"`
+	// ForkImpl is the --fork-impl profile the campaign's forks used ("":
+	// the kernel's own fork).
+	ForkImpl      string  `json:"fork_impl,omitempty"`
+	Kernel        string  `json:"kernel,omitempty"` // uname -r of the last observation, if it said
+	Seed          uint64  `json:"seed"`
+	Elapsed       float64 `json:"elapsed_s"`
+	Programs      int64   `json:"programs"`
+	Forks         int64   `json:"forks"`
+	Events        int64   `json:"failing_runs"`
+	Findings      int64   `json:"findings"`
+	HarnessErrors int64   `json:"harness_errors"`
 	// Edges and ForkMMPCs are the kernel coverage so far (KCOV: distinct
 	// edges, and PCs in kernel/fork.c and mm/); absent when the campaign
 	// collects none.
@@ -80,7 +84,7 @@ func newStatsLog(cfg Config, start time.Time) *statsLog {
 		return nil
 	}
 	return &statsLog{path: filepath.Join(cfg.Workdir, StatsFile), onSample: cfg.OnSample, log: cfg.Log, sample: Sample{
-		Run: start.UTC().Format(time.RFC3339Nano), Target: cfg.Target.Name(), Seed: cfg.Seed,
+		Run: start.UTC().Format(time.RFC3339Nano), Target: cfg.Target.Name(), ForkImpl: agents.ForkImplOf(cfg.Target), Seed: cfg.Seed,
 		Signatures: map[string]*SigCount{}}}
 }
 

@@ -184,7 +184,10 @@ func runs(samples []campaign.Sample) [][]campaign.Sample {
 }
 
 // forkMode says which fork implementation a target runs.
-func forkMode(target, kernel string) string {
+func forkMode(target, impl string) string {
+	if impl != "" {
+		return impl + " (--fork-impl, checked per fork) on the " + target + " target"
+	}
 	switch {
 	case strings.HasPrefix(target, "sim-"):
 		mode, mutant, _ := strings.Cut(strings.TrimPrefix(target, "sim-"), "+")
@@ -236,7 +239,7 @@ func CampaignPage(c *Campaign) []byte {
 	kv := func(k, v string) { b.f(`<div>%s</div><div>%s</div>`, esc(k), v) }
 	if last.Target != "" {
 		kv("target", esc(last.Target))
-		kv("fork mode", esc(forkMode(last.Target, last.Kernel)))
+		kv("fork mode", esc(forkMode(last.Target, last.ForkImpl)))
 		k := last.Kernel
 		if k == "" {
 			k = "not reported by the observations"

@@ -41,6 +41,11 @@ type Meta struct {
 	Corrupt      string    `json:"corrupt,omitempty"`
 	Replay       string    `json:"replay"`
 	Saved        time.Time `json:"saved"`
+	// TargetArgs and KernelID are the finding's target flags and kernel
+	// identity as the campaign knew them: a page drawn again from the
+	// directory (forkfuzz report) keeps them.
+	TargetArgs []string           `json:"target_args,omitempty"`
+	KernelID   *campaign.KernelID `json:"kernel_id,omitempty"`
 }
 
 // Files returns report.html and report.json for a finding directory
@@ -69,7 +74,11 @@ func init() {
 func MetaOf(f *campaign.Finding) Meta {
 	m := Meta{Signature: f.Issue.Signature, Oracle: string(f.Issue.Oracle), Target: f.Target, Kernel: kernelOf(f),
 		CampaignSeed: f.CampaignSeed, Index: f.Index, ProgramSeed: f.ProgramSeed, Corrupt: f.Corrupt,
-		Replay: ReplayCommand(f), Saved: time.Now().UTC()}
+		Replay: ReplayCommand(f), Saved: time.Now().UTC(), TargetArgs: f.TargetArgs}
+	if f.Kernel.String() != "unknown" {
+		k := f.Kernel
+		m.KernelID = &k
+	}
 	if f.Program != nil {
 		m.Ops = len(f.Program.Ops)
 	}
@@ -79,8 +88,13 @@ func MetaOf(f *campaign.Finding) Meta {
 	return m
 }
 
-// kernelOf is the kernel a finding ran on, as far as it is known.
+// kernelOf is the kernel a finding ran on, as far as it is known: the
+// campaign's identity of it (as report.txt says), else what the
+// observations said.
 func kernelOf(f *campaign.Finding) string {
+	if k := f.Kernel.String(); k != "unknown" {
+		return k
+	}
 	for _, o := range []*obs.Observation{f.MinObs, f.Observation} {
 		if o != nil && o.Kernel != "" {
 			return "Linux " + o.Kernel
@@ -99,8 +113,13 @@ func kernelOf(f *campaign.Finding) string {
 }
 
 // ReplayCommand is the command that runs the finding's reproducer again
-// from its directory.
+// from its directory: the campaign's (Finding.Replay, as report.txt has
+// it) when it knew the target's flags; a reconstruction from the target's
+// name only for a finding that does not say them.
 func ReplayCommand(f *campaign.Finding) string {
+	if len(f.TargetArgs) > 0 {
+		return f.Replay()
+	}
 	file := "program.ffz"
 	if f.Minimized != nil {
 		file = "minimized.ffz"

@@ -137,6 +137,21 @@ func LoadFinding(dir string) (*campaign.Finding, error) {
 	if m := reCorrupt.FindStringSubmatch(txt); m != nil {
 		f.Corrupt = m[1]
 	}
+	// The target's flags and the kernel's identity: report.json keeps
+	// them; a directory saved before it did has them in report.txt's
+	// replay line only.
+	var meta Meta
+	if b, err := read(FindingJSON); err == nil && json.Unmarshal(b, &meta) == nil {
+		f.TargetArgs = meta.TargetArgs
+		if meta.KernelID != nil {
+			f.Kernel = *meta.KernelID
+		}
+	}
+	if f.TargetArgs == nil {
+		if m := reReplay.FindStringSubmatch(txt); m != nil {
+			f.TargetArgs = replayTargetArgs(m[1])
+		}
+	}
 	for _, m := range reWhat.FindAllStringSubmatch(txt+"\n\n", -1) {
 		expl := unindent(m[2])
 		if m[1] == "minimized" {
@@ -221,4 +236,25 @@ func writeFindingPage(dir string) error {
 		}
 	}
 	return nil
+}
+
+var reReplay = regexp.MustCompile(`(?m)^replay:\s+(forkfuzz exec .*)$`)
+
+// replayTargetArgs are the target flags of a replay command
+// ("forkfuzz exec FLAGS [--corrupt C] FILE"), nil when it has none.
+func replayTargetArgs(cmd string) []string {
+	w := campaign.SplitCommand(cmd)
+	if len(w) < 3 || w[0] != "forkfuzz" || w[1] != "exec" {
+		return nil
+	}
+	w = w[2 : len(w)-1]
+	var args []string
+	for i := 0; i < len(w); i++ {
+		if w[i] == "--corrupt" {
+			i++
+			continue
+		}
+		args = append(args, w[i])
+	}
+	return args
 }

@@ -1,0 +1,83 @@
+package report
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/checker"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// A finding's pages say the replay command and kernel that report.txt
+// says, also when drawn again from the directory (forkfuzz report): an
+// Async-fork finding's report.html once said `forkfuzz exec --target qemu
+// --kernel BZIMAGE minimized.ffz` (no --fork-impl: it replays on stock
+// fork and passes) and "kernel unknown".
+func TestFindingIdentityKept(t *testing.T) {
+	p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4 thp=off\nfork f0\nwait f0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--target", "qemu", "--kernel", "/k/bzImage-6.1.192-asyncfork", "--fork-impl", "async-fork"}
+	kid := campaign.KernelID{Image: "/k/bzImage-6.1.192-asyncfork", SHA256: "ab12cd34", Uname: "6.1.192 #1 SMP"}
+	f := &campaign.Finding{Issue: judge.Issue{Oracle: checker.OracleSnapshot, Signature: "snapshot:lost-store:anon-private", Explanation: "x"},
+		Program: p, Minimized: p, Target: "qemu", TargetArgs: args, Kernel: kid, CampaignSeed: 3, Index: 17}
+	wd := t.TempDir()
+	store := &campaign.FindingStore{Dir: wd}
+	if err := store.Open(); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := store.Save(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "forkfuzz exec --target qemu --kernel /k/bzImage-6.1.192-asyncfork --fork-impl async-fork minimized.ffz"
+	check := func(when string) {
+		t.Helper()
+		rep := read(t, filepath.Join(dir, "report.txt"))
+		var m Meta
+		if err := json.Unmarshal([]byte(read(t, filepath.Join(dir, FindingJSON))), &m); err != nil {
+			t.Fatal(err)
+		}
+		page := read(t, filepath.Join(dir, FindingHTML))
+		if !strings.Contains(rep, "replay:   "+want) || m.Replay != want || !strings.Contains(page, want) {
+			t.Errorf("%s: replay lines differ: report.json %q, want %q in report.txt and report.html too", when, m.Replay, want)
+		}
+		if !strings.Contains(m.Kernel, "sha256 ab12cd34") || !strings.Contains(page, "sha256 ab12cd34") || strings.Contains(page, "kernel unknown") {
+			t.Errorf("%s: kernel %q", when, m.Kernel)
+		}
+	}
+	check("saved")
+	if n, warns, err := WriteFindingPages(wd); err != nil || n != 1 || len(warns) > 0 {
+		t.Fatalf("WriteFindingPages: %d, %v, %v", n, warns, err)
+	}
+	check("drawn again")
+	// A directory saved before report.json kept them: the replay line
+	// of report.txt gives the flags.
+	os.WriteFile(filepath.Join(dir, FindingJSON), []byte(`{"signature":"snapshot:lost-store:anon-private"}`), 0o644)
+	g, err := LoadFinding(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ReplayCommand(g); got != want {
+		t.Errorf("from report.txt: %q, want %q", got, want)
+	}
+}
+
+// The campaign page names the fork implementation a campaign forced.
+func TestForkMode(t *testing.T) {
+	for _, c := range []struct{ target, impl, want string }{
+		{"qemu", "", "the guest kernel's fork"},
+		{"qemu", "async-fork", "async-fork (--fork-impl, checked per fork) on the qemu target"},
+		{"sim-async+x", "", "simulated async fork with mutant x"},
+	} {
+		if got := forkMode(c.target, c.impl); got != c.want {
+			t.Errorf("forkMode(%q, %q) = %q, want %q", c.target, c.impl, got, c.want)
+		}
+	}
+}
