@@ -80,6 +80,10 @@ func TestGateSlowProgramNotBlamed(t *testing.T) {
 	if ph := phaseOf(r, "confirm"); ph == nil || !strings.Contains(ph.Note, "executor-hang: 0/") {
 		t.Fatalf("confirm phase: %+v", ph)
 	}
+	// The JSON carries what the verdicts rested on as data.
+	if r.Tally.Runs == 0 || r.Tally.Ops == 0 || r.Tally.Runs < int(r.FuzzPrograms) {
+		t.Fatalf("tally %+v for %d fuzzed programs", r.Tally, r.FuzzPrograms)
+	}
 }
 
 // A program the kernel hangs whatever the timeout still fails the gate.

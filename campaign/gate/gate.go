@@ -351,20 +351,14 @@ func Run(ctx context.Context, cfg Config) *Result {
 		r.FuzzPrograms = fuzzStats.Programs
 		r.Forks += fuzzStats.Forks
 		r.HarnessErrors += fuzzStats.HarnessErrors
-		judged.Runs += fuzzStats.Judged.Runs
-		judged.Ops += fuzzStats.Judged.Ops
-		judged.Views += fuzzStats.Judged.Views
-		judged.Pages += fuzzStats.Judged.Pages
-		judged.Cells += fuzzStats.Judged.Cells
-		judged.Forks += fuzzStats.Judged.Forks
-		judged.PipeReads += fuzzStats.Judged.PipeReads
-		judged.Rollbacks += fuzzStats.Judged.Rollbacks
+		judged.Merge(fuzzStats.Judged)
 		for sig, n := range fuzzStats.SignatureRuns {
 			g.sigRuns[sig] += n
 		}
 	}
 	r.Programs = r.CorpusPrograms + r.FuzzPrograms
 	r.Judged = judged.String()
+	r.Tally = judged
 	g.tally = judged
 
 	// Collecting runs whatever happened (also after a signal): the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/checker"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -163,6 +164,10 @@ type Result struct {
 	MaxHarnessFlakes int             `json:"max_harness_flakes"`
 	MinPrograms      int             `json:"min_programs"`
 	Judged           string          `json:"judged"`
+	// Tally is what the verdicts rested on, as data: runs, ops, views,
+	// pages, cells, skipped ops by kind, unjudged runs, notes and the
+	// at-fork evidence (page census, thread stores overlapping forks).
+	Tally judge.Tally `json:"tally"`
 	Phases           []Phase         `json:"phases"`
 	Corpus           []CorpusCase    `json:"corpus"`
 	Counts           Counts          `json:"counts"`

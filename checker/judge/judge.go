@@ -431,6 +431,27 @@ func (t *Tally) Add(v *Verdict) {
 	}
 }
 
+// Merge adds u's counts to t (every field: TestTallyMergeEveryField).
+func (t *Tally) Merge(u Tally) {
+	t.Runs += u.Runs
+	t.Ops += u.Ops
+	t.Views += u.Views
+	t.Pages += u.Pages
+	t.Cells += u.Cells
+	t.Forks += u.Forks
+	t.PipeReads += u.PipeReads
+	t.Rollbacks += u.Rollbacks
+	t.Unjudged += u.Unjudged
+	t.Notes += u.Notes
+	t.AtFork.Add(&u.AtFork)
+	for k, n := range u.SkippedOps {
+		if t.SkippedOps == nil {
+			t.SkippedOps = map[string]int{}
+		}
+		t.SkippedOps[k] += n
+	}
+}
+
 // skipClass groups skip reasons by operation kind.
 func skipClass(s SkippedOp) string {
 	kind, _, _ := strings.Cut(strings.TrimSpace(s.Text), " ")
