@@ -160,21 +160,21 @@ type Result struct {
 	HarnessErrors  int64 `json:"harness_errors"`
 	// HarnessFlakeRuns counts the runs whose executor death or hang did
 	// not reproduce; more than MaxHarnessFlakes make the gate exit 2.
-	HarnessFlakeRuns int64           `json:"harness_flake_runs"`
-	MaxHarnessFlakes int             `json:"max_harness_flakes"`
-	MinPrograms      int             `json:"min_programs"`
-	Judged           string          `json:"judged"`
+	HarnessFlakeRuns int64  `json:"harness_flake_runs"`
+	MaxHarnessFlakes int    `json:"max_harness_flakes"`
+	MinPrograms      int    `json:"min_programs"`
+	Judged           string `json:"judged"`
 	// Tally is what the verdicts rested on, as data: runs, ops, views,
 	// pages, cells, skipped ops by kind, unjudged runs, notes and the
 	// at-fork evidence (page census, thread stores overlapping forks).
-	Tally judge.Tally `json:"tally"`
-	Phases           []Phase         `json:"phases"`
-	Corpus           []CorpusCase    `json:"corpus"`
-	Counts           Counts          `json:"counts"`
-	Groups           []Group         `json:"groups"`
-	Findings         []FindingRecord `json:"findings"`
-	Oracles          []OracleCase    `json:"oracles"`
-	Warnings         []string        `json:"warnings,omitempty"`
+	Tally    judge.Tally     `json:"tally"`
+	Phases   []Phase         `json:"phases"`
+	Corpus   []CorpusCase    `json:"corpus"`
+	Counts   Counts          `json:"counts"`
+	Groups   []Group         `json:"groups"`
+	Findings []FindingRecord `json:"findings"`
+	Oracles  []OracleCase    `json:"oracles"`
+	Warnings []string        `json:"warnings,omitempty"`
 
 	harnessErr  string
 	reportStart time.Time
