@@ -48,6 +48,7 @@ func (g *gate) collect() {
 			repro = f.Minimized
 		}
 		f.Replay = g.replayCmd(repro, false)
+		f.Faults = faultsOf(f.reproProg)
 		g.res.Findings = append(g.res.Findings, *f)
 	}
 	sort.Slice(g.res.Findings, func(i, j int) bool { return g.res.Findings[i].Signature < g.res.Findings[j].Signature })

@@ -393,6 +393,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 	g.closeBaseline()
 	g.classify()
 	g.finish()
+	g.writeMails()
 	d = time.Since(g.reportStart)
 	r.Phases = append(r.Phases, Phase{Name: "report", Duration: d, Seconds: d.Seconds(), ShareSeconds: reserve.Seconds(),
 		Note: "closing the target, classifying and grouping findings, writing the files"})

@@ -71,6 +71,12 @@ type FindingRecord struct {
 	Reproduced   int             `json:"reproduced"`
 	Replays      int             `json:"replays"`
 	Baseline     *BaselineReplay `json:"baseline,omitempty"`
+	// Faults are the faults the reproducer injects, and where (empty:
+	// none).
+	Faults []string `json:"faults"`
+	// Mail is the report a maintainer can paste (MailFile), for findings
+	// that count against a kernel.
+	Mail string `json:"mail,omitempty"`
 	// Confirm is what the gate's own replays of harness trouble showed.
 	Confirm     *ConfirmReplay `json:"confirm,omitempty"`
 	Explanation string         `json:"explanation"`
@@ -263,7 +269,7 @@ func (r *Result) Summary() string {
 	}
 	for _, f := range r.Findings {
 		if f.Status == StatusNew {
-			fmt.Fprintf(&b, "ci:   new %s (%s): %s; %s; replay: %s\n", f.Signature, f.Group, f.Reproducibility(), f.StatusReason, f.Replay)
+			fmt.Fprintf(&b, "ci:   new %s (%s): %s; %s; %s; replay: %s\n", f.Signature, f.Group, f.Reproducibility(), f.StatusReason, faultsLine(f.Faults), f.Replay)
 		}
 		if f.Status == StatusHarnessFlake || f.Status == StatusUnconfirmed {
 			fmt.Fprintf(&b, "ci:   %s %s (%s): %s\n", f.Status, f.Signature, f.Group, f.StatusReason)
@@ -298,11 +304,15 @@ func (r *Result) findingBySig(sigs []string) *FindingRecord {
 // Reproducibility says how reliably the reproducer showed the finding on
 // the kernel under test.
 func (f *FindingRecord) Reproducibility() string {
-	if f.Replays == 0 {
-		if f.Minimized == "" {
-			return "not minimized or replayed (budget spent first)"
-		}
+	switch {
+	case f.Replays == 0 && f.Minimized == "":
+		return "not minimized or replayed (budget spent first)"
+	case f.Replays == 0:
 		return "not replayed"
+	case f.Reproduced >= 2:
+		return fmt.Sprintf("reproducible: %d/%d replays", f.Reproduced, f.Replays)
+	case f.Reproduced == 1:
+		return fmt.Sprintf("flaky: 1/%d replays (reproducible takes 2)", f.Replays)
 	}
-	return fmt.Sprintf("reproduced %d/%d", f.Reproduced, f.Replays)
+	return fmt.Sprintf("did not reproduce: 0/%d replays", f.Replays)
 }
