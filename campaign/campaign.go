@@ -98,6 +98,10 @@ type Stats struct {
 	// They are not saved again but still count as failures.
 	Known         int64
 	KnownDirs     []string
+	// Unconfirmed are the new findings that are harness trouble which did
+	// not come back on replays (HarnessTrouble): saved, but not counted
+	// against the kernel; the reason follows each signature.
+	Unconfirmed []string
 	HarnessErrors int64
 	Elapsed       time.Duration
 	// Judged is what the verdicts rested on, over every program.
@@ -345,6 +349,9 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 			v, herr := judge.Judge(p, o, err)
 			mu.Lock()
 			found, err := record(cfg, st, store, pool, saved, &harnessErrs, i, org, p, o, v, herr, &programs, &forks)
+			for _, f := range found {
+				f.RunTime = ran
+			}
 			if err != nil && fatal == nil {
 				fatal = err
 			}
@@ -499,6 +506,10 @@ func saveAndReduce(ctx context.Context, cfg Config, st *Stats, store *FindingSto
 		st.First = f
 	}
 	logf(cfg.Log, "  saved %s (minimized to %d ops, reproduced %d/%d)", dir, len(f.Minimized.Ops), f.Reproduced, f.Replays)
+	if why := unconfirmedTrouble(f); why != "" {
+		st.Unconfirmed = append(st.Unconfirmed, f.Issue.Signature+": "+why)
+		logf(cfg.Log, "  %s: harness trouble, not counted against the kernel: %s", f.Issue.Signature, why)
+	}
 	return nil
 }
 

@@ -37,7 +37,10 @@ type Finding struct {
 	MinIssue    judge.Issue // the issue as seen on the minimized program
 	// Judged is what the verdict on the original run rested on
 	// (judge.Verdict.Summary), so a reader knows what was not judged.
-	Judged       string
+	Judged string
+	// RunTime is how long the run that showed the finding took (a hang's
+	// replays get twice as long).
+	RunTime      time.Duration
 	Target       string
 	CampaignSeed uint64
 	Index        int64
@@ -94,7 +97,9 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 	if maxRuns <= 0 {
 		maxRuns = 300
 	}
-	opt := agents.Options{Corrupt: corrupt}
+	// A hang is decided by runs with a longer timeout than the one it ran
+	// out of: with the same, a slow program "reproduces" every time.
+	opt := agents.Options{Corrupt: corrupt, Timeout: hangReplayTimeout(f)}
 	sig := f.Issue.Signature
 	runs := 0
 	deadline := time.Now().Add(maxTime)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/kernel/report"
 )
@@ -22,21 +23,8 @@ import (
 // timeout than the one it ran out of. Trouble that was never replayed is
 // an error of the gate (exit 2), never a finding against the kernel.
 
-// troubleKind says whether sig is harness trouble, and whether it is a
-// hang (a program that ran out of time).
-func troubleKind(sig string) (trouble, hang bool) {
-	switch {
-	case sig == "executor-hang":
-		return true, true
-	case sig == "executor-crash":
-		return true, false
-	case strings.HasPrefix(sig, "kernel-lost-connection/"):
-		return true, false
-	case strings.HasPrefix(sig, "kernel-hang/VM-hang"):
-		return true, true
-	}
-	return false, false
-}
+// troubleKind is campaign.HarnessTrouble.
+func troubleKind(sig string) (trouble, hang bool) { return campaign.HarnessTrouble(sig) }
 
 // isTrouble: f is harness trouble with no kernel report on its console.
 func isTrouble(f *FindingRecord) (trouble, hang bool) {

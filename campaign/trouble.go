@@ -1,0 +1,62 @@
+package campaign
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// HarnessTrouble says whether sig is harness trouble, and whether it is a
+// hang: an executor death or hang, a lost connection to a VM, a VM that
+// sent nothing (no kernel report). It may be the kernel's doing or the
+// harness's (a slow program on a loaded TCG guest, the executor's own
+// bug): it counts against the kernel only when it comes back on a
+// replay, and a hang only when it comes back with a longer timeout than
+// the one it ran out of. (A kernel report on the console makes the
+// signature a kernel one: kernel-bug/..., kernel-hang/INFO-... .)
+func HarnessTrouble(sig string) (trouble, hang bool) {
+	switch {
+	case sig == "executor-hang":
+		return true, true
+	case sig == "executor-crash":
+		return true, false
+	case strings.HasPrefix(sig, "kernel-lost-connection/"):
+		return true, false
+	case strings.HasPrefix(sig, "kernel-hang/VM-hang"):
+		return true, true
+	}
+	return false, false
+}
+
+// ReplayTimeoutScale: a run that decides a hang gets this many times the
+// time of the run that hung (at least MinHangReplayTimeout).
+const ReplayTimeoutScale = 2
+
+// MinHangReplayTimeout is the least time a replay deciding a hang gets.
+const MinHangReplayTimeout = time.Minute
+
+// hangReplayTimeout is the timeout of runs that decide whether f, a hang,
+// comes back (0: f is no hang, the target's own).
+func hangReplayTimeout(f *Finding) time.Duration {
+	if _, hang := HarnessTrouble(f.Issue.Signature); !hang {
+		return 0
+	}
+	return max(ReplayTimeoutScale*f.RunTime, MinHangReplayTimeout)
+}
+
+// unconfirmedTrouble says why f does not count against the kernel ("":
+// it does): harness trouble that did not come back on its replays.
+func unconfirmedTrouble(f *Finding) string {
+	trouble, hang := HarnessTrouble(f.Issue.Signature)
+	if !trouble || f.Reproduced > 0 {
+		return ""
+	}
+	what := "died"
+	if hang {
+		what = fmt.Sprintf("ran out of time (replayed with a timeout of %v)", hangReplayTimeout(f).Round(time.Second))
+	}
+	if f.Replays == 0 {
+		return fmt.Sprintf("the executor or VM %s and was never replayed", what)
+	}
+	return fmt.Sprintf("the executor or VM %s, but not again on %d replays", what, f.Replays)
+}
