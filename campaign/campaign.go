@@ -96,12 +96,12 @@ type Stats struct {
 	// Known counts the signatures this campaign saw that were already saved
 	// in the workdir by an earlier run; KnownDirs are their directories.
 	// They are not saved again but still count as failures.
-	Known         int64
-	KnownDirs     []string
+	Known     int64
+	KnownDirs []string
 	// Unconfirmed are the new findings that are harness trouble which did
 	// not come back on replays (HarnessTrouble): saved, but not counted
 	// against the kernel; the reason follows each signature.
-	Unconfirmed []string
+	Unconfirmed   []string
 	HarnessErrors int64
 	Elapsed       time.Duration
 	// Judged is what the verdicts rested on, over every program.
