@@ -20,6 +20,7 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/oracle"
 )
 
 // Handshake is shared by forkfuzz and its executor processes.
@@ -157,9 +158,9 @@ func (e *CrashError) Error() string {
 // agents.Event: the program made the executor die or hang).
 func (e *CrashError) Oracle() string {
 	if e.Hang {
-		return "executor-hang"
+		return string(oracle.ExecutorHang)
 	}
-	return "executor-crash"
+	return string(oracle.ExecutorCrash)
 }
 
 // Signature is the oracle: one crash or hang is one bug until its
