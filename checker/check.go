@@ -16,15 +16,15 @@ const cutTimeout = 2 * time.Second
 // verdict depends only on its arguments.
 func Check(p *prog.Program, o *obs.Observation) *Verdict {
 	if p == nil || o == nil {
-		return &Verdict{Findings: []Finding{{Oracle: "observation", Signature: "observation:missing", View: -1, Op: -1, Region: -1,
+		return &Verdict{Findings: []Finding{{Oracle: OracleObservation, Signature: "observation:missing", View: -1, Op: -1, Region: -1,
 			Explanation: "no program or no observation to check"}}}
 	}
 	if err := p.Validate(); err != nil {
-		return &Verdict{Findings: []Finding{{Oracle: "observation", Signature: "observation:invalid-program", View: -1, Op: -1, Region: -1,
+		return &Verdict{Findings: []Finding{{Oracle: OracleObservation, Signature: "observation:invalid-program", View: -1, Op: -1, Region: -1,
 			Explanation: "the program is not valid: " + err.Error()}}}
 	}
 	if len(o.Ops) != len(p.Ops) {
-		return &Verdict{Findings: []Finding{{Oracle: "observation", Signature: "observation:op-count", View: -1, Op: -1, Region: -1,
+		return &Verdict{Findings: []Finding{{Oracle: OracleObservation, Signature: "observation:op-count", View: -1, Op: -1, Region: -1,
 			Explanation: fmt.Sprintf("the observation has %d operation results for %d operations", len(o.Ops), len(p.Ops))}}}
 	}
 	m := newMachine(p, o)
@@ -40,7 +40,7 @@ func Check(p *prog.Program, o *obs.Observation) *Verdict {
 		if dropped > 0 {
 			// The cut search needs every store of the history: the
 			// check is undecided, which is never a pass.
-			m.col.add(Finding{Oracle: "linearizability-unknown", Signature: "linearizability-unknown:log-overflow", View: -1, Op: -1, Region: -1,
+			m.col.add(Finding{Oracle: OracleLinUnknown, Signature: "linearizability-unknown:log-overflow", View: -1, Op: -1, Region: -1,
 				Explanation: fmt.Sprintf("threads dropped %d stores from their logs (capacity exceeded): the consistent-cut oracle could not judge the child snapshots", dropped)})
 		} else {
 			// An undecided search (porcupine's timeout or memory cap)
@@ -74,7 +74,7 @@ func Check(p *prog.Program, o *obs.Observation) *Verdict {
 		if len(m.views[viewKey{v.Proc, v.At}]) > 1 {
 			why = "the view appears more than once"
 		}
-		m.col.add(Finding{Oracle: "unexpected-view", Signature: "unexpected-view", Proc: v.Proc, View: vi, At: v.At, Op: -1, Region: -1,
+		m.col.add(Finding{Oracle: OracleUnexpectedView, Signature: "unexpected-view", Proc: v.Proc, View: vi, At: v.At, Op: -1, Region: -1,
 			Explanation: fmt.Sprintf("the observation has a %s, but %s", viewName(v.Proc, v.At), why)})
 	}
 	m.judgeEvents(o) // events.go
@@ -141,12 +141,12 @@ func (m *machine) errnoFinding(pr *proc, i int, pd pred, got int) {
 	for _, e := range pd.errnos {
 		want = append(want, errnoName(e))
 	}
-	m.col.add(Finding{Oracle: "errno", Signature: "errno:" + m.opSig(i), Proc: pr.id, View: -1, Op: i, Region: m.regionOf(i),
+	m.col.add(Finding{Oracle: OracleErrno, Signature: "errno:" + m.opSig(i), Proc: pr.id, View: -1, Op: i, Region: m.regionOf(i),
 		Explanation: fmt.Sprintf("%s: %s returned %s, expected %s: %s", procName(pr.id), opRef(m.p, i), errnoName(got), strings.Join(want, " or "), pd.why)})
 }
 
 func (m *machine) skippedFinding(pr *proc, i int, want, got int) {
-	m.col.add(Finding{Oracle: "skipped", Signature: "skipped:" + m.opSig(i), Proc: pr.id, View: -1, Op: i, Region: m.regionOf(i),
+	m.col.add(Finding{Oracle: OracleSkipped, Signature: "skipped:" + m.opSig(i), Proc: pr.id, View: -1, Op: i, Region: m.regionOf(i),
 		Explanation: fmt.Sprintf("%s: %s skipped %d slots, expected %d: the executor skips slots whose page /proc/self/maps shows as not writable or past the end of its object; the model's mappings say %d",
 			procName(pr.id), opRef(m.p, i), got, want, want)})
 }

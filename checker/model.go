@@ -337,7 +337,7 @@ func (m *machine) notRun(pr *proc, i int) {
 		} else {
 			what += " (the main process stopped here)"
 		}
-		m.col.add(Finding{Oracle: "errno", Signature: sig, Proc: pr.id, View: -1, Op: i, Region: -1,
+		m.col.add(Finding{Oracle: OracleErrno, Signature: sig, Proc: pr.id, View: -1, Op: i, Region: -1,
 			Explanation: fmt.Sprintf("%s: %s %s", procName(pr.id), opRef(m.p, i), what)})
 	}
 	// Whatever part of it ran is unknown; a check that did not finish may
@@ -551,7 +551,7 @@ func (m *machine) mmap(pr *proc, i int) {
 		return
 	}
 	if m.checking() && r.Ret != addr {
-		m.col.add(Finding{Oracle: "errno", Signature: "errno:mmap-address", Proc: pr.id, View: -1, Op: i, Region: op.Region,
+		m.col.add(Finding{Oracle: OracleErrno, Signature: "errno:mmap-address", Proc: pr.id, View: -1, Op: i, Region: op.Region,
 			Explanation: fmt.Sprintf("%s: %s returned %#x, MAP_FIXED asked for %#x", procName(pr.id), opRef(m.p, i), r.Ret, addr)})
 	}
 	m.setRet(i, addr)

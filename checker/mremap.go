@@ -211,7 +211,7 @@ func (m *machine) mremap(pr *proc, i int) {
 	if m.checking() {
 		to, inArena = addrPage(r.Ret)
 		if r.Ret%prog.PageSize != 0 {
-			m.col.add(Finding{Oracle: "errno", Signature: "errno:mremap-address", Proc: pr.id, View: -1, Op: i, Region: op.Region,
+			m.col.add(Finding{Oracle: OracleErrno, Signature: "errno:mremap-address", Proc: pr.id, View: -1, Op: i, Region: op.Region,
 				Explanation: fmt.Sprintf("%s: %s returned the unaligned address %#x", procName(pr.id), opRef(m.p, i), r.Ret)})
 			m.forget(pr, src, src+max(oldN, newN), i)
 			return
@@ -223,7 +223,7 @@ func (m *machine) mremap(pr *proc, i int) {
 			}
 		}
 		if !okRet {
-			m.col.add(Finding{Oracle: "errno", Signature: "errno:mremap-address", Proc: pr.id, View: -1, Op: i, Region: op.Region,
+			m.col.add(Finding{Oracle: OracleErrno, Signature: "errno:mremap-address", Proc: pr.id, View: -1, Op: i, Region: op.Region,
 				Explanation: fmt.Sprintf("%s: %s returned %#x, which the model does not allow (%s)", procName(pr.id), opRef(m.p, i), r.Ret, why)})
 			m.forget(pr, src, src+max(oldN, newN), i)
 			if dst >= 0 {
@@ -398,7 +398,7 @@ func (m *machine) remapMove(pr *proc, i, src, dst, n int, dontunmap bool) {
 		return
 	}
 	if m.checking() && r.Ret != gaddr(dst) {
-		m.col.add(Finding{Oracle: "errno", Signature: "errno:mremap-address", Proc: pr.id, View: -1, Op: i, Region: m.p.Ops[i].Region,
+		m.col.add(Finding{Oracle: OracleErrno, Signature: "errno:mremap-address", Proc: pr.id, View: -1, Op: i, Region: m.p.Ops[i].Region,
 			Explanation: fmt.Sprintf("%s: %s returned %#x, MREMAP_FIXED asked for %#x", procName(pr.id), opRef(m.p, i), r.Ret, gaddr(dst))})
 		m.forget(pr, src, src+n, i)
 		m.forget(pr, dst, dst+n, i)

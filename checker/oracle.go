@@ -1,37 +1,35 @@
 package checker
 
-// Oracle names the rule a finding breaks. Every finding on every target
-// carries one of these; the judge (checker/judge) adds the oracles of
-// target events (executor crashes and hangs, kernel reports), which are
-// named by the event itself.
-type Oracle string
+import "github.com/forkfuzz/forkfuzz/internal/oracle"
 
-// Oracles of the checker. Adding one: see "Adding an oracle" in the
-// package doc (doc.go).
+// Oracle names the rule a finding breaks: a row of the oracle table
+// (internal/oracle), which the checker, the judge, the targets' events
+// and the gate all read. Every finding on every target carries one; the
+// judge (checker/judge) adds the oracles of target events (executor
+// crashes and hangs, kernel reports).
+type Oracle = oracle.Name
+
+// Oracles of the checker (the table's Checker class). Adding one: a row
+// in internal/oracle, then "Adding an oracle" in the package doc (doc.go).
 const (
-	OracleSnapshot        Oracle = "snapshot"        // a child's start view differs from the parent at fork
-	OracleIsolation       Oracle = "isolation"       // a write crossed between parent and child private memory
-	OracleShared          Oracle = "shared"          // a MAP_SHARED write was not seen where it must be
-	OracleMemory          Oracle = "memory"          // a process's own memory differs from the model
-	OracleMapping         Oracle = "mapping"         // readable/writable/mapped state differs from the model
-	OracleErrno           Oracle = "errno"           // an operation returned another result than Linux's
-	OracleSkipped         Oracle = "skipped"         // the executor skipped an operation the model expected to run
-	OracleChildExit       Oracle = "child-exit"      // a child ended otherwise than expected
-	OracleMissingView     Oracle = "missing-view"    // a view the program takes is absent
-	OracleUnexpectedView  Oracle = "unexpected-view" // a view no process should have taken is present
-	OracleCrash           Oracle = "crash"           // the executor's main process took a fault
-	OracleObservation     Oracle = "observation"     // the observation itself is malformed or impossible
-	OraclePipe            Oracle = "pipe"            // a pipe showed what vmsplice never put in it
-	OracleLinearizability Oracle = "linearizability" // a child snapshot is not a consistent cut of thread stores
-	OracleLinUnknown      Oracle = "linearizability-unknown"
-	OracleRollback        Oracle = "rollback"  // a failed fork did not leave the parent as it was
-	OraclePageTable       Oracle = "pagetable" // page-table invariants (PMD RW restored, no endless write fault)
+	OracleSnapshot        = oracle.Snapshot
+	OracleIsolation       = oracle.Isolation
+	OracleShared          = oracle.Shared
+	OracleMemory          = oracle.Memory
+	OracleMapping         = oracle.Mapping
+	OracleErrno           = oracle.Errno
+	OracleSkipped         = oracle.Skipped
+	OracleChildExit       = oracle.ChildExit
+	OracleMissingView     = oracle.MissingView
+	OracleUnexpectedView  = oracle.UnexpectedView
+	OracleCrash           = oracle.Crash
+	OracleObservation     = oracle.Observation
+	OraclePipe            = oracle.Pipe
+	OracleLinearizability = oracle.Linearizability
+	OracleLinUnknown      = oracle.LinUnknown
+	OracleRollback        = oracle.Rollback
+	OraclePageTable       = oracle.PageTable
 )
 
-// Oracles lists the checker's oracles in a fixed order.
-var Oracles = []Oracle{
-	OracleSnapshot, OracleIsolation, OracleShared, OracleMemory, OracleMapping, OracleErrno,
-	OracleSkipped, OracleChildExit, OracleMissingView, OracleUnexpectedView, OracleCrash,
-	OracleObservation, OraclePipe, OracleLinearizability, OracleLinUnknown, OracleRollback,
-	OraclePageTable,
-}
+// Oracles lists the checker's oracles in the table's order.
+var Oracles = oracle.Of(oracle.Checker)

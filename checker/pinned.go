@@ -194,7 +194,7 @@ func (m *machine) remoteWrite(pr *proc, i int) {
 		if force {
 			rule = "a /proc/PID/mem write (FOLL_FORCE) reaches every private mapping and writable shared ones"
 		}
-		m.col.add(Finding{Oracle: "skipped", Signature: "skipped:" + m.opSig(i), Proc: pr.id, View: -1, Op: i, Region: op.Region,
+		m.col.add(Finding{Oracle: OracleSkipped, Signature: "skipped:" + m.opSig(i), Proc: pr.id, View: -1, Op: i, Region: op.Region,
 			Explanation: fmt.Sprintf("%s: the kernel refused %d slots of %s into %s, the model expects %d: %s",
 				procName(pr.id), r.Skipped, opRef(m.p, i), procName(target.id), refused, rule)})
 		taint()
@@ -273,7 +273,7 @@ func (m *machine) checkRet(pr *proc, i int, r obs.OpResult, want uint64) bool {
 	if !m.checking() || r.Errno != 0 || r.Ret == want {
 		return true
 	}
-	m.col.add(Finding{Oracle: "errno", Signature: "ret:" + m.opSig(i), Proc: pr.id, View: -1, Op: i, Region: m.regionOf(i),
+	m.col.add(Finding{Oracle: OracleErrno, Signature: "ret:" + m.opSig(i), Proc: pr.id, View: -1, Op: i, Region: m.regionOf(i),
 		Explanation: fmt.Sprintf("%s: %s returned %d bytes, expected %d", procName(pr.id), opRef(m.p, i), r.Ret, want)})
 	return false
 }
@@ -399,7 +399,7 @@ func (m *machine) readPipe(pr *proc, i int) {
 	for _, d := range r.Data {
 		p := int(d.Off / prog.PageSize)
 		if p >= len(pages) || d.Off%prog.SlotSize != 0 {
-			m.col.add(Finding{Oracle: "observation", Signature: "observation:readpipe-data", Proc: pr.id, View: -1, Op: i, Region: -1,
+			m.col.add(Finding{Oracle: OracleObservation, Signature: "observation:readpipe-data", Proc: pr.id, View: -1, Op: i, Region: -1,
 				Explanation: fmt.Sprintf("%s reported a word at offset %#x, beyond the %d bytes it read", opRef(m.p, i), d.Off, want)})
 			return
 		}
@@ -501,7 +501,7 @@ func (m *machine) pipeFinding(pr *proc, i int, pp *pipePage, p int, w uint16, v 
 	if len(was) == 0 {
 		was = []string{"0x0"}
 	}
-	m.col.add(Finding{Oracle: "pipe", Signature: "pipe:vmsplice-" + sig + ":" + m.p.Regions[region].Kind.String(), Proc: pr.id, View: -1, Op: i,
+	m.col.add(Finding{Oracle: OraclePipe, Signature: "pipe:vmsplice-" + sig + ":" + m.p.Regions[region].Kind.String(), Proc: pr.id, View: -1, Op: i,
 		Region: region, Page: page, Off: uint64(page)*prog.PageSize + uint64(w)*prog.SlotSize,
 		Explanation: fmt.Sprintf("%s: %s read page %d of the pipe, which %s spliced from r%d page %d at %s; its word at %#x is %s, but it held %v then, and only %s's own later writes (or writes to a shared page) may show through the pipe",
 			procName(pr.id), opRef(m.p, i), p, procName(pp.proc), region, page, opRef(m.p, pp.op), uint64(w)*prog.SlotSize, what, was, procName(pp.proc))})

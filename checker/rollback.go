@@ -177,7 +177,7 @@ func (m *machine) checkRollbacks() {
 		rb := &m.o.Rollbacks[k]
 		if rb.Op < 0 || rb.Op >= len(m.p.Ops) || m.p.Ops[rb.Op].Kind != prog.OpFork || m.p.Ops[rb.Op].Fork != rb.Fork ||
 			rb.At < rb.Op || rb.At >= len(m.p.Ops) || seen[rb.Op] {
-			m.col.add(Finding{Oracle: "observation", Signature: "observation:rollback-record", View: -1, Op: -1, Region: -1,
+			m.col.add(Finding{Oracle: OracleObservation, Signature: "observation:rollback-record", View: -1, Op: -1, Region: -1,
 				Explanation: fmt.Sprintf("rollback measurement %d names fork f%d at op %d (after op %d), which does not match the program", k, rb.Fork, rb.Op, rb.At)})
 			continue
 		}
@@ -217,7 +217,7 @@ func (m *machine) checkRollbacks() {
 	}
 	for _, i := range m.p.Injected() {
 		if m.o.Ops[i].Ran && !seen[i] && !m.racyFault {
-			m.col.add(Finding{Oracle: "rollback", Signature: "rollback:missing", View: -1, Op: i, Region: -1,
+			m.col.add(Finding{Oracle: OracleRollback, Signature: "rollback:missing", View: -1, Op: i, Region: -1,
 				Explanation: fmt.Sprintf("%s ran with fault injection, but the observation has no rollback measurement of it: the injection and the parent's state after it cannot be judged", opRef(m.p, i))})
 		}
 	}

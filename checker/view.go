@@ -34,7 +34,7 @@ func (m *machine) view(pr *proc, at int) {
 			case obs.AtEnd:
 				kind = "end"
 			}
-			m.col.add(Finding{Oracle: "missing-view", Signature: "missing-view:" + kind, Proc: pr.id, View: -1, At: at, Op: max(at, -1), Region: -1,
+			m.col.add(Finding{Oracle: OracleMissingView, Signature: "missing-view:" + kind, Proc: pr.id, View: -1, At: at, Op: max(at, -1), Region: -1,
 				Explanation: fmt.Sprintf("the %s is missing from the observation", viewName(pr.id, at))})
 		}
 		return
@@ -434,7 +434,7 @@ func (m *machine) mappingFinding(pr *proc, at, vi, region, lo, hi int, e, a obs.
 			why += fmt.Sprintf("; last removed by %s", opRef(m.p, h))
 		}
 	}
-	m.col.add(Finding{Oracle: "mapping", Signature: "mapping:" + cause + ":" + kind.String(), Proc: pr.id, View: vi, At: at, Op: -1,
+	m.col.add(Finding{Oracle: OracleMapping, Signature: "mapping:" + cause + ":" + kind.String(), Proc: pr.id, View: vi, At: at, Op: -1,
 		Region: region, Page: lo - base, Off: uint64(lo-base) * prog.PageSize,
 		Explanation: fmt.Sprintf("%s: r%d pages %d..%d (offset %#x, %d pages): expected %s, actual %s; %s",
 			viewName(pr.id, at), region, lo-base, hi-1-base, uint64(lo-base)*prog.PageSize, hi-lo, stateName(e), stateName(a), why)})
@@ -484,7 +484,7 @@ func (m *machine) compareVMAs(pr *proc, at, vi int, v *obs.View) {
 			if want == got {
 				sig = "mapping:vma-offset:" + s.kind.String()
 			}
-			m.col.add(Finding{Oracle: "mapping", Signature: sig, Proc: pr.id, View: vi, At: at, Op: -1, Region: r, Page: pg, Off: uint64(pg) * prog.PageSize,
+			m.col.add(Finding{Oracle: OracleMapping, Signature: sig, Proc: pr.id, View: vi, At: at, Op: -1, Region: r, Page: pg, Off: uint64(pg) * prog.PageSize,
 				Explanation: fmt.Sprintf("%s: VMA %#x-%#x (r%d page %d, %d pages) has %s (mapping created by %s)",
 					viewName(pr.id, at), vm.Start, vm.End, r, pg, s.end-s.start, problem, m.originDesc(&s))})
 		}

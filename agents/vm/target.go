@@ -19,6 +19,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/oracle"
 	"github.com/forkfuzz/forkfuzz/kernel"
 	"github.com/forkfuzz/forkfuzz/kernel/report"
 )
@@ -123,7 +124,7 @@ func (e *KernelReportError) Files() map[string]string {
 // Oracle names the kernel health oracle that fired: "kernel-" + Kind
 // (kernel-warning, kernel-bug, kernel-panic, kernel-hang,
 // kernel-lost-connection, ...).
-func (e *KernelReportError) Oracle() string { return "kernel-" + e.Kind }
+func (e *KernelReportError) Oracle() string { return string(oracle.ForKernelReport(e.Kind)) }
 
 // Signature is a deduplication key safe in a file name:
 // "kernel-warning/WARNING-in-copy_pte_range".
