@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/forkfuzz/forkfuzz/internal/oracle"
 )
 
 // HarnessTrouble says whether sig is harness trouble, and whether it is a
@@ -15,15 +17,16 @@ import (
 // the one it ran out of. (A kernel report on the console makes the
 // signature a kernel one: kernel-bug/..., kernel-hang/INFO-... .)
 func HarnessTrouble(sig string) (trouble, hang bool) {
-	switch {
-	case sig == "executor-hang":
+	switch oracle.FromSignature(sig) {
+	case oracle.ExecutorHang:
 		return true, true
-	case sig == "executor-crash":
+	case oracle.ExecutorCrash, oracle.KernelLostConnection:
 		return true, false
-	case strings.HasPrefix(sig, "kernel-lost-connection/"):
-		return true, false
-	case strings.HasPrefix(sig, "kernel-hang/VM-hang"):
-		return true, true
+	case oracle.KernelHang:
+		// A VM that sent nothing, not a console report (hung task,
+		// RCU stall: the kernel's own words).
+		vm := strings.HasPrefix(sig, string(oracle.KernelHang)+"/VM-hang")
+		return vm, vm
 	}
 	return false, false
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/forkfuzz/forkfuzz/checker"
+	"github.com/forkfuzz/forkfuzz/internal/oracle"
 )
 
 // classify sets every finding's status and groups.
@@ -184,10 +184,9 @@ func (g *gate) finish() {
 	r := g.res
 	qemu := strings.HasPrefix(r.Kernel.Target, "qemu") || r.Kernel.Image != ""
 	var names []string
-	for _, o := range checker.Oracles {
-		names = append(names, string(o))
+	for _, in := range oracle.Table {
+		names = append(names, string(in.Name))
 	}
-	names = append(names, EventOracles...)
 	have := map[string]bool{}
 	for _, n := range names {
 		have[n] = true
@@ -202,10 +201,11 @@ func (g *gate) finish() {
 	for _, n := range names {
 		oc := OracleCase{Oracle: n}
 		oc.Judgments, oc.Needs = g.judgments(n)
-		if strings.HasPrefix(n, "kernel-") && !qemu {
+		in, _ := oracle.Lookup(oracle.Name(n))
+		if in.Class == oracle.Kernel && in.Name != "" && !qemu {
 			oc.NotApplicable = "only QEMU targets watch a kernel console"
 		}
-		if strings.HasPrefix(n, "executor-") && strings.HasPrefix(r.Kernel.Target, "sim") {
+		if in.Class == oracle.Executor && strings.HasPrefix(r.Kernel.Target, "sim") {
 			oc.NotApplicable = "the simulated kernel has no executor process"
 		}
 		for _, f := range r.Findings {
@@ -302,26 +302,17 @@ func trouble(f *FindingRecord) bool {
 }
 
 // judgments is how much oracle o had to judge over the gate's runs, and
-// what it needs: an oracle that judged nothing passed nothing.
+// what it needs (the table's unit): an oracle that judged nothing passed
+// nothing.
 func (g *gate) judgments(o string) (int, string) {
 	t := g.tally
-	switch checker.Oracle(o) {
-	case checker.OracleSnapshot, checker.OracleIsolation, checker.OracleShared, checker.OracleMemory:
-		return t.Pages, "pages compared in process views"
-	case checker.OracleMapping, checker.OracleMissingView, checker.OracleUnexpectedView:
-		return t.Views, "process views"
-	case checker.OracleErrno, checker.OracleSkipped, checker.OracleObservation:
-		return t.Ops, "operations that ran"
-	case checker.OracleChildExit, checker.OracleCrash:
-		return t.Forks, "forks that ran"
-	case checker.OraclePipe:
-		return t.PipeReads, "readpipe operations that ran"
-	case checker.OracleLinearizability, checker.OracleLinUnknown:
-		return t.Cells, "thread-written cells in child snapshots (programs with writer threads)"
-	case checker.OracleRollback, checker.OraclePageTable:
-		return t.Rollbacks, "rollback measurements (forks with fail_nth, oom_memcg or a kill)"
+	in, ok := oracle.Lookup(oracle.Name(o))
+	if !ok {
+		return t.Runs, oracle.Runs.String()
 	}
-	return t.Runs, "programs that ran"
+	n := map[oracle.Unit]int{oracle.Runs: t.Runs, oracle.Pages: t.Pages, oracle.Views: t.Views, oracle.Ops: t.Ops,
+		oracle.Forks: t.Forks, oracle.PipeReads: t.PipeReads, oracle.Cells: t.Cells, oracle.Rollbacks: t.Rollbacks}[in.Judges]
+	return n, in.Judges.String()
 }
 
 func or(s, def string) string {

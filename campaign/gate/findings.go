@@ -17,6 +17,8 @@ import (
 	"github.com/forkfuzz/forkfuzz/corpus"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/fsutil"
+	"github.com/forkfuzz/forkfuzz/internal/oracle"
 )
 
 var reproRE = regexp.MustCompile(`reproduced (\d+)/(\d+) replays`)
@@ -60,9 +62,15 @@ func readFinding(dir string) (*FindingRecord, error) {
 		return nil, fmt.Errorf("finding %s: %w", dir, err)
 	}
 	f := &FindingRecord{Signature: strings.TrimSpace(string(sb)), Dir: dir, Program: filepath.Join(dir, "program.ffz")}
-	f.Oracle, _, _ = strings.Cut(f.Signature, ":")
-	if strings.HasPrefix(f.Signature, "kernel-") || strings.HasPrefix(f.Signature, "executor-") {
-		f.Oracle, _, _ = strings.Cut(f.Signature, "/")
+	f.Oracle = string(oracle.FromSignature(f.Signature))
+	// A finding carries its oracle as data (report.json) where saved.
+	if b, err := fsutil.ReadFileLimited(filepath.Join(dir, "report.json"), 1<<20); err == nil {
+		var m struct {
+			Oracle string `json:"oracle"`
+		}
+		if json.Unmarshal(b, &m) == nil && m.Oracle != "" {
+			f.Oracle = m.Oracle
+		}
 	}
 	f.origProg, err = readProg(f.Program)
 	if err != nil {

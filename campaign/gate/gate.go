@@ -115,10 +115,6 @@ type Config struct {
 	Start time.Time
 }
 
-// EventOracles are the oracles target events name (beside checker.Oracles).
-var EventOracles = []string{"executor-crash", "executor-hang", "kernel-panic", "kernel-bug", "kernel-warning",
-	"kernel-kasan", "kernel-rss-counter", "kernel-page-table-check", "kernel-hang", "kernel-lost-connection"}
-
 var errBudget = errors.New("gate: budget spent, run refused")
 
 // budgetTarget refuses runs past its stop time (or after stop()), so

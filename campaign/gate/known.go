@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/forkfuzz/forkfuzz/checker"
 	"github.com/forkfuzz/forkfuzz/internal/fsutil"
+	"github.com/forkfuzz/forkfuzz/internal/oracle"
 )
 
 // KnownIssue is one entry of a known-issues file: findings it matches are
@@ -258,10 +258,9 @@ func (e *KnownIssue) Waives() string {
 		return "every finding"
 	}
 	var all []string
-	for _, o := range checker.Oracles {
-		all = append(all, string(o))
+	for _, in := range oracle.Table {
+		all = append(all, string(in.Name))
 	}
-	all = append(all, EventOracles...)
 	var hit []string
 	for _, o := range all {
 		for _, sig := range []string{o, o + ":" + classProbe, o + "/" + classProbe} {

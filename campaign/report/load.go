@@ -17,6 +17,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 	"github.com/forkfuzz/forkfuzz/internal/fsutil"
+	"github.com/forkfuzz/forkfuzz/internal/oracle"
 )
 
 var (
@@ -124,7 +125,7 @@ func LoadFinding(dir string) (*campaign.Finding, error) {
 	if m := reOracle.FindStringSubmatch(txt); m != nil {
 		f.Issue.Oracle = checker.Oracle(m[1])
 	} else {
-		f.Issue.Oracle = checker.Oracle(strings.SplitN(f.Issue.Signature, ":", 2)[0])
+		f.Issue.Oracle = oracle.FromSignature(f.Issue.Signature)
 	}
 	if m := reJudged.FindStringSubmatch(txt); m != nil {
 		f.Judged = m[1]
