@@ -126,6 +126,9 @@ type Stats struct {
 	FirstAt      time.Duration
 	FirstProgram int64
 	First        *Finding
+	// Spent is where the time went (by phase, summed over programs).
+	Spent *TimeSpent
+	spent spent
 }
 
 // SeedRule says how a campaign with seed s draws its programs, for logs.
@@ -339,6 +342,7 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 				return
 			}
 			next++
+			genFrom := time.Now()
 			p, parent, org := cov.newProgram(i, pool)
 			saved.mutated(i, parent)
 			syms := cov.wantSymbols()
@@ -346,8 +350,11 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 			ranFrom := time.Now()
 			o, err := cfg.Target.Run(p, agents.Options{Corrupt: cfg.Corrupt, Symbols: syms, NoCover: cfg.NoCover})
 			ran := time.Since(ranFrom)
+			judgeFrom := time.Now()
 			v, herr := judge.Judge(p, o, err)
+			judged := time.Since(judgeFrom)
 			mu.Lock()
+			recFrom := time.Now()
 			found, err := record(cfg, st, store, pool, saved, &harnessErrs, i, org, p, o, v, herr, &programs, &forks)
 			for _, f := range found {
 				f.RunTime = ran
@@ -366,7 +373,23 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 			if len(found) > 0 && st.FirstProgram == 0 {
 				st.FirstAt, st.FirstProgram = time.Since(start), programs.Load()
 			}
+			recorded := time.Since(recFrom)
 			mu.Unlock()
+			st.spent.add(func(t *TimeSpent) {
+				t.Programs++
+				t.Generate += secs(ranFrom.Sub(genFrom))
+				t.Run += secs(ran)
+				t.Judge += secs(judged)
+				t.Record += secs(recorded)
+				if o != nil && o.Phases != nil {
+					if t.Guest == nil {
+						t.Guest = map[string]float64{}
+					}
+					for k, us := range o.Phases {
+						t.Guest[k] += float64(us) / 1e6
+					}
+				}
+			})
 			// New findings are saved at once, then minimized and saved
 			// again, without the lock: other machines keep fuzzing.
 			for _, f := range found {
@@ -390,6 +413,7 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 		go worker()
 	}
 	wg.Wait()
+	st.Spent = st.spent.snapshot()
 	if fatal != nil {
 		st.Programs, st.Forks, st.Elapsed = programs.Load(), forks.Load(), time.Since(start)
 		return st, fatal
@@ -491,14 +515,21 @@ func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, saved *saved
 // saveAndReduce puts f on disk as seen, then minimizes it and saves it
 // again. It takes mu only to update st.
 func saveAndReduce(ctx context.Context, cfg Config, st *Stats, store *FindingStore, mu *sync.Mutex, f *Finding) error {
+	t0 := time.Now()
 	dir, err := store.Save(f)
 	if err != nil {
 		return err
 	}
+	t1 := time.Now()
 	ReduceContext(ctx, cfg.Target, f, cfg.MinimizeRuns, cfg.MinimizeTime, cfg.Corrupt)
+	t2 := time.Now()
 	if dir, err = store.Save(f); err != nil {
 		return err
 	}
+	st.spent.add(func(t *TimeSpent) {
+		t.Save += secs(t1.Sub(t0) + time.Since(t2))
+		t.Minimize += secs(t2.Sub(t1))
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	st.Saved = append(st.Saved, dir)

@@ -55,6 +55,8 @@ type Sample struct {
 	// Signatures counts, per signature, the failing runs of this run that
 	// showed it, with the first and last time.
 	Signatures map[string]*SigCount `json:"signatures,omitempty"`
+	// Spent is where the run's time went so far, by phase.
+	Spent *TimeSpent `json:"time_spent,omitempty"`
 }
 
 // SigCount is how often and when one signature showed up.
@@ -164,6 +166,9 @@ func (l *statsLog) write(st *Stats, programs, forks int64, start time.Time) {
 	s.Elapsed = time.Since(start).Seconds()
 	s.Programs, s.Forks = programs, forks
 	s.Findings = atomic.LoadInt64(&st.Findings)
+	if sp := st.spent.snapshot(); sp.Programs > 0 {
+		s.Spent = sp
+	}
 	if l.cover != nil {
 		if c := l.cover(); c != nil {
 			s.Edges, s.ForkMMPCs = c.Edges, c.ForkMMPCs

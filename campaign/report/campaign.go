@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -276,6 +277,9 @@ func CampaignPage(c *Campaign) []byte {
 		kv("status", esc(s))
 	}
 	b.f(`</div></section>`)
+	if last.Spent != nil && last.Spent.Programs > 0 {
+		b.f(`%s`, timeBar(last.Spent))
+	}
 
 	// Plots.
 	var progS, forkS, findS series
@@ -594,4 +598,53 @@ func warningDir(w string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// timeBar draws where a campaign's time went: a stacked bar of the host's
+// phases, and one of the guest's phases within the run.
+func timeBar(t *campaign.TimeSpent) template.HTML {
+	type part struct {
+		name  string
+		secs  float64
+		color string
+	}
+	host := []part{{"run", t.Run, "#2e6fb7"}, {"generate", t.Generate, "#8e44ad"}, {"judge", t.Judge, "#27ae60"},
+		{"record", t.Record, "#16a085"}, {"save", t.Save, "#e67e22"}, {"minimize", t.Minimize, "#c0392b"}}
+	bar := func(parts []part, total float64) string {
+		var b, legend strings.Builder
+		b.WriteString(`<div class="tbar" style="display:flex;height:18px;border:1px solid #ccd;margin:4px 0">`)
+		for _, p := range parts {
+			if p.secs <= 0 || total <= 0 {
+				continue
+			}
+			w := 100 * p.secs / total
+			fmt.Fprintf(&b, `<div title="%s %.1f%%" style="width:%.2f%%;background:%s"></div>`, esc(p.name), w, w, p.color)
+			fmt.Fprintf(&legend, `<span style="color:%s">&#9632;</span> %s %.1f%% (%.1f s) &nbsp; `, p.color, esc(p.name), w, p.secs)
+		}
+		b.WriteString(`</div><div class="sub">` + legend.String() + `</div>`)
+		return b.String()
+	}
+	total := t.Generate + t.Run + t.Judge + t.Record + t.Save + t.Minimize
+	out := fmt.Sprintf(`<section id="time"><h2>Where the time went</h2><p class="sub">summed over %d programs (several machines run at once); %.2f s per program in the target</p>`,
+		t.Programs, t.Run/float64(t.Programs))
+	out += bar(host, total)
+	if len(t.Guest) > 0 {
+		colors := []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"}
+		var names []string
+		for k := range t.Guest {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		var guest []part
+		inGuest := 0.0
+		for i, k := range names {
+			guest = append(guest, part{k, t.Guest[k], colors[i%len(colors)]})
+			inGuest += t.Guest[k]
+		}
+		if rest := t.Run - inGuest; rest > 0 {
+			guest = append(guest, part{"dispatch, transfer, other", rest, "#ccc"})
+		}
+		out += `<p class="sub">the target's run, by phase:</p>` + bar(guest, t.Run)
+	}
+	return template.HTML(out + `</section>`)
 }

@@ -52,6 +52,10 @@ type Observation struct {
 	ForkPages []ForkPages `json:"fork_pages,omitempty"`
 	// Cover is the kernel coverage of the run (nil: the target collects none).
 	Cover *Coverage `json:"cover,omitempty"`
+	// Phases is where the run's time went in the target, in microseconds
+	// by phase name ("ops", "views", "census", "kcov", "start", ...;
+	// nil: the target does not say).
+	Phases map[string]int64 `json:"phases,omitempty"`
 }
 
 // OpResult is what one operation returned.

@@ -1,0 +1,52 @@
+package campaign
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/checker"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// phasedTarget is the reference model as a target that says its guest
+// spent 2 ms on ops and 1 ms on views per program.
+type phasedTarget struct{ modelTarget }
+
+func (p *phasedTarget) Run(q *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	o := checker.Expected(q)
+	o.Phases = map[string]int64{"ops": 2000, "views": 1000}
+	return o, nil
+}
+
+// A campaign says where its time went: the host's phases and the guest's,
+// in Stats, in every stats sample, in a line.
+func TestTimeSpent(t *testing.T) {
+	dir := t.TempDir()
+	st, err := Run(context.Background(), Config{Target: &phasedTarget{}, Seed: 9, Programs: 30, Weights: noThreads(gen.DefaultWeights()), Workdir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := st.Spent
+	if sp == nil || sp.Programs != 30 || sp.Run <= 0 || sp.Generate <= 0 || sp.Judge <= 0 {
+		t.Fatalf("spent %+v", sp)
+	}
+	if got := sp.Guest["ops"]; got < 0.0599 || got > 0.0601 {
+		t.Fatalf("guest ops %.4f s, want 0.06 (30 programs, 2 ms each)", got)
+	}
+	line := sp.String()
+	if !strings.Contains(line, "run ") || !strings.Contains(line, "s/program") || !strings.Contains(line, "of the run: ops ") {
+		t.Fatalf("line %q", line)
+	}
+	sr, err := ReadStats(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := sr.Samples[len(sr.Samples)-1]
+	if last.Spent == nil || last.Spent.Programs != 30 || last.Spent.Guest["views"] <= 0 {
+		t.Fatalf("last sample's time: %+v", last.Spent)
+	}
+}
