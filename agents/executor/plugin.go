@@ -292,15 +292,18 @@ func (r *Remote) Run(p *prog.Program, opt Options) (*obs.Observation, error) {
 func (r *Remote) run(args RunArgs, nops int) (*obs.Observation, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var started time.Duration
 	if r.client == nil || r.client.Exited() {
 		if r.client != nil {
 			r.client.Kill()
 			r.Restarts++
 		}
+		t0 := time.Now()
 		if err := r.start(); err != nil {
 			r.client = nil
 			return nil, err
 		}
+		started = time.Since(t0)
 	}
 	timeout := r.Timeout
 	if ms := args.Options.TimeoutMs; ms > 0 {
@@ -365,6 +368,12 @@ func (r *Remote) run(args RunArgs, nops int) (*obs.Observation, error) {
 	}
 	if len(o.Ops) != nops {
 		return nil, fmt.Errorf("executor reply: %d op results for %d ops", len(o.Ops), nops)
+	}
+	if started > 0 {
+		if o.Phases == nil {
+			o.Phases = map[string]int64{}
+		}
+		o.Phases["executor-start"] += started.Microseconds()
 	}
 	return &o, nil
 }

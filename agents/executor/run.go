@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -216,7 +217,9 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 		wordCap = defaultWords
 	}
 	arena = p.Arena
+	ph := newPhases()
 	trimHeap()
+	ph.mark("trim")
 	m.reset(p, wordCap)
 	m.rb = newRollbackState()
 	m.rb.corrupt = opt.Corrupt
@@ -249,6 +252,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	}
 	var fault string
 	var threads []obs.ThreadLog
+	ph.mark("setup")
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -269,6 +273,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 		}
 		threads = m.finishThreads()
 	}
+	ph.mark("program")
 	n := int(min(uint64(len(rep)), obs.HeaderSize+m.recCount()*obs.RecordSize))
 	o, err = obs.Decode(rep[:n], len(p.Ops), len(p.Regions))
 	if err != nil {
@@ -295,10 +300,12 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 		o.ForkPages = m.census.take()
 	}
 	trimThreadLogs(p, o)
+	ph.mark("decode")
 	o.Cover = m.kc.result(p.NumForks())
 	if opt.Symbols && o.Cover.Available() {
 		o.Cover.Symbols = textSymbols()
 	}
+	ph.mark("kcov-result")
 	o.Maps = arenaMaps()
 	if arena != prog.ArenaTop {
 		o.ArenaBase = arena.Base()
@@ -310,7 +317,25 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 			return nil, err
 		}
 	}
+	ph.mark("finish")
+	o.Phases = ph.us
 	return o, nil
+}
+
+// phases times the executor's steps of a run (obs.Observation.Phases):
+// host-side code of the executor's main process only, never a child's.
+type phases struct {
+	last time.Time
+	us   map[string]int64
+}
+
+func newPhases() *phases { return &phases{last: time.Now(), us: map[string]int64{}} }
+
+// mark charges the time since the last mark to name.
+func (p *phases) mark(name string) {
+	now := time.Now()
+	p.us[name] += now.Sub(p.last).Microseconds()
+	p.last = now
 }
 
 // hasStoreLoop reports whether p has a storeloop.

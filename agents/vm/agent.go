@@ -296,9 +296,25 @@ func (a *agent) run(m *Msg) *Msg {
 	if m.Options != nil {
 		opt = *m.Options
 	}
+	t0 := time.Now()
 	o, err := a.remote.Run(p, opt)
+	t1 := time.Now()
 	if e := dropLazyMMs(); e != nil {
 		a.send(&Msg{Type: MsgLog, Text: "guest: could not visit every CPU after the program (" + e.Error() + "): a report from an exited process's mm may show up during the next program"})
+	}
+	if o != nil {
+		// The guest's share of the run beyond the executor's own phases:
+		// the executor's RPC (the observation's transfer), and the
+		// agent's steps after it (dropping lazy mms, encoding).
+		if o.Phases == nil {
+			o.Phases = map[string]int64{}
+		}
+		var inside int64
+		for _, us := range o.Phases {
+			inside += us
+		}
+		o.Phases["executor-rpc"] += max(t1.Sub(t0).Microseconds()-inside, 0)
+		o.Phases["agent"] += time.Since(t1).Microseconds()
 	}
 	var ce *executor.CrashError
 	switch {

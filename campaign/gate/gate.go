@@ -348,6 +348,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 		r.Forks += fuzzStats.Forks
 		r.HarnessErrors += fuzzStats.HarnessErrors
 		judged.Merge(fuzzStats.Judged)
+		r.Spent = fuzzStats.Spent
 		for sig, n := range fuzzStats.SignatureRuns {
 			g.sigRuns[sig] += n
 		}

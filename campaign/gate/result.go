@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
@@ -173,14 +174,17 @@ type Result struct {
 	// Tally is what the verdicts rested on, as data: runs, ops, views,
 	// pages, cells, skipped ops by kind, unjudged runs, notes and the
 	// at-fork evidence (page census, thread stores overlapping forks).
-	Tally    judge.Tally     `json:"tally"`
-	Phases   []Phase         `json:"phases"`
-	Corpus   []CorpusCase    `json:"corpus"`
-	Counts   Counts          `json:"counts"`
-	Groups   []Group         `json:"groups"`
-	Findings []FindingRecord `json:"findings"`
-	Oracles  []OracleCase    `json:"oracles"`
-	Warnings []string        `json:"warnings,omitempty"`
+	Tally judge.Tally `json:"tally"`
+	// Spent is where the fuzz phase's time went, by phase (host and
+	// guest), summed over its programs.
+	Spent    *campaign.TimeSpent `json:"time_spent,omitempty"`
+	Phases   []Phase             `json:"phases"`
+	Corpus   []CorpusCase        `json:"corpus"`
+	Counts   Counts              `json:"counts"`
+	Groups   []Group             `json:"groups"`
+	Findings []FindingRecord     `json:"findings"`
+	Oracles  []OracleCase        `json:"oracles"`
+	Warnings []string            `json:"warnings,omitempty"`
 
 	harnessErr  string
 	reportStart time.Time
@@ -262,6 +266,9 @@ func (r *Result) Summary() string {
 		ph = append(ph, s)
 	}
 	fmt.Fprintf(&b, "ci: phases: %s\n", strings.Join(ph, ", "))
+	if l := r.Spent.String(); l != "" {
+		fmt.Fprintf(&b, "ci: fuzz time: %s\n", l)
+	}
 	fmt.Fprintf(&b, "ci: findings: %d signatures in %d groups: %d new, %d known, %d pre-existing, %d harness-flake groups\n",
 		r.Counts.Findings, r.Counts.Groups, r.Counts.NewGroups, r.Counts.KnownGroups, r.Counts.PreexistingGroups, r.Counts.HarnessFlakeGroups)
 	for _, g := range r.Groups {
