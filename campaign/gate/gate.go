@@ -461,6 +461,22 @@ func (g *gate) boot(ph *Phase) {
 	if g.res.Kernel.Target == "" || g.res.Kernel.Target == "qemu" {
 		g.res.Kernel.Target = t.Name()
 	}
+	// A VM target booted without --kernel (Debian's kernel) says which
+	// image it booted: the verdict names it.
+	if img, ok := agents.Unwrap(t).(interface {
+		KernelImage() string
+		KernelRelease() string
+	}); ok && g.res.Kernel.Image == "" && img.KernelImage() != "" {
+		k := &g.res.Kernel
+		k.Image = img.KernelImage()
+		k.SHA256, _ = kernel.FileSHA256(k.Image)
+		if rel, ver, _ := strings.Cut(img.KernelRelease(), " "); rel != "" {
+			k.Release = rel
+			if k.Version == "" {
+				k.Version = ver
+			}
+		}
+	}
 	if g.res.Kernel.Release == "" {
 		g.res.Kernel.Release = t.Name()
 	}
