@@ -18,8 +18,10 @@ type imageSim struct {
 	image string
 }
 
-func (s *imageSim) KernelImage() string   { return s.image }
-func (s *imageSim) KernelRelease() string { return "6.1.0-57-cloud-amd64 #1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3" }
+func (s *imageSim) KernelImage() string { return s.image }
+func (s *imageSim) KernelRelease() string {
+	return "6.1.0-57-cloud-amd64 #1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3"
+}
 
 // A gate on a target that chose its kernel names that kernel (it said
 // "release qemu" for Debian's kernel).
