@@ -32,12 +32,20 @@ func floorOf(pkg string) (int, bool) {
 	return floor, best != ""
 }
 
-// TestNoUpwardImports lists every package's non-test imports with go list
-// and fails on any import from a lower floor to a higher one.
-func TestNoUpwardImports(t *testing.T) {
+// pkgImports is one package of go list ./... with its non-test imports,
+// both relative to the module.
+type pkgImports struct {
+	path    string
+	imports []string
+}
+
+// listPackages runs go list ./... in the repository (skipping the test
+// without a go command) and returns every package with its module imports.
+func listPackages(t *testing.T) []pkgImports {
+	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go command on PATH: cannot list imports")
+		t.Skip("no go command on PATH: cannot list packages")
 	}
 	cmd := exec.Command(goTool, "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...")
 	cmd.Dir = testutil.RepoRoot(t)
@@ -45,29 +53,42 @@ func TestNoUpwardImports(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	n := 0
+	var pkgs []pkgImports
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		pkg := strings.TrimPrefix(fields[0], module)
-		from, ok := floorOf(pkg)
-		if !ok {
-			t.Errorf("package %s is on no floor: add it to floors (and the README layout)", pkg)
+		if len(fields) == 0 {
 			continue
 		}
-		n++
+		p := pkgImports{path: strings.TrimPrefix(fields[0], module)}
 		for _, imp := range fields[1:] {
-			if !strings.HasPrefix(imp, module) {
-				continue
-			}
-			to, ok := floorOf(strings.TrimPrefix(imp, module))
-			if ok && to > from {
-				t.Errorf("%s (floor %d) imports %s (floor %d): imports must not run upward", pkg, from, strings.TrimPrefix(imp, module), to)
+			if strings.HasPrefix(imp, module) {
+				p.imports = append(p.imports, strings.TrimPrefix(imp, module))
 			}
 		}
+		pkgs = append(pkgs, p)
 	}
-	if n < 20 {
-		t.Fatalf("only %d packages listed", n)
+	if len(pkgs) < 20 {
+		t.Fatalf("go list ./... listed only %d packages", len(pkgs))
+	}
+	return pkgs
+}
+
+// TestNoUpwardImports lists every package's non-test imports with go list
+// and fails on any import from a lower floor to a higher one.
+func TestNoUpwardImports(t *testing.T) {
+	for _, p := range listPackages(t) {
+		from, ok := floorOf(p.path)
+		if !ok {
+			t.Errorf("package %s is on no floor: add it to floors (and to the README's layout table)", p.path)
+			continue
+		}
+		for _, imp := range p.imports {
+			to, ok := floorOf(imp)
+			if ok && to > from {
+				t.Errorf("%s (floor %d) imports %s (floor %d): imports must not run upward", p.path, from, imp, to)
+			}
+		}
 	}
 }
 
