@@ -109,7 +109,19 @@ type Stats struct {
 	// targets without KCOV); CoverCounts its totals (nil: none).
 	Cover       string
 	CoverCounts *cover.Counts
+	// Abandoned counts programs published but done by no worker when the
+	// coordinator stopped waiting for them (its duration over, no result
+	// for StallAfter); the campaign is resumable.
+	Abandoned int64
 }
+
+// NoWorkerWarning: a coordinator with no result this long after its start
+// warns that no worker seems to be connected (and how to connect one).
+var NoWorkerWarning = time.Minute
+
+// StallAfter: once its duration is over, a coordinator that got no result
+// for this long stops waiting for the programs still out (Stats.Abandoned).
+var StallAfter = time.Minute
 
 type coord struct {
 	cfg   CoordinatorConfig
@@ -396,6 +408,8 @@ func (c *coord) produce(ctx context.Context, start time.Time) error {
 	}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	warned := false
+	lastDone, lastProgress := int64(-1), time.Now()
 	for {
 		if ctx.Err() != nil {
 			// Resumable: the state says what was published.
@@ -409,6 +423,25 @@ func (c *coord) produce(ctx context.Context, start time.Time) error {
 		c.mu.Lock()
 		limit := c.limitReached(deadline)
 		outstanding := c.state.Next - c.st.Done
+		if c.st.Done != lastDone {
+			lastDone, lastProgress = c.st.Done, time.Now()
+		}
+		if !warned && c.st.Done == 0 && time.Since(start) > NoWorkerWarning {
+			warned = true
+			c.log.Warn(fmt.Sprintf("no worker has returned a result in %v: is one connected (forkfuzz worker with this coordinator's URL, --target %s and its token or credentials)?", NoWorkerWarning, c.state.Target))
+			if c.cfg.Progress != nil {
+				fmt.Fprintf(c.cfg.Progress, "coordinator: warning: no worker has returned a result in %v; is one connected with --target %s and the token?\n", NoWorkerWarning, c.state.Target)
+			}
+		}
+		if limit && outstanding > 0 && !deadline.IsZero() && time.Since(lastProgress) > StallAfter {
+			// The duration is over and no worker answers: stop waiting
+			// (the state keeps the published programs for a resume).
+			c.st.Abandoned = outstanding
+			err := c.saveState(ctx)
+			c.mu.Unlock()
+			c.log.Warn(fmt.Sprintf("duration over and no result for %v: %d published programs left undone (resumable)", StallAfter, outstanding))
+			return err
+		}
 		if limit && outstanding <= 0 && len(c.minPending) == 0 {
 			c.state.Finished = true
 			err := c.saveState(ctx)
