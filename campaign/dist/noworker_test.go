@@ -3,6 +3,7 @@ package dist
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -35,5 +36,22 @@ func TestCoordinatorNoWorker(t *testing.T) {
 	}
 	if !strings.Contains(progress.String(), "no worker has returned a result") {
 		t.Fatalf("no warning: %q", progress.String())
+	}
+}
+
+// A worker facing an unreachable coordinator says so at once (it printed
+// nothing until killed), and keeps trying.
+func TestDialSaysItWaits(t *testing.T) {
+	var log bytes.Buffer
+	defer func(w io.Writer) { DialLog = w }(DialLog)
+	DialLog = &log
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	_, err := Dial(ctx, "nats://127.0.0.1:1", "test", Security{})
+	if err == nil {
+		t.Fatal("connected to nothing")
+	}
+	if !strings.Contains(log.String(), "coordinator nats://127.0.0.1:1: not reachable") {
+		t.Fatalf("log %q", log.String())
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -165,6 +167,13 @@ func (s *Server) ShutdownWithin(d time.Duration) bool {
 	}
 }
 
+// DialLog is where Dial says it is waiting for an unreachable
+// coordinator (nil: nowhere).
+var DialLog io.Writer = os.Stderr
+
+// DialMaxWait bounds Dial's back-off between attempts.
+var DialMaxWait = 8 * time.Second
+
 // Dial connects a client (agent, status, a coordinator using an external
 // cluster) to url with sec's credentials. It reconnects forever once
 // connected. An authentication failure says which flag is missing.
@@ -197,16 +206,27 @@ func Dial(ctx context.Context, url, name string, sec Security) (*nats.Conn, erro
 	}
 	var nc *nats.Conn
 	var err error
+	wait, since, said := 500*time.Millisecond, time.Now(), time.Time{}
 	for {
 		nc, err = nats.Connect(url, o...)
 		if err == nil || !errors.Is(err, nats.ErrNoServers) || ctx.Err() != nil {
 			break
 		}
-		// The coordinator may be starting or restarting: keep trying.
+		// The coordinator may be starting or restarting: keep trying,
+		// backing off, and say so (at once, then every minute).
+		if DialLog != nil && time.Since(said) >= time.Minute {
+			if said.IsZero() {
+				fmt.Fprintf(DialLog, "coordinator %s: not reachable (%v); retrying (interrupt to stop)\n", url, err)
+			} else {
+				fmt.Fprintf(DialLog, "coordinator %s: still not reachable after %v; retrying every %v\n", url, time.Since(since).Round(time.Second), wait)
+			}
+			said = time.Now()
+		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, DialMaxWait)
 	}
 	if err != nil {
 		msg := err.Error()
