@@ -49,6 +49,9 @@ type RunArgs struct {
 type RunReply struct {
 	Observation []byte
 	Err         string
+	// Phases are the run's phases in the executor (obs.Observation.Phases,
+	// also in Observation) and the time to encode it ("marshal").
+	Phases map[string]int64
 }
 
 type rpcServer struct{ x *Executor }
@@ -73,9 +76,14 @@ func (s *rpcServer) Run(args RunArgs, reply *RunReply) error {
 		reply.Err = err.Error()
 		return nil
 	}
+	t0 := time.Now()
 	reply.Observation, err = json.Marshal(o)
 	if err != nil {
 		reply.Err = err.Error()
+	}
+	reply.Phases = map[string]int64{"marshal": time.Since(t0).Microseconds()}
+	for k, us := range o.Phases {
+		reply.Phases[k] += us
 	}
 	return nil
 }
@@ -289,7 +297,32 @@ func (r *Remote) Run(p *prog.Program, opt Options) (*obs.Observation, error) {
 	return r.run(RunArgs{Program: p.Format(), Options: opt}, len(p.Ops))
 }
 
+// RunRaw is Run that returns the observation as the executor encoded it
+// (JSON), undecoded, and the run's phases (obs.Observation.Phases, with
+// the executor's start and the RPC's share): the VM agent forwards it to
+// the host as it is, rather than decoding and encoding again megabytes
+// of views in a slow guest.
+func (r *Remote) RunRaw(p *prog.Program, opt Options) ([]byte, map[string]int64, error) {
+	return r.runRaw(RunArgs{Program: p.Format(), Options: opt})
+}
+
 func (r *Remote) run(args RunArgs, nops int) (*obs.Observation, error) {
+	raw, phases, err := r.runRaw(args)
+	if err != nil {
+		return nil, err
+	}
+	var o obs.Observation
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, fmt.Errorf("executor reply: %w", err)
+	}
+	if len(o.Ops) != nops {
+		return nil, fmt.Errorf("executor reply: %d op results for %d ops", len(o.Ops), nops)
+	}
+	o.Phases = phases
+	return &o, nil
+}
+
+func (r *Remote) runRaw(args RunArgs) ([]byte, map[string]int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var started time.Duration
@@ -301,7 +334,7 @@ func (r *Remote) run(args RunArgs, nops int) (*obs.Observation, error) {
 		t0 := time.Now()
 		if err := r.start(); err != nil {
 			r.client = nil
-			return nil, err
+			return nil, nil, err
 		}
 		started = time.Since(t0)
 	}
@@ -323,6 +356,7 @@ func (r *Remote) run(args RunArgs, nops int) (*obs.Observation, error) {
 		r.stderr.take()
 	}
 	done := make(chan result, 1)
+	sent := time.Now()
 	go func() {
 		reply, err := r.rc.run(args)
 		done <- result{reply, err}
@@ -333,7 +367,7 @@ func (r *Remote) run(args RunArgs, nops int) (*obs.Observation, error) {
 	case <-time.After(timeout):
 		state := r.liveState()
 		r.kill()
-		return nil, &CrashError{Hang: true, Status: fmt.Sprintf("no answer within %v", timeout), State: state, Stderr: r.stderr.take()}
+		return nil, nil, &CrashError{Hang: true, Status: fmt.Sprintf("no answer within %v", timeout), State: state, Stderr: r.stderr.take()}
 	}
 	if res.err != nil {
 		// The connection broke: the executor died, or stopped answering
@@ -357,25 +391,24 @@ func (r *Remote) run(args RunArgs, nops int) (*obs.Observation, error) {
 		}
 		r.kill()
 		ce.Stderr = r.stderr.take()
-		return nil, ce
+		return nil, nil, ce
 	}
 	if res.reply.Err != "" {
-		return nil, errors.New(res.reply.Err)
+		return nil, nil, errors.New(res.reply.Err)
 	}
-	var o obs.Observation
-	if err := json.Unmarshal(res.reply.Observation, &o); err != nil {
-		return nil, fmt.Errorf("executor reply: %w", err)
+	phases := res.reply.Phases
+	if phases == nil {
+		phases = map[string]int64{}
 	}
-	if len(o.Ops) != nops {
-		return nil, fmt.Errorf("executor reply: %d op results for %d ops", len(o.Ops), nops)
+	var inside int64
+	for _, us := range phases {
+		inside += us
 	}
+	phases["executor-rpc"] += max(time.Since(sent).Microseconds()-inside, 0)
 	if started > 0 {
-		if o.Phases == nil {
-			o.Phases = map[string]int64{}
-		}
-		o.Phases["executor-start"] += started.Microseconds()
+		phases["executor-start"] += started.Microseconds()
 	}
-	return &o, nil
+	return res.reply.Observation, phases, nil
 }
 
 // liveState describes the executor process if it is still running: its

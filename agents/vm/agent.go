@@ -296,25 +296,10 @@ func (a *agent) run(m *Msg) *Msg {
 	if m.Options != nil {
 		opt = *m.Options
 	}
-	t0 := time.Now()
-	o, err := a.remote.Run(p, opt)
+	raw, phases, err := a.remote.RunRaw(p, opt)
 	t1 := time.Now()
 	if e := dropLazyMMs(); e != nil {
 		a.send(&Msg{Type: MsgLog, Text: "guest: could not visit every CPU after the program (" + e.Error() + "): a report from an exited process's mm may show up during the next program"})
-	}
-	if o != nil {
-		// The guest's share of the run beyond the executor's own phases:
-		// the executor's RPC (the observation's transfer), and the
-		// agent's steps after it (dropping lazy mms, encoding).
-		if o.Phases == nil {
-			o.Phases = map[string]int64{}
-		}
-		var inside int64
-		for _, us := range o.Phases {
-			inside += us
-		}
-		o.Phases["executor-rpc"] += max(t1.Sub(t0).Microseconds()-inside, 0)
-		o.Phases["agent"] += time.Since(t1).Microseconds()
 	}
 	var ce *executor.CrashError
 	switch {
@@ -323,10 +308,11 @@ func (a *agent) run(m *Msg) *Msg {
 	case err != nil:
 		reply.Err = err.Error()
 	default:
-		reply.Observation, err = json.Marshal(o)
-		if err != nil {
-			reply.Err = err.Error()
-		}
+		// The executor's encoding, forwarded as it is (RunRaw); the
+		// phases go beside it, with the agent's own steps after the run.
+		reply.Observation = raw
+		phases["agent"] += time.Since(t1).Microseconds()
+		reply.Phases = phases
 	}
 	return reply
 }

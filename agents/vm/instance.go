@@ -433,7 +433,7 @@ func (in *instance) run(p *prog.Program, opt agents.Options, tt testHooks) (*obs
 			if m.Crash == nil && m.Err == "" && holdMs == 0 {
 				in.t.pace.record(weight, time.Since(sent))
 			}
-			return in.result(m, start, fromReport)
+			return in.result(m, len(p.Ops), start, fromReport)
 		case err := <-in.readErr:
 			return nil, vmDown(fmt.Sprintf("agent connection broke: %v", err))
 		case <-in.proc.exited():
@@ -486,7 +486,7 @@ const drowningReports = 8
 
 // result turns the agent's reply into what Run returns, with any kernel
 // report the console shows since the program started.
-func (in *instance) result(m *Msg, start int64, fromReport func(*report.Report, bool) *KernelReportError) (*obs.Observation, error) {
+func (in *instance) result(m *Msg, nops int, start int64, fromReport func(*report.Report, bool) *KernelReportError) (*obs.Observation, error) {
 	in.pipe.catchUp(time.Second)
 	cons, _ := in.con.Since(start)
 	var kr *KernelReportError
@@ -522,6 +522,12 @@ func (in *instance) result(m *Msg, start int64, fromReport func(*report.Report, 
 	var o obs.Observation
 	if err := json.Unmarshal(m.Observation, &o); err != nil {
 		return nil, fmt.Errorf("vm %d: observation: %w", in.idx, err)
+	}
+	if len(o.Ops) != nops {
+		return nil, fmt.Errorf("vm %d: observation: %d op results for %d ops", in.idx, len(o.Ops), nops)
+	}
+	if m.Phases != nil {
+		o.Phases = m.Phases
 	}
 	for _, s := range in.t.forkMod {
 		o.Events = append(o.Events, obs.NewEvent(obs.EvNote, "vm: %s", s))

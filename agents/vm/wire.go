@@ -69,6 +69,9 @@ type Msg struct {
 	Observation json.RawMessage `json:"observation,omitempty"`
 	Crash       *Crash          `json:"crash,omitempty"`
 	Err         string          `json:"err,omitempty"`
+	// Phases (result) are where the run's time went in the guest
+	// (obs.Observation.Phases), microseconds by phase.
+	Phases map[string]int64 `json:"phases,omitempty"`
 
 	// hello
 	Uname  string   `json:"uname,omitempty"`
