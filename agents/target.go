@@ -58,6 +58,9 @@ type Options struct {
 	Symbols bool
 	// NoCover asks the target not to collect kernel coverage.
 	NoCover bool
+	// NoForkPages asks the target not to take its page census around
+	// forks (evidence, never judged; for measuring its cost).
+	NoForkPages bool
 	// Timeout bounds this run (0: the target's own, scaled by the
 	// target with the program and the guest's measured speed where it
 	// does). The gate replays a harness event with a longer one.
@@ -67,7 +70,7 @@ type Options struct {
 // Executor returns the executor's options for opt.
 func (opt Options) Executor() executor.Options {
 	return executor.Options{WordCap: opt.WordCap, Corrupt: opt.Corrupt, ForkImpl: opt.ForkImpl, ForkImplNoEvidence: opt.ForkImplNoEvidence,
-		Symbols: opt.Symbols, NoCover: opt.NoCover, TimeoutMs: int(opt.Timeout / time.Millisecond)}
+		Symbols: opt.Symbols, NoCover: opt.NoCover, NoForkPages: opt.NoForkPages, TimeoutMs: int(opt.Timeout / time.Millisecond)}
 }
 
 // Event is an error a target returns when the program caused something
