@@ -586,18 +586,13 @@ func writerFindingStatus(f FindingRecord) string {
 	return f.Status
 }
 
-// writerStatusUnconfirmed is the status of harness trouble the gate never
-// replayed (StatusUnconfirmed in gate.go, spelled out here so that these
-// writers build without it).
-const writerStatusUnconfirmed = "unconfirmed"
-
 // writerHarnessTrouble: f blames neither the kernel nor clears it: an executor
 // death or hang that did not reproduce (harness-flake) or that was never
 // replayed (unconfirmed). It is ERROR in KCIDB, a SKIP with a diagnostic
 // in KTAP, never a kernel failure.
 func writerHarnessTrouble(f FindingRecord) bool {
 	s := writerFindingStatus(f)
-	return s == StatusHarnessFlake || s == writerStatusUnconfirmed
+	return s == StatusHarnessFlake || s == StatusUnconfirmed
 }
 
 // corpusCase is one replayed corpus program's test.
@@ -636,7 +631,7 @@ func (k *kcidbWriter) allHarnessTrouble(sigs []string) bool {
 func (k *kcidbWriter) findings() {
 	seen := map[string]bool{}
 	for _, f := range k.r.Findings {
-		if writerFindingStatus(f) == writerStatusUnconfirmed {
+		if writerFindingStatus(f) == StatusUnconfirmed {
 			continue // no cause to name: the oracle's ERROR test tells it
 		}
 		is := k.issue(f)

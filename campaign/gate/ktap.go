@@ -177,7 +177,7 @@ func (k *ktapWriter) group(r *Result, g Group) {
 	switch g.Status {
 	case StatusNew, "":
 		k.result(false, desc, "")
-	case StatusHarnessFlake, writerStatusUnconfirmed:
+	case StatusHarnessFlake, StatusUnconfirmed:
 		k.errors++
 		k.result(true, desc, g.Status+": "+reason)
 	default:

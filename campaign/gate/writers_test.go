@@ -154,9 +154,9 @@ func golden(t *testing.T, path string, got []byte) {
 // format, never a kernel failure, and names no KCIDB issue.
 func TestKCIDBKTAPBaselineTableHarnessTrouble(t *testing.T) {
 	r := writersFindings()
-	r.Findings[0].Status, r.Findings[0].StatusReason = writerStatusUnconfirmed, "the executor died; never replayed (budget spent)"
+	r.Findings[0].Status, r.Findings[0].StatusReason = StatusUnconfirmed, "the executor died; never replayed (budget spent)"
 	r.Findings[0].Replays, r.Findings[0].Baseline = 0, nil
-	r.Groups[3].Status = writerStatusUnconfirmed
+	r.Groups[3].Status = StatusUnconfirmed
 
 	st, s := kcidbStatuses(t, r, KCIDBOptions{})
 	if got := st["forkfuzz.oracle.executor-crash"]; got != KCIDBError {
