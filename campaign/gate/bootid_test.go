@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,4 +37,33 @@ func TestGateNamesTheBootedImage(t *testing.T) {
 	if k.Image != img || k.Release != "6.1.0-57-cloud-amd64" || len(k.SHA256) != 64 || k.Version == "" {
 		t.Fatalf("kernel identity %+v", k)
 	}
+}
+
+// A gate run away from a forkfuzz checkout (from a kernel tree: the
+// default corpus/regress and corpus/rollback are not there) replays the
+// regression programs built into the binary; it replayed the seeds only.
+func TestGateEmbeddedRegressions(t *testing.T) {
+	dir := t.TempDir()
+	r := Run(context.Background(), Config{Open: func() (agents.Target, error) { return simTarget(t), nil }, Kernel: KernelIdentity{Target: "sim-eager"},
+		Budget: 8 * time.Second, Seed: 1, Workdir: filepath.Join(dir, "w"), MinPrograms: 1,
+		OptionalCorpusDirs: []string{filepath.Join(dir, "corpus", "regress"), filepath.Join(dir, "corpus", "rollback")}})
+	src := map[string]int{}
+	for _, c := range r.Corpus {
+		src[c.Source]++
+	}
+	if src["regress"] == 0 || src["rollback"] == 0 || src["seeds"] == 0 {
+		t.Fatalf("corpus sources %v", src)
+	}
+	if ph := phaseOfResult(r, "replay"); ph == nil || !strings.Contains(ph.Note, "replayed the copy built into forkfuzz") {
+		t.Fatalf("replay phase %+v", ph)
+	}
+}
+
+func phaseOfResult(r *Result, name string) *Phase {
+	for i := range r.Phases {
+		if r.Phases[i].Name == name {
+			return &r.Phases[i]
+		}
+	}
+	return nil
 }

@@ -38,6 +38,18 @@ func (g *gate) corpusEntries(ph *Phase) []CorpusCase {
 	}
 	addDir := func(dir string, optional bool) {
 		if _, err := os.Stat(dir); err != nil && optional {
+			// A default directory (corpus/regress, corpus/rollback) not
+			// here (a gate run from a kernel tree): the copy built
+			// into this forkfuzz.
+			if files := corpus.RegressionFiles(filepath.Base(dir)); len(files) > 0 {
+				cs2, err := loadRegressEmbedded(files)
+				if err != nil {
+					notes = append(notes, err.Error())
+				}
+				notes = append(notes, fmt.Sprintf("corpus directory %s not found: replayed the copy built into forkfuzz %s (%d files)", dir, version.String(), len(files)))
+				cs = append(cs, cs2...)
+				return
+			}
 			notes = append(notes, fmt.Sprintf("corpus directory %s not found, not replayed", dir))
 			return
 		}
@@ -84,40 +96,68 @@ func loadRegress(dir string) ([]CorpusCase, error) {
 			errs = append(errs, err)
 			continue
 		}
-		lines := strings.SplitAfter(string(b), "\n")
-		var part strings.Builder
-		first, n := 1, 0
-		flush := func(next int) {
-			text := part.String()
-			part.Reset()
-			if strings.TrimSpace(text) != "" {
-				name := src + "/" + filepath.Base(f)
-				if n > 0 {
-					name += fmt.Sprintf("#%d", n+1)
-				}
-				// Pad with empty lines so errors name the file's line.
-				p, err := corpus.ParseFile(f, []byte(strings.Repeat("#\n", first-1)+text))
-				if err != nil {
-					errs = append(errs, err)
-				} else {
-					cs = append(cs, CorpusCase{Name: name, Source: src, Path: f, prog: p})
-				}
-				n++
-			}
-			first = next
+		c, err := regressCases(src, f, f, b)
+		cs = append(cs, c...)
+		if err != nil {
+			errs = append(errs, err)
 		}
-		for i, l := range lines {
-			if strings.TrimSpace(l) == "====" {
-				flush(i + 2)
-				continue
-			}
-			part.WriteString(l)
-		}
-		flush(0)
 	}
 	if len(files) == 0 {
 		errs = append(errs, fmt.Errorf("corpus: no %s files in %s", corpus.Ext, dir))
 	}
+	return cs, errors.Join(errs...)
+}
+
+// loadRegressEmbedded is loadRegress over the regression files built into
+// the binary (corpus.RegressionFiles).
+func loadRegressEmbedded(files []corpus.RegressionFile) ([]CorpusCase, error) {
+	var cs []CorpusCase
+	var errs []error
+	for _, f := range files {
+		c, err := regressCases(f.Dir, "corpus/"+f.Dir+"/"+f.Name, "(embedded) corpus/"+f.Dir+"/"+f.Name, f.Text)
+		cs = append(cs, c...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return cs, errors.Join(errs...)
+}
+
+// regressCases splits one regression file (programs separated by lines
+// "====") into cases named SRC/FILE, SRC/FILE#2, ...; errors name the
+// file's line.
+func regressCases(src, f, path string, b []byte) ([]CorpusCase, error) {
+	var cs []CorpusCase
+	var errs []error
+	var part strings.Builder
+	first, n := 1, 0
+	flush := func(next int) {
+		text := part.String()
+		part.Reset()
+		if strings.TrimSpace(text) != "" {
+			name := src + "/" + filepath.Base(f)
+			if n > 0 {
+				name += fmt.Sprintf("#%d", n+1)
+			}
+			// Pad with empty lines so errors name the file's line.
+			p, err := corpus.ParseFile(f, []byte(strings.Repeat("#\n", first-1)+text))
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				cs = append(cs, CorpusCase{Name: name, Source: src, Path: path, prog: p})
+			}
+			n++
+		}
+		first = next
+	}
+	for i, l := range strings.SplitAfter(string(b), "\n") {
+		if strings.TrimSpace(l) == "====" {
+			flush(i + 2)
+			continue
+		}
+		part.WriteString(l)
+	}
+	flush(0)
 	return cs, errors.Join(errs...)
 }
 
