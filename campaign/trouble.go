@@ -63,3 +63,23 @@ func unconfirmedTrouble(f *Finding) string {
 	}
 	return fmt.Sprintf("the executor or VM %s, but not again on %d replays", what, f.Replays)
 }
+
+// Blamed counts the signatures of failing runs that count against the
+// kernel: every failing signature but the harness trouble that did not
+// come back on its replays (Unconfirmed). A campaign whose failures are
+// all such trouble found nothing about the kernel: `run` exits 2 then,
+// not 1.
+func (st *Stats) Blamed() int {
+	unconfirmed := map[string]bool{}
+	for _, u := range st.Unconfirmed {
+		sig, _, _ := strings.Cut(u, ": ")
+		unconfirmed[sig] = true
+	}
+	n := 0
+	for sig := range st.SignatureRuns {
+		if !unconfirmed[sig] {
+			n++
+		}
+	}
+	return n
+}

@@ -55,7 +55,7 @@ func TestHangReplayedLonger(t *testing.T) {
 		if st.Findings != 1 || st.Events != 1 {
 			t.Fatalf("always=%v: %d findings, %d failing runs\n%s", always, st.Findings, st.Events, log.String())
 		}
-		if always != (len(st.Unconfirmed) == 0) {
+		if always != (len(st.Unconfirmed) == 0) || always != (st.Blamed() == 1) {
 			t.Fatalf("always=%v: unconfirmed %q\n%s", always, st.Unconfirmed, log.String())
 		}
 		if !always && !strings.Contains(st.Unconfirmed[0], "executor-hang: the executor or VM ran out of time (replayed with a timeout of 1m0s), but not again on") {
