@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+func init() {
+	subcommands["bench"] = append(subcommands["bench"], command{name: "exec", args: "[flags]",
+		help: "programs/s of a fixed set of programs on a target with each per-program cost (KCOV, page census) switched off in turn, side by side", run: cmdBenchExec})
+}
+
+// execCosts are the per-program costs bench exec switches off in turn:
+// a name, and what the run's options become without it.
+var execCosts = []struct {
+	name string
+	set  func(*agents.Options)
+}{
+	{"all on", func(*agents.Options) {}},
+	{"no kcov", func(o *agents.Options) { o.NoCover = true }},
+	{"no census", func(o *agents.Options) { o.NoForkPages = true }},
+	{"neither", func(o *agents.Options) { o.NoCover, o.NoForkPages = true, true }},
+}
+
+// execRow is one configuration's measurements.
+type execRow struct {
+	name   string
+	runs   int
+	errs   int
+	total  time.Duration
+	phases map[string]int64 // guest microseconds by phase
+}
+
+func cmdBenchExec(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("bench exec", stderr)
+	sel := targetSetup(fs, "native")
+	n := fs.Int("programs", 12, "programs to run (campaign.NewProgram(seed, i) for i < N)")
+	seed := fs.Uint64("seed", 1, "seed of the programs")
+	rounds := fs.Int("rounds", 2, "how often each program runs under each configuration (interleaved)")
+	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
+	positive(fs, "programs", "rounds")
+	if err := parseArgs(fs, args, ""); err != nil {
+		return parseExit(err)
+	}
+	w, err := gen.Profile(*profile)
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz bench exec: --profile:", err)
+		return exitError
+	}
+	t, err := sel.Open()
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz bench exec:", err)
+		return exitError
+	}
+	defer t.Close()
+	var progs []*prog.Program
+	for i := int64(0); i < int64(*n); i++ {
+		progs = append(progs, campaign.NewProgram(*seed, i, nil, w))
+	}
+	rows := benchExec(t, progs, *rounds, func(r, i int, c string, d time.Duration, err error) {
+		if err != nil {
+			fmt.Fprintf(stderr, "round %d program %d %s: %v\n", r, i, c, err)
+		}
+	})
+	fmt.Fprintf(stdout, "bench exec: %s, %d programs (seed %d, profile %s) x %d rounds, configurations interleaved per program\n",
+		t.Name(), len(progs), *seed, *profile, *rounds)
+	printExecRows(stdout, rows)
+	return exitClean
+}
+
+// benchExec runs every program under every configuration of execCosts,
+// rounds times, interleaved (program by program, configuration by
+// configuration) so that a change of the machine's load weighs on all
+// alike, and returns each configuration's figures.
+func benchExec(t agents.Target, progs []*prog.Program, rounds int, each func(r, i int, c string, d time.Duration, err error)) []*execRow {
+	rows := make([]*execRow, len(execCosts))
+	for k, c := range execCosts {
+		rows[k] = &execRow{name: c.name, phases: map[string]int64{}}
+	}
+	for r := 0; r < rounds; r++ {
+		for i, p := range progs {
+			for k, c := range execCosts {
+				var opt agents.Options
+				c.set(&opt)
+				t0 := time.Now()
+				o, err := t.Run(p, opt)
+				d := time.Since(t0)
+				if each != nil {
+					each(r, i, c.name, d, err)
+				}
+				if _, ev := agents.AsEvent(err); err != nil && !ev {
+					rows[k].errs++
+					continue
+				}
+				rows[k].runs++
+				rows[k].total += d
+				if o != nil {
+					for ph, us := range o.Phases {
+						rows[k].phases[ph] += us
+					}
+				}
+			}
+		}
+	}
+	return rows
+}
+
+// printExecRows prints programs/s per configuration and its ratio to the
+// first (everything on), and the guest's phases per program.
+func printExecRows(w io.Writer, rows []*execRow) {
+	rate := func(r *execRow) float64 {
+		if r.total <= 0 {
+			return 0
+		}
+		return float64(r.runs) / r.total.Seconds()
+	}
+	base := rate(rows[0])
+	fmt.Fprintf(w, "%-10s %6s %10s %8s  %s\n", "config", "runs", "programs/s", "ratio", "guest phases per program (ms)")
+	for _, r := range rows {
+		ratio := "-"
+		if base > 0 {
+			ratio = fmt.Sprintf("%.2fx", rate(r)/base)
+		}
+		var ks []string
+		for k := range r.phases {
+			ks = append(ks, k)
+		}
+		sort.Slice(ks, func(i, j int) bool { return r.phases[ks[i]] > r.phases[ks[j]] })
+		var parts []string
+		for _, k := range ks {
+			if r.runs > 0 {
+				parts = append(parts, fmt.Sprintf("%s %.0f", k, float64(r.phases[k])/1e3/float64(r.runs)))
+			}
+		}
+		errs := ""
+		if r.errs > 0 {
+			errs = fmt.Sprintf(" (%d harness errors, not counted)", r.errs)
+		}
+		fmt.Fprintf(w, "%-10s %6d %10.2f %8s  %s%s\n", r.name, r.runs, rate(r), ratio, strings.Join(parts, ", "), errs)
+	}
+}
