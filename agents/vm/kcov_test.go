@@ -4,13 +4,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/internal/ksyms"
 	"github.com/forkfuzz/forkfuzz/kernel"
 )
 
@@ -180,34 +180,18 @@ func TestQEMUKcov(t *testing.T) {
 }
 
 // symRange returns the address range of fn in kallsyms text (up to the
-// next symbol).
+// next symbol; internal/ksyms).
 func symRange(t *testing.T, syms, fn string) (uint64, uint64) {
 	t.Helper()
-	var addrs []uint64
-	var at uint64
-	for _, l := range strings.Split(syms, "\n") {
-		f := strings.Fields(l)
-		if len(f) < 3 {
-			continue
-		}
-		a, err := strconv.ParseUint(f[0], 16, 64)
-		if err != nil {
-			continue
-		}
-		addrs = append(addrs, a)
-		if f[2] == fn {
-			at = a
-		}
+	s, err := ksyms.Parse("kallsyms", strings.NewReader(syms))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if at == 0 {
-		t.Fatalf("%s not in kallsyms (%d symbols)", fn, len(addrs))
+	lo, hi, ok := s.Range(fn)
+	if !ok {
+		t.Fatalf("%s not in kallsyms", fn)
 	}
-	sort.Slice(addrs, func(i, j int) bool { return addrs[i] < addrs[j] })
-	i := sort.Search(len(addrs), func(i int) bool { return addrs[i] > at })
-	if i == len(addrs) {
-		return at, at + 1<<20
-	}
-	return at, addrs[i]
+	return lo, hi
 }
 
 // BenchmarkQEMUKcov measures what collecting coverage costs per program

@@ -12,7 +12,6 @@
 package cover
 
 import (
-	"bufio"
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
@@ -23,7 +22,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +30,7 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/ksyms"
 )
 
 // funcs.txt: "file<TAB>function" for kernel/fork.c and mm/*.c of Linux
@@ -78,83 +77,18 @@ func FileFuncs(file string) int {
 	return fileFuncs[file]
 }
 
-// Symbols maps kernel addresses to function names.
-type Symbols struct {
-	addrs []uint64
-	names []string
-}
+// Symbols maps kernel addresses to function names (internal/ksyms, the
+// project's one symbolizer).
+type Symbols = ksyms.Symbols
 
-// ParseSymbols reads /proc/kallsyms or System.map text ("ADDR TYPE NAME"
-// lines); only text symbols (t, T, w, W) are kept. name says where the
-// text came from, for errors.
-func ParseSymbols(name string, r io.Reader) (*Symbols, error) {
-	type sym struct {
-		a uint64
-		n string
-	}
-	var syms []sym
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		f := strings.Fields(sc.Text())
-		if len(f) < 3 {
-			continue
-		}
-		switch f[1] {
-		case "t", "T", "w", "W":
-		default:
-			continue
-		}
-		a, err := strconv.ParseUint(f[0], 16, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: address %q: not hex", name, line, f[0])
-		}
-		if a == 0 {
-			continue
-		}
-		syms = append(syms, sym{a, f[2]})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(syms) == 0 {
-		return nil, fmt.Errorf("%s: no text symbols (addresses hidden? read it as root)", name)
-	}
-	sort.Slice(syms, func(i, j int) bool { return syms[i].a < syms[j].a })
-	s := &Symbols{}
-	for _, x := range syms {
-		s.addrs = append(s.addrs, x.a)
-		s.names = append(s.names, x.n)
-	}
-	return s, nil
-}
+// ParseSymbols reads /proc/kallsyms or System.map text (ksyms.Parse).
+func ParseSymbols(name string, r io.Reader) (*Symbols, error) { return ksyms.Parse(name, r) }
 
 // LoadSymbols reads a symbol file (kallsyms or System.map).
-func LoadSymbols(path string) (*Symbols, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ParseSymbols(path, f)
-}
+func LoadSymbols(path string) (*Symbols, error) { return ksyms.Load(path) }
 
-// Func returns the function containing pc.
-func (s *Symbols) Func(pc uint64) (string, bool) {
-	if s == nil {
-		return "", false
-	}
-	i := sort.Search(len(s.addrs), func(i int) bool { return s.addrs[i] > pc }) - 1
-	if i < 0 {
-		return "", false
-	}
-	return s.names[i], true
-}
-
-// ForkMM reports whether pc lies in a fork or mm function.
-func (s *Symbols) ForkMM(pc uint64) bool {
+// forkMM reports whether pc lies in a fork or mm function.
+func forkMM(s *Symbols, pc uint64) bool {
 	fn, ok := s.Func(pc)
 	return ok && ForkMMFile(fn) != ""
 }
@@ -292,7 +226,7 @@ func (t *Tracker) SetSymbols(text string) error {
 	t.syms = s
 	t.mmPCs = 0
 	for pc := range t.pcs {
-		if s.ForkMM(pc) {
+		if forkMM(s, pc) {
 			t.mmPCs++
 		}
 	}
@@ -311,7 +245,7 @@ func (t *Tracker) merge(c *obs.Coverage) (newEdges, newMM int) {
 	for _, pc := range c.PCs {
 		if _, ok := t.pcs[pc]; !ok {
 			t.pcs[pc] = struct{}{}
-			if t.syms.ForkMM(pc) {
+			if forkMM(t.syms, pc) {
 				t.mmPCs++
 				newMM++
 			}
