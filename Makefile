@@ -69,6 +69,7 @@ fuzz:
 	$(GO) test ./checker/cut -run '^$$' -fuzz FuzzServeWorker -fuzztime $(FUZZTIME)
 	$(GO) test ./campaign/gate -run '^$$' -fuzz FuzzParseKnownIssues -fuzztime $(FUZZTIME)
 	$(GO) test ./agents/executor -run '^$$' -fuzz FuzzParsePMDs -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/ksyms -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./campaign/redis -run '^$$' -fuzz FuzzReadReply -fuzztime $(FUZZTIME)
 	$(GO) test ./campaign/dist -run '^$$' -fuzz FuzzDecodeMinimizeResult -fuzztime $(FUZZTIME)
 
