@@ -44,6 +44,7 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/ksyms"
 )
 
 // KCOV ioctls and modes (include/uapi/linux/kcov.h).
@@ -736,12 +737,10 @@ func textSymbols() string {
 	return out.String()
 }
 
-// kallsyms is the kernel's text symbols, sorted by address, read once
-// (hotSpot).
+// kallsyms is the kernel's text symbols, read once (hotSpot).
 var kallsyms struct {
-	once  sync.Once
-	addrs []uint64
-	names []string
+	once sync.Once
+	syms *ksyms.Symbols
 }
 
 // hotSpot names the functions holding most of a full buffer's PCs
@@ -749,50 +748,10 @@ var kallsyms struct {
 // loop in the kernel (a fork copying page tables, a lock spinning).
 func hotSpot(ents []uint64) string {
 	kallsyms.once.Do(func() {
-		for _, l := range strings.Split(textSymbols(), "\n") {
-			f := strings.Fields(l)
-			if len(f) < 3 {
-				continue
-			}
-			a, err := strconv.ParseUint(f[0], 16, 64)
-			if err != nil {
-				continue
-			}
-			kallsyms.addrs = append(kallsyms.addrs, a)
-			kallsyms.names = append(kallsyms.names, f[2])
-		}
-		idx := make([]int, len(kallsyms.addrs))
-		for i := range idx {
-			idx[i] = i
-		}
-		sort.SliceStable(idx, func(x, y int) bool { return kallsyms.addrs[idx[x]] < kallsyms.addrs[idx[y]] })
-		a, n := make([]uint64, len(idx)), make([]string, len(idx))
-		for x, i := range idx {
-			a[x], n[x] = kallsyms.addrs[i], kallsyms.names[i]
-		}
-		kallsyms.addrs, kallsyms.names = a, n
+		kallsyms.syms, _ = ksyms.Parse("/proc/kallsyms", strings.NewReader(textSymbols()))
 	})
-	if len(kallsyms.addrs) == 0 || len(ents) == 0 {
-		return ""
+	if h := kallsyms.syms.HotSpot(ents, 3); h != "" {
+		return "mostly in " + h
 	}
-	count := map[int]int{}
-	for _, pc := range ents {
-		j := sort.Search(len(kallsyms.addrs), func(j int) bool { return kallsyms.addrs[j] > pc }) - 1
-		count[j]++
-	}
-	type fn struct{ j, n int }
-	var fns []fn
-	for j, n := range count {
-		fns = append(fns, fn{j, n})
-	}
-	sort.Slice(fns, func(x, y int) bool { return fns[x].n > fns[y].n || fns[x].n == fns[y].n && fns[x].j < fns[y].j })
-	var out []string
-	for _, f := range fns[:min(3, len(fns))] {
-		name := "?"
-		if f.j >= 0 {
-			name = kallsyms.names[f.j]
-		}
-		out = append(out, fmt.Sprintf("%s %d%%", name, 100*f.n/len(ents)))
-	}
-	return "mostly in " + strings.Join(out, ", ")
+	return ""
 }
