@@ -153,6 +153,13 @@ func TestTroubleStatus(t *testing.T) {
 			if tc.status == StatusUnconfirmed && (!strings.Contains(g.res.Reason, "never replayed") || g.res.Counts.UnconfirmedGroups != 1) {
 				t.Fatalf("reason %q, counts %+v", g.res.Reason, g.res.Counts)
 			}
+			var junit strings.Builder
+			if err := g.res.WriteJUnit(&junit); err != nil {
+				t.Fatal(err)
+			}
+			if (tc.status == StatusUnconfirmed) != strings.Contains(junit.String(), `type="harness-unconfirmed"`) {
+				t.Fatalf("JUnit's harness case for %s:\n%s", tc.status, junit.String())
+			}
 		})
 	}
 }

@@ -175,7 +175,15 @@ func (r *Result) JUnit() *JUnitSuites {
 			hh.SystemOut += "\n" + f.Signature + ": " + f.StatusReason
 		}
 	}
-	if r.HarnessFlakeRuns > int64(r.MaxHarnessFlakes) {
+	for _, f := range r.Findings {
+		if f.Status == StatusUnconfirmed {
+			hh.SystemOut += "\n" + f.Signature + ": " + f.StatusReason
+		}
+	}
+	switch {
+	case r.Counts.Unconfirmed > 0:
+		hh.Error = &JUnitProblem{Type: "harness-unconfirmed", Message: fmt.Sprintf("%d harness event(s) never replayed: the gate can neither blame the kernel nor clear it", r.Counts.Unconfirmed), Text: hh.SystemOut}
+	case r.HarnessFlakeRuns > int64(r.MaxHarnessFlakes):
 		hh.Error = &JUnitProblem{Type: "harness-unhealthy", Message: fmt.Sprintf("%d runs with an unreproduced executor death or hang, more than --max-harness-flakes %d", r.HarnessFlakeRuns, r.MaxHarnessFlakes), Text: hh.SystemOut}
 	}
 	gateS.add(hh)
