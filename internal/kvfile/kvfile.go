@@ -75,6 +75,21 @@ func (e *Error) Unwrap() error { return e.Err }
 // blank, a comment nor "key = value".
 func Parse(path string, b []byte) ([]Line, error) {
 	var lines []Line
+	err := Each(path, b, func(l Line) error {
+		lines = append(lines, l)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return lines, nil
+}
+
+// Each calls fn with every "key = value" line of b (see Parse) in order,
+// and stops at the first line that is none (an *Error) or the first error
+// fn returns (returned as it is): a file with several mistakes is reported
+// at its first.
+func Each(path string, b []byte, fn func(Line) error) error {
 	for i, text := range strings.Split(string(b), "\n") {
 		n := i + 1
 		syntax := func(err error, msg string) error {
@@ -82,22 +97,24 @@ func Parse(path string, b []byte) ([]Line, error) {
 		}
 		words, _, err := split(text)
 		if err != nil {
-			return nil, syntax(ErrQuote, err.Error())
+			return syntax(ErrQuote, err.Error())
 		}
 		if len(words) == 0 {
 			continue
 		}
 		key, value, ok := Cut(text)
 		if !ok {
-			return nil, syntax(ErrSyntax, fmt.Sprintf("%v, got %q", ErrSyntax, strings.TrimSpace(text)))
+			return syntax(ErrSyntax, fmt.Sprintf("%v, got %q", ErrSyntax, strings.TrimSpace(text)))
 		}
 		vals, end, err := split(value)
 		if err != nil {
-			return nil, &Error{Path: path, Line: n, Field: key, Msg: err.Error(), Err: ErrQuote, Text: strings.TrimSpace(text)}
+			return &Error{Path: path, Line: n, Field: key, Msg: err.Error(), Err: ErrQuote, Text: strings.TrimSpace(text)}
 		}
-		lines = append(lines, Line{Path: path, N: n, Key: key, Words: vals, Value: strings.Trim(value[:end], " \t\r")})
+		if err := fn(Line{Path: path, N: n, Key: key, Words: vals, Value: strings.Trim(value[:end], " \t\r")}); err != nil {
+			return err
+		}
 	}
-	return lines, nil
+	return nil
 }
 
 // Cut splits a line at its first "=" into a key (spaces trimmed) and the

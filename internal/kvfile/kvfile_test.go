@@ -204,3 +204,22 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Each reports a file's first mistake: a reader's complaint about line 1
+// comes before a syntax error on line 2, and stops the walk.
+func TestEachStopsAtTheFirstMistake(t *testing.T) {
+	var seen []int
+	err := Each("f", []byte("a = 1\nb = 2\nno equals\n"), func(l Line) error {
+		seen = append(seen, l.N)
+		if l.Key == "b" {
+			return l.Errorf("not b")
+		}
+		return nil
+	})
+	if err == nil || err.Error() != "f:2: field b: not b" || !reflect.DeepEqual(seen, []int{1, 2}) {
+		t.Errorf("error %v after lines %v; want f:2's, after lines 1 and 2", err, seen)
+	}
+	if _, err := Parse("f", []byte("a = 1\nno equals\n")); err == nil || !strings.HasPrefix(err.Error(), "f:2: ") {
+		t.Errorf("Parse: %v", err)
+	}
+}
