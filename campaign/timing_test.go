@@ -3,6 +3,7 @@ package campaign
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/forkfuzz/forkfuzz/agents"
@@ -48,5 +49,39 @@ func TestTimeSpent(t *testing.T) {
 	last := sr.Samples[len(sr.Samples)-1]
 	if last.Spent == nil || last.Spent.Programs != 30 || last.Spent.Guest["views"] <= 0 {
 		t.Fatalf("last sample's time: %+v", last.Spent)
+	}
+}
+
+// censusTarget records which programs asked for no page census.
+type censusTarget struct {
+	modelTarget
+	mu  sync.Mutex
+	off map[string]bool
+}
+
+func (c *censusTarget) Parallel() int { return 1 }
+func (c *censusTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	c.mu.Lock()
+	c.off[string(p.Format())] = opt.NoForkPages
+	c.mu.Unlock()
+	return checker.Expected(p), nil
+}
+
+// The page census is taken for one program in CensusEvery (default 4).
+func TestCensusEvery(t *testing.T) {
+	for _, c := range []struct{ every, want int }{{0, 5}, {1, 20}, {-1, 0}, {10, 2}} {
+		tg := &censusTarget{off: map[string]bool{}}
+		if _, err := Run(context.Background(), Config{Target: tg, Seed: 4, Programs: 20, Weights: noThreads(gen.DefaultWeights()), CensusEvery: c.every}); err != nil {
+			t.Fatal(err)
+		}
+		on := 0
+		for _, off := range tg.off {
+			if !off {
+				on++
+			}
+		}
+		if on != c.want {
+			t.Errorf("CensusEvery %d: %d of 20 programs censused, want %d", c.every, on, c.want)
+		}
 	}
 }
