@@ -1,16 +1,15 @@
 package dist
 
 import (
-	"bufio"
-	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	"github.com/nats-io/nkeys"
 
-	"github.com/forkfuzz/forkfuzz/agents/vm"
 	"github.com/forkfuzz/forkfuzz/internal/fsutil"
+	"github.com/forkfuzz/forkfuzz/internal/kvfile"
 )
 
 // Security is how the coordinator's server and every client authenticate
@@ -37,11 +36,14 @@ type Config struct {
 
 // ConfigError names the file, line and field of a configuration mistake:
 // the same error as a target file's.
-type ConfigError = vm.TargetFileError
+type ConfigError = kvfile.Error
 
 // ReadConfig reads a configuration file: "key = value" lines, "#"
-// comments, values optionally in double quotes. Relative paths are taken
-// relative to the file.
+// comments, values optionally in double quotes (the grammar of target
+// files, internal/kvfile: \" and \\ escape inside quotes, "#" starts a
+// comment at the start of a word). A value is one word, or words without
+// quotes taken as written (store-dir = /var/lib/my dir). Relative paths
+// are taken relative to the file.
 //
 //	token = s3cret
 //	nkey-seed = agent.nk
@@ -89,73 +91,9 @@ func (sec Security) CheckFiles() error {
 // ParseConfig parses the content of a configuration file named name.
 func ParseConfig(name string, b []byte) (*Config, error) {
 	c := &Config{}
-	dir := filepath.Dir(name)
-	rel := func(p string) string {
-		if p == "" || filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(dir, p)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	seen := map[string]int{}
-	for line := 1; sc.Scan(); line++ {
-		text := sc.Text()
-		if i := strings.IndexByte(text, '#'); i >= 0 && !inQuotes(text, i) {
-			text = text[:i]
-		}
-		text = strings.TrimSpace(text)
-		if text == "" {
-			continue
-		}
-		key, val, ok := strings.Cut(text, "=")
-		if !ok {
-			return nil, &ConfigError{Path: name, Line: line, Msg: fmt.Sprintf("want key = value, got %q", text)}
-		}
-		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
-		bad := func(msg string) error { return &ConfigError{Path: name, Line: line, Field: key, Msg: msg} }
-		if len(val) >= 2 && val[0] == '"' && val[len(val)-1] == '"' {
-			val = val[1 : len(val)-1]
-		} else if strings.ContainsRune(val, '"') {
-			return nil, bad("unbalanced quote")
-		}
-		if val == "" {
-			return nil, bad("empty value")
-		}
-		if prev, dup := seen[key]; dup && key != "nkey-user" {
-			return nil, bad(fmt.Sprintf("set twice (first on line %d)", prev))
-		}
-		seen[key] = line
-		switch key {
-		case "token":
-			c.Token = val
-		case "nkey-seed":
-			c.NKeySeed = rel(val)
-		case "nkey-user":
-			if !nkeys.IsValidPublicUserKey(val) {
-				return nil, bad(fmt.Sprintf("%q is not an NKey user public key (U...)", val))
-			}
-			c.NKeyUsers = append(c.NKeyUsers, val)
-		case "tls-cert":
-			c.TLSCert = rel(val)
-		case "tls-key":
-			c.TLSKey = rel(val)
-		case "tls-ca":
-			c.TLSCA = rel(val)
-		case "listen":
-			c.Listen = val
-		case "coordinator":
-			c.Coordinator = val
-		case "store-dir":
-			c.StoreDir = rel(val)
-		case "metrics-addr":
-			c.MetricsAddr = val
-		default:
-			return nil, bad("unknown key (want token, nkey-seed, nkey-user, tls-cert, tls-key, tls-ca, listen, coordinator, store-dir or metrics-addr)")
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("config %s: %w", name, err)
+	if err := kvfile.Each(name, b, func(l kvfile.Line) error { return c.set(l, seen) }); err != nil {
+		return nil, configWording(err)
 	}
 	if c.Token != "" && len(c.NKeyUsers) > 0 {
 		return nil, &ConfigError{Path: name, Line: seen["token"], Field: "token", Msg: "a coordinator takes a token or nkey-user keys, not both"}
@@ -170,6 +108,87 @@ func ParseConfig(name string, b []byte) (*Config, error) {
 	return c, nil
 }
 
-func inQuotes(s string, i int) bool {
-	return strings.Count(s[:i], `"`)%2 == 1
+// set applies one line of a configuration file; seen maps the keys set
+// so far to their lines.
+func (c *Config) set(l kvfile.Line, seen map[string]int) error {
+	rel := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(filepath.Dir(l.Path), p)
+	}
+	val, err := configValue(l)
+	if err != nil {
+		return err
+	}
+	if prev, dup := seen[l.Key]; dup && l.Key != "nkey-user" {
+		return l.Errorf("set twice (first on line %d)", prev)
+	}
+	seen[l.Key] = l.N
+	switch l.Key {
+	case "token":
+		c.Token = val
+	case "nkey-seed":
+		c.NKeySeed = rel(val)
+	case "nkey-user":
+		if !nkeys.IsValidPublicUserKey(val) {
+			return l.Errorf("%q is not an NKey user public key (U...)", val)
+		}
+		c.NKeyUsers = append(c.NKeyUsers, val)
+	case "tls-cert":
+		c.TLSCert = rel(val)
+	case "tls-key":
+		c.TLSKey = rel(val)
+	case "tls-ca":
+		c.TLSCA = rel(val)
+	case "listen":
+		c.Listen = val
+	case "coordinator":
+		c.Coordinator = val
+	case "store-dir":
+		c.StoreDir = rel(val)
+	case "metrics-addr":
+		c.MetricsAddr = val
+	default:
+		return l.Errorf("unknown key (want token, nkey-seed, nkey-user, tls-cert, tls-key, tls-ca, listen, coordinator, store-dir or metrics-addr)")
+	}
+	return nil
+}
+
+// configValue is a line's one value: its one word, or its words as
+// written when there are several and no quotes.
+func configValue(l kvfile.Line) (string, error) {
+	v := ""
+	switch {
+	case len(l.Words) == 1:
+		v = l.Words[0]
+	case len(l.Words) > 1 && !strings.ContainsRune(l.Value, '"'):
+		v = l.Value
+	case len(l.Words) > 1:
+		return "", l.Errorf("want one value, got %d words (quote the whole value)", len(l.Words))
+	}
+	if v == "" {
+		return "", l.Errorf("empty value")
+	}
+	return v, nil
+}
+
+// configWording words kvfile's syntax errors the way configuration files
+// always have (TestParseConfig pins it): "want key = value", and an open
+// quote is the value's fault.
+func configWording(err error) error {
+	var e *ConfigError
+	if !errors.As(err, &e) {
+		return err
+	}
+	switch {
+	case errors.Is(e.Err, kvfile.ErrSyntax):
+		e.Msg = fmt.Sprintf("want key = value, got %q", e.Text)
+	case errors.Is(e.Err, kvfile.ErrQuote):
+		if k, _, ok := kvfile.Cut(e.Text); ok {
+			e.Field = k
+		}
+		e.Msg = "unbalanced quote"
+	}
+	return e
 }

@@ -78,6 +78,32 @@ func TestParseConfigValues(t *testing.T) {
 	}
 }
 
+// Configuration files read values with the target files' grammar
+// (internal/kvfile): "#" starts a comment only at the start of a word,
+// quotes escape, and words without quotes are one value as written.
+func TestParseConfigGrammar(t *testing.T) {
+	got, err := ParseConfig("/etc/ff/a.conf", []byte("token = ab#cd # a comment\nstore-dir = /var/lib/my  dir\r\nlisten = \"a \\\"b\\\\\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{Security: Security{Token: "ab#cd"}, StoreDir: "/var/lib/my  dir", Listen: `a "b\`}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for _, bad := range []struct{ text, want string }{
+		{`token = "a b" c` + "\n", "c.conf:1: field token: want one value, got 2 words"},
+		{"listen = \"\" # none\n", "c.conf:1: field listen: empty value"},
+		{"two words = x\n", `c.conf:1: want key = value, got "two words = x"`},
+		{"\ntoken = a\n\"x = y\n", "c.conf:3: unbalanced quote"},
+	} {
+		_, err := ParseConfig("c.conf", []byte(bad.text))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !strings.HasPrefix(err.Error(), bad.want) {
+			t.Errorf("%q: error %v, want %q", bad.text, err, bad.want)
+		}
+	}
+}
+
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("token = a\nlisten = 0.0.0.0:4222 # x\n"))
 	f.Add([]byte("nkey-user = UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4\ntls-cert = a\ntls-key = b\n"))
