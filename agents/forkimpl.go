@@ -360,12 +360,6 @@ func firstLine(s string) string {
 	return l
 }
 
-// ForkImplLister is the capability of a target that knows which
-// fork-implementation profiles its kernel has (a VM reports it at boot).
-type ForkImplLister interface {
-	ForkImpls() []string
-}
-
 // ForkImpls for the host kernel.
 func (n *Native) ForkImpls() []string { return executor.AvailableForkImpls() }
 
@@ -485,7 +479,7 @@ func ForkImplOf(t Target) string {
 		if f, ok := t.(*ForkImplTarget); ok {
 			return f.Profile
 		}
-		w, ok := t.(interface{ Unwrap() Target })
+		w, ok := t.(Wrapper)
 		if !ok {
 			return ""
 		}

@@ -25,9 +25,11 @@ import (
 //     program at all). It is never a finding; callers count it and give
 //     up after several in a row.
 //
-// Capabilities are optional interfaces: Parallel (how many programs may
-// run at once, each on its own goroutine; default 1, and then Run is not
-// called concurrently).
+// Capabilities are optional interfaces a target may implement too, all
+// declared in capabilities.go: Parallel (how many programs may run at
+// once), Wrapper (a target that runs on another), KernelImager (a target
+// that boots a kernel image), ForkImplLister (the fork implementations the
+// kernel has) and PendingEvents (events seen while the target opened).
 //
 // Targets today: Native (host kernel), vm.Target (QEMU VMs), sim.Target
 // (the simulated kernel). Adding one: implement Target, make every event
@@ -93,31 +95,6 @@ type EventFiles interface {
 	Files() map[string]string
 }
 
-// Parallel is the capability of a target that runs several programs at once.
-type Parallel interface {
-	Parallel() int
-}
-
-// Parallelism returns how many programs t runs at once (at least 1).
-func Parallelism(t Target) int {
-	if pt, ok := t.(Parallel); ok {
-		return max(1, pt.Parallel())
-	}
-	return 1
-}
-
-// Unwrap returns the target a wrapper (one with an Unwrap method, e.g.
-// ForkImplTarget) runs on, all the way down.
-func Unwrap(t Target) Target {
-	for {
-		w, ok := t.(interface{ Unwrap() Target })
-		if !ok {
-			return t
-		}
-		t = w.Unwrap()
-	}
-}
-
 // AsEvent returns the Event in err's chain, if any.
 func AsEvent(err error) (Event, bool) {
 	var ev Event
@@ -151,22 +128,3 @@ func (r *RecordedEvent) Oracle() string           { return r.OracleName }
 func (r *RecordedEvent) Signature() string        { return r.Sig }
 func (r *RecordedEvent) Explanation() string      { return r.Text }
 func (r *RecordedEvent) Files() map[string]string { return r.Attachments }
-
-// Pending is an event a target saw before the campaign's first program
-// (a kernel that broke on the fork-implementation calibration's first
-// fork): the program that showed it, the options it ran with, and the
-// event (an Event error).
-type Pending struct {
-	Program *prog.Program
-	Options Options
-	Err     error
-	// Note says where it ran ("fork-implementation calibration, run 1").
-	Note string
-}
-
-// PendingEvents is the capability of a target that may hold events seen
-// while it was opened; TakePending returns them once. A campaign saves
-// them as findings like any other, then stops.
-type PendingEvents interface {
-	TakePending() []Pending
-}
