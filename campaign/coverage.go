@@ -13,10 +13,6 @@ import (
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
-// KernelImager is a target that boots a kernel image (the QEMU target):
-// the image names the coverage corpus (cover.KernelID).
-type KernelImager interface{ KernelImage() string }
-
 // coverState is a campaign's coverage guidance (campaign/cover). The
 // tracker opens at the first observation (the corpus directory is named
 // after the kernel); every method but status runs under the campaign's lock.
@@ -114,10 +110,12 @@ func (c *coverState) newProgram(i int64, pool *Pool) (p, parent *prog.Program, o
 	return p, parent, org
 }
 
-// image is the target's kernel image, if it boots one.
+// image is the target's kernel image, if it boots one
+// (agents.KernelImager): the image names the coverage corpus
+// (cover.KernelID).
 func (c *coverState) image() string {
 	if c.cfg.Target != nil {
-		if ki, ok := agents.Unwrap(c.cfg.Target).(KernelImager); ok {
+		if ki, ok := agents.KernelImageOf(c.cfg.Target); ok {
 			return ki.KernelImage()
 		}
 	}

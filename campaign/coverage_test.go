@@ -100,7 +100,8 @@ type imageTarget struct {
 	image string
 }
 
-func (i *imageTarget) KernelImage() string { return i.image }
+func (i *imageTarget) KernelImage() string   { return i.image }
+func (i *imageTarget) KernelRelease() string { return "" }
 
 // TestSeedCorpus: a campaign seeded with another campaign's corpus of the
 // same build starts from it (its first programs already mutate corpus

@@ -86,10 +86,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (*WorkerStats, error) {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	a := &worker{cfg: cfg, log: cfg.Log.With("agent", cfg.ID), fatal: make(chan error, 1)}
-	workers := 1
-	if pt, ok := cfg.Target.(interface{ Parallel() int }); ok {
-		workers = max(1, pt.Parallel())
-	}
+	workers := agents.Parallelism(cfg.Target)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	hbDone := a.heartbeats(ctx, workers)

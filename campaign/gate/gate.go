@@ -463,10 +463,7 @@ func (g *gate) boot(ph *Phase) {
 	}
 	// A VM target booted without --kernel (Debian's kernel) says which
 	// image it booted: the verdict names it.
-	if img, ok := agents.Unwrap(t).(interface {
-		KernelImage() string
-		KernelRelease() string
-	}); ok && g.res.Kernel.Image == "" && img.KernelImage() != "" {
+	if img, ok := agents.KernelImageOf(t); ok && g.res.Kernel.Image == "" && img.KernelImage() != "" {
 		k := &g.res.Kernel
 		k.Image = img.KernelImage()
 		k.SHA256, _ = kernel.FileSHA256(k.Image)
