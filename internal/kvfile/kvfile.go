@@ -1,7 +1,8 @@
 // Package kvfile is the line grammar of forkfuzz's small configuration
 // files: target files (agents/vm) and a distributed campaign's
-// configuration (campaign/dist). Each reads the lines Parse returns and
-// gives its keys their meaning; the grammar and its errors live here once.
+// configuration (campaign/dist). Their readers walk the lines with Each
+// and give the keys their meaning; the grammar and its errors live here
+// once.
 //
 // A file is lines separated by "\n". A line is blank, a comment (its
 // first word starts with "#"), or
