@@ -70,6 +70,7 @@ fuzz:
 	$(GO) test ./campaign/gate -run '^$$' -fuzz FuzzParseKnownIssues -fuzztime $(FUZZTIME)
 	$(GO) test ./agents/executor -run '^$$' -fuzz FuzzParsePMDs -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/ksyms -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/kvfile -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./campaign/redis -run '^$$' -fuzz FuzzReadReply -fuzztime $(FUZZTIME)
 	$(GO) test ./campaign/dist -run '^$$' -fuzz FuzzDecodeMinimizeResult -fuzztime $(FUZZTIME)
 

@@ -136,6 +136,19 @@ func (b *budgetTarget) setStop(t time.Time) { b.stopAt.Store(t.UnixNano()) }
 
 func (b *budgetTarget) Parallel() int { return agents.Parallelism(b.Target) }
 
+// Unwrap is the target the budget wraps (agents.Unwrap: the campaign sees
+// the kernel image and the fork implementation behind it).
+func (b *budgetTarget) Unwrap() agents.Target { return b.Target }
+
+// TakePending passes on the events the wrapped target saw while it was
+// opened (a kernel that broke on the calibration fork).
+func (b *budgetTarget) TakePending() []agents.Pending {
+	if p, ok := b.Target.(agents.PendingEvents); ok {
+		return p.TakePending()
+	}
+	return nil
+}
+
 func (b *budgetTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
 	if s := b.stopAt.Load(); s != 0 && time.Now().UnixNano() >= s {
 		b.refused.Add(1)
