@@ -140,6 +140,14 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 		return parseExit(err)
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz coordinator:", err); return exitError }
+	if _, ok := targetKinds[*target]; !ok {
+		var kinds []string
+		for k := range targetKinds {
+			kinds = append(kinds, k)
+		}
+		slices.Sort(kinds)
+		return fail(fmt.Errorf("--target %q: want one of %s (no worker could run it: the coordinator would wait for ever)", *target, strings.Join(kinds, ", ")))
+	}
 	if *forkImpl != "" && !slices.Contains(executor.ForkImplNames(), *forkImpl) {
 		return fail(fmt.Errorf("--fork-impl %q: want one of %s", *forkImpl, strings.Join(executor.ForkImplNames(), ", ")))
 	}
@@ -189,7 +197,14 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 		log.Info("NATS server with JetStream", "url", srv.URL, "store", cfg.StoreDir)
-		fmt.Fprintf(stdout, "coordinator: workers connect with: forkfuzz worker --coordinator %s --target %s\n", srv.URL, *target)
+		hint := fmt.Sprintf("forkfuzz worker --coordinator %s --target %s", srv.URL, *target)
+		switch {
+		case cfg.Security.Token != "":
+			hint += " --token TOKEN (this coordinator's --token)"
+		case len(cfg.Security.NKeyUsers) > 0:
+			hint += " --nkey-seed SEED (a seed of one of the coordinator's nkey users)"
+		}
+		fmt.Fprintf(stdout, "coordinator: workers connect with: %s\n", hint)
 		if nc, err = srv.Connect("forkfuzz-coordinator"); err != nil {
 			return fail(err)
 		}
@@ -253,15 +268,23 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 	if ctx.Err() != nil {
 		fmt.Fprintf(stdout, "interrupted: run the coordinator again with --campaign %s to resume\n", *name)
 	}
+	if cs.Abandoned > 0 {
+		fmt.Fprintf(stdout, "abandoned: %d published programs done by no worker (run the coordinator again with --campaign %s to resume)\n", cs.Abandoned, *name)
+	}
 	if cs.Findings > 0 || cs.Events > 0 {
 		return exitFindings
+	}
+	if cs.Programs == 0 {
+		return fail(fmt.Errorf("no program ran (%d published, %d harness errors): nothing was tested; is a worker connected?", cs.Published, cs.HarnessErrors))
 	}
 	return exitClean
 }
 
 func printDistSummary(w io.Writer, cs *dist.Stats, name string) {
+	// The rate is of programs done (a result stored), not published: an
+	// interrupted coordinator with no worker published a queue's worth.
 	fmt.Fprintf(w, "summary: campaign %s: %d programs, %d forks in %v (%.1f programs/s this run); %d failing runs, %d unique findings, %d harness errors; %d redelivered, %d duplicate results dropped\n",
-		name, cs.Programs, cs.Forks, cs.Elapsed.Round(time.Millisecond), float64(cs.Published)/cs.Elapsed.Seconds(),
+		name, cs.Programs, cs.Forks, cs.Elapsed.Round(time.Millisecond), float64(cs.Done)/max(cs.Elapsed.Seconds(), 1e-9),
 		cs.Events, cs.Findings, cs.HarnessErrors, cs.Redelivered, cs.Duplicates)
 	if cs.Cover != "" {
 		fmt.Fprintf(w, "%s\n", cs.Cover)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/forkfuzz/forkfuzz/campaign/dist"
 )
@@ -61,5 +62,22 @@ func TestCoordinatorForkImplFlag(t *testing.T) {
 	code, _, errs := forkfuzz(t, "coordinator", "--fork-impl", "asyncfork", "--nats", "nats://127.0.0.1:1")
 	if code != exitError || !strings.Contains(errs, `--fork-impl "asyncfork": want one of`) || !strings.Contains(errs, "async-fork") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+// A coordinator for a target no worker can run is refused at once (it
+// waited for ever); one whose workers never came exits 2, "no program
+// ran", not 0 with a rate of the programs it published.
+func TestCoordinatorRefusesNoWork(t *testing.T) {
+	code, _, errs := forkfuzz(t, "coordinator", "--target", "nope", "--nats", "nats://127.0.0.1:1")
+	if code != exitError || !strings.Contains(errs, `--target "nope": want one of native, qemu, sim`) {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	defer func(w, s time.Duration) { dist.NoWorkerWarning, dist.StallAfter = w, s }(dist.NoWorkerWarning, dist.StallAfter)
+	dist.NoWorkerWarning, dist.StallAfter = 200*time.Millisecond, 500*time.Millisecond
+	dir := t.TempDir()
+	code, out, errs := forkfuzz(t, "coordinator", "--target", "sim", "--duration", "1s", "--workdir", dir, "--listen", "127.0.0.1:0", "-q")
+	if code != exitError || !strings.Contains(errs, "no program ran") || !strings.Contains(out, "abandoned:") || !strings.Contains(out, "(0.0 programs/s this run)") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
 	}
 }
