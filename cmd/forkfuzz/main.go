@@ -259,6 +259,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		if st.Events > 0 {
 			fmt.Fprintf(stdout, "failures: %d failing runs, %d new findings, %d known from earlier runs in this workdir\n", st.Events, st.Findings, st.Known)
 		}
+		for _, u := range st.Unconfirmed {
+			fmt.Fprintf(stdout, "harness trouble, not counted against the kernel: %s\n", u)
+		}
+		if l := st.Spent.String(); l != "" {
+			fmt.Fprintf(stdout, "time: %s\n", l)
+		}
+		if st.StatsError != "" {
+			fmt.Fprintf(stdout, "stats: %s\n", st.StatsError)
+		}
 		coverSummary(stdout, st)
 		for _, d := range st.Saved {
 			fmt.Fprintf(stdout, "finding: %s\n", d)
@@ -279,6 +288,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if st.Programs == 0 {
 		return fail("no program ran (%d harness errors): nothing was tested", st.HarnessErrors)
+	}
+	if st.Events > 0 && st.Blamed() == 0 && st.Known == 0 {
+		// Every failure was harness trouble that did not come back:
+		// nothing about the kernel, and no clean pass either.
+		return fail("every failing run was harness trouble that did not come back on replays (listed on stdout): not a finding against the kernel, not a pass")
 	}
 	if st.Events > 0 {
 		return exitFindings
