@@ -82,6 +82,9 @@ type Config struct {
 	// negative: never). It costs about a tenth of a program's time on
 	// the reference kernel under TCG (docs/throughput.md).
 	CensusEvery int
+	// FindingPages returns the pages written beside every finding
+	// (report.Files: report.html, report.json); nil: none.
+	FindingPages func(f *Finding) map[string][]byte
 	// StopAfterFindings ends the campaign (no new programs; findings seen
 	// are still minimized) once it has this many new findings (0: never).
 	// The kernel mutation benchmark stops at the first.
@@ -278,7 +281,7 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	case every > 1:
 		logf(cfg.Log, "campaign: page census at forks for one program in %d (the 'at fork' page counts are of those programs)", every)
 	}
-	store := &FindingStore{Dir: cfg.Workdir, Seal: cfg.Seal, Log: cfg.Log}
+	store := &FindingStore{Dir: cfg.Workdir, Seal: cfg.Seal, Log: cfg.Log, Pages: cfg.FindingPages}
 	if err := store.Open(); err != nil {
 		return nil, err
 	}

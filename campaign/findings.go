@@ -263,7 +263,12 @@ type FindingStore struct {
 	// program or report (not counted as saved: the next Save of their
 	// signature replaces them).
 	Incomplete []string
-	seen       map[string]bool
+	// Pages returns more files for a finding's directory (campaign/report's
+	// report.html and report.json), written on every Save; nil: none. The
+	// caller passes it in (Config.FindingPages): this floor cannot import
+	// the report package.
+	Pages func(f *Finding) map[string][]byte
+	seen  map[string]bool
 	// known maps the signatures found on disk at Open to their directories.
 	known map[string]string
 }
@@ -443,8 +448,8 @@ func (s *FindingStore) Save(f *Finding) (string, error) {
 	for name, text := range f.Issue.Files {
 		files[name] = []byte(text)
 	}
-	for _, extra := range FindingFiles {
-		for name, b := range extra(f) {
+	if s.Pages != nil {
+		for name, b := range s.Pages(f) {
 			files[name] = b
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/campaign/cover"
+	"github.com/forkfuzz/forkfuzz/campaign/report"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
@@ -173,7 +174,7 @@ func RunCoordinator(ctx context.Context, cfg CoordinatorConfig) (*Stats, error) 
 		cfg.Judges = max(4, 2*runtime.GOMAXPROCS(0))
 	}
 	c := &coord{cfg: cfg, s: cfg.Store, log: cfg.Log.With("campaign", cfg.Campaign), judge: cfg.judge,
-		files: &campaign.FindingStore{Dir: cfg.Workdir}, pool: campaign.NewPool(), done: map[int64]bool{},
+		files: &campaign.FindingStore{Dir: cfg.Workdir, Pages: report.Files}, pool: campaign.NewPool(), done: map[int64]bool{},
 		minPending: map[string]bool{}, firstOf: map[string]findingOwner{}, wake: make(chan struct{}, 1)}
 	if c.judge == nil {
 		c.judge = judge.Judge

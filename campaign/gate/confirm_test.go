@@ -80,6 +80,13 @@ func TestGateSlowProgramNotBlamed(t *testing.T) {
 	if ph := phaseOf(r, "confirm"); ph == nil || !strings.Contains(ph.Note, "executor-hang: 0/") {
 		t.Fatalf("confirm phase: %+v", ph)
 	}
+	// Its directory has the report pages (passed to the finding store
+	// explicitly, no init hook).
+	for _, name := range []string{"report.html", "report.json"} {
+		if _, err := os.Stat(filepath.Join(f.Dir, name)); err != nil {
+			t.Errorf("finding lacks %s: %v", name, err)
+		}
+	}
 	// The JSON carries what the verdicts rested on as data.
 	if r.Tally.Runs == 0 || r.Tally.Ops == 0 || r.Tally.Runs < int(r.FuzzPrograms) {
 		t.Fatalf("tally %+v for %d fuzzed programs", r.Tally, r.FuzzPrograms)

@@ -31,6 +31,7 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/campaign"
+	pages "github.com/forkfuzz/forkfuzz/campaign/report"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
@@ -491,7 +492,7 @@ func (g *gate) boot(ph *Phase) {
 		g.res.Kernel.Release = t.Name()
 	}
 	ph.Note = "target " + t.Name()
-	g.store = &campaign.FindingStore{Dir: g.cfg.Workdir}
+	g.store = &campaign.FindingStore{Dir: g.cfg.Workdir, Pages: pages.Files}
 	if err := g.store.Open(); err != nil {
 		ph.Error = err.Error()
 	}
@@ -519,7 +520,7 @@ func (g *gate) fuzz(ph *Phase, share time.Duration) *campaign.Stats {
 	if g.ctx.Err() != nil {
 		g.tut.setStop(time.Now())
 	}
-	cfg := campaign.Config{Target: g.tut, Seed: g.cfg.Seed, Duration: dur, Workdir: g.cfg.Workdir, Weights: g.weights,
+	cfg := campaign.Config{Target: g.tut, Seed: g.cfg.Seed, Duration: dur, Workdir: g.cfg.Workdir, Weights: g.weights, FindingPages: pages.Files,
 		Log: g.cfg.Log, Progress: g.cfg.Progress, ProgressLines: g.cfg.ProgressLines, ProgressEvery: progressEvery(g.cfg.ProgressLines), MinimizeRuns: g.cfg.MinimizeRuns,
 		MinimizeTime: minTime, Corrupt: g.cfg.Corrupt, TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID()}
 	type res struct {

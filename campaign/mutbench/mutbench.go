@@ -17,6 +17,7 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/campaign/report"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/kernel"
 )
@@ -115,7 +116,7 @@ func runOne(ctx context.Context, cfg Config, m kernel.Mutant) Result {
 		return r
 	}
 	defer t.Close()
-	ccfg := campaign.Config{
+	ccfg := campaign.Config{FindingPages: report.Files,
 		Target: t, Seed: cfg.Seed, Duration: cfg.Budget, Programs: cfg.Programs,
 		Workdir: dir, Weights: cfg.Weights, Blind: cfg.Blind, SeedCorpus: cfg.SeedCorpus,
 		MinimizeRuns: cfg.MinimizeRuns, MinimizeTime: cfg.MinimizeTime,

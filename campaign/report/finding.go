@@ -49,7 +49,7 @@ type Meta struct {
 }
 
 // Files returns report.html and report.json for a finding directory
-// (campaign.FindingFiles calls it on every save).
+// (the finding store writes them on every save: campaign.Config.FindingPages, FindingStore.Pages).
 func Files(f *campaign.Finding) (files map[string][]byte) {
 	m := MetaOf(f)
 	mb, _ := json.MarshalIndent(m, "", " ")
@@ -64,10 +64,6 @@ func Files(f *campaign.Finding) (files map[string][]byte) {
 	}()
 	files[FindingHTML] = FindingPage(f)
 	return files
-}
-
-func init() {
-	campaign.FindingFiles = append(campaign.FindingFiles, Files)
 }
 
 // MetaOf summarizes f.

@@ -28,7 +28,7 @@ func TestFindingIdentityKept(t *testing.T) {
 	f := &campaign.Finding{Issue: judge.Issue{Oracle: checker.OracleSnapshot, Signature: "snapshot:lost-store:anon-private", Explanation: "x"},
 		Program: p, Minimized: p, Target: "qemu", TargetArgs: args, Kernel: kid, CampaignSeed: 3, Index: 17}
 	wd := t.TempDir()
-	store := &campaign.FindingStore{Dir: wd}
+	store := &campaign.FindingStore{Dir: wd, Pages: Files}
 	if err := store.Open(); err != nil {
 		t.Fatal(err)
 	}

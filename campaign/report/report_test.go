@@ -34,7 +34,7 @@ func simCampaign(t *testing.T, mutant, profile string, programs int, seed uint64
 	}
 	dir := t.TempDir()
 	t.Logf("campaign: sim async+%s, profile %s, seed %d, %d programs, workdir %s", mutant, profile, seed, programs, dir)
-	st, err := campaign.Run(context.Background(), campaign.Config{Target: tg, Seed: seed, Programs: programs, Workdir: dir,
+	st, err := campaign.Run(context.Background(), campaign.Config{FindingPages: Files, Target: tg, Seed: seed, Programs: programs, Workdir: dir,
 		Weights: w, MinimizeRuns: 60})
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +300,7 @@ func BenchmarkFindingPage(b *testing.B) {
 		b.Fatal(err)
 	}
 	dir := b.TempDir()
-	st, err := campaign.Run(context.Background(), campaign.Config{Target: tg, Seed: 5, Programs: 200, Workdir: dir,
+	st, err := campaign.Run(context.Background(), campaign.Config{FindingPages: Files, Target: tg, Seed: 5, Programs: 200, Workdir: dir,
 		Weights: gen.DefaultWeights(), MinimizeRuns: 60})
 	if err != nil || len(st.Saved) == 0 {
 		b.Fatalf("no finding: %v", err)

@@ -19,7 +19,7 @@ import (
 // campaign does and returns its directory.
 func saveFinding(t *testing.T, workdir, sig string) string {
 	t.Helper()
-	s := &campaign.FindingStore{Dir: workdir}
+	s := &campaign.FindingStore{Dir: workdir, Pages: Files}
 	if err := s.Open(); err != nil {
 		t.Fatal(err)
 	}

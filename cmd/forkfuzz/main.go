@@ -20,6 +20,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/campaign/report"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
@@ -226,7 +227,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	defer t.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := campaign.Config{
+	cfg := campaign.Config{FindingPages: report.Files,
 		Target: t, Seed: *seed, Duration: *duration, Programs: *programs, Workdir: *workdir,
 		Weights: weights, Log: stdout, MinimizeRuns: *minRuns, MinimizeTime: *minTime, Corrupt: *corrupt,
 		TargetArgs: sel.ReplayArgs(t), Kernel: sel.Kernel(t), MaxHarnessErrors: *maxHarness,
