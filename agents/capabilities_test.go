@@ -83,9 +83,7 @@ func capabilityMethods() map[string]string {
 // declaredElsewhere are declarations of a capability outside
 // agents/capabilities.go that their owners are to replace (package and
 // type name; "" for an anonymous interface).
-var declaredElsewhere = map[string]bool{
-	"cmd/forkfuzz imageTarget": true, // agents.KernelImager, agents.KernelImageOf
-}
+var declaredElsewhere = map[string]bool{}
 
 // TestCapabilitiesDeclaredOnce checks that capabilities.go declares
 // exactly the interfaces of the capabilities table, and that no other

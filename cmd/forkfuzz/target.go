@@ -121,12 +121,6 @@ func (s *targetSel) checkAll(corrupt string) error {
 	return s.checkCorrupt(corrupt)
 }
 
-// imageTarget is a target booting a kernel image (vm.Target).
-type imageTarget interface {
-	KernelImage() string
-	KernelRelease() string
-}
-
 // ReplayArgs are the flags that reopen t as it was opened: --target and
 // the flags of its kind that change what a program does (not the ones
 // that only change how fast or where logs go), paths made absolute, and
@@ -135,7 +129,7 @@ func (s *targetSel) ReplayArgs(t agents.Target) []string {
 	t = agents.Unwrap(t)
 	kind := targetKinds[*s.name]
 	args := []string{"--target", *s.name}
-	img, isImage := t.(imageTarget)
+	img, isImage := agents.KernelImageOf(t)
 	s.fs.Visit(func(f *flag.Flag) {
 		if s.owner[f.Name] != *s.name || !contains(kind.replay, f.Name) {
 			return
@@ -200,7 +194,7 @@ func (s *targetSel) flagValue(name string) string {
 // Kernel identifies the kernel t runs programs on.
 func (s *targetSel) Kernel(t agents.Target) campaign.KernelID {
 	t = agents.Unwrap(t)
-	if img, ok := t.(imageTarget); ok {
+	if img, ok := agents.KernelImageOf(t); ok {
 		k := campaign.KernelID{Image: img.KernelImage(), Uname: img.KernelRelease()}
 		if a, err := filepath.Abs(k.Image); err == nil {
 			k.Image = a
