@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/agents/vm"
+	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/campaign/gate"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 )
@@ -32,57 +32,10 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
-// ciTargetFlags registers the target flags on fs and returns the opener
-// and the names of the flags that belong to the targets.
-func ciTargetFlags(fs *flag.FlagSet) (func() (agents.Target, error), map[string]bool) {
-	before := map[string]bool{}
-	fs.VisitAll(func(f *flag.Flag) { before[f.Name] = true })
-	open := targetFlags(fs, "qemu")
-	names := map[string]bool{}
-	fs.VisitAll(func(f *flag.Flag) {
-		if !before[f.Name] {
-			names[f.Name] = true
-		}
-	})
-	return open, names
-}
-
-// setTargetFlags returns the target flags set on fs as arguments: all of
-// them (to open the baseline alike) and the ones of kind that change what
-// a program does, paths made absolute (for replay commands).
-func setTargetFlags(fs *flag.FlagSet, names map[string]bool, kind string) (all, replay []string) {
-	k := targetKinds[kind]
-	fs.Visit(func(f *flag.Flag) {
-		if !names[f.Name] || f.Name == "target" || f.Name == "list-mutants" {
-			return
-		}
-		all = append(all, "--"+f.Name, f.Value.String())
-		if !contains(k.replay, f.Name) {
-			return
-		}
-		replay = append(replay, "--"+f.Name, replayValue(k, f))
-	})
-	return all, append(replay, forkImplReplay(fs)...)
-}
-
-func shellQuote(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		if a != "" && strings.IndexFunc(a, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:+,@%", r))
-		}) < 0 {
-			q[i] = a
-		} else {
-			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-	}
-	return strings.Join(q, " ")
-}
-
 func cmdCI(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	fs := newFlags("ci", stderr)
-	openTarget, tflags := ciTargetFlags(fs)
+	sel := targetSetup(fs, "qemu")
 	budget := fs.Duration("budget", 30*time.Minute, "hard wall-clock budget for the whole gate (check, boot, corpus replay, fuzzing, minimization, baseline, reporting)")
 	junitPath := fs.String("junit", "", "write JUnit XML here")
 	jsonPath := fs.String("json", "", "write the JSON summary here (docs/ci.md)")
@@ -146,21 +99,12 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 	if *corrupt != "" && !contains(executor.CorruptionNames(), *corrupt) {
 		return fail("--corrupt: unknown corruption %q (want one of %s)", *corrupt, strings.Join(executor.CorruptionNames(), ", "))
 	}
-	kind := fs.Lookup("target").Value.String()
+	kind := sel.Kind()
 	if _, ok := targetKinds[kind]; !ok {
 		return fail("--target: unknown target %q", kind)
 	}
 	// Flags of another target kind than the chosen one are mistakes.
-	var wrong []string
-	fs.Visit(func(f *flag.Flag) {
-		if !tflags[f.Name] || f.Name == "target" {
-			return
-		}
-		if own := strings.SplitN(f.Usage, ":", 2)[0]; own != kind {
-			wrong = append(wrong, "--"+f.Name+" ("+own+")")
-		}
-	})
-	if len(wrong) > 0 {
+	if wrong := sel.wrongKind(); len(wrong) > 0 {
 		return fail("flags of another target than --target %s: %s", kind, strings.Join(wrong, ", "))
 	}
 	if *baseline != "" && kind != "qemu" {
@@ -188,9 +132,9 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 	if err := outs.Validate(); err != nil {
 		return fail("--kcidb: %v", err)
 	}
-	targetArgs, replayArgs := setTargetFlags(fs, tflags, kind)
+	targetArgs := sel.kindArgs()
 	cfg := gate.Config{
-		Open: openTarget, Budget: *budget, Seed: *seed, Profile: *profile, Workdir: *workdir,
+		Open: sel.Open, Budget: *budget, Seed: *seed, Profile: *profile, Workdir: *workdir,
 		CorpusDirs: corpusDirs, ReplayFindings: replayFindings, Known: known, MinPrograms: *minProgs,
 		BaselineReplays: *baseReplays, MinimizeRuns: *minRuns, MaxHarnessFlakes: *maxFlakes, Corrupt: *corrupt, Log: stdout, Start: start,
 	}
@@ -236,7 +180,7 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 	case "native":
 		cfg.Kernel = gate.HostIdentity()
 	}
-	cfg.Kernel.Flags = append([]string{"--target", kind}, replayArgs...)
+	cfg.Kernel.Flags = sel.replayFlags()
 	// The baseline: the same target flags with the kernel (qemu) or the
 	// model (sim) replaced.
 	var baseArgs []string
@@ -270,14 +214,13 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 		cfg.Baseline = &gate.KernelIdentity{}
 	}
 	if cfg.Baseline != nil {
-		bfs := newFlags("ci baseline", stderr)
-		openBase := targetFlags(bfs, "qemu")
-		if err := bfs.Parse(append([]string{"--target", kind}, baseArgs...)); err != nil {
+		bsel := targetSetup(newFlags("ci baseline", stderr), "qemu")
+		if err := bsel.fs.Parse(append(append([]string{"--target", kind}, baseArgs...), forkImplReplay(fs)...)); err != nil {
 			return exitError
 		}
+		openBase := bsel.Open
 		cfg.OpenBaseline = openBase
-		_, baseReplay := setTargetFlags(bfs, tflags, kind)
-		cfg.Baseline.Flags = append([]string{"--target", kind}, baseReplay...)
+		cfg.Baseline.Flags = bsel.replayFlags()
 		if kind == "sim" {
 			// Open it once now, so a bad mutant name is exit 2 at once.
 			t, err := openBase()
@@ -288,23 +231,17 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if kind == "sim" {
-		t, err := openTarget()
+		t, err := sel.Open()
 		if err != nil {
 			return fail("%v", err)
 		}
 		t.Close()
 	}
 	cfg.ReplayCommand = func(path string, base bool) string {
-		a := []string{"forkfuzz", "exec"}
 		if base {
-			a = append(a, cfg.Baseline.Flags...)
-		} else {
-			a = append(a, cfg.Kernel.Flags...)
+			return campaign.ReplayCommand(cfg.Baseline.Flags, *corrupt, path)
 		}
-		if *corrupt != "" {
-			a = append(a, "--corrupt", *corrupt)
-		}
-		return shellQuote(append(a, path))
+		return campaign.ReplayCommand(cfg.Kernel.Flags, *corrupt, path)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

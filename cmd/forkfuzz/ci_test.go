@@ -399,6 +399,9 @@ func TestCIBadInput(t *testing.T) {
 		{[]string{"--target", "native", "--baseline-mutant", "none"}, "are for --target sim"},
 		{[]string{"--target", "sim", "--kernel", "bzImage"}, "flags of another target than --target sim: --kernel (qemu)"},
 		{[]string{"--target", "native", "--mutant", "x"}, "--mutant (sim)"},
+		// --fork-impl belongs to every target (not to another one); the
+		// simulated kernel cannot switch.
+		{[]string{"--target", "sim", "--fork-impl", "stock"}, "cannot switch fork implementations"},
 		{[]string{"--target", "sim", "--known-issues", badKnown}, badKnown + ":2:expires: want a date"},
 		{[]string{"--target", "sim", "--known-issues", filepath.Join(dir, "nope")}, "no such file"},
 		{[]string{"--target", "sim", "--known-issues", catchAll}, catchAll + `:1:pattern: "*" waives every finding`},

@@ -75,6 +75,32 @@ func (s *targetSel) check() error {
 	return err
 }
 
+// wrongKind names the flags set on the command line that belong to
+// another target kind than the chosen one, "--kernel (qemu)", in flag
+// name order.
+func (s *targetSel) wrongKind() []string {
+	var wrong []string
+	s.fs.Visit(func(f *flag.Flag) {
+		if k, ok := s.owner[f.Name]; ok && k != *s.name {
+			wrong = append(wrong, "--"+f.Name+" ("+k+")")
+		}
+	})
+	return wrong
+}
+
+// kindArgs are the flags of the chosen kind set on the command line (but
+// --list-mutants), as --name value pairs: what opens a second target
+// alike (the ci gate's baseline, with its kernel or model replaced).
+func (s *targetSel) kindArgs() []string {
+	var args []string
+	s.fs.Visit(func(f *flag.Flag) {
+		if s.owner[f.Name] == *s.name && f.Name != "list-mutants" {
+			args = append(args, "--"+f.Name, f.Value.String())
+		}
+	})
+	return args
+}
+
 // Open checks the selection and opens the target.
 func (s *targetSel) Open() (agents.Target, error) {
 	if err := s.check(); err != nil {
@@ -126,19 +152,8 @@ func (s *targetSel) checkAll(corrupt string) error {
 // that only change how fast or where logs go), paths made absolute, and
 // for a VM target the image it booted (Kernel gives its sha256).
 func (s *targetSel) ReplayArgs(t agents.Target) []string {
-	t = agents.Unwrap(t)
-	kind := targetKinds[*s.name]
-	args := []string{"--target", *s.name}
-	img, isImage := agents.KernelImageOf(t)
-	s.fs.Visit(func(f *flag.Flag) {
-		if s.owner[f.Name] != *s.name || !contains(kind.replay, f.Name) {
-			return
-		}
-		if isImage && f.Name == "kernel" {
-			return // added below, resolved
-		}
-		args = append(args, "--"+f.Name, replayValue(kind, f))
-	})
+	img, isImage := agents.KernelImageOf(agents.Unwrap(t))
+	args := s.kindReplay(isImage)
 	if isImage && (s.flagValue("kernel") != "" || s.flagValue("target-file") != "") {
 		// (Without either, the default image replays as the default: a
 		// --kernel naming it would lose the modules fetched with it.)
@@ -149,6 +164,26 @@ func (s *targetSel) ReplayArgs(t agents.Target) []string {
 		args = append(args, "--kernel", p)
 	}
 	return append(args, forkImplReplay(s.fs)...)
+}
+
+// replayFlags are ReplayArgs before the target is opened: --kernel as
+// given (the ci gate names its kernels by image instead).
+func (s *targetSel) replayFlags() []string {
+	return append(s.kindReplay(false), forkImplReplay(s.fs)...)
+}
+
+// kindReplay is --target and the replay flags of its kind set on the
+// command line, without --kernel if skipKernel.
+func (s *targetSel) kindReplay(skipKernel bool) []string {
+	kind := targetKinds[*s.name]
+	args := []string{"--target", *s.name}
+	s.fs.Visit(func(f *flag.Flag) {
+		if s.owner[f.Name] != *s.name || !contains(kind.replay, f.Name) || skipKernel && f.Name == "kernel" {
+			return
+		}
+		args = append(args, "--"+f.Name, replayValue(kind, f))
+	})
+	return args
 }
 
 // replayValue is flag f's value for a replay command: the paths of kind's
