@@ -1,0 +1,73 @@
+package gate
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+)
+
+// The defaults of a gate's Config (DefaultConfig): what `forkfuzz ci`
+// runs without flags.
+const (
+	DefaultBudget           = 30 * time.Minute
+	DefaultProfile          = "default"
+	DefaultWorkdir          = "forkfuzz-ci"
+	DefaultMinPrograms      = 1
+	DefaultBaselineReplays  = 3
+	DefaultMinimizeRuns     = 300
+	DefaultMaxHarnessFlakes = 1
+	// MinBudget is the shortest budget a gate takes: booting, the
+	// corpus and the reporting reserve need a few seconds.
+	MinBudget = 5 * time.Second
+)
+
+// DefaultConfig is a gate's Config with every value field at its default
+// (the seed is 1: a gate is reproducible); the caller adds the target.
+func DefaultConfig() Config {
+	return Config{Budget: DefaultBudget, Seed: 1, Profile: DefaultProfile, Workdir: DefaultWorkdir,
+		MinPrograms: DefaultMinPrograms, BaselineReplays: DefaultBaselineReplays,
+		MinimizeRuns: DefaultMinimizeRuns, MaxHarnessFlakes: DefaultMaxHarnessFlakes}
+}
+
+// FieldError is a Config field whose value Validate rejects.
+type FieldError struct {
+	Field string // the Config field: "Budget"
+	// Msg follows the field's name in the message: " must be positive,
+	// got 0s", ": unknown profile ...".
+	Msg string
+}
+
+func (e *FieldError) Error() string { return e.Field + e.Msg }
+
+// FieldMsg returns the field and the rest of the message (a command line
+// names the flag instead of the field).
+func (e *FieldError) FieldMsg() (field, msg string) { return e.Field, e.Msg }
+
+// Validate checks the value fields of c (Budget, Profile, MinPrograms,
+// BaselineReplays, MinimizeRuns, MaxHarnessFlakes), in that order, and
+// returns a *FieldError for the first that is wrong. It does not check
+// the target, the kernels or the files: the gate reports on those.
+func (c *Config) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case c.Budget <= 0:
+		return bad("Budget", " must be positive, got %v", c.Budget)
+	case c.Budget < MinBudget:
+		return bad("Budget", " %v is too short for a gate (at least %v)", c.Budget, MinBudget)
+	case c.MinPrograms < 0:
+		return bad("MinPrograms", " must be >= 0, got %d", c.MinPrograms)
+	case c.MaxHarnessFlakes < 0:
+		return bad("MaxHarnessFlakes", " must be >= 0, got %d", c.MaxHarnessFlakes)
+	case c.BaselineReplays < 1:
+		return bad("BaselineReplays", " must be >= 1, got %d", c.BaselineReplays)
+	case c.MinimizeRuns < 1:
+		return bad("MinimizeRuns", " must be >= 1, got %d", c.MinimizeRuns)
+	}
+	if _, err := gen.Profile(c.Profile); err != nil {
+		return bad("Profile", ": %v", err)
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+package campaign
+
+import (
+	"fmt"
+	"time"
+)
+
+// The defaults of a campaign's Config: Run takes a zero MinimizeRuns,
+// MaxHarnessErrors, ProgressEvery or CensusEvery as these.
+const (
+	DefaultMinimizeRuns     = 300
+	DefaultMaxHarnessErrors = 5
+	DefaultProgressEvery    = time.Second
+)
+
+// FieldError is a Config field whose value Validate rejects.
+type FieldError struct {
+	Field string // the Config field: "Programs"
+	// Msg follows the field's name in the message: " -1: want a number
+	// >= 0".
+	Msg string
+}
+
+func (e *FieldError) Error() string { return e.Field + e.Msg }
+
+// FieldMsg returns the field and the rest of the message (a command line
+// names the flag instead of the field).
+func (e *FieldError) FieldMsg() (field, msg string) { return e.Field, e.Msg }
+
+// Validate checks the bounds and counts of c and returns a *FieldError
+// for the first that is wrong: none may be negative (0 is no bound, or
+// the default). The target is Run's to check (a command line validates
+// its flags before it opens, or boots, the target).
+func (c *Config) Validate() error {
+	for _, f := range []struct {
+		field string
+		neg   bool
+		val   any
+	}{
+		{"Duration", c.Duration < 0, c.Duration},
+		{"Programs", c.Programs < 0, c.Programs},
+		{"MinimizeRuns", c.MinimizeRuns < 0, c.MinimizeRuns},
+		{"MinimizeTime", c.MinimizeTime < 0, c.MinimizeTime},
+		{"MaxHarnessErrors", c.MaxHarnessErrors < 0, c.MaxHarnessErrors},
+		{"ProgressEvery", c.ProgressEvery < 0, c.ProgressEvery},
+		{"StopAfterFindings", c.StopAfterFindings < 0, c.StopAfterFindings},
+	} {
+		if f.neg {
+			return &FieldError{Field: f.field, Msg: fmt.Sprintf(" %v: want a number >= 0", f.val)}
+		}
+	}
+	return nil
+}
