@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,144 +33,193 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
+// ciOptions are the flags of forkfuzz ci: the gate's Config (its value
+// fields bound to flags, defaults from gate.DefaultConfig), the target
+// selection, the outputs and how to pick the baseline.
+type ciOptions struct {
+	fs                             *flag.FlagSet
+	sel                            *targetSel
+	cfg                            gate.Config
+	outs                           gate.Outputs
+	junit, json, known             string
+	baseline, baseMutant, baseFork string
+	replayFindings, corpusDirs     listFlag
+	noCheck, quiet                 bool
+}
+
+// gateFlag names the flag of each gate.Config field a flag sets.
+var gateFlag = map[string]string{"Budget": "budget", "Seed": "seed", "Profile": "profile", "Workdir": "workdir",
+	"MinPrograms": "min-programs", "BaselineReplays": "baseline-replays", "MaxHarnessFlakes": "max-harness-flakes",
+	"MinimizeRuns": "minimize-runs", "Corrupt": "corrupt"}
+
 func cmdCI(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
-	fs := newFlags("ci", stderr)
-	sel := targetSetup(fs, "qemu")
-	budget := fs.Duration("budget", 30*time.Minute, "hard wall-clock budget for the whole gate (check, boot, corpus replay, fuzzing, minimization, baseline, reporting)")
-	junitPath := fs.String("junit", "", "write JUnit XML here")
-	jsonPath := fs.String("json", "", "write the JSON summary here (docs/ci.md)")
-	kcidbPath := fs.String("kcidb", "", "write a KernelCI KCIDB submission (I/O schema v5) here")
-	kcidbOrigin := fs.String("kcidb-origin", "forkfuzz", "KCIDB origin of the submission's ids (lowercase letters, digits, _)")
-	kcidbRun := fs.String("kcidb-run-id", "", "KCIDB: this run's id part (default: a hash of the kernel, start time, seed and host; e.g. the CI job id)")
-	kcidbBuild := fs.String("kcidb-build-id", "", "KCIDB: an existing build id (origin:local) the tests attach to, instead of a build of their own")
-	ktapPath := fs.String("ktap", "", "write KTAP (kselftest format) here: one line per oracle family and per finding group")
-	tablePath := fs.String("baseline-table", "", "write the baseline diff as a Markdown table (run counts on both kernels) here")
-	knownPath := fs.String("known-issues", "", "known-issues file: matched findings are reported, not gated (format: docs/ci.md)")
-	minProgs := fs.Int("min-programs", 1, "fewer programs than this (corpus + fuzzed) is a harness error (exit 2)")
-	maxFlakes := fs.Int("max-harness-flakes", 1, "runs with an executor death or hang that did not reproduce (no kernel report) the gate reports but tolerates; more are exit 2")
-	seed := fs.Uint64("seed", 1, "campaign seed (fixed default: a gate is reproducible)")
-	workdir := fs.String("workdir", "forkfuzz-ci", "where findings are saved (must hold no earlier findings)")
-	baseline := fs.String("baseline", "", "qemu: baseline kernel image; findings it reproduces are pre-existing")
-	baseMutant := fs.String("baseline-mutant", "", "sim: the baseline's mutant ('none': the unmodified model); sets a baseline")
-	baseFork := fs.String("baseline-fork", "", "sim: the baseline's fork model (default: --fork); sets a baseline")
-	baseReplays := fs.Int("baseline-replays", 3, "runs of each reproducer on the baseline")
-	var replayFindings, corpusDirs listFlag
-	fs.Var(&replayFindings, "replay-findings", "directory of earlier findings to replay with the corpus (repeatable)")
-	fs.Var(&corpusDirs, "corpus", "directory of regression programs to replay (repeatable; default: corpus/regress and corpus/rollback when present)")
-	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
-	minRuns := fs.Int("minimize-runs", 300, "target runs to spend minimizing each new finding")
-	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
-	noCheck := fs.Bool("no-kernel-check", false, "skip `kernel check` of the images (for kernels without a findable configuration)")
-	quiet := fs.Bool("q", false, "no progress line")
-	if err := fs.Parse(args); err != nil {
+	o := ciFlags(stderr)
+	if err := o.fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return exitClean
 		}
 		return exitError
 	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "forkfuzz ci: "+format+"\n", a...)
+	if err := o.check(); err != nil {
+		fmt.Fprintf(stderr, "forkfuzz ci: %v\n", err)
 		return exitError
 	}
-	if fs.NArg() > 0 {
-		return fail("unexpected argument %q (flags only)", fs.Arg(0))
+	if err := o.assemble(start, stdout, stderr); err != nil {
+		if !errors.Is(err, errPrinted) {
+			fmt.Fprintf(stderr, "forkfuzz ci: %v\n", err)
+		}
+		return exitError
 	}
-	if *budget <= 0 {
-		return fail("--budget must be positive, got %v", *budget)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(stdout, "ci: seed %d (replay the gate with --seed %d and the same flags)\n", o.cfg.Seed, o.cfg.Seed)
+	return o.report(gate.Run(ctx, o.cfg), stdout, stderr)
+}
+
+// errPrinted is an error already reported on stderr.
+var errPrinted = errors.New("reported")
+
+// ciFlags declares the flags of forkfuzz ci.
+func ciFlags(stderr io.Writer) *ciOptions {
+	o := &ciOptions{fs: newFlags("ci", stderr), cfg: gate.DefaultConfig()}
+	fs, c := o.fs, &o.cfg
+	o.sel = targetSetup(fs, "qemu")
+	fs.DurationVar(&c.Budget, "budget", c.Budget, "hard wall-clock budget for the whole gate (check, boot, corpus replay, fuzzing, minimization, baseline, reporting)")
+	fs.StringVar(&o.junit, "junit", "", "write JUnit XML here")
+	fs.StringVar(&o.json, "json", "", "write the JSON summary here (docs/ci.md)")
+	fs.StringVar(&o.outs.KCIDB, "kcidb", "", "write a KernelCI KCIDB submission (I/O schema v5) here")
+	fs.StringVar(&o.outs.KCIDBOpts.Origin, "kcidb-origin", "forkfuzz", "KCIDB origin of the submission's ids (lowercase letters, digits, _)")
+	fs.StringVar(&o.outs.KCIDBOpts.RunID, "kcidb-run-id", "", "KCIDB: this run's id part (default: a hash of the kernel, start time, seed and host; e.g. the CI job id)")
+	fs.StringVar(&o.outs.KCIDBOpts.BuildID, "kcidb-build-id", "", "KCIDB: an existing build id (origin:local) the tests attach to, instead of a build of their own")
+	fs.StringVar(&o.outs.KTAP, "ktap", "", "write KTAP (kselftest format) here: one line per oracle family and per finding group")
+	fs.StringVar(&o.outs.BaselineTable, "baseline-table", "", "write the baseline diff as a Markdown table (run counts on both kernels) here")
+	fs.StringVar(&o.known, "known-issues", "", "known-issues file: matched findings are reported, not gated (format: docs/ci.md)")
+	fs.IntVar(&c.MinPrograms, "min-programs", c.MinPrograms, "fewer programs than this (corpus + fuzzed) is a harness error (exit 2)")
+	fs.IntVar(&c.MaxHarnessFlakes, "max-harness-flakes", c.MaxHarnessFlakes, "runs with an executor death or hang that did not reproduce (no kernel report) the gate reports but tolerates; more are exit 2")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "campaign seed (fixed default: a gate is reproducible)")
+	fs.StringVar(&c.Workdir, "workdir", c.Workdir, "where findings are saved (must hold no earlier findings)")
+	fs.StringVar(&o.baseline, "baseline", "", "qemu: baseline kernel image; findings it reproduces are pre-existing")
+	fs.StringVar(&o.baseMutant, "baseline-mutant", "", "sim: the baseline's mutant ('none': the unmodified model); sets a baseline")
+	fs.StringVar(&o.baseFork, "baseline-fork", "", "sim: the baseline's fork model (default: --fork); sets a baseline")
+	fs.IntVar(&c.BaselineReplays, "baseline-replays", c.BaselineReplays, "runs of each reproducer on the baseline")
+	fs.Var(&o.replayFindings, "replay-findings", "directory of earlier findings to replay with the corpus (repeatable)")
+	fs.Var(&o.corpusDirs, "corpus", "directory of regression programs to replay (repeatable; default: corpus/regress and corpus/rollback when present)")
+	fs.StringVar(&c.Profile, "profile", c.Profile, "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
+	fs.IntVar(&c.MinimizeRuns, "minimize-runs", c.MinimizeRuns, "target runs to spend minimizing each new finding")
+	fs.StringVar(&c.Corrupt, "corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
+	fs.BoolVar(&o.noCheck, "no-kernel-check", false, "skip `kernel check` of the images (for kernels without a findable configuration)")
+	fs.BoolVar(&o.quiet, "q", false, "no progress line")
+	return o
+}
+
+// check rejects bad flags before anything is read or opened.
+func (o *ciOptions) check() error {
+	if o.fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (flags only)", o.fs.Arg(0))
 	}
-	if *budget < 5*time.Second {
-		return fail("--budget %v is too short for a gate (at least 5s)", *budget)
+	if err := o.cfg.Validate(); err != nil {
+		return flagError(err, gateFlag)
 	}
-	if *minProgs < 0 {
-		return fail("--min-programs must be >= 0, got %d", *minProgs)
+	if c := o.cfg.Corrupt; c != "" && !contains(executor.CorruptionNames(), c) {
+		return fmt.Errorf("--corrupt: unknown corruption %q (want one of %s)", c, strings.Join(executor.CorruptionNames(), ", "))
 	}
-	if *maxFlakes < 0 {
-		return fail("--max-harness-flakes must be >= 0, got %d", *maxFlakes)
-	}
-	if *baseReplays < 1 {
-		return fail("--baseline-replays must be >= 1, got %d", *baseReplays)
-	}
-	if *minRuns < 1 {
-		return fail("--minimize-runs must be >= 1, got %d", *minRuns)
-	}
-	if _, err := gen.Profile(*profile); err != nil {
-		return fail("--profile: %v", err)
-	}
-	if *corrupt != "" && !contains(executor.CorruptionNames(), *corrupt) {
-		return fail("--corrupt: unknown corruption %q (want one of %s)", *corrupt, strings.Join(executor.CorruptionNames(), ", "))
-	}
-	kind := sel.Kind()
+	kind := o.sel.Kind()
 	if _, ok := targetKinds[kind]; !ok {
-		return fail("--target: unknown target %q", kind)
+		return fmt.Errorf("--target: unknown target %q", kind)
 	}
 	// Flags of another target kind than the chosen one are mistakes.
-	if wrong := sel.wrongKind(); len(wrong) > 0 {
-		return fail("flags of another target than --target %s: %s", kind, strings.Join(wrong, ", "))
+	if wrong := o.sel.wrongKind(); len(wrong) > 0 {
+		return fmt.Errorf("flags of another target than --target %s: %s", kind, strings.Join(wrong, ", "))
 	}
-	if *baseline != "" && kind != "qemu" {
-		return fail("--baseline is a kernel image for --target qemu; for sim use --baseline-mutant/--baseline-fork")
+	if o.baseline != "" && kind != "qemu" {
+		return errors.New("--baseline is a kernel image for --target qemu; for sim use --baseline-mutant/--baseline-fork")
 	}
-	if (*baseMutant != "" || *baseFork != "") && kind != "sim" {
-		return fail("--baseline-mutant and --baseline-fork are for --target sim")
+	if (o.baseMutant != "" || o.baseFork != "") && kind != "sim" {
+		return errors.New("--baseline-mutant and --baseline-fork are for --target sim")
 	}
-	var known *gate.KnownIssues
-	if *knownPath != "" {
-		k, err := gate.ReadKnownIssues(*knownPath)
-		if err != nil {
-			return fail("--known-issues: %v", err)
-		}
-		known = k
-	}
-	for _, d := range append(append([]string{}, replayFindings...), corpusDirs...) {
-		if _, err := os.Stat(d); err != nil {
-			return fail("%v", err)
-		}
-	}
+	return nil
+}
 
-	outs := gate.Outputs{KCIDB: *kcidbPath, KTAP: *ktapPath, BaselineTable: *tablePath,
-		KCIDBOpts: gate.KCIDBOptions{Origin: *kcidbOrigin, RunID: *kcidbRun, BuildID: *kcidbBuild, Architecture: "x86_64"}}
-	if err := outs.Validate(); err != nil {
-		return fail("--kcidb: %v", err)
+// assemble completes the gate's Config: the known issues, the corpus,
+// the targets and the identities of their kernels, the replay commands.
+func (o *ciOptions) assemble(start time.Time, stdout, stderr io.Writer) error {
+	cfg := &o.cfg
+	if o.known != "" {
+		k, err := gate.ReadKnownIssues(o.known)
+		if err != nil {
+			return fmt.Errorf("--known-issues: %v", err)
+		}
+		cfg.Known = k
 	}
-	targetArgs := sel.kindArgs()
-	cfg := gate.Config{
-		Open: sel.Open, Budget: *budget, Seed: *seed, Profile: *profile, Workdir: *workdir,
-		CorpusDirs: corpusDirs, ReplayFindings: replayFindings, Known: known, MinPrograms: *minProgs,
-		BaselineReplays: *baseReplays, MinimizeRuns: *minRuns, MaxHarnessFlakes: *maxFlakes, Corrupt: *corrupt, Log: stdout, Start: start,
+	for _, d := range append(append([]string{}, o.replayFindings...), o.corpusDirs...) {
+		if _, err := os.Stat(d); err != nil {
+			return err
+		}
 	}
-	if len(corpusDirs) == 0 {
+	o.outs.KCIDBOpts.Architecture = "x86_64"
+	if err := o.outs.Validate(); err != nil {
+		return fmt.Errorf("--kcidb: %v", err)
+	}
+	cfg.Open, cfg.Log, cfg.Start = o.sel.Open, stdout, start
+	cfg.CorpusDirs, cfg.ReplayFindings = o.corpusDirs, o.replayFindings
+	if len(o.corpusDirs) == 0 {
 		cfg.OptionalCorpusDirs = []string{"corpus/regress", "corpus/rollback"}
 	}
-	if !*quiet {
+	if !o.quiet {
 		cfg.Progress = stderr
 		cfg.ProgressLines = !isTerminal(stderr)
 	}
-	if f := fs.Lookup("program-timeout"); f != nil && kind == "qemu" {
+	kind := o.sel.Kind()
+	if f := o.fs.Lookup("program-timeout"); f != nil && kind == "qemu" {
 		if d, err := time.ParseDuration(f.Value.String()); err == nil {
 			cfg.ProgramTimeout = d
 		}
 	}
-	// The kernel under test.
-	switch kind {
+	if err := o.kernelUnderTest(stderr); err != nil {
+		return err
+	}
+	if err := o.baselineTarget(stderr); err != nil {
+		return err
+	}
+	if kind == "sim" {
+		t, err := o.sel.Open()
+		if err != nil {
+			return err
+		}
+		t.Close()
+	}
+	cfg.ReplayCommand = func(path string, base bool) string {
+		if base {
+			return campaign.ReplayCommand(cfg.Baseline.Flags, cfg.Corrupt, path)
+		}
+		return campaign.ReplayCommand(cfg.Kernel.Flags, cfg.Corrupt, path)
+	}
+	return nil
+}
+
+// kernelUnderTest identifies the kernel the gate tests (a QEMU image is
+// also checked with `kernel check` unless --no-kernel-check) and how a
+// replay reaches it.
+func (o *ciOptions) kernelUnderTest(stderr io.Writer) error {
+	cfg := &o.cfg
+	switch o.sel.Kind() {
 	case "qemu":
-		img := fs.Lookup("kernel").Value.String()
-		if img == "" {
-			if tf := fs.Lookup("target-file").Value.String(); tf != "" {
-				t, err := vm.ReadTargetFile(tf)
-				if err != nil {
-					return fail("--target-file: %v", err)
-				}
-				img = t.Kernel
+		img := o.sel.flagValue("kernel")
+		if tf := o.sel.flagValue("target-file"); img == "" && tf != "" {
+			t, err := vm.ReadTargetFile(tf)
+			if err != nil {
+				return fmt.Errorf("--target-file: %v", err)
 			}
+			img = t.Kernel
 		}
 		if img != "" {
 			id, err := gate.IdentifyImage(img)
 			if err != nil {
-				return fail("--kernel: %v", err)
+				return fmt.Errorf("--kernel: %v", err)
 			}
 			cfg.Kernel = id
-			if !*noCheck {
+			if !o.noCheck {
 				cfg.CheckImages = append(cfg.CheckImages, img)
 			}
 		} else {
@@ -180,77 +230,70 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 	case "native":
 		cfg.Kernel = gate.HostIdentity()
 	}
-	cfg.Kernel.Flags = sel.replayFlags()
-	// The baseline: the same target flags with the kernel (qemu) or the
-	// model (sim) replaced.
+	cfg.Kernel.Flags = o.sel.replayFlags()
+	return nil
+}
+
+// baselineTarget sets up the baseline, if any: the same target flags with
+// the kernel (qemu) or the model (sim) replaced.
+func (o *ciOptions) baselineTarget(stderr io.Writer) error {
+	cfg, kind := &o.cfg, o.sel.Kind()
+	targetArgs := o.sel.kindArgs()
 	var baseArgs []string
 	switch {
-	case *baseline != "":
-		id, err := gate.IdentifyImage(*baseline)
+	case o.baseline != "":
+		id, err := gate.IdentifyImage(o.baseline)
 		if err != nil {
-			return fail("--baseline: %v", err)
+			return fmt.Errorf("--baseline: %v", err)
 		}
 		id.Target = "qemu"
-		if !*noCheck {
-			cfg.CheckImages = append(cfg.CheckImages, *baseline)
+		if !o.noCheck {
+			cfg.CheckImages = append(cfg.CheckImages, o.baseline)
 		}
-		baseArgs = override(targetArgs, map[string]string{"kernel": *baseline})
-		if v := fs.Lookup("vm-workdir").Value.String(); v != "" {
+		baseArgs = override(targetArgs, map[string]string{"kernel": o.baseline})
+		if v := o.sel.flagValue("vm-workdir"); v != "" {
 			baseArgs = override(baseArgs, map[string]string{"vm-workdir": v + "/baseline"})
 		}
 		cfg.Baseline = &id
-	case *baseMutant != "" || *baseFork != "":
-		m := *baseMutant
+	case o.baseMutant != "" || o.baseFork != "":
+		m := o.baseMutant
 		if m == "none" {
 			m = ""
 		} else if m == "" {
-			m = fs.Lookup("mutant").Value.String()
+			m = o.sel.flagValue("mutant")
 		}
 		ov := map[string]string{"mutant": m}
-		if *baseFork != "" {
-			ov["fork"] = *baseFork
+		if o.baseFork != "" {
+			ov["fork"] = o.baseFork
 		}
 		baseArgs = override(targetArgs, ov)
 		cfg.Baseline = &gate.KernelIdentity{}
+	default:
+		return nil
 	}
-	if cfg.Baseline != nil {
-		bsel := targetSetup(newFlags("ci baseline", stderr), "qemu")
-		if err := bsel.fs.Parse(append(append([]string{"--target", kind}, baseArgs...), forkImplReplay(fs)...)); err != nil {
-			return exitError
-		}
-		openBase := bsel.Open
-		cfg.OpenBaseline = openBase
-		cfg.Baseline.Flags = bsel.replayFlags()
-		if kind == "sim" {
-			// Open it once now, so a bad mutant name is exit 2 at once.
-			t, err := openBase()
-			if err != nil {
-				return fail("baseline: %v", err)
-			}
-			t.Close()
-		}
+	bsel := targetSetup(newFlags("ci baseline", stderr), "qemu")
+	if err := bsel.fs.Parse(append(append([]string{"--target", kind}, baseArgs...), forkImplReplay(o.fs)...)); err != nil {
+		return errPrinted // by the flag package
 	}
+	cfg.OpenBaseline = bsel.Open
+	cfg.Baseline.Flags = bsel.replayFlags()
 	if kind == "sim" {
-		t, err := sel.Open()
+		// Open it once now, so a bad mutant name is exit 2 at once.
+		t, err := bsel.Open()
 		if err != nil {
-			return fail("%v", err)
+			return fmt.Errorf("baseline: %v", err)
 		}
 		t.Close()
 	}
-	cfg.ReplayCommand = func(path string, base bool) string {
-		if base {
-			return campaign.ReplayCommand(cfg.Baseline.Flags, *corrupt, path)
-		}
-		return campaign.ReplayCommand(cfg.Kernel.Flags, *corrupt, path)
-	}
+	return nil
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	fmt.Fprintf(stdout, "ci: seed %d (replay the gate with --seed %d and the same flags)\n", *seed, *seed)
-	res := gate.Run(ctx, cfg)
-	err := res.WriteFiles(*junitPath, *jsonPath)
+// report writes the gate's files, prints its summary and returns its exit
+// status.
+func (o *ciOptions) report(res *gate.Result, stdout, stderr io.Writer) int {
+	err := res.WriteFiles(o.junit, o.json)
 	if err == nil {
-		err = res.WriteOutputs(outs)
+		err = res.WriteOutputs(o.outs)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz ci: writing results:", err)
@@ -266,7 +309,7 @@ func cmdCI(args []string, stdout, stderr io.Writer) int {
 	if res.Baseline != nil && len(res.Findings) > 0 {
 		fmt.Fprint(stdout, gate.BaselineTable(res))
 	}
-	for _, p := range []string{*junitPath, *jsonPath, *kcidbPath, *ktapPath, *tablePath} {
+	for _, p := range []string{o.junit, o.json, o.outs.KCIDB, o.outs.KTAP, o.outs.BaselineTable} {
 		if p != "" {
 			fmt.Fprintf(stdout, "ci: wrote %s\n", p)
 		}

@@ -19,8 +19,11 @@ func init() {
 		help: "hunt every mutant of the simulated kernel: detection, time, programs, minimized size", run: cmdSimBench})
 }
 
+// simFlag names the flag of each sim.Config field a flag sets.
+var simFlag = map[string]string{"Mode": "fork", "Mutant": "mutant", "SchedSeed": "sched-seed", "FailNth": "fail-nth", "FailRate": "fail-rate"}
+
 func simFlags(fs *flag.FlagSet) func() (agents.Target, error) {
-	fork := fs.String("fork", "eager", "sim: fork implementation: eager, ondemand or async")
+	fork := fs.String("fork", sim.DefaultConfig().Mode.String(), "sim: fork implementation: eager, ondemand or async")
 	mutant := fs.String("mutant", "", "sim: switch on a catalogued bug (see --list-mutants)")
 	list := fs.Bool("list-mutants", false, "sim: print the mutants of --fork (name, then a description) and exit")
 	seed := fs.Uint64("sched-seed", 0, "sim: scheduler seed (interleaving of Async-fork's background copy, failure positions)")
@@ -31,17 +34,19 @@ func simFlags(fs *flag.FlagSet) func() (agents.Target, error) {
 		if err != nil {
 			return nil, err
 		}
-		if *failNth < 0 {
-			return nil, fmt.Errorf("--fail-nth %d: want 0 (never) or a positive allocation number", *failNth)
+		cfg := sim.Config{Mode: mode, Mutant: *mutant, SchedSeed: *seed, FailNth: *failNth, FailRate: *failRate}
+		if *list {
+			// Listing needs no mutant: --fork is what it lists.
+			cfg.Mutant = ""
 		}
-		if !(*failRate >= 0 && *failRate <= 1) {
-			return nil, fmt.Errorf("--fail-rate %v: want a probability in 0..1", *failRate)
+		if err := cfg.Validate(); err != nil {
+			return nil, flagError(err, simFlag)
 		}
 		if *list {
 			listMutants(os.Stdout, mode)
 			os.Exit(exitClean)
 		}
-		return sim.NewTarget(sim.Config{Mode: mode, Mutant: *mutant, SchedSeed: *seed, FailNth: *failNth, FailRate: *failRate})
+		return sim.NewTarget(cfg)
 	}
 }
 

@@ -27,70 +27,76 @@ func init() {
 		paths:  []string{"kernel", "target-file", "modules"}}
 }
 
+// qemuFlag names the flag of each vm.Config field a flag sets.
+var qemuFlag = map[string]string{"VMs": "vms", "Memory": "vm-memory", "CPUs": "vm-cpus", "Accel": "accel",
+	"Workdir": "vm-workdir", "BootTimeout": "boot-timeout", "ProgramTimeout": "program-timeout", "Cmdline": "kernel-cmdline"}
+
 func qemuFlags(fs *flag.FlagSet) func() (agents.Target, error) {
+	def := vm.DefaultConfig()
 	image := fs.String("kernel", "", "qemu: kernel image to boot (default: the target file's, else Debian's "+kernel.DefaultImagePackage+", fetched and unpacked, not installed)")
-	vms := fs.Int("vms", 1, "qemu: number of VMs")
+	vms := fs.Int("vms", def.VMs, "qemu: number of VMs")
 	targetFile := fs.String("target-file", "", "qemu: target file with guest set-up and fork-mode steps")
-	accel := fs.String("accel", "auto", "qemu: auto (KVM if it boots the kernel, else TCG), kvm or tcg")
-	mem := fs.Int("vm-memory", 0, "qemu: MiB per VM (default 1024, or the target file's)")
-	cpus := fs.Int("vm-cpus", 0, "qemu: vCPUs per VM (default 2, or the target file's)")
+	accel := fs.String("accel", def.Accel, "qemu: auto (KVM if it boots the kernel, else TCG), kvm or tcg")
+	mem := fs.Int("vm-memory", 0, fmt.Sprintf("qemu: MiB per VM (default %d, or the target file's)", vm.DefaultMemory))
+	cpus := fs.Int("vm-cpus", 0, fmt.Sprintf("qemu: vCPUs per VM (default %d, or the target file's)", vm.DefaultCPUs))
 	vmdir := fs.String("vm-workdir", "", "qemu: where VM consoles are kept (default: a temporary directory)")
-	bootTimeout := fs.Duration("boot-timeout", 5*time.Minute, "qemu: how long a VM may take to boot")
-	progTimeout := fs.Duration("program-timeout", 60*time.Second, "qemu: how long one program may run in the guest")
+	bootTimeout := fs.Duration("boot-timeout", def.BootTimeout, "qemu: how long a VM may take to boot")
+	progTimeout := fs.Duration("program-timeout", def.ProgramTimeout, "qemu: how long one program may run in the guest")
 	cmdline := fs.String("kernel-cmdline", "", "qemu: words appended to the guest kernel's command line (besides the target file's cmdline), e.g. "+kernel.MutantsParam+"=wp-src-pmd")
 	extraMods := fs.String("modules", "", "qemu: comma-separated .ko files the guest loads at boot (default: "+kernel.PMDModuleName+" if it is beside --kernel)")
 	positive(fs, "vms", "boot-timeout", "program-timeout")
 	return func() (agents.Target, error) {
-		switch {
-		case *vms < 1:
-			return nil, fmt.Errorf("--vms %d: want at least 1", *vms)
-		case *mem < 0:
-			return nil, fmt.Errorf("--vm-memory %d: want a positive number of MiB", *mem)
-		case *cpus < 0:
-			return nil, fmt.Errorf("--vm-cpus %d: want a positive number", *cpus)
-		case *bootTimeout <= 0:
-			return nil, fmt.Errorf("--boot-timeout %v: want a positive duration", *bootTimeout)
-		case *progTimeout <= 0:
-			return nil, fmt.Errorf("--program-timeout %v: want a positive duration", *progTimeout)
-		}
 		cfg := vm.Config{VMs: *vms, Accel: *accel, Memory: *mem, CPUs: *cpus, Workdir: *vmdir,
 			BootTimeout: *bootTimeout, ProgramTimeout: *progTimeout, Log: os.Stderr, Cmdline: *cmdline}
-		if *targetFile != "" {
-			tf, err := vm.ReadTargetFile(*targetFile)
-			if err != nil {
-				return nil, err
-			}
-			cfg.TargetFile = tf
-			if *image == "" {
-				*image = tf.Kernel
-			}
+		if err := cfg.Validate(); err != nil {
+			return nil, flagError(err, qemuFlag)
 		}
-		if *image == "" {
-			d, err := kernel.FetchDebian(kernel.DefaultImagePackage, kernel.CacheDir(), os.Stderr)
-			if err != nil {
-				return nil, err
-			}
-			idx, err := kernel.IndexModules(d.Modules)
-			if err != nil {
-				return nil, err
-			}
-			mods, err := idx.Resolve(kernel.VirtioModules...)
-			if err != nil {
-				return nil, err
-			}
-			cfg.Kernel, cfg.Modules = d.Image, mods
-		} else {
-			cfg.Kernel = *image
-		}
-		cfg.Modules = append(cfg.Modules, extraModules(*extraMods, cfg.Kernel)...)
-		if fi, err := os.Stat(cfg.Kernel); err != nil {
-			return nil, fmt.Errorf("kernel image: %w", err)
-		} else if fi.IsDir() {
-			return nil, fmt.Errorf("kernel image %s is a directory", cfg.Kernel)
+		if err := qemuKernel(&cfg, *targetFile, *image, *extraMods); err != nil {
+			return nil, err
 		}
 		fmt.Fprintf(os.Stderr, "qemu: booting %d VM(s) with %s\n", cfg.VMs, cfg.Kernel)
 		return vm.New(cfg)
 	}
+}
+
+// qemuKernel sets cfg's target file, kernel image and modules: --kernel,
+// else the target file's, else Debian's (fetched, with the virtio
+// modules it needs); then --modules.
+func qemuKernel(cfg *vm.Config, targetFile, image, extraMods string) error {
+	if targetFile != "" {
+		tf, err := vm.ReadTargetFile(targetFile)
+		if err != nil {
+			return err
+		}
+		cfg.TargetFile = tf
+		if image == "" {
+			image = tf.Kernel
+		}
+	}
+	if image == "" {
+		d, err := kernel.FetchDebian(kernel.DefaultImagePackage, kernel.CacheDir(), os.Stderr)
+		if err != nil {
+			return err
+		}
+		idx, err := kernel.IndexModules(d.Modules)
+		if err != nil {
+			return err
+		}
+		mods, err := idx.Resolve(kernel.VirtioModules...)
+		if err != nil {
+			return err
+		}
+		cfg.Kernel, cfg.Modules = d.Image, mods
+	} else {
+		cfg.Kernel = image
+	}
+	cfg.Modules = append(cfg.Modules, extraModules(extraMods, cfg.Kernel)...)
+	if fi, err := os.Stat(cfg.Kernel); err != nil {
+		return fmt.Errorf("kernel image: %w", err)
+	} else if fi.IsDir() {
+		return fmt.Errorf("kernel image %s is a directory", cfg.Kernel)
+	}
+	return nil
 }
 
 func cmdVMAgent(args []string, stdout, stderr io.Writer) int {
