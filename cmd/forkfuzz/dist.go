@@ -96,9 +96,16 @@ func connFlags(fs *flag.FlagSet, server bool) func() (*dist.Config, error) {
 		} else {
 			set(&c.NKeySeed, *seed)
 		}
+		if err := c.Validate(); err != nil {
+			return nil, flagError(err, distFlag)
+		}
 		return c, nil
 	}
 }
+
+// distFlag names the flag of each dist.Config field a flag sets.
+var distFlag = map[string]string{"Token": "token", "NKeySeed": "nkey-seed", "NKeyUsers": "nkey-user", "TLSCert": "tls-cert",
+	"TLSKey": "tls-key", "TLSCA": "tls-ca", "MetricsAddr": "metrics-addr"}
 
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	var l slog.Level
@@ -112,164 +119,74 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
+// coordinatorOptions are the flags of forkfuzz coordinator.
+type coordinatorOptions struct {
+	fs                                      *flag.FlagSet
+	conn                                    func() (*dist.Config, error)
+	listen, storeDir, name, profile, target string
+	kernelImage, workdir, forkImpl, corrupt string
+	logLevel, httpAddr                      string
+	insecure, blind, quiet                  bool
+	seed                                    uint64
+	programs, queue, judges                 int
+	duration, ackWait                       time.Duration
+}
+
 func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("coordinator", stderr)
-	conn := connFlags(fs, true)
-	listen := fs.String("listen", "", "address of the embedded NATS server (default 127.0.0.1:4222; beyond loopback needs --token or --nkey-user)")
-	storeDir := fs.String("store-dir", "", "JetStream storage of the embedded server (default WORKDIR/jetstream)")
-	insecure := fs.Bool("insecure", false, "allow listening beyond the loopback without authentication")
-	name := fs.String("campaign", "default", "campaign name; a stored campaign of that name is resumed")
-	seed := fs.Uint64("seed", 0, "seed of a new campaign (0: random, printed)")
-	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
-	programs := fs.Int("programs", 0, "stop after this many programs in all (0: no limit)")
-	duration := fs.Duration("duration", 0, "stop publishing after this long, then wait for the published work (0: no limit)")
-	target := fs.String("target", "native", "target kind the agents run: native, qemu or sim")
-	kernelImage := fs.String("kernel-image", "", "qemu: publish this kernel image to the object store; agents fetch it by hash")
-	queue := fs.Int("queue", 256, "programs published and not yet done, at most")
-	judges := fs.Int("judges", 0, "goroutines that judge and store results (0: 2 per CPU, at least 4)")
-	ackWait := fs.Duration("ack-wait", 30*time.Second, "an agent silent this long loses its work to another agent")
-	workdir := fs.String("workdir", "workdir", "finding directories are written here too")
-	blind := fs.Bool("blind", false, "keep the kernel-coverage corpus (WORKDIR/corpus/KERNEL-ID) but do not let it guide the programs")
-	forkImpl := fs.String("fork-impl", "", "the fork implementation the agents run (their --fork-impl): a deferring one keeps generated programs' regions at the top of the address space, as forkfuzz run does")
-	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executors falsify observations")
-	logLevel := fs.String("log-level", "info", "debug (every program's seed), info, warn, error")
-	quiet := fs.Bool("q", false, "no progress line")
-	httpAddr := fs.String("http", "", "serve the live campaign page (rates, findings, agents; read-only, no authentication) on this address, e.g. 127.0.0.1:8080")
-	positive(fs, "queue", "ack-wait")
-	if err := parseArgs(fs, args, ""); err != nil {
+	o := coordinatorFlags(stderr)
+	if err := parseArgs(o.fs, args, ""); err != nil {
 		return parseExit(err)
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "forkfuzz coordinator:", err); return exitError }
-	if _, ok := targetKinds[*target]; !ok {
-		var kinds []string
-		for k := range targetKinds {
-			kinds = append(kinds, k)
-		}
-		slices.Sort(kinds)
-		return fail(fmt.Errorf("--target %q: want one of %s (no worker could run it: the coordinator would wait for ever)", *target, strings.Join(kinds, ", ")))
-	}
-	if *forkImpl != "" && !slices.Contains(executor.ForkImplNames(), *forkImpl) {
-		return fail(fmt.Errorf("--fork-impl %q: want one of %s", *forkImpl, strings.Join(executor.ForkImplNames(), ", ")))
-	}
-	if err := checkCorrupt(*target, *corrupt); err != nil {
+	if err := o.check(); err != nil {
 		return fail(err)
 	}
-	cfg, err := conn()
+	cfg, err := o.conn()
 	if err != nil {
 		return fail(err)
 	}
-	log, err := newLogger(stderr, *logLevel)
+	log, err := newLogger(stderr, o.logLevel)
 	if err != nil {
 		return fail(err)
 	}
-	if *listen != "" {
-		cfg.Listen = *listen
+	if o.listen != "" {
+		cfg.Listen = o.listen
 	}
-	if *storeDir != "" {
-		cfg.StoreDir = *storeDir
+	if o.storeDir != "" {
+		cfg.StoreDir = o.storeDir
 	}
 	if cfg.StoreDir == "" {
-		cfg.StoreDir = filepath.Join(*workdir, "jetstream")
+		cfg.StoreDir = filepath.Join(o.workdir, "jetstream")
 	}
 	// The coordinator writes finding directories as a campaign does: one
 	// user of a workdir at a time.
-	unlock, err := campaign.LockWorkdir(*workdir)
+	unlock, err := campaign.LockWorkdir(o.workdir)
 	if err != nil {
 		return fail(err)
 	}
 	defer unlock()
 	ctx, stop := signalContext()
 	defer stop()
-	var nc *nats.Conn
-	if cfg.Coordinator != "" {
-		// An external NATS cluster: no embedded server.
-		if nc, err = dist.Dial(ctx, cfg.Coordinator, "forkfuzz-coordinator", cfg.Security); err != nil {
-			return fail(err)
-		}
-	} else {
-		srv, err := dist.StartServer(dist.ServerConfig{Listen: cfg.Listen, StoreDir: cfg.StoreDir, Security: cfg.Security, Insecure: *insecure})
-		if err != nil {
-			return fail(err)
-		}
-		defer func() {
-			if !srv.ShutdownWithin(10 * time.Second) {
-				log.Warn("the embedded NATS server did not stop within 10s; exiting anyway")
-			}
-		}()
-		log.Info("NATS server with JetStream", "url", srv.URL, "store", cfg.StoreDir)
-		hint := fmt.Sprintf("forkfuzz worker --coordinator %s --target %s", srv.URL, *target)
-		switch {
-		case cfg.Security.Token != "":
-			hint += " --token TOKEN (this coordinator's --token)"
-		case len(cfg.Security.NKeyUsers) > 0:
-			hint += " --nkey-seed SEED (a seed of one of the coordinator's nkey users)"
-		}
-		fmt.Fprintf(stdout, "coordinator: workers connect with: %s\n", hint)
-		if nc, err = srv.Connect("forkfuzz-coordinator"); err != nil {
-			return fail(err)
-		}
-	}
-	defer nc.Close()
-	st, err := dist.Open(ctx, nc)
+	nc, closeServer, err := o.connect(ctx, cfg, log, stdout)
 	if err != nil {
 		return fail(err)
 	}
-	var m *dist.Metrics
-	if cfg.MetricsAddr != "" {
-		m = dist.NewMetrics()
-		addr, _, err := m.Serve(ctx, cfg.MetricsAddr, log)
-		if err != nil {
-			return fail(err)
-		}
-		log.Info("metrics", "url", "http://"+addr+"/metrics")
-	}
-	if *httpAddr != "" {
-		addr, err := serveLive(ctx, *httpAddr, st, *name, *workdir, 10*time.Second)
-		if err != nil {
-			return fail(err)
-		}
-		log.Info("campaign page", "url", "http://"+addr+"/")
-	}
-	var kernelHash string
-	if *kernelImage != "" {
-		if kernelHash, err = dist.PutKernel(ctx, st, *kernelImage); err != nil {
-			return fail(err)
-		}
-		log.Info("kernel image published", "path", *kernelImage, "sha256", kernelHash)
-	}
-	if *seed == 0 {
-		*seed = uint64(time.Now().UnixNano())
-	}
-	weights, err := gen.Profile(*profile)
+	defer closeServer()
+	defer nc.Close()
+	ccfg, err := o.coordinatorConfig(ctx, nc, cfg, log, stderr)
 	if err != nil {
-		return fail(fmt.Errorf("--profile: %w", err))
-	}
-	var arenaNote string
-	if weights, arenaNote = campaign.ArenaWeightsFor(*forkImpl, weights); arenaNote != "" {
-		log.Info(arenaNote)
-	}
-	ccfg := dist.CoordinatorConfig{Store: st, Campaign: *name, Seed: *seed, Programs: *programs, Duration: *duration,
-		Target: *target, Kernel: kernelHash, Corrupt: *corrupt, Weights: weights, Workdir: *workdir, Blind: *blind,
-		Queue: *queue, Judges: *judges, AckWait: *ackWait, Log: log, Metrics: m}
-	if !*quiet {
-		ccfg.Progress = stderr
-		if !isTerminal(stderr) {
-			ccfg.ProgressLines, ccfg.ProgressEvery = true, 10*time.Second
-		}
-	}
-	if _, err := st.State.Get(ctx, *name); err == nil {
-		ccfg.Seed = 0 // resume with the stored seed
+		return fail(err)
 	}
 	cs, err := dist.RunCoordinator(ctx, ccfg)
 	if err != nil {
 		return fail(err)
 	}
-	printDistSummary(stdout, cs, *name)
+	printDistSummary(stdout, cs, o.name)
 	if ctx.Err() != nil {
-		fmt.Fprintf(stdout, "interrupted: run the coordinator again with --campaign %s to resume\n", *name)
+		fmt.Fprintf(stdout, "interrupted: run the coordinator again with --campaign %s to resume\n", o.name)
 	}
 	if cs.Abandoned > 0 {
-		fmt.Fprintf(stdout, "abandoned: %d published programs done by no worker (run the coordinator again with --campaign %s to resume)\n", cs.Abandoned, *name)
+		fmt.Fprintf(stdout, "abandoned: %d published programs done by no worker (run the coordinator again with --campaign %s to resume)\n", cs.Abandoned, o.name)
 	}
 	if cs.Findings > 0 || cs.Events > 0 {
 		return exitFindings
@@ -278,6 +195,144 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("no program ran (%d published, %d harness errors): nothing was tested; is a worker connected?", cs.Published, cs.HarnessErrors))
 	}
 	return exitClean
+}
+
+// coordinatorFlags declares the flags of forkfuzz coordinator.
+func coordinatorFlags(stderr io.Writer) *coordinatorOptions {
+	o := &coordinatorOptions{fs: newFlags("coordinator", stderr)}
+	fs := o.fs
+	o.conn = connFlags(fs, true)
+	fs.StringVar(&o.listen, "listen", "", "address of the embedded NATS server (default "+dist.DefaultListen+"; beyond loopback needs --token or --nkey-user)")
+	fs.StringVar(&o.storeDir, "store-dir", "", "JetStream storage of the embedded server (default WORKDIR/jetstream)")
+	fs.BoolVar(&o.insecure, "insecure", false, "allow listening beyond the loopback without authentication")
+	fs.StringVar(&o.name, "campaign", "default", "campaign name; a stored campaign of that name is resumed")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed of a new campaign (0: random, printed)")
+	fs.StringVar(&o.profile, "profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
+	fs.IntVar(&o.programs, "programs", 0, "stop after this many programs in all (0: no limit)")
+	fs.DurationVar(&o.duration, "duration", 0, "stop publishing after this long, then wait for the published work (0: no limit)")
+	fs.StringVar(&o.target, "target", "native", "target kind the agents run: native, qemu or sim")
+	fs.StringVar(&o.kernelImage, "kernel-image", "", "qemu: publish this kernel image to the object store; agents fetch it by hash")
+	fs.IntVar(&o.queue, "queue", 256, "programs published and not yet done, at most")
+	fs.IntVar(&o.judges, "judges", 0, "goroutines that judge and store results (0: 2 per CPU, at least 4)")
+	fs.DurationVar(&o.ackWait, "ack-wait", 30*time.Second, "an agent silent this long loses its work to another agent")
+	fs.StringVar(&o.workdir, "workdir", "workdir", "finding directories are written here too")
+	fs.BoolVar(&o.blind, "blind", false, "keep the kernel-coverage corpus (WORKDIR/corpus/KERNEL-ID) but do not let it guide the programs")
+	fs.StringVar(&o.forkImpl, "fork-impl", "", "the fork implementation the agents run (their --fork-impl): a deferring one keeps generated programs' regions at the top of the address space, as forkfuzz run does")
+	fs.StringVar(&o.corrupt, "corrupt", "", "TEST ONLY: make the executors falsify observations")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug (every program's seed), info, warn, error")
+	fs.BoolVar(&o.quiet, "q", false, "no progress line")
+	fs.StringVar(&o.httpAddr, "http", "", "serve the live campaign page (rates, findings, agents; read-only, no authentication) on this address, e.g. 127.0.0.1:8080")
+	positive(fs, "queue", "ack-wait")
+	return o
+}
+
+// check rejects a target kind, fork implementation or corruption no
+// worker could run.
+func (o *coordinatorOptions) check() error {
+	if _, ok := targetKinds[o.target]; !ok {
+		var kinds []string
+		for k := range targetKinds {
+			kinds = append(kinds, k)
+		}
+		slices.Sort(kinds)
+		return fmt.Errorf("--target %q: want one of %s (no worker could run it: the coordinator would wait for ever)", o.target, strings.Join(kinds, ", "))
+	}
+	if o.forkImpl != "" && !slices.Contains(executor.ForkImplNames(), o.forkImpl) {
+		return fmt.Errorf("--fork-impl %q: want one of %s", o.forkImpl, strings.Join(executor.ForkImplNames(), ", "))
+	}
+	return checkCorrupt(o.target, o.corrupt)
+}
+
+// connect connects to the external NATS cluster cfg names, or starts the
+// embedded server (closeServer shuts it down) and prints how workers
+// connect to it.
+func (o *coordinatorOptions) connect(ctx context.Context, cfg *dist.Config, log *slog.Logger, stdout io.Writer) (nc *nats.Conn, closeServer func(), err error) {
+	if cfg.Coordinator != "" {
+		// An external NATS cluster: no embedded server.
+		nc, err = dist.Dial(ctx, cfg.Coordinator, "forkfuzz-coordinator", cfg.Security)
+		return nc, func() {}, err
+	}
+	srv, err := dist.StartServer(dist.ServerConfig{Listen: cfg.Listen, StoreDir: cfg.StoreDir, Security: cfg.Security, Insecure: o.insecure})
+	if err != nil {
+		return nil, nil, err
+	}
+	closeServer = func() {
+		if !srv.ShutdownWithin(10 * time.Second) {
+			log.Warn("the embedded NATS server did not stop within 10s; exiting anyway")
+		}
+	}
+	log.Info("NATS server with JetStream", "url", srv.URL, "store", cfg.StoreDir)
+	hint := fmt.Sprintf("forkfuzz worker --coordinator %s --target %s", srv.URL, o.target)
+	switch {
+	case cfg.Security.Token != "":
+		hint += " --token TOKEN (this coordinator's --token)"
+	case len(cfg.Security.NKeyUsers) > 0:
+		hint += " --nkey-seed SEED (a seed of one of the coordinator's nkey users)"
+	}
+	fmt.Fprintf(stdout, "coordinator: workers connect with: %s\n", hint)
+	if nc, err = srv.Connect("forkfuzz-coordinator"); err != nil {
+		closeServer()
+		return nil, nil, err
+	}
+	return nc, closeServer, nil
+}
+
+// coordinatorConfig opens the store on nc, starts the metrics and the
+// campaign page, publishes the kernel image and returns the campaign's
+// configuration.
+func (o *coordinatorOptions) coordinatorConfig(ctx context.Context, nc *nats.Conn, cfg *dist.Config, log *slog.Logger, stderr io.Writer) (dist.CoordinatorConfig, error) {
+	var ccfg dist.CoordinatorConfig
+	st, err := dist.Open(ctx, nc)
+	if err != nil {
+		return ccfg, err
+	}
+	var m *dist.Metrics
+	if cfg.MetricsAddr != "" {
+		m = dist.NewMetrics()
+		addr, _, err := m.Serve(ctx, cfg.MetricsAddr, log)
+		if err != nil {
+			return ccfg, err
+		}
+		log.Info("metrics", "url", "http://"+addr+"/metrics")
+	}
+	if o.httpAddr != "" {
+		addr, err := serveLive(ctx, o.httpAddr, st, o.name, o.workdir, 10*time.Second)
+		if err != nil {
+			return ccfg, err
+		}
+		log.Info("campaign page", "url", "http://"+addr+"/")
+	}
+	var kernelHash string
+	if o.kernelImage != "" {
+		if kernelHash, err = dist.PutKernel(ctx, st, o.kernelImage); err != nil {
+			return ccfg, err
+		}
+		log.Info("kernel image published", "path", o.kernelImage, "sha256", kernelHash)
+	}
+	if o.seed == 0 {
+		o.seed = uint64(time.Now().UnixNano())
+	}
+	weights, err := gen.Profile(o.profile)
+	if err != nil {
+		return ccfg, fmt.Errorf("--profile: %w", err)
+	}
+	var arenaNote string
+	if weights, arenaNote = campaign.ArenaWeightsFor(o.forkImpl, weights); arenaNote != "" {
+		log.Info(arenaNote)
+	}
+	ccfg = dist.CoordinatorConfig{Store: st, Campaign: o.name, Seed: o.seed, Programs: o.programs, Duration: o.duration,
+		Target: o.target, Kernel: kernelHash, Corrupt: o.corrupt, Weights: weights, Workdir: o.workdir, Blind: o.blind,
+		Queue: o.queue, Judges: o.judges, AckWait: o.ackWait, Log: log, Metrics: m}
+	if !o.quiet {
+		ccfg.Progress = stderr
+		if !isTerminal(stderr) {
+			ccfg.ProgressLines, ccfg.ProgressEvery = true, 10*time.Second
+		}
+	}
+	if _, err := st.State.Get(ctx, o.name); err == nil {
+		ccfg.Seed = 0 // resume with the stored seed
+	}
+	return ccfg, nil
 }
 
 func printDistSummary(w io.Writer, cs *dist.Stats, name string) {
@@ -406,7 +461,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	if cfg.Coordinator == "" {
-		cfg.Coordinator = "nats://127.0.0.1:4222"
+		cfg.Coordinator = dist.DefaultCoordinator
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -180,105 +180,54 @@ func withColon(err error) error {
 	return fmt.Errorf(" %w", err)
 }
 
+// runOptions are the flags of forkfuzz run: the campaign's Config (its
+// value fields bound to flags), the target selection and the rest.
+type runOptions struct {
+	fs          *flag.FlagSet
+	sel         *targetSel
+	cfg         campaign.Config
+	profile     string
+	quiet, dist bool
+	cover       func(*campaign.Config)
+	resume      func(context.Context, *campaign.Config, agents.Target) error
+}
+
+// campaignFlag names the flag of each campaign.Config field a flag sets.
+var campaignFlag = map[string]string{"Duration": "duration", "Programs": "programs", "Seed": "seed", "Workdir": "workdir",
+	"MinimizeRuns": "minimize-runs", "MinimizeTime": "minimize-time", "Corrupt": "corrupt", "MaxHarnessErrors": "max-harness-errors"}
+
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("run", stderr)
-	sel := targetSetup(fs, "native")
-	duration := fs.Duration("duration", time.Minute, "stop after this long (0: no time limit; --programs must then bound the campaign)")
-	programs := fs.Int("programs", 0, "stop after this many programs (0: no limit; --duration must then bound the campaign)")
-	seed := fs.Uint64("seed", 0, "campaign seed (0: random, printed)")
-	workdir := fs.String("workdir", "workdir", "where findings are saved")
-	minRuns := fs.Int("minimize-runs", 300, "target runs to spend minimizing each new finding (0: the default, 300)")
-	minTime := fs.Duration("minimize-time", 2*time.Minute, "time to spend minimizing each new finding (0: no bound)")
-	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
-	quiet := fs.Bool("q", false, "no progress line")
-	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", ")+" (part of what a seed replays)")
-	overJS := fs.Bool("dist", false, "run through a coordinator and an agent in this process over an embedded NATS JetStream server")
-	coverCfg := coverFlags(fs)
-	resume := runFlags(fs)
-	maxHarness := fs.Int("max-harness-errors", 5, "give up (exit 2) after this many harness errors in a row")
-	positive(fs, "max-harness-errors")
-	if err := parseArgs(fs, args, ""); err != nil {
+	o := runFlagSet(stderr)
+	if err := parseArgs(o.fs, args, ""); err != nil {
 		return parseExit(err)
 	}
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "forkfuzz run: "+format+"\n", args...)
 		return exitError
 	}
-	if *duration == 0 && *programs == 0 {
-		return fail("set --duration or --programs: nothing else bounds the campaign (SIGINT/SIGTERM end it early)")
-	}
-	if err := sel.check(); err != nil {
+	if err := o.check(); err != nil {
 		return fail("%v", err)
 	}
-	if err := sel.checkCorrupt(*corrupt); err != nil {
-		return fail("%v", err)
-	}
-	if *seed == 0 {
-		*seed = uint64(time.Now().UnixNano())
-	}
-	weights, err := gen.Profile(*profile)
-	if err != nil {
-		return fail("--profile: %v", err)
-	}
-	t, err := sel.Open()
+	t, err := o.sel.Open()
 	if err != nil {
 		return fail("%v", err)
 	}
 	defer t.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := campaign.Config{FindingPages: report.Files,
-		Target: t, Seed: *seed, Duration: *duration, Programs: *programs, Workdir: *workdir,
-		Weights: weights, Log: stdout, MinimizeRuns: *minRuns, MinimizeTime: *minTime, Corrupt: *corrupt,
-		TargetArgs: sel.ReplayArgs(t), Kernel: sel.Kernel(t), MaxHarnessErrors: *maxHarness,
-	}
-	coverCfg(&cfg)
-	if !*quiet {
-		cfg.Progress = stderr
-		if !isTerminal(stderr) {
-			cfg.ProgressLines, cfg.ProgressEvery = true, 10*time.Second
-		}
-	}
-	if *overJS {
+	cfg := o.config(t, stdout, stderr)
+	if o.dist {
 		stop()
-		return runDist(t, sel.Kind(), cfg, *minRuns, *minTime, stdout, stderr)
+		return runDist(t, o.sel.Kind(), cfg, cfg.MinimizeRuns, cfg.MinimizeTime, stdout, stderr)
 	}
 	fmt.Fprintf(stdout, "campaign: %s, kernel %s\n", version.String(), cfg.Kernel)
-	if err := resume(ctx, &cfg, t); err != nil {
+	if err := o.resume(ctx, &cfg, t); err != nil {
 		fmt.Fprintln(stderr, "forkfuzz run:", err)
 		return exitError
 	}
 	st, err := campaign.Run(ctx, cfg)
 	if st != nil {
-		fmt.Fprintf(stdout, "summary: %d programs, %d forks in %v (%.1f programs/s, %.1f forks/s); %d failing runs, %d unique findings, %d harness errors; seed %d\n",
-			st.Programs, st.Forks, st.Elapsed.Round(time.Millisecond), float64(st.Programs)/st.Elapsed.Seconds(),
-			float64(st.Forks)/st.Elapsed.Seconds(), st.Events, st.Findings, st.HarnessErrors, *seed)
-		fmt.Fprintf(stdout, "judged: %s\n", st.Judged.String())
-		if s := st.Judged.AtFork.String(); s != "" {
-			fmt.Fprintf(stdout, "at fork: %s\n", s)
-		}
-		if st.Events > 0 {
-			fmt.Fprintf(stdout, "failures: %d failing runs, %d new findings, %d known from earlier runs in this workdir\n", st.Events, st.Findings, st.Known)
-		}
-		for _, u := range st.Unconfirmed {
-			fmt.Fprintf(stdout, "harness trouble, not counted against the kernel: %s\n", u)
-		}
-		if l := st.Spent.String(); l != "" {
-			fmt.Fprintf(stdout, "time: %s\n", l)
-		}
-		if st.StatsError != "" {
-			fmt.Fprintf(stdout, "stats: %s\n", st.StatsError)
-		}
-		coverSummary(stdout, st)
-		for _, d := range st.Saved {
-			fmt.Fprintf(stdout, "finding: %s\n", d)
-		}
-		for _, d := range st.KnownDirs {
-			fmt.Fprintf(stdout, "known finding: %s\n", d)
-		}
-		if ctx.Err() != nil {
-			fmt.Fprintln(stdout, "interrupted: the campaign was stopped by a signal before its bound")
-		}
+		printRunSummary(stdout, st, cfg.Seed, ctx.Err() != nil)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz run:", err)
@@ -287,6 +236,109 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitError
 	}
+	return runExit(st, fail)
+}
+
+// runFlagSet declares the flags of forkfuzz run.
+func runFlagSet(stderr io.Writer) *runOptions {
+	o := &runOptions{fs: newFlags("run", stderr)}
+	fs, c := o.fs, &o.cfg
+	o.sel = targetSetup(fs, "native")
+	fs.DurationVar(&c.Duration, "duration", time.Minute, "stop after this long (0: no time limit; --programs must then bound the campaign)")
+	fs.IntVar(&c.Programs, "programs", 0, "stop after this many programs (0: no limit; --duration must then bound the campaign)")
+	fs.Uint64Var(&c.Seed, "seed", 0, "campaign seed (0: random, printed)")
+	fs.StringVar(&c.Workdir, "workdir", "workdir", "where findings are saved")
+	fs.IntVar(&c.MinimizeRuns, "minimize-runs", campaign.DefaultMinimizeRuns, fmt.Sprintf("target runs to spend minimizing each new finding (0: the default, %d)", campaign.DefaultMinimizeRuns))
+	fs.DurationVar(&c.MinimizeTime, "minimize-time", 2*time.Minute, "time to spend minimizing each new finding (0: no bound)")
+	fs.StringVar(&c.Corrupt, "corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
+	fs.BoolVar(&o.quiet, "q", false, "no progress line")
+	fs.StringVar(&o.profile, "profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", ")+" (part of what a seed replays)")
+	fs.BoolVar(&o.dist, "dist", false, "run through a coordinator and an agent in this process over an embedded NATS JetStream server")
+	o.cover = coverFlags(fs)
+	o.resume = runFlags(fs)
+	fs.IntVar(&c.MaxHarnessErrors, "max-harness-errors", campaign.DefaultMaxHarnessErrors, "give up (exit 2) after this many harness errors in a row")
+	positive(fs, "max-harness-errors")
+	return o
+}
+
+// check rejects bad flags before the target is opened, and draws a seed
+// when none was given.
+func (o *runOptions) check() error {
+	c := &o.cfg
+	if c.Duration == 0 && c.Programs == 0 {
+		return errors.New("set --duration or --programs: nothing else bounds the campaign (SIGINT/SIGTERM end it early)")
+	}
+	if err := c.Validate(); err != nil {
+		return flagError(err, campaignFlag)
+	}
+	if err := o.sel.check(); err != nil {
+		return err
+	}
+	if err := o.sel.checkCorrupt(c.Corrupt); err != nil {
+		return err
+	}
+	if c.Seed == 0 {
+		c.Seed = uint64(time.Now().UnixNano())
+	}
+	w, err := gen.Profile(o.profile)
+	if err != nil {
+		return fmt.Errorf("--profile: %v", err)
+	}
+	c.Weights = w
+	return nil
+}
+
+// config is the campaign's Config on target t.
+func (o *runOptions) config(t agents.Target, stdout, stderr io.Writer) campaign.Config {
+	cfg := o.cfg
+	cfg.FindingPages, cfg.Target, cfg.Log = report.Files, t, stdout
+	cfg.TargetArgs, cfg.Kernel = o.sel.ReplayArgs(t), o.sel.Kernel(t)
+	o.cover(&cfg)
+	if !o.quiet {
+		cfg.Progress = stderr
+		if !isTerminal(stderr) {
+			cfg.ProgressLines, cfg.ProgressEvery = true, 10*time.Second
+		}
+	}
+	return cfg
+}
+
+// printRunSummary prints what a campaign did.
+func printRunSummary(stdout io.Writer, st *campaign.Stats, seed uint64, interrupted bool) {
+	fmt.Fprintf(stdout, "summary: %d programs, %d forks in %v (%.1f programs/s, %.1f forks/s); %d failing runs, %d unique findings, %d harness errors; seed %d\n",
+		st.Programs, st.Forks, st.Elapsed.Round(time.Millisecond), float64(st.Programs)/st.Elapsed.Seconds(),
+		float64(st.Forks)/st.Elapsed.Seconds(), st.Events, st.Findings, st.HarnessErrors, seed)
+	fmt.Fprintf(stdout, "judged: %s\n", st.Judged.String())
+	if s := st.Judged.AtFork.String(); s != "" {
+		fmt.Fprintf(stdout, "at fork: %s\n", s)
+	}
+	if st.Events > 0 {
+		fmt.Fprintf(stdout, "failures: %d failing runs, %d new findings, %d known from earlier runs in this workdir\n", st.Events, st.Findings, st.Known)
+	}
+	for _, u := range st.Unconfirmed {
+		fmt.Fprintf(stdout, "harness trouble, not counted against the kernel: %s\n", u)
+	}
+	if l := st.Spent.String(); l != "" {
+		fmt.Fprintf(stdout, "time: %s\n", l)
+	}
+	if st.StatsError != "" {
+		fmt.Fprintf(stdout, "stats: %s\n", st.StatsError)
+	}
+	coverSummary(stdout, st)
+	for _, d := range st.Saved {
+		fmt.Fprintf(stdout, "finding: %s\n", d)
+	}
+	for _, d := range st.KnownDirs {
+		fmt.Fprintf(stdout, "known finding: %s\n", d)
+	}
+	if interrupted {
+		fmt.Fprintln(stdout, "interrupted: the campaign was stopped by a signal before its bound")
+	}
+}
+
+// runExit is the exit status of a campaign that ran: an error (fail) when
+// nothing was tested or every failure was harness trouble.
+func runExit(st *campaign.Stats, fail func(string, ...any) int) int {
 	if st.Programs == 0 {
 		return fail("no program ran (%d harness errors): nothing was tested", st.HarnessErrors)
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,55 +20,154 @@ import (
 	"github.com/forkfuzz/forkfuzz/kernel"
 )
 
+// mutbenchOptions are the flags of forkfuzz bench mutants: the
+// benchmark's Config (its value fields bound to flags) and the rest.
+type mutbenchOptions struct {
+	fs          *flag.FlagSet
+	sel         *targetSel
+	cfg         mutbench.Config
+	names       listFlag
+	noBase      bool
+	profile     string
+	list, quiet bool
+	reach       int
+	seedCorpus  *string
+	// baseCmdline is --kernel-cmdline as given; each row adds its mutant.
+	baseCmdline string
+}
+
 // cmdBenchMutants is `forkfuzz bench mutants`: the kernel mutation
 // benchmark (campaign/mutbench) on a kernel built with
 // `forkfuzz kernel build --mutants`.
 func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("bench mutants", stderr)
-	sel := targetSetup(fs, "qemu")
-	var names listFlag
-	fs.Var(&names, "mutants", "a mutant to hunt, by name or number (repeatable or comma-separated; default: all; 'none' runs only the unmutated build)")
-	budget := fs.Duration("budget", 10*time.Minute, "time bound per mutant, to its first finding (the unmutated build gets the same)")
-	programs := fs.Int("programs", 0, "program bound per mutant (0: none)")
-	seed := fs.Uint64("seed", 1, "campaign seed (the same for every row)")
-	workdir := fs.String("workdir", "", "where each row's findings go (WORKDIR/MUTANT/findings; default: a new forkfuzz-mutbench-* directory in $TMPDIR, printed)")
-	noBase := fs.Bool("no-baseline", false, "skip the unmutated build's run")
-	minRuns := fs.Int("minimize-runs", 40, "target runs spent minimizing each finding")
-	minTime := fs.Duration("minimize-time", 3*time.Minute, "time spent minimizing each finding (then 5 replays)")
-	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
-	list := fs.Bool("list", false, "list the mutants and exit")
-	reach := fs.Int("reach", 0, "no kernel: estimate how many of the campaign's first N generated programs meet each mutant's trigger condition, and exit")
-	quiet := fs.Bool("q", false, "no campaign log or progress lines")
-	blind := fs.Bool("blind", false, "campaigns ignore kernel coverage (KCOV), to compare time to each bug with guided ones")
-	seedCorpus := seedCorpusFlag(fs)
-	positive(fs, "budget")
-	if err := parseArgs(fs, args, ""); err != nil {
+	o := mutbenchFlags(stderr)
+	if err := parseArgs(o.fs, args, ""); err != nil {
 		return parseExit(err)
 	}
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(stderr, "forkfuzz bench mutants: "+format+"\n", args...)
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "forkfuzz bench mutants: %v\n", err)
 		return exitError
 	}
-	if *list {
+	if o.list {
 		for _, m := range kernel.Mutants {
 			fmt.Fprintf(stdout, "%2d %-20s %-18s %-22s %s\n", m.Num, m.Name, m.File, m.Oracle, m.Breaks)
 		}
 		return exitClean
 	}
-	if *reach > 0 {
-		w, err := gen.Profile(*profile)
-		if err != nil {
-			return fail("--profile: %v", err)
-		}
-		got := mutbench.Reach(w, *seed, *reach)
-		fmt.Fprintf(stdout, "trigger conditions met by the first %d programs (seed %d, profile %s; fresh programs, no mutation):\n", *reach, *seed, *profile)
-		for _, m := range kernel.Mutants {
-			fmt.Fprintf(stdout, "%-20s %6.1f%%  %s\n", m.Name, 100*float64(got[m.Name])/float64(*reach), m.Needs)
+	if o.reach > 0 {
+		if err := o.printReach(stdout); err != nil {
+			return fail(err)
 		}
 		return exitClean
 	}
-	var ms []kernel.Mutant
-	onlyBase := false
+	if err := o.config(); err != nil {
+		return fail(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg := &o.cfg
+	if !o.quiet {
+		cfg.Log, cfg.Progress = stderr, stderr
+	}
+	fmt.Fprintf(stdout, "bench mutants: %d mutants, budget %v each, seed %d, %s, kernel %s, workdir %s\n", len(cfg.Mutants), cfg.Budget, cfg.Seed, guidance(cfg.Blind), o.sel.flagValue("kernel"), cfg.Workdir)
+	if cfg.SeedCorpus != "" {
+		fmt.Fprintf(stdout, "bench mutants: every row starts from the corpus in %s\n", cfg.SeedCorpus)
+	}
+	rs := mutbench.Run(ctx, *cfg, stdout)
+	errs := 0
+	for _, r := range rs {
+		if r.Err != nil {
+			errs++
+			fmt.Fprintf(stderr, "forkfuzz bench mutants: %s: %v\n", r.Name, r.Err)
+		}
+	}
+	switch {
+	case ctx.Err() != nil, errs == len(rs):
+		return exitError
+	case !mutbench.Clean(rs):
+		return exitFindings
+	}
+	return exitClean
+}
+
+// mutbenchFlags declares the flags of forkfuzz bench mutants.
+func mutbenchFlags(stderr io.Writer) *mutbenchOptions {
+	o := &mutbenchOptions{fs: newFlags("bench mutants", stderr)}
+	fs, c := o.fs, &o.cfg
+	o.sel = targetSetup(fs, "qemu")
+	fs.Var(&o.names, "mutants", "a mutant to hunt, by name or number (repeatable or comma-separated; default: all; 'none' runs only the unmutated build)")
+	fs.DurationVar(&c.Budget, "budget", 10*time.Minute, "time bound per mutant, to its first finding (the unmutated build gets the same)")
+	fs.IntVar(&c.Programs, "programs", 0, "program bound per mutant (0: none)")
+	fs.Uint64Var(&c.Seed, "seed", 1, "campaign seed (the same for every row)")
+	fs.StringVar(&c.Workdir, "workdir", "", "where each row's findings go (WORKDIR/MUTANT/findings; default: a new forkfuzz-mutbench-* directory in $TMPDIR, printed)")
+	fs.BoolVar(&o.noBase, "no-baseline", false, "skip the unmutated build's run")
+	fs.IntVar(&c.MinimizeRuns, "minimize-runs", 40, "target runs spent minimizing each finding")
+	fs.DurationVar(&c.MinimizeTime, "minimize-time", 3*time.Minute, "time spent minimizing each finding (then 5 replays)")
+	fs.StringVar(&o.profile, "profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
+	fs.BoolVar(&o.list, "list", false, "list the mutants and exit")
+	fs.IntVar(&o.reach, "reach", 0, "no kernel: estimate how many of the campaign's first N generated programs meet each mutant's trigger condition, and exit")
+	fs.BoolVar(&o.quiet, "q", false, "no campaign log or progress lines")
+	fs.BoolVar(&c.Blind, "blind", false, "campaigns ignore kernel coverage (KCOV), to compare time to each bug with guided ones")
+	o.seedCorpus = seedCorpusFlag(fs)
+	positive(fs, "budget")
+	return o
+}
+
+// printReach prints how many of the first --reach programs meet each
+// mutant's trigger condition.
+func (o *mutbenchOptions) printReach(stdout io.Writer) error {
+	w, err := gen.Profile(o.profile)
+	if err != nil {
+		return fmt.Errorf("--profile: %v", err)
+	}
+	got := mutbench.Reach(w, o.cfg.Seed, o.reach)
+	fmt.Fprintf(stdout, "trigger conditions met by the first %d programs (seed %d, profile %s; fresh programs, no mutation):\n", o.reach, o.cfg.Seed, o.profile)
+	for _, m := range kernel.Mutants {
+		fmt.Fprintf(stdout, "%-20s %6.1f%%  %s\n", m.Name, 100*float64(got[m.Name])/float64(o.reach), m.Needs)
+	}
+	return nil
+}
+
+// config checks the flags and completes the benchmark's Config: the
+// mutants, the generator weights, the target and the workdir.
+func (o *mutbenchOptions) config() error {
+	cfg, sel := &o.cfg, o.sel
+	ms, onlyBase, err := parseMutants(o.names)
+	if err != nil {
+		return err
+	}
+	if onlyBase && o.noBase {
+		return errors.New("--mutants none with --no-baseline: nothing to run")
+	}
+	if sel.Kind() != "qemu" {
+		return fmt.Errorf("--target %s: the mutants live in a kernel; want --target qemu with --kernel IMAGE from 'forkfuzz kernel build --mutants'", sel.Kind())
+	}
+	if err := sel.check(); err != nil {
+		return err
+	}
+	if sel.flagValue("kernel") == "" && sel.flagValue("target-file") == "" {
+		return errors.New("want --kernel IMAGE (built by 'forkfuzz kernel build --mutants'): the default kernel has no mutants")
+	}
+	if cfg.Weights, err = gen.Profile(o.profile); err != nil {
+		return fmt.Errorf("--profile: %v", err)
+	}
+	if cfg.Workdir == "" {
+		// Not the current directory: run from a source checkout, a
+		// default there filled the checkout with VM consoles.
+		d, err := os.MkdirTemp("", "forkfuzz-mutbench-")
+		if err != nil {
+			return fmt.Errorf("--workdir: %v", err)
+		}
+		cfg.Workdir = d
+	}
+	cfg.Baseline, cfg.Mutants, cfg.Planted, cfg.SeedCorpus = !o.noBase, ms, planted, *o.seedCorpus
+	o.baseCmdline, cfg.Open = sel.flagValue("kernel-cmdline"), o.openRow
+	return nil
+}
+
+// parseMutants parses --mutants: the mutants to hunt (all without the
+// flag) and whether "none" asked for the unmutated build alone.
+func parseMutants(names []string) (ms []kernel.Mutant, onlyBase bool, err error) {
 	for _, arg := range names {
 		for _, n := range strings.Split(arg, ",") {
 			n = strings.TrimSpace(n)
@@ -76,7 +177,7 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 			}
 			m, err := kernel.MutantByName(n)
 			if err != nil {
-				return fail("--mutants: %v", err)
+				return nil, false, fmt.Errorf("--mutants: %v", err)
 			}
 			ms = append(ms, m)
 		}
@@ -84,82 +185,24 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 	if len(names) == 0 {
 		ms = kernel.Mutants
 	}
-	if onlyBase && *noBase {
-		return fail("--mutants none with --no-baseline: nothing to run")
+	return ms, onlyBase, nil
+}
+
+// openRow opens the target of one row: the kernel booted with --kernel-cmdline
+// and cmdline (the row's mutant), its VM consoles kept in dir.
+func (o *mutbenchOptions) openRow(cmdline, dir string) (agents.Target, []string, campaign.KernelID, error) {
+	if err := o.fs.Set("kernel-cmdline", strings.TrimSpace(o.baseCmdline+" "+cmdline)); err != nil {
+		return nil, nil, campaign.KernelID{}, err
 	}
-	if sel.Kind() != "qemu" {
-		return fail("--target %s: the mutants live in a kernel; want --target qemu with --kernel IMAGE from 'forkfuzz kernel build --mutants'", sel.Kind())
+	// Each row's VM consoles stay in its directory: planted reads them.
+	if err := o.fs.Set("vm-workdir", filepath.Join(dir, "vm")); err != nil {
+		return nil, nil, campaign.KernelID{}, err
 	}
-	if err := sel.check(); err != nil {
-		return fail("%v", err)
-	}
-	if sel.flagValue("kernel") == "" && sel.flagValue("target-file") == "" {
-		return fail("want --kernel IMAGE (built by 'forkfuzz kernel build --mutants'): the default kernel has no mutants")
-	}
-	weights, err := gen.Profile(*profile)
+	t, err := o.sel.Open()
 	if err != nil {
-		return fail("--profile: %v", err)
+		return nil, nil, campaign.KernelID{}, err
 	}
-	base := sel.flagValue("kernel-cmdline")
-	open := func(cmdline, dir string) (agents.Target, []string, campaign.KernelID, error) {
-		if err := fs.Set("kernel-cmdline", strings.TrimSpace(base+" "+cmdline)); err != nil {
-			return nil, nil, campaign.KernelID{}, err
-		}
-		// Each row's VM consoles stay in its directory: planted reads them.
-		if err := fs.Set("vm-workdir", filepath.Join(dir, "vm")); err != nil {
-			return nil, nil, campaign.KernelID{}, err
-		}
-		t, err := sel.Open()
-		if err != nil {
-			return nil, nil, campaign.KernelID{}, err
-		}
-		return t, sel.ReplayArgs(t), sel.Kernel(t), nil
-	}
-	if *workdir == "" {
-		// Not the current directory: run from a source checkout, a
-		// default there filled the checkout with VM consoles.
-		d, err := os.MkdirTemp("", "forkfuzz-mutbench-")
-		if err != nil {
-			return fail("--workdir: %v", err)
-		}
-		*workdir = d
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cfg := mutbench.Config{
-		Baseline: !*noBase, Open: open, Seed: *seed, Budget: *budget, Programs: *programs,
-		Weights: weights, Workdir: *workdir, MinimizeRuns: *minRuns, MinimizeTime: *minTime, Mutants: ms,
-		Planted: planted, Blind: *blind, SeedCorpus: *seedCorpus,
-	}
-	if !*quiet {
-		cfg.Log, cfg.Progress = stderr, stderr
-	}
-	fmt.Fprintf(stdout, "bench mutants: %d mutants, budget %v each, seed %d, %s, kernel %s, workdir %s\n", len(cfg.Mutants), *budget, *seed, guidance(*blind), sel.flagValue("kernel"), *workdir)
-	if *seedCorpus != "" {
-		fmt.Fprintf(stdout, "bench mutants: every row starts from the corpus in %s\n", *seedCorpus)
-	}
-	rs := mutbench.Run(ctx, cfg, stdout)
-	for _, r := range rs {
-		if r.Err != nil {
-			fmt.Fprintf(stderr, "forkfuzz bench mutants: %s: %v\n", r.Name, r.Err)
-		}
-	}
-	if ctx.Err() != nil {
-		return exitError
-	}
-	errs := 0
-	for _, r := range rs {
-		if r.Err != nil {
-			errs++
-		}
-	}
-	if errs == len(rs) {
-		return exitError
-	}
-	if !mutbench.Clean(rs) {
-		return exitFindings
-	}
-	return exitClean
+	return t, o.sel.ReplayArgs(t), o.sel.Kernel(t), nil
 }
 
 func guidance(blind bool) string {
