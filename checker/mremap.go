@@ -3,184 +3,80 @@ package checker
 import (
 	"fmt"
 
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
+
+// mremapCall is one mremap being modelled: its process and op, the
+// flags, and the source and destination in pages (dst -1: none given).
+type mremapCall struct {
+	pr                        *proc
+	i                         int
+	op                        *prog.Op
+	fixed, dontunmap, maymove bool
+	oldN, newN, src, dst      int
+}
+
+// remapOutcome is a result the model allows: success with the
+// destination page (-1: one the kernel picks), or ENOMEM (!ok).
+type remapOutcome struct {
+	ok  bool
+	ret int
+}
+
+// fail records that c certainly fails with e.
+func (m *machine) remapFail(c *mremapCall, e int, why string) {
+	m.result(c.pr, c.i, certain(e, why))
+	m.setRet(c.i, ^uint64(0))
+}
 
 // mremap follows Linux 6.18 mm/mremap.c. Where the outcome depends on
 // kernel VMA boundaries the model cannot know (vma merging), it accepts
 // either outcome and follows the observed errno and address.
 func (m *machine) mremap(pr *proc, i int) {
 	op := &m.p.Ops[i]
-	fail := func(e int, why string) {
-		m.result(pr, i, certain(e, why))
-		m.setRet(i, ^uint64(0))
-	}
-	fixed := op.Flags&prog.MremapFixed != 0
-	dontunmap := op.Flags&prog.MremapDontunmap != 0
-	maymove := op.Flags&prog.MremapMaymove != 0
-	if fixed && m.kernelBefore(6, 17) {
+	c := &mremapCall{pr: pr, i: i, op: op, dst: -1,
+		fixed:     op.Flags&prog.MremapFixed != 0,
+		dontunmap: op.Flags&prog.MremapDontunmap != 0,
+		maymove:   op.Flags&prog.MremapMaymove != 0,
+		oldN:      pagesUp(op.Len), newN: pagesUp(op.NewLen), src: gpage(op.Region, op.Off)}
+	if c.fixed && m.kernelBefore(6, 17) {
 		defer m.oldFixedFailure(pr, i)
 	}
-	oldN, newN := pagesUp(op.Len), pagesUp(op.NewLen)
-	// check_mremap_params
-	if !aligned(op.Off) {
-		fail(eINVAL, "mremap of an unaligned address fails with EINVAL")
+	if !m.remapParams(c) {
 		return
 	}
-	if newN == 0 {
-		fail(eINVAL, "mremap to zero length fails with EINVAL")
-		return
-	}
-	src := gpage(op.Region, op.Off)
-	dst := -1
-	if fixed || dontunmap {
-		if fixed && !aligned(op.ToOff) {
-			fail(eINVAL, "MREMAP_FIXED to an unaligned address fails with EINVAL")
-			return
-		}
-		if !maymove {
-			fail(eINVAL, "MREMAP_FIXED and MREMAP_DONTUNMAP need MREMAP_MAYMOVE (EINVAL)")
-			return
-		}
-		if dontunmap && oldN != newN {
-			fail(eINVAL, "MREMAP_DONTUNMAP cannot resize (EINVAL)")
-			return
-		}
-		if fixed {
-			dst = gpage(op.To, op.ToOff)
-			if src < dst+newN && dst < src+oldN {
-				if m.kernelBefore(6, 17) {
-					// Older kernels look the source VMA up first.
-					switch s := pr.segAt(src); {
-					case s == nil:
-						fail(eFAULT, "before Linux 6.17 mremap looks up the source VMA before checking for overlap: nothing mapped (EFAULT)")
-						return
-					case s.unknown:
-						m.result(pr, i, either("before Linux 6.17 mremap looks up the source VMA first; the model lost track of it", eFAULT, eINVAL))
-						m.setRet(i, ^uint64(0))
-						return
-					}
-				}
-				fail(eINVAL, "source and destination overlap (EINVAL)")
-				return
-			}
-		}
-	}
-	s0 := pr.segAt(src)
+	s0 := pr.segAt(c.src)
 	if s0 == nil {
-		fail(eFAULT, "nothing is mapped at the source address (EFAULT)")
+		m.remapFail(c, eFAULT, "nothing is mapped at the source address (EFAULT)")
 		return
 	}
-	if fixed && oldN == newN {
-		m.remapMove(pr, i, src, dst, oldN, dontunmap)
+	if c.fixed && c.oldN == c.newN {
+		m.remapMove(pr, i, c.src, c.dst, c.oldN, c.dontunmap)
 		return
 	}
 	if s0.unknown {
-		m.remapUnknown(pr, i, src, oldN, newN, dst)
+		m.remapUnknown(pr, i, c.src, c.oldN, c.newN, c.dst)
 		return
 	}
-	private := !s0.kind.Shared()
-	switch {
-	case !fixed && !dontunmap && oldN == newN:
-		m.result(pr, i, certain(eOK, "mremap to the same size does nothing"))
-		m.setRet(i, prog.Base(op.Region)+op.Off)
+	if m.remapInPlace(c, !s0.kind.Shared()) {
 		return
-	case !fixed && !dontunmap && newN < oldN:
-		r := m.result(pr, i, certain(eOK, "shrinking unmaps the tail"))
-		m.setRet(i, prog.Base(op.Region)+op.Off)
-		if r.Errno != 0 {
-			m.forget(pr, src, src+oldN, i)
-			return
-		}
-		pr.unmap(src+newN, src+oldN)
-		return
-	}
-	// The operation maps new address space: growth, a fixed
-	// destination, or MREMAP_DONTUNMAP.
-	if oldN == 0 && private {
-		fail(eINVAL, "mremap with old_len 0 (duplicate) of a private mapping fails with EINVAL")
-		return
-	}
-	if fixed && oldN == 0 && dst == src {
-		// Not an overlap by the kernel's test, so the destination is
-		// unmapped first, taking the source with it: EFAULT.
-		r := m.result(pr, i, certain(eFAULT, "MREMAP_FIXED with old_len 0 onto the source itself unmaps the source, then finds nothing to move (EFAULT)"))
-		m.setRet(i, ^uint64(0))
-		if r.Errno == eFAULT {
-			pr.unmap(dst, dst+newN)
-		} else {
-			m.forget(pr, dst, dst+newN, i)
-		}
-		return
-	}
-	checkN := oldN
-	if newN < oldN {
-		checkN = newN
 	}
 	one := 2
-	if checkN > 0 {
-		one = pr.withinOneVMA(src, src+checkN)
+	if checkN := min(c.oldN, c.newN); checkN > 0 {
+		one = pr.withinOneVMA(c.src, c.src+checkN)
 	}
-	for _, s := range pr.segsIn(src, src+max(checkN, 1)) {
+	for _, s := range pr.segsIn(c.src, c.src+max(min(c.oldN, c.newN), 1)) {
 		if s.unknown {
-			m.remapUnknown(pr, i, src, oldN, newN, dst)
+			m.remapUnknown(pr, i, c.src, c.oldN, c.newN, c.dst)
 			return
 		}
 	}
 	if one == 0 {
-		fail(eFAULT, "the source range spans more than one VMA (EFAULT)")
+		m.remapFail(c, eFAULT, "the source range spans more than one VMA (EFAULT)")
 		return
 	}
-	type outcome struct {
-		ok  bool
-		ret int // destination page, -1: chosen by the kernel
-	}
-	var outs []outcome
-	var why string
-	switch {
-	case fixed:
-		outs = append(outs, outcome{ok: true, ret: dst})
-		why = "MREMAP_FIXED move of one VMA"
-	case dontunmap:
-		outs = append(outs, outcome{ok: true, ret: -1})
-		why = "MREMAP_DONTUNMAP move to an address the kernel picks"
-	default: // expand without a fixed destination
-		endB := 0 // with old_len 0 the range never reaches the VMA's end
-		if oldN > 0 {
-			endB = pr.boundary(src + oldN)
-		}
-		// Is the space after the range free? 2 yes, 1 maybe, 0 no.
-		free := 2
-		if src+newN > arenaPages {
-			free = 0
-		}
-		for _, t := range pr.segsIn(src+oldN, src+newN) {
-			if t.unknown {
-				free = min(free, 1)
-			} else {
-				free = 0
-			}
-		}
-		switch {
-		case endB == 2 && free == 2:
-			outs = append(outs, outcome{ok: true, ret: src})
-			why = "the VMA ends at the range and the space after it is free: it grows in place"
-		case endB == 0 || free == 0:
-			why = "the VMA cannot grow in place"
-		default:
-			outs = append(outs, outcome{ok: true, ret: src})
-			why = "the VMA may or may not be able to grow in place (vma merging, or pages the model lost track of)"
-		}
-		if endB != 2 || free != 2 {
-			if maymove {
-				outs = append(outs, outcome{ok: true, ret: -1})
-				why += "; MREMAP_MAYMOVE lets it move"
-			} else {
-				outs = append(outs, outcome{})
-				why += "; without MREMAP_MAYMOVE that is ENOMEM"
-			}
-		}
-	}
+	outs, why := m.remapOutcomes(c)
 	var errnos []int
 	for _, o := range outs {
 		if o.ok {
@@ -197,44 +93,175 @@ func (m *machine) mremap(pr *proc, i int) {
 	r := m.result(pr, i, pd)
 	if r.Errno != 0 {
 		if !pd.allows(r.Errno) {
-			m.forget(pr, src, src+max(oldN, newN), i)
-			if dst >= 0 {
-				m.forget(pr, dst, dst+newN, i)
+			m.forget(pr, c.src, c.src+max(c.oldN, c.newN), i)
+			if c.dst >= 0 {
+				m.forget(pr, c.dst, c.dst+c.newN, i)
 			}
 		}
 		m.setRet(i, ^uint64(0))
 		return
 	}
-	// Success: where did it go?
-	var to int
-	var inArena bool
-	if m.checking() {
-		to, inArena = addrPage(r.Ret)
-		if r.Ret%prog.PageSize != 0 {
-			m.col.add(Finding{Oracle: OracleErrno, Signature: "errno:mremap-address", Proc: pr.id, View: -1, Op: i, Region: op.Region,
-				Explanation: fmt.Sprintf("%s: %s returned the unaligned address %#x", procName(pr.id), opRef(m.p, i), r.Ret)})
-			m.forget(pr, src, src+max(oldN, newN), i)
-			return
+	to, inArena, ok := m.remapDestination(c, r, outs, why)
+	if !ok {
+		return
+	}
+	if inArena && to == c.src && !c.fixed && !c.dontunmap {
+		// Grown in place.
+		m.growInPlace(pr, i, c.src, c.oldN, c.newN)
+		return
+	}
+	m.moveVMA(pr, i, c.src, c.oldN, c.newN, to, inArena, c.fixed, c.dontunmap)
+}
+
+// remapParams follows check_mremap_params and the flag checks; it sets
+// c.dst for MREMAP_FIXED and reports false when c failed (recorded).
+func (m *machine) remapParams(c *mremapCall) bool {
+	op := c.op
+	if !aligned(op.Off) {
+		m.remapFail(c, eINVAL, "mremap of an unaligned address fails with EINVAL")
+		return false
+	}
+	if c.newN == 0 {
+		m.remapFail(c, eINVAL, "mremap to zero length fails with EINVAL")
+		return false
+	}
+	if !c.fixed && !c.dontunmap {
+		return true
+	}
+	if c.fixed && !aligned(op.ToOff) {
+		m.remapFail(c, eINVAL, "MREMAP_FIXED to an unaligned address fails with EINVAL")
+		return false
+	}
+	if !c.maymove {
+		m.remapFail(c, eINVAL, "MREMAP_FIXED and MREMAP_DONTUNMAP need MREMAP_MAYMOVE (EINVAL)")
+		return false
+	}
+	if c.dontunmap && c.oldN != c.newN {
+		m.remapFail(c, eINVAL, "MREMAP_DONTUNMAP cannot resize (EINVAL)")
+		return false
+	}
+	if !c.fixed {
+		return true
+	}
+	c.dst = gpage(op.To, op.ToOff)
+	if !(c.src < c.dst+c.newN && c.dst < c.src+c.oldN) {
+		return true
+	}
+	if m.kernelBefore(6, 17) {
+		// Older kernels look the source VMA up first.
+		switch s := c.pr.segAt(c.src); {
+		case s == nil:
+			m.remapFail(c, eFAULT, "before Linux 6.17 mremap looks up the source VMA before checking for overlap: nothing mapped (EFAULT)")
+			return false
+		case s.unknown:
+			m.result(c.pr, c.i, either("before Linux 6.17 mremap looks up the source VMA first; the model lost track of it", eFAULT, eINVAL))
+			m.setRet(c.i, ^uint64(0))
+			return false
 		}
-		okRet := false
-		for _, o := range outs {
-			if o.ok && (o.ret == -1 && to != src || o.ret >= 0 && inArena && o.ret == to) {
-				okRet = true
-			}
+	}
+	m.remapFail(c, eINVAL, "source and destination overlap (EINVAL)")
+	return false
+}
+
+// remapInPlace handles the mremaps that map no new address space (the
+// same size, shrinking) and those that fail before looking for it; it
+// reports whether c is done.
+func (m *machine) remapInPlace(c *mremapCall, private bool) bool {
+	pr, i, op, src, dst := c.pr, c.i, c.op, c.src, c.dst
+	switch {
+	case !c.fixed && !c.dontunmap && c.oldN == c.newN:
+		m.result(pr, i, certain(eOK, "mremap to the same size does nothing"))
+		m.setRet(i, prog.Base(op.Region)+op.Off)
+		return true
+	case !c.fixed && !c.dontunmap && c.newN < c.oldN:
+		r := m.result(pr, i, certain(eOK, "shrinking unmaps the tail"))
+		m.setRet(i, prog.Base(op.Region)+op.Off)
+		if r.Errno != 0 {
+			m.forget(pr, src, src+c.oldN, i)
+			return true
 		}
-		if !okRet {
-			m.col.add(Finding{Oracle: OracleErrno, Signature: "errno:mremap-address", Proc: pr.id, View: -1, Op: i, Region: op.Region,
-				Explanation: fmt.Sprintf("%s: %s returned %#x, which the model does not allow (%s)", procName(pr.id), opRef(m.p, i), r.Ret, why)})
-			m.forget(pr, src, src+max(oldN, newN), i)
-			if dst >= 0 {
-				m.forget(pr, dst, dst+newN, i)
-			}
-			if inArena {
-				m.forget(pr, to, to+newN, i)
-			}
-			return
+		pr.unmap(src+c.newN, src+c.oldN)
+		return true
+	}
+	// The operation maps new address space: growth, a fixed
+	// destination, or MREMAP_DONTUNMAP.
+	if c.oldN == 0 && private {
+		m.remapFail(c, eINVAL, "mremap with old_len 0 (duplicate) of a private mapping fails with EINVAL")
+		return true
+	}
+	if c.fixed && c.oldN == 0 && dst == src {
+		// Not an overlap by the kernel's test, so the destination is
+		// unmapped first, taking the source with it: EFAULT.
+		r := m.result(pr, i, certain(eFAULT, "MREMAP_FIXED with old_len 0 onto the source itself unmaps the source, then finds nothing to move (EFAULT)"))
+		m.setRet(i, ^uint64(0))
+		if r.Errno == eFAULT {
+			pr.unmap(dst, dst+c.newN)
+		} else {
+			m.forget(pr, dst, dst+c.newN, i)
 		}
-	} else {
+		return true
+	}
+	return false
+}
+
+// remapOutcomes are the results the model allows for a move or growth
+// of one VMA, and why.
+func (m *machine) remapOutcomes(c *mremapCall) ([]remapOutcome, string) {
+	switch {
+	case c.fixed:
+		return []remapOutcome{{ok: true, ret: c.dst}}, "MREMAP_FIXED move of one VMA"
+	case c.dontunmap:
+		return []remapOutcome{{ok: true, ret: -1}}, "MREMAP_DONTUNMAP move to an address the kernel picks"
+	}
+	// Expand without a fixed destination.
+	pr, src, oldN, newN := c.pr, c.src, c.oldN, c.newN
+	var outs []remapOutcome
+	var why string
+	endB := 0 // with old_len 0 the range never reaches the VMA's end
+	if oldN > 0 {
+		endB = pr.boundary(src + oldN)
+	}
+	// Is the space after the range free? 2 yes, 1 maybe, 0 no.
+	free := 2
+	if src+newN > arenaPages {
+		free = 0
+	}
+	for _, t := range pr.segsIn(src+oldN, src+newN) {
+		if t.unknown {
+			free = min(free, 1)
+		} else {
+			free = 0
+		}
+	}
+	switch {
+	case endB == 2 && free == 2:
+		outs = append(outs, remapOutcome{ok: true, ret: src})
+		why = "the VMA ends at the range and the space after it is free: it grows in place"
+	case endB == 0 || free == 0:
+		why = "the VMA cannot grow in place"
+	default:
+		outs = append(outs, remapOutcome{ok: true, ret: src})
+		why = "the VMA may or may not be able to grow in place (vma merging, or pages the model lost track of)"
+	}
+	if endB != 2 || free != 2 {
+		if c.maymove {
+			outs = append(outs, remapOutcome{ok: true, ret: -1})
+			why += "; MREMAP_MAYMOVE lets it move"
+		} else {
+			outs = append(outs, remapOutcome{})
+			why += "; without MREMAP_MAYMOVE that is ENOMEM"
+		}
+	}
+	return outs, why
+}
+
+// remapDestination is where a successful mremap went: the observed
+// address, checked against outs, or when generating the first outcome.
+// ok false: the address is a finding (recorded) and the model forgot
+// the pages involved.
+func (m *machine) remapDestination(c *mremapCall, r obs.OpResult, outs []remapOutcome, why string) (to int, inArena, ok bool) {
+	pr, i, op, src, dst, oldN, newN := c.pr, c.i, c.op, c.src, c.dst, c.oldN, c.newN
+	if !m.checking() {
 		o := outs[0]
 		if o.ret >= 0 {
 			to, inArena = o.ret, true
@@ -242,13 +269,30 @@ func (m *machine) mremap(pr *proc, i int) {
 			to, inArena = m.farPage(newN), false
 		}
 		m.setRet(i, pageAddr(to))
+		return to, inArena, true
 	}
-	if inArena && to == src && !fixed && !dontunmap {
-		// Grown in place.
-		m.growInPlace(pr, i, src, oldN, newN)
-		return
+	to, inArena = addrPage(r.Ret)
+	if r.Ret%prog.PageSize != 0 {
+		m.col.add(Finding{Oracle: OracleErrno, Signature: "errno:mremap-address", Proc: pr.id, View: -1, Op: i, Region: op.Region,
+			Explanation: fmt.Sprintf("%s: %s returned the unaligned address %#x", procName(pr.id), opRef(m.p, i), r.Ret)})
+		m.forget(pr, src, src+max(oldN, newN), i)
+		return 0, false, false
 	}
-	m.moveVMA(pr, i, src, oldN, newN, to, inArena, fixed, dontunmap)
+	for _, o := range outs {
+		if o.ok && (o.ret == -1 && to != src || o.ret >= 0 && inArena && o.ret == to) {
+			return to, inArena, true
+		}
+	}
+	m.col.add(Finding{Oracle: OracleErrno, Signature: "errno:mremap-address", Proc: pr.id, View: -1, Op: i, Region: op.Region,
+		Explanation: fmt.Sprintf("%s: %s returned %#x, which the model does not allow (%s)", procName(pr.id), opRef(m.p, i), r.Ret, why)})
+	m.forget(pr, src, src+max(oldN, newN), i)
+	if dst >= 0 {
+		m.forget(pr, dst, dst+newN, i)
+	}
+	if inArena {
+		m.forget(pr, to, to+newN, i)
+	}
+	return 0, false, false
 }
 
 func appendUniq(s []int, v int) []int {
