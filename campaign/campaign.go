@@ -240,10 +240,10 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 		return nil, errors.New("campaign: no target")
 	}
 	if cfg.MaxHarnessErrors <= 0 {
-		cfg.MaxHarnessErrors = 5
+		cfg.MaxHarnessErrors = DefaultMaxHarnessErrors
 	}
 	if cfg.ProgressEvery <= 0 {
-		cfg.ProgressEvery = time.Second
+		cfg.ProgressEvery = DefaultProgressEvery
 	}
 	var arenaNote string
 	cfg.Weights, arenaNote = ArenaWeights(cfg.Target, cfg.Weights)
@@ -265,8 +265,63 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 		}
 		defer unlock()
 	}
-	st := &Stats{}
-	start := time.Now()
+	r := &campaignRun{cfg: cfg, ctx: ctx, sigCtx: sigCtx, st: &Stats{}, start: time.Now()}
+	st := r.st
+	logStart(cfg, arenaNote)
+	r.store = &FindingStore{Dir: cfg.Workdir, Seal: cfg.Seal, Log: cfg.Log, Pages: cfg.FindingPages}
+	if err := r.store.Open(); err != nil {
+		return nil, err
+	}
+	r.pool = NewPool()
+	var err error
+	if r.saved, err = openCorpus(cfg, r.pool); err != nil {
+		return nil, err
+	}
+	defer r.saved.done()
+	r.cov = newCoverState(cfg)
+	if err := r.cov.openEarly(); err != nil {
+		return nil, fmt.Errorf("campaign: --seed-corpus: %w", err)
+	}
+	defer r.cov.close(st)
+	st.stats = newStatsLog(cfg, r.start)
+	if st.stats != nil {
+		st.stats.cover = r.cov.snapshot
+	}
+	defer st.stats.start(st, &r.programs, &r.forks, r.start)()
+	defer r.showProgress()()
+
+	// A target with several machines (a VM pool) runs that many programs
+	// at once. Program i still draws from its own seed, but a mutation picks
+	// from the pool as it stands, which then depends on completion order:
+	// with one machine a seed replays the whole campaign, with several every
+	// finding keeps its program. Judging, the pool and saving findings are
+	// serialized.
+	workers := agents.Parallelism(cfg.Target)
+	if n := takePending(sigCtx, cfg, st, r.store, r.pool, r.saved, &r.harnessErrs, &r.programs, &r.forks, &r.mu, r.start); n > 0 {
+		// The kernel broke before the first program: saved; stop.
+		logf(cfg.Log, "campaign: the kernel under test failed %d run(s) before the first program (saved as findings above): stopping", n)
+		workers = 0
+	}
+	var wg sync.WaitGroup
+	wg.Add(workers)
+	for w := 0; w < workers; w++ {
+		go func() {
+			defer wg.Done()
+			r.worker()
+		}()
+	}
+	wg.Wait()
+	st.Spent = st.spent.snapshot()
+	st.Programs, st.Forks, st.Elapsed = r.programs.Load(), r.forks.Load(), time.Since(r.start)
+	if r.fatal != nil {
+		return st, r.fatal
+	}
+	return st, nil
+}
+
+// logStart logs the campaign's target and seed, the arena note and how
+// often the page census is taken.
+func logStart(cfg Config, arenaNote string) {
 	logf(cfg.Log, "campaign: target %s, seed %d (%s)", cfg.Target.Name(), cfg.Seed, SeedRule(cfg.Seed))
 	if arenaNote != "" {
 		logf(cfg.Log, "campaign: %s", arenaNote)
@@ -281,27 +336,32 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	case every > 1:
 		logf(cfg.Log, "campaign: page census at forks for one program in %d (the 'at fork' page counts are of those programs)", every)
 	}
-	store := &FindingStore{Dir: cfg.Workdir, Seal: cfg.Seal, Log: cfg.Log, Pages: cfg.FindingPages}
-	if err := store.Open(); err != nil {
-		return nil, err
-	}
-	pool := NewPool()
-	saved, err := openCorpus(cfg, pool)
-	if err != nil {
-		return nil, err
-	}
-	defer saved.done()
-	cov := newCoverState(cfg)
-	if err := cov.openEarly(); err != nil {
-		return nil, fmt.Errorf("campaign: --seed-corpus: %w", err)
-	}
-	defer cov.close(st)
-	var programs, forks atomic.Int64
-	st.stats = newStatsLog(cfg, start)
-	if st.stats != nil {
-		st.stats.cover = cov.snapshot
-	}
-	defer st.stats.start(st, &programs, &forks, start)()
+}
+
+// campaignRun is a running campaign: what its workers share.
+type campaignRun struct {
+	cfg Config
+	// ctx ends with the campaign's bound; sigCtx only with the caller's
+	// (minimization honours signals, not the duration).
+	ctx, sigCtx     context.Context
+	st              *Stats
+	start           time.Time
+	store           *FindingStore
+	pool            *Pool
+	saved           *savedCorpus
+	cov             *coverState
+	programs, forks atomic.Int64
+
+	mu          sync.Mutex // guards the rest, the pool and the stats
+	next        int64
+	harnessErrs int
+	fatal       error
+}
+
+// showProgress prints a status line every cfg.ProgressEvery (when
+// cfg.Progress is set) until the function it returns is called.
+func (r *campaignRun) showProgress() (stop func()) {
+	cfg, st, start := r.cfg, r.st, r.start
 	stopProgress := make(chan struct{})
 	progressDone := make(chan struct{})
 	go func() {
@@ -318,8 +378,8 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 			case <-t.C:
 				el := time.Since(start).Seconds()
 				line := fmt.Sprintf("%s  programs %d (%.1f/s)  forks %d (%.1f/s)  findings %d  %s",
-					time.Since(start).Round(time.Second), programs.Load(), float64(programs.Load())/el,
-					forks.Load(), float64(forks.Load())/el, atomic.LoadInt64(&st.Findings), cov.status())
+					time.Since(start).Round(time.Second), r.programs.Load(), float64(r.programs.Load())/el,
+					r.forks.Load(), float64(r.forks.Load())/el, atomic.LoadInt64(&st.Findings), r.cov.status())
 				if cfg.ProgressLines {
 					fmt.Fprintf(cfg.Progress, "progress: %s\n", line)
 				} else {
@@ -328,119 +388,93 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 			}
 		}
 	}()
-	defer func() {
+	return func() {
 		close(stopProgress)
 		<-progressDone
 		if cfg.Progress != nil && !cfg.ProgressLines {
 			fmt.Fprintln(cfg.Progress)
 		}
-	}()
+	}
+}
 
-	// A target with several machines (a VM pool) runs that many programs
-	// at once. Program i still draws from its own seed, but a mutation picks
-	// from the pool as it stands, which then depends on completion order:
-	// with one machine a seed replays the whole campaign, with several every
-	// finding keeps its program. Judging, the pool and saving findings are
-	// serialized.
-	workers := agents.Parallelism(cfg.Target)
-	var (
-		mu          sync.Mutex
-		next        int64
-		harnessErrs int
-		fatal       error
-		wg          sync.WaitGroup
-	)
-	worker := func() {
-		defer wg.Done()
-		for {
-			mu.Lock()
-			i := next
-			if fatal != nil || ctx.Err() != nil || (cfg.Programs > 0 && i >= int64(cfg.Programs)) ||
-				(cfg.StopAfterFindings > 0 && atomic.LoadInt64(&st.Findings) >= int64(cfg.StopAfterFindings)) {
-				mu.Unlock()
-				return
-			}
-			next++
-			genFrom := time.Now()
-			p, parent, org := cov.newProgram(i, pool)
-			saved.mutated(i, parent)
-			syms := cov.wantSymbols()
-			mu.Unlock()
-			ranFrom := time.Now()
-			o, err := cfg.Target.Run(p, agents.Options{Corrupt: cfg.Corrupt, Symbols: syms, NoCover: cfg.NoCover, NoForkPages: !censused(cfg.CensusEvery, i)})
-			ran := time.Since(ranFrom)
-			judgeFrom := time.Now()
-			v, herr := judge.Judge(p, o, err)
-			judged := time.Since(judgeFrom)
-			mu.Lock()
-			recFrom := time.Now()
-			found, err := record(cfg, st, store, pool, saved, &harnessErrs, i, org, p, o, v, herr, &programs, &forks)
-			for _, f := range found {
-				f.RunTime = ran
-			}
-			if err != nil && fatal == nil {
-				fatal = err
-			}
-			// After record: the schedule credits new findings too. (The
-			// findings are saved below, once cov.record stripped the
-			// kernel symbols from o.)
-			if herr == nil {
-				cov.record(i, p, o, ran, len(found))
-			} else {
-				cov.forget(i)
-			}
-			if len(found) > 0 && st.FirstProgram == 0 {
-				st.FirstAt, st.FirstProgram = time.Since(start), programs.Load()
-			}
-			recorded := time.Since(recFrom)
-			mu.Unlock()
-			st.spent.add(func(t *TimeSpent) {
-				t.Programs++
-				t.Generate += secs(ranFrom.Sub(genFrom))
-				t.Run += secs(ran)
-				t.Judge += secs(judged)
-				t.Record += secs(recorded)
-				if o != nil && o.Phases != nil {
-					if t.Guest == nil {
-						t.Guest = map[string]float64{}
-					}
-					for k, us := range o.Phases {
-						t.Guest[k] += float64(us) / 1e6
-					}
+// worker runs programs until the campaign ends.
+func (r *campaignRun) worker() {
+	cfg, st := r.cfg, r.st
+	for {
+		r.mu.Lock()
+		i := r.next
+		if r.fatal != nil || r.ctx.Err() != nil || (cfg.Programs > 0 && i >= int64(cfg.Programs)) ||
+			(cfg.StopAfterFindings > 0 && atomic.LoadInt64(&st.Findings) >= int64(cfg.StopAfterFindings)) {
+			r.mu.Unlock()
+			return
+		}
+		r.next++
+		genFrom := time.Now()
+		p, parent, org := r.cov.newProgram(i, r.pool)
+		r.saved.mutated(i, parent)
+		syms := r.cov.wantSymbols()
+		r.mu.Unlock()
+		ranFrom := time.Now()
+		o, err := cfg.Target.Run(p, agents.Options{Corrupt: cfg.Corrupt, Symbols: syms, NoCover: cfg.NoCover, NoForkPages: !censused(cfg.CensusEvery, i)})
+		ran := time.Since(ranFrom)
+		judgeFrom := time.Now()
+		v, herr := judge.Judge(p, o, err)
+		judged := time.Since(judgeFrom)
+		found, recorded := r.record(i, org, p, o, v, herr, ran)
+		st.spent.add(func(t *TimeSpent) {
+			t.Programs++
+			t.Generate += secs(ranFrom.Sub(genFrom))
+			t.Run += secs(ran)
+			t.Judge += secs(judged)
+			t.Record += secs(recorded)
+			if o != nil && o.Phases != nil {
+				if t.Guest == nil {
+					t.Guest = map[string]float64{}
 				}
-			})
-			// New findings are saved at once, then minimized and saved
-			// again, without the lock: other machines keep fuzzing.
-			for _, f := range found {
-				if err := saveAndReduce(sigCtx, cfg, st, store, &mu, f); err != nil {
-					mu.Lock()
-					if fatal == nil {
-						fatal = err
-					}
-					mu.Unlock()
+				for k, us := range o.Phases {
+					t.Guest[k] += float64(us) / 1e6
 				}
+			}
+		})
+		// New findings are saved at once, then minimized and saved
+		// again, without the lock: other machines keep fuzzing.
+		for _, f := range found {
+			if err := saveAndReduce(r.sigCtx, cfg, st, r.store, &r.mu, f); err != nil {
+				r.mu.Lock()
+				if r.fatal == nil {
+					r.fatal = err
+				}
+				r.mu.Unlock()
 			}
 		}
 	}
-	if n := takePending(sigCtx, cfg, st, store, pool, saved, &harnessErrs, &programs, &forks, &mu, start); n > 0 {
-		// The kernel broke before the first program: saved; stop.
-		logf(cfg.Log, "campaign: the kernel under test failed %d run(s) before the first program (saved as findings above): stopping", n)
-		workers = 0
+}
+
+// record takes in the outcome of program i under the lock and returns
+// its new findings and the time it took.
+func (r *campaignRun) record(i int64, org Origin, p *prog.Program, o *obs.Observation, v *judge.Verdict, herr error, ran time.Duration) ([]*Finding, time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	recFrom := time.Now()
+	found, err := record(r.cfg, r.st, r.store, r.pool, r.saved, &r.harnessErrs, i, org, p, o, v, herr, &r.programs, &r.forks)
+	for _, f := range found {
+		f.RunTime = ran
 	}
-	wg.Add(workers)
-	for w := 0; w < workers; w++ {
-		go worker()
+	if err != nil && r.fatal == nil {
+		r.fatal = err
 	}
-	wg.Wait()
-	st.Spent = st.spent.snapshot()
-	if fatal != nil {
-		st.Programs, st.Forks, st.Elapsed = programs.Load(), forks.Load(), time.Since(start)
-		return st, fatal
+	// After record: the schedule credits new findings too. (The
+	// findings are saved below, once cov.record stripped the
+	// kernel symbols from o.)
+	if herr == nil {
+		r.cov.record(i, p, o, ran, len(found))
+	} else {
+		r.cov.forget(i)
 	}
-	st.Programs = programs.Load()
-	st.Forks = forks.Load()
-	st.Elapsed = time.Since(start)
-	return st, nil
+	if len(found) > 0 && r.st.FirstProgram == 0 {
+		r.st.FirstAt, r.st.FirstProgram = time.Since(r.start), r.programs.Load()
+	}
+	return found, time.Since(recFrom)
 }
 
 // DefaultCensusEvery is Config.CensusEvery's default: the page census is
