@@ -210,6 +210,32 @@ func forkMode(target, impl string) string {
 func CampaignPage(c *Campaign) []byte {
 	var b html
 	rs := runs(c.Samples)
+	sub := fmt.Sprintf("%s · %d runs · updated %s", esc(c.Workdir), len(rs), time.Now().UTC().Format("2006-01-02 15:04:05 UTC"))
+	if c.Refresh > 0 {
+		sub += fmt.Sprintf(" · live, reloads every %ds", c.Refresh)
+	}
+	b.f(`<header><h1>%s</h1><div class="sub">%s</div></header><main>`, esc(c.Title), sub)
+	if len(c.Warnings) > 0 {
+		b.f(`<section id="warnings"><h2>Left out</h2>`)
+		for _, w := range c.Warnings {
+			b.f(`<p class="note warn">%s</p>`, esc(w))
+		}
+		b.f(`</section>`)
+	}
+	campaignSummary(&b, c, rs)
+	campaignPlots(&b, c, rs)
+	campaignAgents(&b, c)
+	campaignFindings(&b, c)
+	out := page(c.Title, b.HTML())
+	if c.Refresh > 0 {
+		out = []byte(strings.Replace(string(out), "<head>", fmt.Sprintf(`<head><meta http-equiv="refresh" content="%d">`, c.Refresh), 1))
+	}
+	return out
+}
+
+// campaignSummary writes the summary section: target, kernel, seeds and
+// the totals of every run.
+func campaignSummary(b *html, c *Campaign, rs [][]campaign.Sample) {
 	var last campaign.Sample
 	if len(c.Samples) > 0 {
 		last = c.Samples[len(c.Samples)-1]
@@ -223,18 +249,6 @@ func CampaignPage(c *Campaign) []byte {
 		events += l.Events
 		harness += l.HarnessErrors
 		elapsed += l.Elapsed
-	}
-	sub := fmt.Sprintf("%s · %d runs · updated %s", esc(c.Workdir), len(rs), time.Now().UTC().Format("2006-01-02 15:04:05 UTC"))
-	if c.Refresh > 0 {
-		sub += fmt.Sprintf(" · live, reloads every %ds", c.Refresh)
-	}
-	b.f(`<header><h1>%s</h1><div class="sub">%s</div></header><main>`, esc(c.Title), sub)
-	if len(c.Warnings) > 0 {
-		b.f(`<section id="warnings"><h2>Left out</h2>`)
-		for _, w := range c.Warnings {
-			b.f(`<p class="note warn">%s</p>`, esc(w))
-		}
-		b.f(`</section>`)
 	}
 	b.f(`<section id="summary"><h2>Summary</h2><div class="kv">`)
 	kv := func(k, v string) { b.f(`<div>%s</div><div>%s</div>`, esc(k), v) }
@@ -281,7 +295,10 @@ func CampaignPage(c *Campaign) []byte {
 		b.f(`%s`, timeBar(last.Spent))
 	}
 
-	// Plots.
+}
+
+// campaignPlots writes the plots over time: rates, findings, coverage.
+func campaignPlots(b *html, c *Campaign, rs [][]campaign.Sample) {
 	var progS, forkS, findS series
 	progS = series{name: "programs/s", color: "#2e6fb7"}
 	forkS = series{name: "forks/s", color: "#27ae60"}
@@ -337,7 +354,10 @@ func CampaignPage(c *Campaign) []byte {
 	}
 	b.f(`</section>`)
 
-	// Agents.
+}
+
+// campaignAgents writes the table of the distributed campaign's agents.
+func campaignAgents(b *html, c *Campaign) {
 	if len(c.Agents) > 0 {
 		b.f(`<section id="agents"><h2>Agents</h2><table><tr><th>agent</th><th>health</th><th>target</th><th>host</th><th class="num">busy / VMs or workers</th><th class="num">programs</th><th class="num">harness errors</th><th class="num">last heartbeat</th></tr>`)
 		for _, a := range c.Agents {
@@ -351,7 +371,10 @@ func CampaignPage(c *Campaign) []byte {
 		b.f(`</table></section>`)
 	}
 
-	// Findings, grouped.
+}
+
+// campaignFindings writes the findings, grouped.
+func campaignFindings(b *html, c *Campaign) {
 	b.f(`<section id="findings"><h2>Findings (%d)</h2>`, len(c.Findings))
 	if len(c.Findings) == 0 {
 		b.f(`<p>No findings.</p>`)
@@ -385,11 +408,6 @@ func CampaignPage(c *Campaign) []byte {
 		b.f(`</table>`)
 	}
 	b.f(`</section></main>`)
-	out := page(c.Title, b.HTML())
-	if c.Refresh > 0 {
-		out = []byte(strings.Replace(string(out), "<head>", fmt.Sprintf(`<head><meta http-equiv="refresh" content="%d">`, c.Refresh), 1))
-	}
-	return out
 }
 
 // groupRow is a finding row in a group; single marks the first of the

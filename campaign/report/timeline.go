@@ -186,60 +186,95 @@ const timelineLegend = `<div class="legend">
 <span><i style="background:repeating-linear-gradient(45deg,#ccc,#ccc 2px,#fff 2px,#fff 4px)"></i>did not run</span>
 </div>`
 
+// The geometry of a timeline (pixels).
+const (
+	tlLeft  = 150
+	tlLaneH = 34
+	tlTop   = 26
+	tlBoxH  = 16
+)
+
+// timeline is a timeline being drawn: the program and what it did, the
+// lanes, the events in columns (from column first of all events).
+type timeline struct {
+	p      *prog.Program
+	o      *obs.Observation
+	ev     *checker.Finding
+	ls     []lane
+	laneOf map[[2]int]int
+	evs    []event
+	first  int
+	colW   int
+	width  int
+	b      html
+}
+
+func (t *timeline) x(c int) int { return tlLeft + c*t.colW + t.colW/2 }
+func (t *timeline) y(l int) int { return tlTop + l*tlLaneH + tlLaneH/2 }
+
 // timelineSVG draws the processes and threads as lanes and every operation
 // and view as a box in the order they happened; a bar under an operation
 // shows how long it lasted in that order (a wait spans its child's life),
 // arrows show forks and waits.
 func timelineSVG(p *prog.Program, o *obs.Observation, ev *checker.Finding) (string, int) {
-	ls := lanes(p)
-	laneOf := map[[2]int]int{}
-	for i, l := range ls {
-		laneOf[[2]int{l.proc, l.thread}] = i
+	t := &timeline{p: p, o: o, ev: ev, ls: lanes(p), laneOf: map[[2]int]int{}}
+	for i, l := range t.ls {
+		t.laneOf[[2]int{l.proc, l.thread}] = i
 	}
-	evs := order(p, o)
-	truncated, first := 0, 0
-	if len(evs) > MaxTimelineEvents {
+	t.evs = order(p, o)
+	truncated := 0
+	if len(t.evs) > MaxTimelineEvents {
 		// Draw the window around the finding's operation or view.
 		if ev != nil {
-			for j, e := range evs {
+			for j, e := range t.evs {
 				if e.op >= 0 && e.op == ev.Op || e.op < 0 && e.view == ev.View {
-					first = min(max(j-MaxTimelineEvents/2, 0), len(evs)-MaxTimelineEvents)
+					t.first = min(max(j-MaxTimelineEvents/2, 0), len(t.evs)-MaxTimelineEvents)
 					break
 				}
 			}
 		}
-		truncated = len(evs) - MaxTimelineEvents
-		evs = evs[first : first+MaxTimelineEvents]
+		truncated = len(t.evs) - MaxTimelineEvents
+		t.evs = t.evs[t.first : t.first+MaxTimelineEvents]
 	}
-	const (
-		left  = 150
-		laneH = 34
-		top   = 26
-		boxH  = 16
-	)
-	colW := min(max(900/max(len(evs), 1), 24), 40)
-	boxW := colW - 6
-	width := left + colW*len(evs) + 30
-	height := top + laneH*len(ls) + 10
+	t.colW = min(max(900/max(len(t.evs), 1), 24), 40)
+	t.width = tlLeft + t.colW*len(t.evs) + 30
+	height := tlTop + tlLaneH*len(t.ls) + 10
 	colOfOp := map[int]int{}
-	colOfView := map[int]int{}
-	for c, e := range evs {
+	for c, e := range t.evs {
 		if e.op >= 0 {
 			colOfOp[e.op] = c
-		} else {
-			colOfView[e.view] = c
 		}
 	}
-	x := func(c int) int { return left + c*colW + colW/2 }
-	y := func(l int) int { return top + l*laneH + laneH/2 }
-	var b html
-	b.f(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" class="timeline">`, width, height, width, height)
+	b := &t.b
+	b.f(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" class="timeline">`, t.width, height, t.width, height)
 	b.f(`<defs><marker id="arr" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#555"/></marker>`)
 	b.f(`<pattern id="hatch" width="4" height="4" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="4" height="4" fill="#fff"/><rect width="2" height="4" fill="#ccc"/></pattern></defs>`)
-	// Lanes: a process's line runs from its fork to the end of its wait.
+	t.drawLanes(colOfOp)
+	// Column numbers every 5 columns.
+	for c := range t.evs {
+		if (t.first+c)%5 == 0 {
+			b.f(`<text x="%d" y="14" font-size="10" fill="#8a93a3" text-anchor="middle">%d</text>`, t.x(c), t.first+c)
+		}
+	}
+	t.drawArrows(colOfOp)
+	// Operations and views.
+	for c, e := range t.evs {
+		if e.view >= 0 {
+			t.drawView(c, e.view)
+		} else {
+			t.drawOp(c, e.op)
+		}
+	}
+	b.f(`</svg>`)
+	return b.String(), truncated
+}
+
+// drawLanes draws a lane per process and thread: a process's line runs
+// from its fork to the end of its wait.
+func (t *timeline) drawLanes(colOfOp map[int]int) {
 	lifeFrom := map[int]int{0: 0}
-	lifeTo := map[int]int{0: len(evs) - 1}
-	for i, op := range p.Ops {
+	lifeTo := map[int]int{0: len(t.evs) - 1}
+	for i, op := range t.p.Ops {
 		c, ok := colOfOp[i]
 		if !ok {
 			continue
@@ -248,110 +283,111 @@ func timelineSVG(p *prog.Program, o *obs.Observation, ev *checker.Finding) (stri
 		case prog.OpFork:
 			lifeFrom[op.Fork+1] = c
 		case prog.OpWait:
-			lifeTo[op.Fork+1] = spanEnd(evs, o, i, c)
+			lifeTo[op.Fork+1] = spanEnd(t.evs, t.o, i, c)
 		}
 	}
-	for li, l := range ls {
-		yy := y(li)
+	for li, l := range t.ls {
+		yy := t.y(li)
 		if li%2 == 0 {
-			b.f(`<rect x="0" y="%d" width="%d" height="%d" fill="#f7f8fa"/>`, top+li*laneH, width, laneH)
+			t.b.f(`<rect x="0" y="%d" width="%d" height="%d" fill="#f7f8fa"/>`, tlTop+li*tlLaneH, t.width, tlLaneH)
 		}
-		b.f(`<text x="%d" y="%d" font-size="12" fill="#333">%s</text>`, 6+10*l.depth, yy+4, esc(l.label))
-		from, to := 0, len(evs)-1
+		t.b.f(`<text x="%d" y="%d" font-size="12" fill="#333">%s</text>`, 6+10*l.depth, yy+4, esc(l.label))
+		from, to := 0, len(t.evs)-1
 		if l.thread == 0 {
 			if f, ok := lifeFrom[l.proc]; ok {
 				from = f
 			}
-			if t, ok := lifeTo[l.proc]; ok {
-				to = t
+			if e, ok := lifeTo[l.proc]; ok {
+				to = e
 			}
 		}
-		b.f(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#c5cad3" stroke-width="2"/>`, x(from), yy, x(max(to, from)), yy)
+		t.b.f(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#c5cad3" stroke-width="2"/>`, t.x(from), yy, t.x(max(to, from)), yy)
 	}
-	// Column numbers every 5 columns.
-	for c := range evs {
-		if (first+c)%5 == 0 {
-			b.f(`<text x="%d" y="14" font-size="10" fill="#8a93a3" text-anchor="middle">%d</text>`, x(c), first+c)
-		}
-	}
-	// Fork and wait arrows.
-	for i, op := range p.Ops {
+}
+
+// drawArrows draws the fork and wait arrows.
+func (t *timeline) drawArrows(colOfOp map[int]int) {
+	x, y, colW := t.x, t.y, t.colW
+	for i, op := range t.p.Ops {
 		c, ok := colOfOp[i]
 		if !ok || op.Thread != 0 {
 			continue
 		}
-		from := laneOf[[2]int{op.Proc, op.Thread}]
-		child, ok := laneOf[[2]int{op.Fork + 1, 0}]
+		from := t.laneOf[[2]int{op.Proc, op.Thread}]
+		child, ok := t.laneOf[[2]int{op.Fork + 1, 0}]
 		if !ok {
 			continue
 		}
 		switch op.Kind {
 		case prog.OpFork:
-			b.f(`<path d="M%d,%d C%d,%d %d,%d %d,%d" fill="none" stroke="#27ae60" stroke-width="1.3" stroke-dasharray="3,2" marker-end="url(#arr)"/>`,
-				x(c), y(from)+boxH/2, x(c), y(child), x(c)+colW/2, y(child), x(c)+colW-4, y(child))
+			t.b.f(`<path d="M%d,%d C%d,%d %d,%d %d,%d" fill="none" stroke="#27ae60" stroke-width="1.3" stroke-dasharray="3,2" marker-end="url(#arr)"/>`,
+				x(c), y(from)+tlBoxH/2, x(c), y(child), x(c)+colW/2, y(child), x(c)+colW-4, y(child))
 		case prog.OpWait:
-			end := spanEnd(evs, o, i, c)
-			b.f(`<path d="M%d,%d C%d,%d %d,%d %d,%d" fill="none" stroke="#7f8c8d" stroke-width="1.3" marker-end="url(#arr)"/>`,
-				x(end)-2, y(child), x(end)+colW/2, y(child), x(end)+colW/2, y(from)+boxH/2+6, x(end)+2, y(from)+boxH/2+2)
+			end := spanEnd(t.evs, t.o, i, c)
+			t.b.f(`<path d="M%d,%d C%d,%d %d,%d %d,%d" fill="none" stroke="#7f8c8d" stroke-width="1.3" marker-end="url(#arr)"/>`,
+				x(end)-2, y(child), x(end)+colW/2, y(child), x(end)+colW/2, y(from)+tlBoxH/2+6, x(end)+2, y(from)+tlBoxH/2+2)
 		}
 	}
-	// Operations and views.
-	for c, e := range evs {
-		if e.view >= 0 {
-			v := o.Views[e.view]
-			li, ok := laneOf[[2]int{v.Proc, 0}]
-			if !ok {
-				continue
-			}
-			cx, cy := x(c), y(li)
-			stroke := "#b7950b"
-			sw := 1.0
-			if ev != nil && ev.View == e.view {
-				stroke, sw = "#d0021b", 2.5
-			}
-			readable, words := 0, len(v.Words)
-			for _, r := range v.Runs {
-				if r.State == obs.Readable {
-					readable += r.N
-				}
-			}
-			b.f(`<g><title>view %d of %s (%s): %d readable pages, %d non-zero words%s</title><path d="M%d,%d l8,8 l-8,8 l-8,-8 z" fill="#f1c40f" stroke="%s" stroke-width="%.1f"/></g>`,
-				e.view, esc(procLabel(p, v.Proc)), esc(atName(v.At)), readable, words, truncNote(v.Truncated), cx, cy-8, stroke, sw)
-			continue
-		}
-		op := p.Ops[e.op]
-		li, ok := laneOf[[2]int{op.Proc, op.Thread}]
-		if !ok {
-			continue
-		}
-		cx, cy := x(c), y(li)
-		var r obs.OpResult
-		if o != nil && e.op < len(o.Ops) {
-			r = o.Ops[e.op]
-		}
-		end := spanEnd(evs, o, e.op, c)
-		if end > c {
-			b.f(`<rect x="%d" y="%d" width="%d" height="3" fill="%s" opacity="0.45"/>`, cx, cy+boxH/2+1, x(end)-cx, opColor(op.Kind))
-		}
-		fill := opColor(op.Kind)
-		if !r.Ran {
-			fill = "url(#hatch)"
-		}
-		stroke, sw := "#0004", 1.0
-		if ev != nil && ev.Op == e.op {
-			stroke, sw = "#d0021b", 2.5
-		}
-		b.f(`<g><title>%s</title><rect x="%d" y="%d" width="%d" height="%d" rx="3" fill="%s" stroke="%s" stroke-width="%.1f"/>`,
-			esc(opTitle(p, o, e.op)), cx-boxW/2, cy-boxH/2, boxW, boxH, fill, stroke, sw)
-		tc := "#fff"
-		if !r.Ran {
-			tc = "#333"
-		}
-		b.f(`<text x="%d" y="%d" font-size="9.5" font-weight="600" fill="%s" text-anchor="middle">%s</text>`, cx, cy+3, tc, opAbbrev[op.Kind])
-		b.f(`<text x="%d" y="%d" font-size="8.5" fill="#666" text-anchor="middle">%d</text></g>`, cx, cy-boxH/2-2, e.op)
+}
+
+// drawView draws view vi, in column c, as a diamond.
+func (t *timeline) drawView(c, vi int) {
+	v := t.o.Views[vi]
+	li, ok := t.laneOf[[2]int{v.Proc, 0}]
+	if !ok {
+		return
 	}
-	b.f(`</svg>`)
-	return b.String(), truncated
+	cx, cy := t.x(c), t.y(li)
+	stroke := "#b7950b"
+	sw := 1.0
+	if t.ev != nil && t.ev.View == vi {
+		stroke, sw = "#d0021b", 2.5
+	}
+	readable, words := 0, len(v.Words)
+	for _, r := range v.Runs {
+		if r.State == obs.Readable {
+			readable += r.N
+		}
+	}
+	t.b.f(`<g><title>view %d of %s (%s): %d readable pages, %d non-zero words%s</title><path d="M%d,%d l8,8 l-8,8 l-8,-8 z" fill="#f1c40f" stroke="%s" stroke-width="%.1f"/></g>`,
+		vi, esc(procLabel(t.p, v.Proc)), esc(atName(v.At)), readable, words, truncNote(v.Truncated), cx, cy-8, stroke, sw)
+}
+
+// drawOp draws operation i, in column c, as a box, with a bar under it
+// as long as it lasted.
+func (t *timeline) drawOp(c, i int) {
+	p, o := t.p, t.o
+	op := p.Ops[i]
+	li, ok := t.laneOf[[2]int{op.Proc, op.Thread}]
+	if !ok {
+		return
+	}
+	boxW := t.colW - 6
+	cx, cy := t.x(c), t.y(li)
+	var r obs.OpResult
+	if o != nil && i < len(o.Ops) {
+		r = o.Ops[i]
+	}
+	end := spanEnd(t.evs, o, i, c)
+	if end > c {
+		t.b.f(`<rect x="%d" y="%d" width="%d" height="3" fill="%s" opacity="0.45"/>`, cx, cy+tlBoxH/2+1, t.x(end)-cx, opColor(op.Kind))
+	}
+	fill := opColor(op.Kind)
+	if !r.Ran {
+		fill = "url(#hatch)"
+	}
+	stroke, sw := "#0004", 1.0
+	if t.ev != nil && t.ev.Op == i {
+		stroke, sw = "#d0021b", 2.5
+	}
+	t.b.f(`<g><title>%s</title><rect x="%d" y="%d" width="%d" height="%d" rx="3" fill="%s" stroke="%s" stroke-width="%.1f"/>`,
+		esc(opTitle(p, o, i)), cx-boxW/2, cy-tlBoxH/2, boxW, tlBoxH, fill, stroke, sw)
+	tc := "#fff"
+	if !r.Ran {
+		tc = "#333"
+	}
+	t.b.f(`<text x="%d" y="%d" font-size="9.5" font-weight="600" fill="%s" text-anchor="middle">%s</text>`, cx, cy+3, tc, opAbbrev[op.Kind])
+	t.b.f(`<text x="%d" y="%d" font-size="8.5" fill="#666" text-anchor="middle">%d</text></g>`, cx, cy-tlBoxH/2-2, i)
 }
 
 // spanEnd is the last column that started before operation i ended.
