@@ -60,6 +60,22 @@ type Result struct {
 	UsedMem string
 }
 
+// scenario is a run in progress: the control connection and the
+// writers', the write history so far and the result.
+type scenario struct {
+	cfg   Config
+	ctl   *Conn
+	conns []*Conn
+	t0    time.Time
+	hist  []Op
+	res   *Result
+	// seq: value ids above the load's, per writer interleaved; the next
+	// round's start above the largest so far.
+	seq, base uint64
+}
+
+func (sc *scenario) now() int64 { return int64(time.Since(sc.t0)) }
+
 // Run runs the scenario.
 func Run(cfg Config) (*Result, error) {
 	if cfg.Log == nil {
@@ -81,159 +97,186 @@ func Run(cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer ctl.Close()
-	res := &Result{Config: cfg}
+	sc := &scenario{cfg: cfg, ctl: ctl, res: &Result{Config: cfg}, base: uint64(cfg.Keys) + 1}
 	if info, err := ctl.Info("server"); err == nil {
-		res.Version = info["redis_version"]
+		sc.res.Version = info["redis_version"]
 	}
-	t0 := time.Now()
-	now := func() int64 { return int64(time.Since(t0)) }
-	owner := func(k int) int { return k % cfg.Writers }
-
-	// Load: one pipelined connection, batches of 1000; each key's load
-	// write is its owner's first write.
-	var hist []Op
-	for k := 0; k < cfg.Keys; k += 1000 {
-		end := min(k+1000, cfg.Keys)
-		inv := now()
-		for j := k; j < end; j++ {
-			ctl.Send("SET", KeyName(j), Value(uint64(j+1), cfg.ValueSize))
-		}
-		if err := ctl.Flush(); err != nil {
+	sc.t0 = time.Now()
+	if err := sc.load(); err != nil {
+		return nil, err
+	}
+	sc.conns = make([]*Conn, cfg.Writers)
+	for w := range sc.conns {
+		if sc.conns[w], err = Dial(srv.Sock); err != nil {
 			return nil, err
 		}
-		for j := k; j < end; j++ {
-			if _, err := ctl.Read(); err != nil {
-				return nil, fmt.Errorf("load: %w", err)
-			}
-		}
-		resp := now()
-		for j := k; j < end; j++ {
-			hist = append(hist, Op{Writer: owner(j), Key: j, Val: uint64(j + 1), Inv: inv, Resp: resp, Load: true})
-		}
+		defer sc.conns[w].Close()
 	}
-	res.LoadNs = now()
-	if info, err := ctl.Info("memory"); err == nil {
-		res.UsedMem = info["used_memory_human"]
-	}
-	fmt.Fprintf(cfg.Log, "redis: %s loaded %d keys of %d bytes in %v (used_memory %s); seed %d\n",
-		res.Version, cfg.Keys, cfg.ValueSize, time.Duration(res.LoadNs).Round(time.Millisecond), res.UsedMem, cfg.Seed)
-
-	conns := make([]*Conn, cfg.Writers)
-	for w := range conns {
-		if conns[w], err = Dial(srv.Sock); err != nil {
-			return nil, err
-		}
-		defer conns[w].Close()
-	}
-	var seq uint64 // value ids above the load's, per writer interleaved
-	base := uint64(cfg.Keys) + 1
 	for r := 1; r <= cfg.Rounds; r++ {
-		rd := Round{N: r}
-		var wg sync.WaitGroup
-		stopped := make(chan struct{})
-		per := make([][]Op, cfg.Writers)
-		errs := make([]error, cfg.Writers)
-		for w := 0; w < cfg.Writers; w++ {
-			wg.Add(1)
-			go func(w int, s uint64) {
-				defer wg.Done()
-				rng := rand.New(rand.NewPCG(cfg.Seed, uint64(r)<<32|uint64(w)))
-				c := conns[w]
-				n := uint64(0)
-				mine := (cfg.Keys - w + cfg.Writers - 1) / cfg.Writers
-				for {
-					select {
-					case <-stopped:
-						return
-					default:
-					}
-					k := w + cfg.Writers*rng.IntN(mine)
-					val := base + (s+n)*uint64(cfg.Writers) + uint64(w)
-					n++
-					inv := now()
-					if _, err := c.Do("SET", KeyName(k), Value(val, cfg.ValueSize)); err != nil {
-						errs[w] = err
-						return
-					}
-					per[w] = append(per[w], Op{Writer: w, Key: k, Val: val, Inv: inv, Resp: now()})
-				}
-			}(w, seq)
-		}
-		time.Sleep(cfg.Before)
-		rd.BgInv = now()
-		rep, err := ctl.Do("BGSAVE")
-		rd.BgResp = now()
-		if err != nil {
-			close(stopped)
-			wg.Wait()
-			return nil, fmt.Errorf("round %d: BGSAVE: %w", r, err)
-		}
-		_ = rep
-		for {
-			info, err := ctl.Info("persistence")
-			if err != nil {
-				close(stopped)
-				wg.Wait()
-				return nil, err
-			}
-			if info["rdb_bgsave_in_progress"] == "0" {
-				rd.BgDone = now()
-				if info["rdb_last_bgsave_status"] != "ok" {
-					close(stopped)
-					wg.Wait()
-					return nil, fmt.Errorf("round %d: BGSAVE failed (rdb_last_bgsave_status %s)", r, info["rdb_last_bgsave_status"])
-				}
-				break
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-		time.Sleep(cfg.After)
-		close(stopped)
-		wg.Wait()
-		for w := range errs {
-			if errs[w] != nil {
-				return nil, fmt.Errorf("round %d: writer %d: %w", r, w, errs[w])
-			}
-		}
-		if info, err := ctl.Info("stats"); err == nil {
-			rd.ForkUsec, _ = strconv.ParseInt(info["latest_fork_usec"], 10, 64)
-		}
-		// Every writer's ids: the next round starts above the largest.
-		var maxN uint64
-		for w := range per {
-			rd.Writes += len(per[w])
-			if uint64(len(per[w])) > maxN {
-				maxN = uint64(len(per[w]))
-			}
-			hist = append(hist, per[w]...)
-			res.Ops = append(res.Ops, per[w]...)
-		}
-		seq += maxN + 1
-		rdb := filepath.Join(cfg.Dir, fmt.Sprintf("round-%d", r), "round.rdb")
-		os.MkdirAll(filepath.Dir(rdb), 0o755)
-		if err := os.Rename(filepath.Join(cfg.Dir, "dump.rdb"), rdb); err != nil {
-			return nil, fmt.Errorf("round %d: the RDB file: %w", r, err)
-		}
-		if st, err := os.Stat(rdb); err == nil {
-			rd.RDBBytes = st.Size()
-		}
-		snap, err := ReadRDB(cfg.Bin, rdb, cfg.ValueSize)
-		if err != nil {
-			return nil, fmt.Errorf("round %d: %w", r, err)
-		}
-		rd.RDBKeys = len(snap.Vals) + len(snap.Extras)
-		if cfg.Corrupt != "" {
-			rd.Corrupted = corrupt(cfg.Corrupt, snap, hist, rd.BgInv, rd.BgResp)
-		}
-		rd.Finding, err = Check(r, cfg.Keys, hist, rd.BgInv, rd.BgResp, snap)
+		rd, err := sc.round(r)
 		if err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(cfg.Log, "redis: round %d: BGSAVE call %v, child done after %v, latest_fork_usec %d, %d writes, RDB %d bytes %d keys: %s\n",
 			r, time.Duration(rd.BgResp-rd.BgInv), time.Duration(rd.BgDone-rd.BgInv).Round(time.Millisecond), rd.ForkUsec, rd.Writes, rd.RDBBytes, rd.RDBKeys, verdictWord(rd.Finding))
-		res.Rounds = append(res.Rounds, rd)
+		sc.res.Rounds = append(sc.res.Rounds, rd)
 	}
-	return res, nil
+	return sc.res, nil
+}
+
+// load writes every key over one pipelined connection, in batches of
+// 1000; each key's load write is its owner's first write.
+func (sc *scenario) load() error {
+	cfg, ctl := sc.cfg, sc.ctl
+	for k := 0; k < cfg.Keys; k += 1000 {
+		end := min(k+1000, cfg.Keys)
+		inv := sc.now()
+		for j := k; j < end; j++ {
+			ctl.Send("SET", KeyName(j), Value(uint64(j+1), cfg.ValueSize))
+		}
+		if err := ctl.Flush(); err != nil {
+			return err
+		}
+		for j := k; j < end; j++ {
+			if _, err := ctl.Read(); err != nil {
+				return fmt.Errorf("load: %w", err)
+			}
+		}
+		resp := sc.now()
+		for j := k; j < end; j++ {
+			sc.hist = append(sc.hist, Op{Writer: j % cfg.Writers, Key: j, Val: uint64(j + 1), Inv: inv, Resp: resp, Load: true})
+		}
+	}
+	sc.res.LoadNs = sc.now()
+	if info, err := ctl.Info("memory"); err == nil {
+		sc.res.UsedMem = info["used_memory_human"]
+	}
+	fmt.Fprintf(cfg.Log, "redis: %s loaded %d keys of %d bytes in %v (used_memory %s); seed %d\n",
+		sc.res.Version, cfg.Keys, cfg.ValueSize, time.Duration(sc.res.LoadNs).Round(time.Millisecond), sc.res.UsedMem, cfg.Seed)
+	return nil
+}
+
+// round runs BGSAVE r under the writers' load and checks its snapshot.
+func (sc *scenario) round(r int) (Round, error) {
+	cfg := sc.cfg
+	rd := Round{N: r}
+	per, errs, stop := sc.startWriters(r)
+	time.Sleep(cfg.Before)
+	if err := sc.bgsave(r, &rd); err != nil {
+		stop()
+		return rd, err
+	}
+	time.Sleep(cfg.After)
+	stop()
+	for w := range errs {
+		if errs[w] != nil {
+			return rd, fmt.Errorf("round %d: writer %d: %w", r, w, errs[w])
+		}
+	}
+	if info, err := sc.ctl.Info("stats"); err == nil {
+		rd.ForkUsec, _ = strconv.ParseInt(info["latest_fork_usec"], 10, 64)
+	}
+	// Every writer's ids: the next round starts above the largest.
+	var maxN uint64
+	for w := range per {
+		rd.Writes += len(per[w])
+		if uint64(len(per[w])) > maxN {
+			maxN = uint64(len(per[w]))
+		}
+		sc.hist = append(sc.hist, per[w]...)
+		sc.res.Ops = append(sc.res.Ops, per[w]...)
+	}
+	sc.seq += maxN + 1
+	return rd, sc.checkRound(r, &rd)
+}
+
+// startWriters starts a goroutine per writer that sets random keys of its
+// own until stop is called; per and errs get each writer's operations and
+// error.
+func (sc *scenario) startWriters(r int) (per [][]Op, errs []error, stop func()) {
+	cfg := sc.cfg
+	var wg sync.WaitGroup
+	stopped := make(chan struct{})
+	per = make([][]Op, cfg.Writers)
+	errs = make([]error, cfg.Writers)
+	for w := 0; w < cfg.Writers; w++ {
+		wg.Add(1)
+		go func(w int, s uint64) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(r)<<32|uint64(w)))
+			c := sc.conns[w]
+			n := uint64(0)
+			mine := (cfg.Keys - w + cfg.Writers - 1) / cfg.Writers
+			for {
+				select {
+				case <-stopped:
+					return
+				default:
+				}
+				k := w + cfg.Writers*rng.IntN(mine)
+				val := sc.base + (s+n)*uint64(cfg.Writers) + uint64(w)
+				n++
+				inv := sc.now()
+				if _, err := c.Do("SET", KeyName(k), Value(val, cfg.ValueSize)); err != nil {
+					errs[w] = err
+					return
+				}
+				per[w] = append(per[w], Op{Writer: w, Key: k, Val: val, Inv: inv, Resp: sc.now()})
+			}
+		}(w, sc.seq)
+	}
+	return per, errs, func() {
+		close(stopped)
+		wg.Wait()
+	}
+}
+
+// bgsave sends BGSAVE and waits until it finished.
+func (sc *scenario) bgsave(r int, rd *Round) error {
+	rd.BgInv = sc.now()
+	_, err := sc.ctl.Do("BGSAVE")
+	rd.BgResp = sc.now()
+	if err != nil {
+		return fmt.Errorf("round %d: BGSAVE: %w", r, err)
+	}
+	for {
+		info, err := sc.ctl.Info("persistence")
+		if err != nil {
+			return err
+		}
+		if info["rdb_bgsave_in_progress"] == "0" {
+			rd.BgDone = sc.now()
+			if info["rdb_last_bgsave_status"] != "ok" {
+				return fmt.Errorf("round %d: BGSAVE failed (rdb_last_bgsave_status %s)", r, info["rdb_last_bgsave_status"])
+			}
+			return nil
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// checkRound keeps round r's RDB file, reads its snapshot back and
+// checks that it is a consistent cut of the history.
+func (sc *scenario) checkRound(r int, rd *Round) error {
+	cfg := sc.cfg
+	rdb := filepath.Join(cfg.Dir, fmt.Sprintf("round-%d", r), "round.rdb")
+	os.MkdirAll(filepath.Dir(rdb), 0o755)
+	if err := os.Rename(filepath.Join(cfg.Dir, "dump.rdb"), rdb); err != nil {
+		return fmt.Errorf("round %d: the RDB file: %w", r, err)
+	}
+	if st, err := os.Stat(rdb); err == nil {
+		rd.RDBBytes = st.Size()
+	}
+	snap, err := ReadRDB(cfg.Bin, rdb, cfg.ValueSize)
+	if err != nil {
+		return fmt.Errorf("round %d: %w", r, err)
+	}
+	rd.RDBKeys = len(snap.Vals) + len(snap.Extras)
+	if cfg.Corrupt != "" {
+		rd.Corrupted = corrupt(cfg.Corrupt, snap, sc.hist, rd.BgInv, rd.BgResp)
+	}
+	rd.Finding, err = Check(r, cfg.Keys, sc.hist, rd.BgInv, rd.BgResp, snap)
+	return err
 }
 
 func verdictWord(f *Finding) string {
