@@ -259,6 +259,76 @@ func (r *Result) JUnit() *JUnitSuites {
 	return js
 }
 
+// xmlNode is any XML element, for ValidateJUnit.
+type xmlNode struct {
+	XMLName xml.Name
+	Attrs   []xml.Attr `xml:",any,attr"`
+	Nodes   []xmlNode  `xml:",any"`
+	Text    string     `xml:",chardata"`
+}
+
+// get is n's attribute name.
+func (n xmlNode) get(name string) (string, bool) {
+	for _, a := range n.Attrs {
+		if a.Name.Local == name {
+			return a.Value, true
+		}
+	}
+	return "", false
+}
+
+// need checks that n, described by where, has the attributes names.
+func (n xmlNode) need(where string, names ...string) error {
+	for _, a := range names {
+		if _, ok := n.get(a); !ok {
+			return fmt.Errorf("junit: %s: missing required attribute %q", where, a)
+		}
+	}
+	return nil
+}
+
+// nonNeg is n's attribute a as a non-negative integer (0 when absent).
+func (n xmlNode) nonNeg(where, a string) (int, error) {
+	v, ok := n.get(a)
+	if !ok {
+		return 0, nil
+	}
+	var x int
+	if _, err := fmt.Sscanf(v, "%d", &x); err != nil || x < 0 || fmt.Sprint(x) != v {
+		return 0, fmt.Errorf("junit: %s: %s=%q is not a non-negative integer", where, a, v)
+	}
+	return x, nil
+}
+
+// decimal checks that n's attribute a, if any, is a decimal number of
+// seconds.
+func (n xmlNode) decimal(where, a string) error {
+	v, ok := n.get(a)
+	if !ok {
+		return nil
+	}
+	var f float64
+	if _, err := fmt.Sscanf(v, "%g", &f); err != nil || f < 0 || strings.ContainsAny(v, "eE,") {
+		return fmt.Errorf("junit: %s: %s=%q is not a decimal number of seconds", where, a, v)
+	}
+	return nil
+}
+
+// checkCounts checks that n's counts (tests, failures, errors, skipped),
+// where given, are those of count.
+func (n xmlNode) checkCounts(where, holds string, count map[string]int) error {
+	for _, a := range []string{"tests", "failures", "errors", "skipped"} {
+		v, err := n.nonNeg(where, a)
+		if err != nil {
+			return err
+		}
+		if _, ok := n.get(a); ok && v != count[a] {
+			return fmt.Errorf("junit: %s: %s=%d but %s %d", where, a, v, holds, count[a])
+		}
+	}
+	return nil
+}
+
 // ValidateJUnit checks a JUnit XML document against the shape of the
 // Ant/Jenkins JUnit schema (junit-10.xsd) that CI systems read: a
 // testsuites root (or a single testsuite); each testsuite with name,
@@ -268,56 +338,11 @@ func (r *Result) JUnit() *JUnitSuites {
 // of failure, error, skipped; failure and error with a type; counts that
 // match the test cases. It is what the tests hold the gate's output to.
 func ValidateJUnit(b []byte) error {
-	type attrs []xml.Attr
-	type node struct {
-		XMLName xml.Name
-		Attrs   attrs  `xml:",any,attr"`
-		Nodes   []node `xml:",any"`
-		Text    string `xml:",chardata"`
-	}
-	var root node
+	var root xmlNode
 	if err := xml.Unmarshal(b, &root); err != nil {
 		return fmt.Errorf("junit: not well-formed XML: %w", err)
 	}
-	get := func(n node, name string) (string, bool) {
-		for _, a := range n.Attrs {
-			if a.Name.Local == name {
-				return a.Value, true
-			}
-		}
-		return "", false
-	}
-	need := func(n node, where string, names ...string) error {
-		for _, a := range names {
-			if _, ok := get(n, a); !ok {
-				return fmt.Errorf("junit: %s: missing required attribute %q", where, a)
-			}
-		}
-		return nil
-	}
-	nonNeg := func(n node, where, a string) (int, error) {
-		v, ok := get(n, a)
-		if !ok {
-			return 0, nil
-		}
-		var x int
-		if _, err := fmt.Sscanf(v, "%d", &x); err != nil || x < 0 || fmt.Sprint(x) != v {
-			return 0, fmt.Errorf("junit: %s: %s=%q is not a non-negative integer", where, a, v)
-		}
-		return x, nil
-	}
-	decimal := func(n node, where, a string) error {
-		v, ok := get(n, a)
-		if !ok {
-			return nil
-		}
-		var f float64
-		if _, err := fmt.Sscanf(v, "%g", &f); err != nil || f < 0 || strings.ContainsAny(v, "eE,") {
-			return fmt.Errorf("junit: %s: %s=%q is not a decimal number of seconds", where, a, v)
-		}
-		return nil
-	}
-	var suites []node
+	var suites []xmlNode
 	switch root.XMLName.Local {
 	case "testsuites":
 		for _, n := range root.Nodes {
@@ -327,96 +352,98 @@ func ValidateJUnit(b []byte) error {
 			suites = append(suites, n)
 		}
 	case "testsuite":
-		suites = []node{root}
+		suites = []xmlNode{root}
 	default:
 		return fmt.Errorf("junit: root element <%s>, want <testsuites> or <testsuite>", root.XMLName.Local)
 	}
 	total := map[string]int{}
 	for si, s := range suites {
-		where := fmt.Sprintf("testsuite %d", si)
-		if err := need(s, where, "name", "tests", "failures", "errors", "time", "timestamp", "hostname"); err != nil {
+		count, err := validateSuite(si, s)
+		if err != nil {
 			return err
-		}
-		name, _ := get(s, "name")
-		where = fmt.Sprintf("testsuite %q", name)
-		if name == "" {
-			return fmt.Errorf("junit: %s: empty name", where)
-		}
-		if ts, _ := get(s, "timestamp"); !tsRE.MatchString(ts) {
-			return fmt.Errorf("junit: %s: timestamp %q is not xs:dateTime without a zone", where, ts)
-		}
-		if err := decimal(s, where, "time"); err != nil {
-			return err
-		}
-		count := map[string]int{}
-		for ci, c := range s.Nodes {
-			switch c.XMLName.Local {
-			case "properties":
-				for _, p := range c.Nodes {
-					if p.XMLName.Local != "property" {
-						return fmt.Errorf("junit: %s: properties: unexpected <%s>", where, p.XMLName.Local)
-					}
-					if err := need(p, where+" property", "name", "value"); err != nil {
-						return err
-					}
-				}
-				continue
-			case "system-out", "system-err":
-				continue
-			case "testcase":
-			default:
-				return fmt.Errorf("junit: %s: unexpected element <%s>", where, c.XMLName.Local)
-			}
-			cw := fmt.Sprintf("%s testcase %d", where, ci)
-			if err := need(c, cw, "name", "classname", "time"); err != nil {
-				return err
-			}
-			if err := decimal(c, cw, "time"); err != nil {
-				return err
-			}
-			count["tests"]++
-			outcomes := 0
-			for _, e := range c.Nodes {
-				switch e.XMLName.Local {
-				case "failure", "error":
-					if err := need(e, cw+" "+e.XMLName.Local, "type"); err != nil {
-						return err
-					}
-					count[e.XMLName.Local+"s"]++
-					outcomes++
-				case "skipped":
-					count["skipped"]++
-					outcomes++
-				case "system-out", "system-err":
-				default:
-					return fmt.Errorf("junit: %s: unexpected element <%s>", cw, e.XMLName.Local)
-				}
-			}
-			if outcomes > 1 {
-				return fmt.Errorf("junit: %s: more than one of failure, error, skipped", cw)
-			}
 		}
 		for _, a := range []string{"tests", "failures", "errors", "skipped"} {
-			v, err := nonNeg(s, where, a)
-			if err != nil {
-				return err
-			}
-			if _, ok := get(s, a); ok && v != count[a] {
-				return fmt.Errorf("junit: %s: %s=%d but it holds %d", where, a, v, count[a])
-			}
 			total[a] += count[a]
 		}
 	}
 	if root.XMLName.Local == "testsuites" {
-		for _, a := range []string{"tests", "failures", "errors", "skipped"} {
-			v, err := nonNeg(root, "testsuites", a)
-			if err != nil {
+		return root.checkCounts("testsuites", "its suites hold", total)
+	}
+	return nil
+}
+
+// validateSuite checks testsuite si and returns its counts.
+func validateSuite(si int, s xmlNode) (map[string]int, error) {
+	where := fmt.Sprintf("testsuite %d", si)
+	if err := s.need(where, "name", "tests", "failures", "errors", "time", "timestamp", "hostname"); err != nil {
+		return nil, err
+	}
+	name, _ := s.get("name")
+	where = fmt.Sprintf("testsuite %q", name)
+	if name == "" {
+		return nil, fmt.Errorf("junit: %s: empty name", where)
+	}
+	if ts, _ := s.get("timestamp"); !tsRE.MatchString(ts) {
+		return nil, fmt.Errorf("junit: %s: timestamp %q is not xs:dateTime without a zone", where, ts)
+	}
+	if err := s.decimal(where, "time"); err != nil {
+		return nil, err
+	}
+	count := map[string]int{}
+	for ci, c := range s.Nodes {
+		switch c.XMLName.Local {
+		case "properties":
+			for _, p := range c.Nodes {
+				if p.XMLName.Local != "property" {
+					return nil, fmt.Errorf("junit: %s: properties: unexpected <%s>", where, p.XMLName.Local)
+				}
+				if err := p.need(where+" property", "name", "value"); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		case "system-out", "system-err":
+			continue
+		case "testcase":
+		default:
+			return nil, fmt.Errorf("junit: %s: unexpected element <%s>", where, c.XMLName.Local)
+		}
+		if err := validateCase(fmt.Sprintf("%s testcase %d", where, ci), c, count); err != nil {
+			return nil, err
+		}
+	}
+	return count, s.checkCounts(where, "it holds", count)
+}
+
+// validateCase checks testcase c (described by cw) and counts it and its
+// outcome in count.
+func validateCase(cw string, c xmlNode, count map[string]int) error {
+	if err := c.need(cw, "name", "classname", "time"); err != nil {
+		return err
+	}
+	if err := c.decimal(cw, "time"); err != nil {
+		return err
+	}
+	count["tests"]++
+	outcomes := 0
+	for _, e := range c.Nodes {
+		switch e.XMLName.Local {
+		case "failure", "error":
+			if err := e.need(cw+" "+e.XMLName.Local, "type"); err != nil {
 				return err
 			}
-			if _, ok := get(root, a); ok && v != total[a] {
-				return fmt.Errorf("junit: testsuites: %s=%d but its suites hold %d", a, v, total[a])
-			}
+			count[e.XMLName.Local+"s"]++
+			outcomes++
+		case "skipped":
+			count["skipped"]++
+			outcomes++
+		case "system-out", "system-err":
+		default:
+			return fmt.Errorf("junit: %s: unexpected element <%s>", cw, e.XMLName.Local)
 		}
+	}
+	if outcomes > 1 {
+		return fmt.Errorf("junit: %s: more than one of failure, error, skipped", cw)
 	}
 	return nil
 }
