@@ -255,56 +255,9 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 	g.forks++
 	var joins []prog.Op
 	if proc == 0 && chance(g.r, g.w.ThreadProb) && g.w.MaxWriters > 0 {
-		// Writer threads storing all through the fork and the child's copy.
-		for t := 1; t <= between(g.r, 1, min(g.w.MaxWriters, prog.MaxThreads)); t++ {
-			if g.busy[t] {
-				continue
-			}
-			ri := g.r.IntN(len(g.p.Regions))
-			var op prog.Op
-			if g.w.EveryPageWriterProb > 0 && chance(g.r, g.w.EveryPageWriterProb) {
-				st := g.everyPage(0, ri, g.w.MaxStorePages)
-				op = st[g.r.IntN(len(st))]
-			} else {
-				op = g.slotOp(0, prog.OpStore, ri)
-				op.Count = min(op.Count, 64)
-			}
-			op.Kind, op.Thread, op.Fork = prog.OpStoreLoop, t, f
-			ops = append(ops, op)
-			if chance(g.r, 0.5) {
-				joins = append(joins, prog.Op{Kind: prog.OpJoin, Peer: t})
-			}
-		}
-		g.nops += len(ops)
+		ops, joins = g.writerThreads(f)
 	}
-	migrating := -1 // the region a migrateloop moves during this fork
-	migLoop := -1   // the migrateloop's index in ops
-	streak := 0     // further forks the migrateloop runs over
-	if proc == 0 && g.w.MigrateLoopProb > 0 && chance(g.r, g.w.MigrateLoopProb) {
-		if t := g.freeThread(ops); t > 0 {
-			op := g.migrateOp(0, g.region())
-			op.Kind, op.Thread, op.Fork = prog.OpMigrateLoop, t, f
-			migrating = op.Region
-			if g.w.MigrateForks > 1 && chance(g.r, 0.7) {
-				streak = between(g.r, 1, g.w.MigrateForks-1)
-			}
-			if chance(g.r, 0.6) {
-				// Every page of the region present and written since
-				// the last fork: a private page mid-move then has a
-				// writable migration entry, the kind fork must make
-				// read-only on both sides (copy_nonpresent_pte).
-				st := g.everyPage(0, op.Region, g.w.MaxStorePages)
-				ops = append(ops, st...)
-				g.nops += len(st)
-			}
-			migLoop = len(ops)
-			ops = append(ops, op)
-			g.nops++
-			if chance(g.r, 0.5) {
-				joins = append(joins, prog.Op{Kind: prog.OpJoin, Peer: t})
-			}
-		}
-	}
+	ml := g.migrateLoop(proc, f, &ops, &joins)
 	if proc == 0 && g.w.PreForkAdviceProb > 0 && chance(g.r, g.w.PreForkAdviceProb) {
 		ri := g.r.IntN(len(g.p.Regions))
 		off, n := g.span(ri)
@@ -312,16 +265,10 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 		ops = append(ops, g.fix(prog.Op{Kind: prog.OpMadvise, Region: ri, Off: off, Len: n, Advice: adv}))
 		g.nops++
 	}
-	fork := prog.Op{Proc: proc, Kind: prog.OpFork, Fork: f}
-	if proc == 0 && g.w.MaxFailNth > 0 && chance(g.r, g.w.FailNthProb) {
-		fork.FailNth = between(g.r, 1, min(g.w.MaxFailNth, prog.MaxFailNth))
-	} else if proc == 0 && g.w.MaxChildFail > 0 && g.w.ChildFailProb > 0 && chance(g.r, g.w.ChildFailProb) {
-		fork.ChildFail = between(g.r, 1, min(g.w.MaxChildFail, prog.MaxFailNth))
-	}
-	ops = append(ops, fork)
+	ops = append(ops, g.forkOp(proc, f))
 	g.nops++
-	if migrating >= 0 && chance(g.r, 0.5) {
-		st := g.everyPage(proc, migrating, g.w.MaxStorePages)
+	if ml.region >= 0 && chance(g.r, 0.5) {
+		st := g.everyPage(proc, ml.region, g.w.MaxStorePages)
 		ops = append(ops, st...)
 		g.nops += len(st)
 	}
@@ -338,7 +285,7 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 		ops = append(ops, prog.Op{Proc: proc, Kind: prog.OpKill, Fork: f})
 		g.nops++
 	}
-	var race, idiomChild, afterWait []prog.Op
+	var idiomChild, afterWait []prog.Op
 	idiomProb := g.w.IdiomProb
 	if g.wipe != nil {
 		idiomProb = min(1, 3*idiomProb)
@@ -349,39 +296,15 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 		ops = append(ops, afterFork...)
 		g.nops += len(afterFork) + len(idiomChild) + len(afterWait)
 	}
-	if chance(g.r, g.w.RaceProb) {
-		g.into = f + 1
-		for n := between(g.r, 1, g.w.RaceOps); n > 0; n-- {
-			race = append(race, g.raceOp(proc)...)
-		}
-		g.into = 0
-		g.nops += len(race)
-		for i := range race {
-			op := &race[i]
-			if proc == 0 && op.Kind != prog.OpCheck && (!op.Kind.Pinned() || prog.ThreadablePinned(op)) && chance(g.r, g.w.ThreadVMAProb) &&
-				!(op.Kind == prog.OpMmap && g.p.Regions[op.Region].Kind == prog.AnonShared) {
-				op.Thread = between(g.r, 1, max(1, min(g.w.MaxWriters, prog.MaxThreads)))
-			}
-		}
-	}
-	child := idiomChild
-	if !killed || chance(g.r, 0.2) {
-		if g.w.EveryPageChildProb > 0 && chance(g.r, g.w.EveryPageChildProb) {
-			for ri := range g.p.Regions {
-				st := g.everyPage(f+1, ri, g.w.MaxStorePages)
-				child = append(child, st...)
-				g.nops += len(st)
-			}
-		}
-		child = append(child, g.process(f+1, depth+1, between(g.r, 1, g.w.ChildSteps), false)...)
-	}
+	race := g.race(proc, f)
+	child := g.child(f, depth, killed, idiomChild)
 	g.nest = false
 	ops = append(ops, interleave(g.r, race, child)...)
 	if killed && !killFirst {
 		ops = append(ops, prog.Op{Proc: proc, Kind: prog.OpKill, Fork: f})
 		g.nops++
 	}
-	if len(joins) == 0 && len(afterWait) == 0 && streak == 0 && chance(g.r, g.w.DeferWaitProb) {
+	if len(joins) == 0 && len(afterWait) == 0 && ml.streak == 0 && chance(g.r, g.w.DeferWaitProb) {
 		for _, op := range ops {
 			if op.Kind.RunsUntil() {
 				g.busy[op.Thread] = true
@@ -392,13 +315,132 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 	g.nops++
 	ops = append(ops, prog.Op{Proc: proc, Kind: prog.OpWait, Fork: f})
 	ops = append(ops, afterWait...)
-	if streak > 0 && g.forks < g.forkLimit {
-		st, last := g.migrateStreak(migrating, streak)
+	if ml.streak > 0 && g.forks < g.forkLimit {
+		st, last := g.migrateStreak(ml.region, ml.streak)
 		ops = append(ops, st...)
-		ops[migLoop].Fork = last
+		ops[ml.index].Fork = last
 	}
 	g.nops += len(joins)
 	return append(ops, joins...), -1
+}
+
+// writerThreads are storeloops of writer threads storing all through
+// fork f and the child's copy, and the joins of some of them.
+func (g *generator) writerThreads(f int) (ops, joins []prog.Op) {
+	for t := 1; t <= between(g.r, 1, min(g.w.MaxWriters, prog.MaxThreads)); t++ {
+		if g.busy[t] {
+			continue
+		}
+		ri := g.r.IntN(len(g.p.Regions))
+		var op prog.Op
+		if g.w.EveryPageWriterProb > 0 && chance(g.r, g.w.EveryPageWriterProb) {
+			st := g.everyPage(0, ri, g.w.MaxStorePages)
+			op = st[g.r.IntN(len(st))]
+		} else {
+			op = g.slotOp(0, prog.OpStore, ri)
+			op.Count = min(op.Count, 64)
+		}
+		op.Kind, op.Thread, op.Fork = prog.OpStoreLoop, t, f
+		ops = append(ops, op)
+		if chance(g.r, 0.5) {
+			joins = append(joins, prog.Op{Kind: prog.OpJoin, Peer: t})
+		}
+	}
+	g.nops += len(ops)
+	return ops, joins
+}
+
+// forkMigration is the migrateloop of a fork block: the region it moves
+// (-1: none), its index in the block, and the further forks it runs over.
+type forkMigration struct {
+	region, index, streak int
+}
+
+// migrateLoop adds, with MigrateLoopProb, a migrateloop moving a region
+// during fork f (and maybe its join) to ops.
+func (g *generator) migrateLoop(proc, f int, ops, joins *[]prog.Op) forkMigration {
+	ml := forkMigration{region: -1, index: -1}
+	if proc != 0 || g.w.MigrateLoopProb <= 0 || !chance(g.r, g.w.MigrateLoopProb) {
+		return ml
+	}
+	t := g.freeThread(*ops)
+	if t <= 0 {
+		return ml
+	}
+	op := g.migrateOp(0, g.region())
+	op.Kind, op.Thread, op.Fork = prog.OpMigrateLoop, t, f
+	ml.region = op.Region
+	if g.w.MigrateForks > 1 && chance(g.r, 0.7) {
+		ml.streak = between(g.r, 1, g.w.MigrateForks-1)
+	}
+	if chance(g.r, 0.6) {
+		// Every page of the region present and written since the last
+		// fork: a private page mid-move then has a writable migration
+		// entry, the kind fork must make read-only on both sides
+		// (copy_nonpresent_pte).
+		st := g.everyPage(0, op.Region, g.w.MaxStorePages)
+		*ops = append(*ops, st...)
+		g.nops += len(st)
+	}
+	ml.index = len(*ops)
+	*ops = append(*ops, op)
+	g.nops++
+	if chance(g.r, 0.5) {
+		*joins = append(*joins, prog.Op{Kind: prog.OpJoin, Peer: t})
+	}
+	return ml
+}
+
+// forkOp is fork f in proc, with an injected failure of the main
+// process's fork (FailNthProb, ChildFailProb).
+func (g *generator) forkOp(proc, f int) prog.Op {
+	fork := prog.Op{Proc: proc, Kind: prog.OpFork, Fork: f}
+	if proc == 0 && g.w.MaxFailNth > 0 && chance(g.r, g.w.FailNthProb) {
+		fork.FailNth = between(g.r, 1, min(g.w.MaxFailNth, prog.MaxFailNth))
+	} else if proc == 0 && g.w.MaxChildFail > 0 && g.w.ChildFailProb > 0 && chance(g.r, g.w.ChildFailProb) {
+		fork.ChildFail = between(g.r, 1, min(g.w.MaxChildFail, prog.MaxFailNth))
+	}
+	return fork
+}
+
+// race is, with RaceProb, a burst of parent operations racing fork f's
+// child, some of them on threads.
+func (g *generator) race(proc, f int) []prog.Op {
+	if !chance(g.r, g.w.RaceProb) {
+		return nil
+	}
+	var race []prog.Op
+	g.into = f + 1
+	for n := between(g.r, 1, g.w.RaceOps); n > 0; n-- {
+		race = append(race, g.raceOp(proc)...)
+	}
+	g.into = 0
+	g.nops += len(race)
+	for i := range race {
+		op := &race[i]
+		if proc == 0 && op.Kind != prog.OpCheck && (!op.Kind.Pinned() || prog.ThreadablePinned(op)) && chance(g.r, g.w.ThreadVMAProb) &&
+			!(op.Kind == prog.OpMmap && g.p.Regions[op.Region].Kind == prog.AnonShared) {
+			op.Thread = between(g.r, 1, max(1, min(g.w.MaxWriters, prog.MaxThreads)))
+		}
+	}
+	return race
+}
+
+// child is fork f's operations after idiomChild: a process of its own
+// (rarely when the child is killed).
+func (g *generator) child(f, depth int, killed bool, idiomChild []prog.Op) []prog.Op {
+	child := idiomChild
+	if killed && !chance(g.r, 0.2) {
+		return child
+	}
+	if g.w.EveryPageChildProb > 0 && chance(g.r, g.w.EveryPageChildProb) {
+		for ri := range g.p.Regions {
+			st := g.everyPage(f+1, ri, g.w.MaxStorePages)
+			child = append(child, st...)
+			g.nops += len(st)
+		}
+	}
+	return append(child, g.process(f+1, depth+1, between(g.r, 1, g.w.ChildSteps), false)...)
 }
 
 // migrateStreak returns up to n more forks of the main process while a

@@ -40,113 +40,139 @@ func Repair(p *prog.Program) *prog.Program {
 	if max := prog.MaxOps - prog.MaxForks; len(ops) > max && p.Validate() != nil {
 		ops = ops[:max]
 	}
-	type fork struct {
-		parent int // new process number
-		alive  bool
-	}
-	var forks []fork            // by new number
-	ids := map[int]int{}        // old identifier -> new number
-	loopsFor := map[int][]int{} // old fork identifier -> storeloops (in q) waiting for it
-	proc := func(old int) (int, bool) {
-		if old == 0 {
-			return 0, true
-		}
-		n, ok := ids[old-1]
-		if !ok || !forks[n].alive {
-			return 0, false
-		}
-		return n + 1, true
-	}
-	descends := func(g, f int) bool {
-		for x := g; forks[x].parent != 0; {
-			x = forks[x].parent - 1
-			if x == f {
-				return true
-			}
-		}
-		return false
-	}
-	// reap waits for every live descendant of f (all live forks if f < 0),
-	// deepest first.
-	reap := func(f int) {
-		for g := len(forks) - 1; g > f; g-- {
-			if forks[g].alive && (f < 0 || descends(g, f)) {
-				q.Ops = append(q.Ops, prog.Op{Proc: forks[g].parent, Kind: prog.OpWait, Fork: g})
-				forks[g].alive = false
-			}
-		}
-	}
+	rp := &repairer{q: q, ids: map[int]int{}, loopsFor: map[int][]int{}}
 	for _, op := range ops {
-		if int(op.Kind) >= numOpKinds {
-			continue
-		}
-		pr, ok := proc(op.Proc)
-		if !ok {
-			continue
-		}
-		switch op.Kind {
-		case prog.OpFork:
-			if len(forks) == prog.MaxForks {
-				delete(ids, op.Fork)
-				continue
-			}
-			ids[op.Fork] = len(forks)
-			for _, j := range loopsFor[op.Fork] {
-				q.Ops[j].Fork = len(forks)
-			}
-			delete(loopsFor, op.Fork)
-			f := prog.Op{Proc: pr, Kind: prog.OpFork, Fork: len(forks)}
-			if pr == 0 {
-				// Injected faults stay with the fork (main process only).
-				f.FailNth = min(max(op.FailNth, 0), prog.MaxFailNth)
-				f.OOMMemcg = min(op.OOMMemcg, prog.MaxOOMMemcg)
-				if f.FailNth == 0 && f.OOMMemcg == 0 {
-					f.ChildFail = min(max(op.ChildFail, 0), prog.MaxFailNth)
-					if f.ChildFail == 0 {
-						f.ChildOOM = min(op.ChildOOM, prog.MaxOOMMemcg)
-					}
-				}
-			}
-			q.Ops = append(q.Ops, f)
-			forks = append(forks, fork{parent: pr, alive: true})
-		case prog.OpWait, prog.OpKill:
-			n, ok := ids[op.Fork]
-			if !ok || !forks[n].alive || forks[n].parent != pr {
-				continue
-			}
-			if op.Kind == prog.OpWait {
-				reap(n)
-				forks[n].alive = false
-			}
-			q.Ops = append(q.Ops, prog.Op{Proc: pr, Kind: op.Kind, Fork: n})
-		default:
-			op.Proc = pr
-			fo := fixOp(op, q.Regions)
-			if fo.Kind.RunsUntil() {
-				// The loop's fork usually comes later: resolve it then.
-				fo.Fork = -1
-				if n, ok := ids[op.Fork]; ok && forks[n].alive {
-					fo.Fork = n
-				} else {
-					loopsFor[op.Fork] = append(loopsFor[op.Fork], len(q.Ops))
-				}
-			}
-			if fo.Into > 0 {
-				// into= names a child of this process that is alive.
-				if n, ok := ids[fo.Into-1]; ok && forks[n].alive && forks[n].parent == pr {
-					fo.Into = n + 1
-				} else {
-					fo.Into = 0
-				}
-			}
-			q.Ops = append(q.Ops, fo)
-		}
+		rp.op(op)
 	}
-	reap(-1)
+	rp.reap(-1)
 	fixLoops(q)
 	fixPinned(q)
 	FixJoins(q)
 	return q
+}
+
+// repairFork is a fork of the repaired program: its parent (a new
+// process number) and whether it is alive.
+type repairFork struct {
+	parent int
+	alive  bool
+}
+
+// repairer builds the repaired program q an operation at a time.
+type repairer struct {
+	q        *prog.Program
+	forks    []repairFork  // by new number
+	ids      map[int]int   // old identifier -> new number
+	loopsFor map[int][]int // old fork identifier -> storeloops (in q) waiting for it
+}
+
+// proc is the new number of old process number old, if it is alive.
+func (rp *repairer) proc(old int) (int, bool) {
+	if old == 0 {
+		return 0, true
+	}
+	n, ok := rp.ids[old-1]
+	if !ok || !rp.forks[n].alive {
+		return 0, false
+	}
+	return n + 1, true
+}
+
+// descends reports whether fork g descends from fork f.
+func (rp *repairer) descends(g, f int) bool {
+	for x := g; rp.forks[x].parent != 0; {
+		x = rp.forks[x].parent - 1
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// reap waits for every live descendant of f (all live forks if f < 0),
+// deepest first.
+func (rp *repairer) reap(f int) {
+	for g := len(rp.forks) - 1; g > f; g-- {
+		if rp.forks[g].alive && (f < 0 || rp.descends(g, f)) {
+			rp.q.Ops = append(rp.q.Ops, prog.Op{Proc: rp.forks[g].parent, Kind: prog.OpWait, Fork: g})
+			rp.forks[g].alive = false
+		}
+	}
+}
+
+// op adds op, repaired, to q (or drops it).
+func (rp *repairer) op(op prog.Op) {
+	q, forks := rp.q, rp.forks
+	if int(op.Kind) >= numOpKinds {
+		return
+	}
+	pr, ok := rp.proc(op.Proc)
+	if !ok {
+		return
+	}
+	switch op.Kind {
+	case prog.OpFork:
+		rp.fork(op, pr)
+	case prog.OpWait, prog.OpKill:
+		n, ok := rp.ids[op.Fork]
+		if !ok || !forks[n].alive || forks[n].parent != pr {
+			return
+		}
+		if op.Kind == prog.OpWait {
+			rp.reap(n)
+			forks[n].alive = false
+		}
+		q.Ops = append(q.Ops, prog.Op{Proc: pr, Kind: op.Kind, Fork: n})
+	default:
+		op.Proc = pr
+		fo := fixOp(op, q.Regions)
+		if fo.Kind.RunsUntil() {
+			// The loop's fork usually comes later: resolve it then.
+			fo.Fork = -1
+			if n, ok := rp.ids[op.Fork]; ok && forks[n].alive {
+				fo.Fork = n
+			} else {
+				rp.loopsFor[op.Fork] = append(rp.loopsFor[op.Fork], len(q.Ops))
+			}
+		}
+		if fo.Into > 0 {
+			// into= names a child of this process that is alive.
+			if n, ok := rp.ids[fo.Into-1]; ok && forks[n].alive && forks[n].parent == pr {
+				fo.Into = n + 1
+			} else {
+				fo.Into = 0
+			}
+		}
+		q.Ops = append(q.Ops, fo)
+	}
+}
+
+// fork adds fork op, of new process pr, unless there are MaxForks.
+func (rp *repairer) fork(op prog.Op, pr int) {
+	n := len(rp.forks)
+	if n == prog.MaxForks {
+		delete(rp.ids, op.Fork)
+		return
+	}
+	rp.ids[op.Fork] = n
+	for _, j := range rp.loopsFor[op.Fork] {
+		rp.q.Ops[j].Fork = n
+	}
+	delete(rp.loopsFor, op.Fork)
+	f := prog.Op{Proc: pr, Kind: prog.OpFork, Fork: n}
+	if pr == 0 {
+		// Injected faults stay with the fork (main process only).
+		f.FailNth = min(max(op.FailNth, 0), prog.MaxFailNth)
+		f.OOMMemcg = min(op.OOMMemcg, prog.MaxOOMMemcg)
+		if f.FailNth == 0 && f.OOMMemcg == 0 {
+			f.ChildFail = min(max(op.ChildFail, 0), prog.MaxFailNth)
+			if f.ChildFail == 0 {
+				f.ChildOOM = min(op.ChildOOM, prog.MaxOOMMemcg)
+			}
+		}
+	}
+	rp.q.Ops = append(rp.q.Ops, f)
+	rp.forks = append(rp.forks, repairFork{parent: pr, alive: true})
 }
 
 // FixJoins makes the joins of p valid: it drops every join of a thread that
