@@ -24,152 +24,184 @@ func Reach(w gen.Weights, seed uint64, n int) map[string]int {
 	return out
 }
 
+// triggerState is what triggers knows of a program's regions (by index)
+// after the operations so far.
+type triggerState struct {
+	p            *prog.Program
+	hit          map[string]bool
+	stored       map[int]bool // written by the main process so far
+	atFork       map[int]bool // written before a fork of the main process
+	pinned       map[int]bool // io_uring registered (pinned) and written at a fork
+	uring        map[int]bool // io_uring registered
+	mlocked      map[int]bool // mlocked
+	wipe         map[int]bool // madvise wipeonfork
+	keep         map[int]bool // keeponfork after wipeonfork
+	dontfork     map[int]bool // madvise dontfork on anon-private
+	wipedByChild map[int]bool // a child that wrote a wipe-on-fork region
+	spliced      map[int]int  // region -> process that vmspliced it after a fork + 1
+	spliceLeak   map[int]bool // pipe holding a page another process wrote since
+	pipeOf       map[int]int  // pipe -> region last vmspliced into it
+	moving       map[int]int  // region -> fork whose wait ends a migrateloop over it, + 1
+	movedAtFork  map[int]bool // private, written, and migrating at a fork of the main process
+	forks        int
+}
+
 // triggers lists the mutants whose trigger condition program p meets.
 func triggers(p *prog.Program) map[string]bool {
-	hit := map[string]bool{}
-	stored := map[int]bool{}       // written by the main process so far
-	atFork := map[int]bool{}       // written before a fork of the main process
-	pinned := map[int]bool{}       // io_uring registered (pinned) and written at a fork
-	uring := map[int]bool{}        // io_uring registered
-	mlocked := map[int]bool{}      // mlocked
-	wipe := map[int]bool{}         // madvise wipeonfork
-	keep := map[int]bool{}         // keeponfork after wipeonfork
-	dontfork := map[int]bool{}     // madvise dontfork on anon-private
-	wipedByChild := map[int]bool{} // a child that wrote a wipe-on-fork region
-	spliced := map[int]int{}       // region -> process that vmspliced it after a fork + 1
-	spliceLeak := map[int]bool{}   // pipe holding a page another process wrote since
-	pipeOf := map[int]int{}        // pipe -> region last vmspliced into it
-	moving := map[int]int{}        // region -> fork whose wait ends a migrateloop over it, + 1
-	movedAtFork := map[int]bool{}  // private, written, and migrating at a fork of the main process
-	forks := 0
+	t := &triggerState{p: p, hit: map[string]bool{}, stored: map[int]bool{}, atFork: map[int]bool{}, pinned: map[int]bool{},
+		uring: map[int]bool{}, mlocked: map[int]bool{}, wipe: map[int]bool{}, keep: map[int]bool{}, dontfork: map[int]bool{},
+		wipedByChild: map[int]bool{}, spliced: map[int]int{}, spliceLeak: map[int]bool{}, pipeOf: map[int]int{},
+		moving: map[int]int{}, movedAtFork: map[int]bool{}}
 	for _, op := range p.Ops {
-		r := op.Region
-		main := op.Proc == 0
-		switch op.Kind {
-		case prog.OpStore, prog.OpPwrite:
-			if !main && wipe[r] {
-				wipedByChild[op.Proc] = true
+		t.op(op)
+	}
+	return t.hit
+}
+
+// op follows one operation.
+func (t *triggerState) op(op prog.Op) {
+	r := op.Region
+	main := op.Proc == 0
+	switch op.Kind {
+	case prog.OpStore, prog.OpPwrite:
+		t.store(op)
+	case prog.OpUringRead:
+		if main && t.pinned[r] {
+			t.hit["pinned-shared"] = true
+		}
+	case prog.OpUringReg:
+		t.uring[r] = true
+	case prog.OpMlock:
+		if main {
+			t.mlocked[r] = true
+		}
+	case prog.OpMadvise:
+		if main {
+			t.madvise(op)
+		}
+	case prog.OpProcMem, prog.OpPVWrite:
+		if t.forks > 0 && t.atFork[r] {
+			t.hit["gup-write-shared"] = true
+		}
+	case prog.OpVmsplice:
+		if t.forks > 0 && t.atFork[r] {
+			t.spliced[r] = op.Proc + 1
+			t.pipeOf[op.Pipe] = r
+		}
+	case prog.OpMigrateLoop:
+		t.moving[r] = op.Fork + 1
+	case prog.OpWait:
+		for rr, f := range t.moving {
+			if main && f == op.Fork+1 {
+				delete(t.moving, rr)
 			}
-			if a := spliced[r]; a > 0 && a-1 != op.Proc {
-				for pipe, pr := range pipeOf {
-					if pr == r {
-						spliceLeak[pipe] = true
-					}
-				}
-			}
-			if main && forks > 0 && atFork[r] {
-				reg := p.Regions[r]
-				if reg.Kind == prog.MemfdPrivate {
-					hit["wp-src-memfd"] = true
-				}
-				if reg.THP == prog.THPOn {
-					hit["wp-src-hugepage-pte"] = true
-					if reg.Pages >= 512 {
-						hit["wp-src-pmd"] = true
-					}
-				}
-				if mlocked[r] {
-					hit["mlock-reuse"] = true
-				}
-				if pinned[r] {
-					hit["pinned-shared"] = true
-				}
-				if movedAtFork[r] {
-					hit["migration-wp"] = true
-				}
-			}
-			if main {
-				stored[r] = true
-			}
-		case prog.OpUringRead:
-			if main && pinned[r] {
-				hit["pinned-shared"] = true
-			}
-		case prog.OpUringReg:
-			uring[r] = true
-		case prog.OpMlock:
-			if main {
-				mlocked[r] = true
-			}
-		case prog.OpMadvise:
-			if !main {
-				break
-			}
-			switch op.Advice {
-			case prog.AdvWipeonfork:
-				// The kernel refuses it (EINVAL) on file-backed and
-				// shared mappings.
-				if p.Regions[r].Kind == prog.AnonPrivate {
-					wipe[r] = true
-				}
-			case prog.AdvKeeponfork:
-				if wipe[r] {
-					keep[r] = true
-				}
-			case prog.AdvDontfork:
-				if p.Regions[r].Kind == prog.AnonPrivate {
-					dontfork[r] = true
-				}
-			}
-		case prog.OpProcMem, prog.OpPVWrite:
-			if forks > 0 && atFork[r] {
-				hit["gup-write-shared"] = true
-			}
-		case prog.OpVmsplice:
-			if forks > 0 && atFork[r] {
-				spliced[r] = op.Proc + 1
-				pipeOf[op.Pipe] = r
-			}
-		case prog.OpMigrateLoop:
-			moving[r] = op.Fork + 1
-		case prog.OpWait:
-			for rr, f := range moving {
-				if main && f == op.Fork+1 {
-					delete(moving, rr)
-				}
-			}
-		case prog.OpReadPipe:
-			if spliceLeak[op.Pipe] {
-				hit["cow-reuse-mapcount"] = true
-			}
-		case prog.OpFork:
-			if !main {
-				if wipedByChild[op.Proc] {
-					hit["wipeonfork-lost"] = true
-				}
-				break
-			}
-			forks++
-			if op.FailNth > 0 {
-				hit["fail-mm-leak"] = true
-			}
-			for rr := range stored {
-				atFork[rr] = true
-				reg := p.Regions[rr]
-				if reg.THP == prog.THPOn && reg.Kind == prog.AnonPrivate {
-					hit["nocopy-hugepage"] = true
-					if reg.Pages >= 512 {
-						hit["rss-thp"] = true
-					}
-				}
-				if uring[rr] {
-					pinned[rr] = true
-					hit["pinned-copy-zero"] = true
-				}
-				if wipe[rr] {
-					hit["wipeonfork-copied"] = true
-				}
-				if keep[rr] {
-					hit["keeponfork-ignored"] = true
-				}
-				if moving[rr] > 0 && !reg.Kind.Shared() {
-					movedAtFork[rr] = true
-				}
-			}
-			if len(dontfork) > 0 {
-				hit["dontfork-ignored"] = true
+		}
+	case prog.OpReadPipe:
+		if t.spliceLeak[op.Pipe] {
+			t.hit["cow-reuse-mapcount"] = true
+		}
+	case prog.OpFork:
+		t.fork(op)
+	}
+}
+
+// store follows a store or pwrite.
+func (t *triggerState) store(op prog.Op) {
+	r := op.Region
+	main := op.Proc == 0
+	if !main && t.wipe[r] {
+		t.wipedByChild[op.Proc] = true
+	}
+	if a := t.spliced[r]; a > 0 && a-1 != op.Proc {
+		for pipe, pr := range t.pipeOf {
+			if pr == r {
+				t.spliceLeak[pipe] = true
 			}
 		}
 	}
-	return hit
+	if main && t.forks > 0 && t.atFork[r] {
+		reg := t.p.Regions[r]
+		if reg.Kind == prog.MemfdPrivate {
+			t.hit["wp-src-memfd"] = true
+		}
+		if reg.THP == prog.THPOn {
+			t.hit["wp-src-hugepage-pte"] = true
+			if reg.Pages >= 512 {
+				t.hit["wp-src-pmd"] = true
+			}
+		}
+		if t.mlocked[r] {
+			t.hit["mlock-reuse"] = true
+		}
+		if t.pinned[r] {
+			t.hit["pinned-shared"] = true
+		}
+		if t.movedAtFork[r] {
+			t.hit["migration-wp"] = true
+		}
+	}
+	if main {
+		t.stored[r] = true
+	}
+}
+
+// madvise follows a madvise of the main process.
+func (t *triggerState) madvise(op prog.Op) {
+	r := op.Region
+	switch op.Advice {
+	case prog.AdvWipeonfork:
+		// The kernel refuses it (EINVAL) on file-backed and shared
+		// mappings.
+		if t.p.Regions[r].Kind == prog.AnonPrivate {
+			t.wipe[r] = true
+		}
+	case prog.AdvKeeponfork:
+		if t.wipe[r] {
+			t.keep[r] = true
+		}
+	case prog.AdvDontfork:
+		if t.p.Regions[r].Kind == prog.AnonPrivate {
+			t.dontfork[r] = true
+		}
+	}
+}
+
+// fork follows a fork: what the main process's fork finds in each region.
+func (t *triggerState) fork(op prog.Op) {
+	if op.Proc != 0 {
+		if t.wipedByChild[op.Proc] {
+			t.hit["wipeonfork-lost"] = true
+		}
+		return
+	}
+	t.forks++
+	if op.FailNth > 0 {
+		t.hit["fail-mm-leak"] = true
+	}
+	for rr := range t.stored {
+		t.atFork[rr] = true
+		reg := t.p.Regions[rr]
+		if reg.THP == prog.THPOn && reg.Kind == prog.AnonPrivate {
+			t.hit["nocopy-hugepage"] = true
+			if reg.Pages >= 512 {
+				t.hit["rss-thp"] = true
+			}
+		}
+		if t.uring[rr] {
+			t.pinned[rr] = true
+			t.hit["pinned-copy-zero"] = true
+		}
+		if t.wipe[rr] {
+			t.hit["wipeonfork-copied"] = true
+		}
+		if t.keep[rr] {
+			t.hit["keeponfork-ignored"] = true
+		}
+		if t.moving[rr] > 0 && !reg.Kind.Shared() {
+			t.movedAtFork[rr] = true
+		}
+	}
+	if len(t.dontfork) > 0 {
+		t.hit["dontfork-ignored"] = true
+	}
 }
