@@ -177,34 +177,32 @@ func Run(t agents.Target, p *prog.Program, o Options) (*Result, error) {
 	return res, nil
 }
 
+// forkSweep is the sweep of one fork in progress.
+type forkSweep struct {
+	t    agents.Target
+	p    *prog.Program
+	i    int // the fork's operation
+	o    Options
+	f    int // the fork
+	fr   *ForkResult
+	seen map[string]bool // signatures found so far
+	// lastProgram is the last K that stopped in the program's part;
+	// firstRuntime the first that stopped in the runtime's.
+	lastProgram, firstRuntime int
+	retries                   int // runs in a row the child was armed late
+}
+
 func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult, error) {
 	f := p.Ops[i].Fork
 	fr := &ForkResult{Fork: f, Op: i, Points: -1, ProgramPoints: -1, ProgramPointsMax: -1, Errnos: map[int]int{}, Sites: map[string]int{}, Parts: map[string]int{}}
-	lastProgram, firstRuntime := 0, 0
 	if o.Child {
 		fr.ChildSignals, fr.Phases, fr.ChildOOMStep = map[int]int{}, map[string]int{}, o.ChildOOMStep
 	}
+	sw := &forkSweep{t: t, p: p, i: i, o: o, f: f, fr: fr, seen: map[string]bool{}}
 	start := time.Now()
-	seen := map[string]bool{}
-	retries := 0
 	defer func() { fr.Elapsed = time.Since(start) }()
-	// judge judges one run and keeps the first program of each new
-	// signature.
-	judgeRun := func(q *prog.Program, k int, ob *obs.Observation, runErr error, attr string) (*judge.Verdict, error) {
-		v, err := judge.Judge(q, ob, runErr)
-		if err != nil {
-			return nil, fmt.Errorf("sweep fork f%d at %s=%d: %w", f, attr, k, err)
-		}
-		for _, is := range v.Issues {
-			if !seen[is.Signature] {
-				seen[is.Signature] = true
-				fr.Findings = append(fr.Findings, Finding{Fork: f, K: k, Issue: is, Program: q})
-			}
-		}
-		return v, nil
-	}
 	if o.Settle > 0 && !o.Child {
-		if err := settle(t, p, i, o, fr, judgeRun); err != nil {
+		if err := settle(t, p, i, o, fr, sw.judgeRun); err != nil {
 			return fr, err
 		}
 		defer func() {
@@ -214,24 +212,10 @@ func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult,
 		}()
 	}
 	for k := 1; k <= o.MaxK; k += o.Stride {
-		q := p.Clone()
-		for j := range q.Ops {
-			q.Ops[j].FailNth, q.Ops[j].ChildFail, q.Ops[j].ChildOOM = 0, 0, 0
-		}
-		attr := "fail_nth"
-		switch {
-		case o.Child && o.ChildOOMStep > 0:
-			q.Ops[i].ChildOOM, attr = uint64(k)*o.ChildOOMStep, "child_oom/step"
-			q.Ops[i].OOMMemcg = 0
-		case o.Child:
-			q.Ops[i].ChildFail, attr = k, "childfail"
-			q.Ops[i].OOMMemcg, q.Ops[i].ChildOOM = 0, 0
-		default:
-			q.Ops[i].FailNth = k
-		}
+		q, attr := sw.faulted(k)
 		ob, runErr := t.Run(q, agents.Options{})
 		fr.Runs++
-		v, err := judgeRun(q, k, ob, runErr, attr)
+		v, err := sw.judgeRun(q, k, ob, runErr, attr)
 		if err != nil {
 			return fr, err
 		}
@@ -248,80 +232,142 @@ func sweepFork(t agents.Target, p *prog.Program, i int, o Options) (*ForkResult,
 			}
 			continue // judged above (rollback:missing, a crash, ...)
 		}
+		var done bool
 		if o.Child {
-			if c := rb.Child; c != nil && c.Ran != "" && c.FailNth > 0 && c.Injection != obs.InjUnsupported {
-				// The child ran before it was armed: it may have passed
-				// failure points unarmed, so this run says nothing about
-				// K. Run K again.
-				fr.Unarmed++
-				logf(o.Log, "fork f%d %s=%d: armed late (%s), %s, child %s; running it again", f, attr, k, c.Ran, c.Injection, c.Outcome)
-				if retries++; retries > maxUnarmed {
-					return fr, fmt.Errorf("sweep fork f%d at %s=%d: the child ran before it was armed %d times in a row (%s)", f, attr, k, retries, c.Ran)
-				}
+			var again bool
+			again, done, err = sw.child(rb, attr, k, len(v.Issues))
+			if again {
 				k -= o.Stride
-				continue
 			}
-			retries = 0
-			done, err := childRun(fr, rb, attr, k, len(v.Issues), o.Log)
-			if done || err != nil {
-				return fr, err
-			}
-			continue
+		} else {
+			done, err = sw.parent(rb, k, len(v.Issues))
 		}
-		if rb.Injection == obs.InjUnsupported {
-			return fr, &UnsupportedError{rb.Reason}
-		}
-		if rb.Errno != 0 {
-			fr.Failed++
-			fr.Errnos[rb.Errno]++
-		} else if rb.Injection == obs.InjInjected {
-			fr.Tolerated++
-		}
-		if rb.Injection == obs.InjInjected {
-			fr.Sites[rb.Site]++
-		}
-		if rb.Errno != 0 && rb.Injection == obs.InjInjected {
-			fr.Parts[rb.Part]++
-			switch rb.Part {
-			case obs.PartProgram:
-				if firstRuntime > 0 && fr.PartNote == "" {
-					fr.PartNote = fmt.Sprintf("out of order: fail_nth=%d stopped in the program's part after fail_nth=%d had stopped past it (did the runtime map memory below the arena?)", k, firstRuntime)
-				}
-				lastProgram = k
-			case obs.PartRuntime:
-				if firstRuntime == 0 {
-					firstRuntime = k
-					if fr.PartNote == "" && lastProgram > 0 {
-						fr.ProgramPoints, fr.ProgramPointsMax = lastProgram, k-1
-					} else if fr.PartNote == "" {
-						fr.PartNote = fmt.Sprintf("the first failed run (fail_nth=%d) already stopped past the program's memory (did the runtime map memory below the arena?)", k)
-					}
-				}
-			case "":
-				if fr.PartNote == "" {
-					why := rb.PartUnknown
-					if why == "" {
-						why = "the target does not measure it"
-					}
-					fr.PartNote = "not measured: " + why
-				}
-			}
-		}
-		logf(o.Log, "fork f%d fail_nth=%d: %s, errno %d, %d issues; %s%s", f, k, rb.Injection, rb.Errno, len(v.Issues), rb.Site, partSuffix(rb))
-		if o.ProgramPart && firstRuntime == k {
-			fr.Stopped = fmt.Sprintf("fail_nth=%d stopped past the program's memory (--program-part): the points after it are the Go runtime's, which move from run to run", k)
-			return fr, nil
-		}
-		if rb.Injection == obs.InjNotReached {
-			// fail-nth counts down once per failure point: fork passed
-			// k - Remaining of them.
-			fr.Points = k - rb.Remaining
-			fr.Stopped = fmt.Sprintf("fork passed all its failure points: fail_nth=%d read back %d", k, rb.Remaining)
-			return fr, nil
+		if done || err != nil {
+			return fr, err
 		}
 	}
 	fr.Stopped = fmt.Sprintf("stopped at the limit of %d failure points", o.MaxK)
 	return fr, nil
+}
+
+// judgeRun judges one run and keeps the first program of each new
+// signature.
+func (sw *forkSweep) judgeRun(q *prog.Program, k int, ob *obs.Observation, runErr error, attr string) (*judge.Verdict, error) {
+	v, err := judge.Judge(q, ob, runErr)
+	if err != nil {
+		return nil, fmt.Errorf("sweep fork f%d at %s=%d: %w", sw.f, attr, k, err)
+	}
+	for _, is := range v.Issues {
+		if !sw.seen[is.Signature] {
+			sw.seen[is.Signature] = true
+			sw.fr.Findings = append(sw.fr.Findings, Finding{Fork: sw.f, K: k, Issue: is, Program: q})
+		}
+	}
+	return v, nil
+}
+
+// faulted is the program with the fault at K armed on the swept fork
+// (and no other), and the attribute that arms it.
+func (sw *forkSweep) faulted(k int) (*prog.Program, string) {
+	q, i, o := sw.p.Clone(), sw.i, sw.o
+	for j := range q.Ops {
+		q.Ops[j].FailNth, q.Ops[j].ChildFail, q.Ops[j].ChildOOM = 0, 0, 0
+	}
+	attr := "fail_nth"
+	switch {
+	case o.Child && o.ChildOOMStep > 0:
+		q.Ops[i].ChildOOM, attr = uint64(k)*o.ChildOOMStep, "child_oom/step"
+		q.Ops[i].OOMMemcg = 0
+	case o.Child:
+		q.Ops[i].ChildFail, attr = k, "childfail"
+		q.Ops[i].OOMMemcg, q.Ops[i].ChildOOM = 0, 0
+	default:
+		q.Ops[i].FailNth = k
+	}
+	return q, attr
+}
+
+// child takes in a run of the child's fault at K: again says to run K
+// again (the child was armed late), done that the sweep is over.
+func (sw *forkSweep) child(rb *obs.Rollback, attr string, k, issues int) (again, done bool, err error) {
+	if c := rb.Child; c != nil && c.Ran != "" && c.FailNth > 0 && c.Injection != obs.InjUnsupported {
+		// The child ran before it was armed: it may have passed failure
+		// points unarmed, so this run says nothing about K. Run K again.
+		sw.fr.Unarmed++
+		logf(sw.o.Log, "fork f%d %s=%d: armed late (%s), %s, child %s; running it again", sw.f, attr, k, c.Ran, c.Injection, c.Outcome)
+		if sw.retries++; sw.retries > maxUnarmed {
+			return false, false, fmt.Errorf("sweep fork f%d at %s=%d: the child ran before it was armed %d times in a row (%s)", sw.f, attr, k, sw.retries, c.Ran)
+		}
+		return true, false, nil
+	}
+	sw.retries = 0
+	done, err = childRun(sw.fr, rb, attr, k, issues, sw.o.Log)
+	return false, done, err
+}
+
+// parent takes in a run of fail_nth=K on the fork: the errno, the site
+// and the part of memory where it stopped; done says the sweep is over.
+func (sw *forkSweep) parent(rb *obs.Rollback, k, issues int) (done bool, err error) {
+	fr, o := sw.fr, sw.o
+	if rb.Injection == obs.InjUnsupported {
+		return true, &UnsupportedError{rb.Reason}
+	}
+	if rb.Errno != 0 {
+		fr.Failed++
+		fr.Errnos[rb.Errno]++
+	} else if rb.Injection == obs.InjInjected {
+		fr.Tolerated++
+	}
+	if rb.Injection == obs.InjInjected {
+		fr.Sites[rb.Site]++
+	}
+	if rb.Errno != 0 && rb.Injection == obs.InjInjected {
+		sw.part(rb, k)
+	}
+	logf(o.Log, "fork f%d fail_nth=%d: %s, errno %d, %d issues; %s%s", sw.f, k, rb.Injection, rb.Errno, issues, rb.Site, partSuffix(rb))
+	if o.ProgramPart && sw.firstRuntime == k {
+		fr.Stopped = fmt.Sprintf("fail_nth=%d stopped past the program's memory (--program-part): the points after it are the Go runtime's, which move from run to run", k)
+		return true, nil
+	}
+	if rb.Injection == obs.InjNotReached {
+		// fail-nth counts down once per failure point: fork passed
+		// k - Remaining of them.
+		fr.Points = k - rb.Remaining
+		fr.Stopped = fmt.Sprintf("fork passed all its failure points: fail_nth=%d read back %d", k, rb.Remaining)
+		return true, nil
+	}
+	return false, nil
+}
+
+// part counts the part of memory (the program's, the runtime's) where
+// the failed fork at K stopped, and notes what is out of order.
+func (sw *forkSweep) part(rb *obs.Rollback, k int) {
+	fr := sw.fr
+	fr.Parts[rb.Part]++
+	switch rb.Part {
+	case obs.PartProgram:
+		if sw.firstRuntime > 0 && fr.PartNote == "" {
+			fr.PartNote = fmt.Sprintf("out of order: fail_nth=%d stopped in the program's part after fail_nth=%d had stopped past it (did the runtime map memory below the arena?)", k, sw.firstRuntime)
+		}
+		sw.lastProgram = k
+	case obs.PartRuntime:
+		if sw.firstRuntime == 0 {
+			sw.firstRuntime = k
+			if fr.PartNote == "" && sw.lastProgram > 0 {
+				fr.ProgramPoints, fr.ProgramPointsMax = sw.lastProgram, k-1
+			} else if fr.PartNote == "" {
+				fr.PartNote = fmt.Sprintf("the first failed run (fail_nth=%d) already stopped past the program's memory (did the runtime map memory below the arena?)", k)
+			}
+		}
+	case "":
+		if fr.PartNote == "" {
+			why := rb.PartUnknown
+			if why == "" {
+				why = "the target does not measure it"
+			}
+			fr.PartNote = "not measured: " + why
+		}
+	}
 }
 
 func partSuffix(rb *obs.Rollback) string {
