@@ -105,32 +105,8 @@ func Build(o BuildOptions) (*BuildResult, error) {
 	if o.Jobs <= 0 {
 		o.Jobs = runtime.NumCPU()
 	}
-	if o.Src == "" && o.Mutants {
-		src, err := fetchSourceTo(CacheDir(), mutantsTree(CacheDir()), o.Log)
-		if err != nil {
-			return nil, err
-		}
-		o.Src = src
-	}
-	if o.Src == "" {
-		src, err := FetchSource(CacheDir(), o.Log)
-		if err != nil {
-			return nil, err
-		}
-		o.Src = src
-	}
-	if _, err := os.Stat(filepath.Join(o.Src, "Makefile")); err != nil {
-		return nil, fmt.Errorf("%s is not a kernel source tree: %w", o.Src, err)
-	}
-	if err := BuildToolsMissing(); err != nil && !o.skipToolCheck {
+	if err := o.prepareSource(); err != nil {
 		return nil, err
-	}
-	if o.Mutants {
-		if err := ApplyMutants(o.Src, o.Log); errors.Is(err, ErrMutantsApplied) {
-			fmt.Fprintf(o.Log, "kernel build: %s already has the mutants patch\n", o.Src)
-		} else if err != nil {
-			return nil, err
-		}
 	}
 	if o.Out == "" {
 		o.Out = filepath.Join(o.Src, "forkfuzz-build")
@@ -145,18 +121,88 @@ func Build(o BuildOptions) (*BuildResult, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
 	}
-	mk := func(args ...string) error {
-		args = append([]string{"-C", o.Src, "O=" + out}, args...)
-		fmt.Fprintf(o.Log, "kernel build: make %s\n", strings.Join(args, " "))
-		cmd := exec.Command("make", args...)
-		cmd.Stdout, cmd.Stderr = o.Log, o.Log
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("make %s: %w", strings.Join(args, " "), err)
-		}
-		return nil
+	b := &kbuild{o: o, out: out}
+	res, err := b.configure()
+	if err != nil || o.ConfigOnly {
+		return res, err
 	}
+	if err := b.image(res); err != nil {
+		return nil, err
+	}
+	// The PMD module, against the same tree, beside the image (pmdmod.go).
+	// make bzImage leaves out what external modules link with
+	// (scripts/module.lds): modules_prepare makes it.
+	mod := filepath.Join(filepath.Dir(res.Image), PMDModuleName)
+	err = b.make("modules_prepare")
+	if err == nil {
+		err = BuildPMDModule(out, mod, o.Log)
+	}
+	if err != nil {
+		res.ModuleErr = err
+		fmt.Fprintf(o.Log, "kernel build: %v (the rollback oracle falls back to its behavioural checks)\n", err)
+	} else {
+		res.PMDModule = mod
+	}
+	return res, nil
+}
+
+// prepareSource fetches the source tree unless o.Src names one, checks
+// it and the build tools, and plants the mutants.
+func (o *BuildOptions) prepareSource() error {
+	if o.Src == "" && o.Mutants {
+		src, err := fetchSourceTo(CacheDir(), mutantsTree(CacheDir()), o.Log)
+		if err != nil {
+			return err
+		}
+		o.Src = src
+	}
+	if o.Src == "" {
+		src, err := FetchSource(CacheDir(), o.Log)
+		if err != nil {
+			return err
+		}
+		o.Src = src
+	}
+	if _, err := os.Stat(filepath.Join(o.Src, "Makefile")); err != nil {
+		return fmt.Errorf("%s is not a kernel source tree: %w", o.Src, err)
+	}
+	if err := BuildToolsMissing(); err != nil && !o.skipToolCheck {
+		return err
+	}
+	if o.Mutants {
+		if err := ApplyMutants(o.Src, o.Log); errors.Is(err, ErrMutantsApplied) {
+			fmt.Fprintf(o.Log, "kernel build: %s already has the mutants patch\n", o.Src)
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kbuild is a build of tree o.Src in directory out.
+type kbuild struct {
+	o   BuildOptions
+	out string
+}
+
+// make runs make in the build directory.
+func (b *kbuild) make(args ...string) error {
+	args = append([]string{"-C", b.o.Src, "O=" + b.out}, args...)
+	fmt.Fprintf(b.o.Log, "kernel build: make %s\n", strings.Join(args, " "))
+	cmd := exec.Command("make", args...)
+	cmd.Stdout, cmd.Stderr = b.o.Log, b.o.Log
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("make %s: %w", strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// configure writes the .config and says which options of Fragment the
+// tree could not enable.
+func (b *kbuild) configure() (*BuildResult, error) {
+	o, out := b.o, b.out
 	for _, t := range []string{"x86_64_defconfig", "kvm_guest.config"} {
-		if err := mk(t); err != nil {
+		if err := b.make(t); err != nil {
 			return nil, err
 		}
 	}
@@ -177,7 +223,7 @@ func Build(o BuildOptions) (*BuildResult, error) {
 	if err := merge.Run(); err != nil {
 		return nil, fmt.Errorf("merge_config.sh: %w", err)
 	}
-	if err := mk("olddefconfig"); err != nil {
+	if err := b.make("olddefconfig"); err != nil {
 		return nil, err
 	}
 	res := &BuildResult{Config: filepath.Join(out, ".config")}
@@ -198,19 +244,22 @@ func Build(o BuildOptions) (*BuildResult, error) {
 	if len(res.Missing) > 0 {
 		fmt.Fprintf(o.Log, "kernel build: this tree cannot enable %s (unmet dependencies or unknown options)\n", strings.Join(res.Missing, ", "))
 	}
-	if o.ConfigOnly {
-		return res, nil
-	}
+	return res, nil
+}
+
+// image builds the bzImage (and keeps the vmlinux with debug info).
+func (b *kbuild) image(res *BuildResult) error {
+	o, out := b.o, b.out
 	start := time.Now()
-	if err := mk(fmt.Sprintf("-j%d", o.Jobs), "bzImage"); err != nil {
-		return nil, err
+	if err := b.make(fmt.Sprintf("-j%d", o.Jobs), "bzImage"); err != nil {
+		return err
 	}
 	res.Elapsed = time.Since(start)
 	res.Image = filepath.Join(out, "arch/x86/boot/bzImage")
 	if o.Mutants {
 		named := filepath.Join(out, "bzImage-forkfuzz-mutants")
 		if err := copyFile(res.Image, named); err != nil {
-			return nil, err
+			return err
 		}
 		res.Image = named
 	}
@@ -221,25 +270,11 @@ func Build(o BuildOptions) (*BuildResult, error) {
 			named += "-mutants"
 		}
 		if err := copyFile(filepath.Join(out, "vmlinux"), named); err != nil {
-			return nil, err
+			return err
 		}
 		res.Vmlinux = named
 	}
-	// The PMD module, against the same tree, beside the image (pmdmod.go).
-	// make bzImage leaves out what external modules link with
-	// (scripts/module.lds): modules_prepare makes it.
-	mod := filepath.Join(filepath.Dir(res.Image), PMDModuleName)
-	err = mk("modules_prepare")
-	if err == nil {
-		err = BuildPMDModule(out, mod, o.Log)
-	}
-	if err != nil {
-		res.ModuleErr = err
-		fmt.Fprintf(o.Log, "kernel build: %v (the rollback oracle falls back to its behavioural checks)\n", err)
-	} else {
-		res.PMDModule = mod
-	}
-	return res, nil
+	return nil
 }
 
 // FetchSource downloads Debian's kernel source package with apt-get
