@@ -70,20 +70,35 @@ func LoadFinding(dir string) (*campaign.Finding, error) {
 		return nil, err
 	}
 	f := &campaign.Finding{Issue: judge.Issue{Signature: strings.TrimSpace(string(sig))}}
-	pb, err := read("program.ffz")
-	if err != nil {
+	if err := loadPrograms(dir, f); err != nil {
 		return nil, err
 	}
-	if f.Program, err = prog.Parse(pb); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "program.ffz"), err)
+	if b, err := read("seed"); err == nil {
+		loadSeed(f, b)
 	}
-	if b, err := read("minimized.ffz"); err == nil {
+	rep, _ := read("report.txt")
+	loadReport(dir, f, string(rep))
+	loadAttachments(dir, f)
+	return f, nil
+}
+
+// loadPrograms reads the program, the minimized one and their
+// observations.
+func loadPrograms(dir string, f *campaign.Finding) error {
+	pb, err := readFindingFile(dir, "program.ffz")
+	if err != nil {
+		return err
+	}
+	if f.Program, err = prog.Parse(pb); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(dir, "program.ffz"), err)
+	}
+	if b, err := readFindingFile(dir, "minimized.ffz"); err == nil {
 		if f.Minimized, err = prog.Parse(b); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "minimized.ffz"), err)
+			return fmt.Errorf("%s: %w", filepath.Join(dir, "minimized.ffz"), err)
 		}
 	}
 	loadObs := func(name string) (*obs.Observation, error) {
-		b, err := read(name)
+		b, err := readFindingFile(dir, name)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil
 		} else if err != nil {
@@ -96,29 +111,34 @@ func LoadFinding(dir string) (*campaign.Finding, error) {
 		return &o, nil
 	}
 	if f.Observation, err = loadObs("observation.json"); err != nil {
-		return nil, err
+		return err
 	}
-	if f.MinObs, err = loadObs("minimized-observation.json"); err != nil {
-		return nil, err
-	}
-	if b, err := read("seed"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			k, v, _ := strings.Cut(line, " ")
-			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			switch k {
-			case "campaign-seed":
-				f.CampaignSeed = n
-			case "program-index":
-				f.Index = int64(n)
-			case "program-seed":
-				f.ProgramSeed = n
-			case "drawn":
-				f.Origin = strings.TrimSpace(v)
-			}
+	f.MinObs, err = loadObs("minimized-observation.json")
+	return err
+}
+
+// loadSeed takes in the seed file: the campaign seed, the program's
+// index and seed, how it was drawn.
+func loadSeed(f *campaign.Finding, b []byte) {
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		switch k {
+		case "campaign-seed":
+			f.CampaignSeed = n
+		case "program-index":
+			f.Index = int64(n)
+		case "program-seed":
+			f.ProgramSeed = n
+		case "drawn":
+			f.Origin = strings.TrimSpace(v)
 		}
 	}
-	rep, _ := read("report.txt")
-	txt := string(rep)
+}
+
+// loadReport takes in report.txt (txt) and report.json: the target, the
+// oracle, the verdict, the minimization and the explanations.
+func loadReport(dir string, f *campaign.Finding, txt string) {
 	if m := reTarget.FindStringSubmatch(txt); m != nil {
 		f.Target = m[1]
 	}
@@ -142,7 +162,7 @@ func LoadFinding(dir string) (*campaign.Finding, error) {
 	// them; a directory saved before it did has them in report.txt's
 	// replay line only.
 	var meta Meta
-	if b, err := read(FindingJSON); err == nil && json.Unmarshal(b, &meta) == nil {
+	if b, err := readFindingFile(dir, FindingJSON); err == nil && json.Unmarshal(b, &meta) == nil {
 		f.TargetArgs = meta.TargetArgs
 		if meta.KernelID != nil {
 			f.Kernel = *meta.KernelID
@@ -161,7 +181,11 @@ func LoadFinding(dir string) (*campaign.Finding, error) {
 			f.Issue.Explanation = expl
 		}
 	}
-	// Attachments: files the issue added (porcupine's HTML, a console).
+}
+
+// loadAttachments reads the files the issue added (porcupine's HTML, a
+// console).
+func loadAttachments(dir string, f *campaign.Finding) {
 	known := map[string]bool{"signature": true, "program.ffz": true, "seed": true, "report.txt": true, "minimized.ffz": true,
 		"observation.json": true, "minimized-observation.json": true, FindingHTML: true, FindingJSON: true}
 	ents, _ := os.ReadDir(dir)
@@ -169,7 +193,7 @@ func LoadFinding(dir string) (*campaign.Finding, error) {
 		if e.IsDir() || known[e.Name()] {
 			continue
 		}
-		b, err := read(e.Name())
+		b, err := readFindingFile(dir, e.Name())
 		if err != nil {
 			continue
 		}
@@ -178,7 +202,6 @@ func LoadFinding(dir string) (*campaign.Finding, error) {
 		}
 		f.Issue.Files[e.Name()] = string(b)
 	}
-	return f, nil
 }
 
 func unindent(s string) string {

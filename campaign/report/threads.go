@@ -80,12 +80,24 @@ func countStores(o *obs.Observation) int {
 	return n
 }
 
+// witnessLaneKey is a lane of the witness plot: one thread's writes to
+// one cell.
+type witnessLaneKey struct {
+	thread int
+	cell   uint64
+}
+
+// The geometry of the witness plot (pixels).
+const (
+	wLeft  = 190
+	wPlotW = 820
+	wLaneH = 16
+	wTop   = 30
+)
+
 func witnessSVG(p *prog.Program, w checker.CutWitness) string {
 	h := w.History
 	v := w.Verdict
-	isWitness := func(x cut.Write) bool {
-		return v.Seen != nil && *v.Seen == x || v.Missed != nil && *v.Missed == x
-	}
 	lo, hi := h.ForkInv, h.ForkResp
 	for _, x := range []*cut.Write{v.Seen, v.Missed} {
 		if x != nil {
@@ -94,23 +106,53 @@ func witnessSVG(p *prog.Program, w checker.CutWitness) string {
 	}
 	pad := max((hi-lo)/2, 2)
 	lo, hi = lo-pad, hi+pad
-	type laneKey struct {
-		thread int
-		cell   uint64
+	byLane, keys, hidden := witnessLanes(w, lo, hi)
+	width := wLeft + wPlotW + 20
+	height := wTop + wLaneH*len(keys) + 34
+	xs := func(t int64) float64 { return wLeft + float64(t-lo)/float64(hi-lo)*wPlotW }
+	var b html
+	b.f(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" class="witness">`, width, height)
+	b.f(`<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="#fdebd0"/>`, xs(h.ForkInv), wTop-8, max(xs(h.ForkResp)-xs(h.ForkInv), 2), wLaneH*len(keys)+8)
+	b.f(`<text x="%.1f" y="%d" font-size="11" fill="#a04000">fork call %d..%d</text>`, xs(h.ForkInv), wTop-12, h.ForkInv, h.ForkResp)
+	drawn := 0
+	for li, k := range keys {
+		drawn = witnessLane(&b, p, w, k, byLane[k], wTop+li*wLaneH, drawn, xs)
 	}
-	byLane := map[laneKey][]cut.Write{}
-	for _, x := range h.Writes {
+	yb := wTop + wLaneH*len(keys)
+	if v.Seen != nil {
+		b.f(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#d0021b" stroke-dasharray="4,3"/><text x="%.1f" y="%d" font-size="10.5" fill="#d0021b">cut after %d (saw this)</text>`,
+			xs(v.Seen.Inv), wTop-8, xs(v.Seen.Inv), yb+4, xs(v.Seen.Inv)+3, yb+16, v.Seen.Inv)
+	}
+	if v.Missed != nil {
+		b.f(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#d0021b" stroke-dasharray="4,3"/><text x="%.1f" y="%d" font-size="10.5" fill="#d0021b" text-anchor="end">cut before %d (missed this)</text>`,
+			xs(v.Missed.Resp), wTop-8, xs(v.Missed.Resp), yb+4, xs(v.Missed.Resp)-3, yb+28, v.Missed.Resp)
+	}
+	b.f(`<text x="%d" y="%d" font-size="10" fill="#8a93a3">TSC %d</text><text x="%d" y="%d" font-size="10" fill="#8a93a3" text-anchor="end">TSC %d</text>`, wLeft, height-2, lo, wLeft+wPlotW, height-2, hi)
+	if hidden > 0 {
+		b.f(`<text x="4" y="%d" font-size="10" fill="#8a93a3">+%d cells not drawn</text>`, height-2, hidden)
+	}
+	b.f(`</svg>`)
+	return b.String()
+}
+
+// witnessLanes are the writes between lo and hi by lane, the lanes to
+// draw (the witnesses' first, at most maxWitnessCells) and how many more
+// there are.
+func witnessLanes(w checker.CutWitness, lo, hi int64) (map[witnessLaneKey][]cut.Write, []witnessLaneKey, int) {
+	v := w.Verdict
+	byLane := map[witnessLaneKey][]cut.Write{}
+	for _, x := range w.History.Writes {
 		if x.Resp < lo || x.Inv > hi {
 			continue
 		}
-		k := laneKey{x.Thread, x.Cell}
+		k := witnessLaneKey{x.Thread, x.Cell}
 		byLane[k] = append(byLane[k], x)
 	}
-	var keys []laneKey
+	var keys []witnessLaneKey
 	for k := range byLane {
 		keys = append(keys, k)
 	}
-	witnessLane := func(k laneKey) bool {
+	witnessLane := func(k witnessLaneKey) bool {
 		for _, x := range []*cut.Write{v.Seen, v.Missed} {
 			if x != nil && x.Cell == k.cell && x.Thread == k.thread {
 				return true
@@ -133,66 +175,50 @@ func witnessSVG(p *prog.Program, w checker.CutWitness) string {
 		hidden = len(keys) - maxWitnessCells
 		keys = keys[:maxWitnessCells]
 	}
-	const left, plotW, laneH, top = 190, 820, 16, 30
-	width := left + plotW + 20
-	height := top + laneH*len(keys) + 34
-	xs := func(t int64) float64 { return left + float64(t-lo)/float64(hi-lo)*plotW }
-	var b html
-	b.f(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" class="witness">`, width, height)
-	b.f(`<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="#fdebd0"/>`, xs(h.ForkInv), top-8, max(xs(h.ForkResp)-xs(h.ForkInv), 2), laneH*len(keys)+8)
-	b.f(`<text x="%.1f" y="%d" font-size="11" fill="#a04000">fork call %d..%d</text>`, xs(h.ForkInv), top-12, h.ForkInv, h.ForkResp)
-	drawn := 0
-	for li, k := range keys {
-		y := top + li*laneH
-		reg := w.Region[k.cell]
-		b.f(`<text x="4" y="%d" font-size="10.5" fill="#333">t%d r%d+%#x</text>`, y+11, k.thread, reg, k.cell&(1<<40-1))
-		b.f(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#e3e6ea"/>`, left, y+7, left+plotW, y+7)
-		snap, inSnap := h.Snapshot[k.cell]
-		seenIdx := -1
-		ws := byLane[k]
-		sort.Slice(ws, func(i, j int) bool { return ws[i].Inv < ws[j].Inv })
-		for i, x := range ws {
-			if inSnap && x.Value == snap {
-				seenIdx = i
-			}
-		}
-		for i, x := range ws {
-			if drawn >= maxWitnessWrites && !isWitness(x) {
-				continue
-			}
-			drawn++
-			col := "#bdc3c7"
-			switch {
-			case i == seenIdx:
-				col = "#27ae60"
-			case i < seenIdx:
-				col = "#a9dfbf"
-			}
-			stroke := ""
-			if isWitness(x) {
-				stroke = ` stroke="#d0021b" stroke-width="2"`
-			}
-			desc := fmt.Sprintf("%#x", x.Value)
-			if op, slot, ok := prog.DecodeSlotValue(x.Value); ok && op < len(p.Ops) {
-				desc = fmt.Sprintf("%#x (write %d of op %d `%s`)", x.Value, slot, op, p.Ops[op].String())
-			}
-			b.f(`<rect x="%.1f" y="%d" width="%.1f" height="11" fill="%s"%s><title>t%d %s, TSC %d..%d</title></rect>`,
-				xs(x.Inv), y+2, max(xs(x.Resp)-xs(x.Inv), 2), col, stroke, x.Thread, esc(desc), x.Inv, x.Resp)
+	return byLane, keys, hidden
+}
+
+// witnessLane draws lane k at height y: its writes, green up to the one
+// the snapshot saw, the witnesses outlined; drawn counts the writes drawn
+// so far (at most maxWitnessWrites but the witnesses) and is returned.
+func witnessLane(b *html, p *prog.Program, w checker.CutWitness, k witnessLaneKey, ws []cut.Write, y, drawn int, xs func(int64) float64) int {
+	h, v := w.History, w.Verdict
+	isWitness := func(x cut.Write) bool {
+		return v.Seen != nil && *v.Seen == x || v.Missed != nil && *v.Missed == x
+	}
+	reg := w.Region[k.cell]
+	b.f(`<text x="4" y="%d" font-size="10.5" fill="#333">t%d r%d+%#x</text>`, y+11, k.thread, reg, k.cell&(1<<40-1))
+	b.f(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#e3e6ea"/>`, wLeft, y+7, wLeft+wPlotW, y+7)
+	snap, inSnap := h.Snapshot[k.cell]
+	seenIdx := -1
+	sort.Slice(ws, func(i, j int) bool { return ws[i].Inv < ws[j].Inv })
+	for i, x := range ws {
+		if inSnap && x.Value == snap {
+			seenIdx = i
 		}
 	}
-	yb := top + laneH*len(keys)
-	if v.Seen != nil {
-		b.f(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#d0021b" stroke-dasharray="4,3"/><text x="%.1f" y="%d" font-size="10.5" fill="#d0021b">cut after %d (saw this)</text>`,
-			xs(v.Seen.Inv), top-8, xs(v.Seen.Inv), yb+4, xs(v.Seen.Inv)+3, yb+16, v.Seen.Inv)
+	for i, x := range ws {
+		if drawn >= maxWitnessWrites && !isWitness(x) {
+			continue
+		}
+		drawn++
+		col := "#bdc3c7"
+		switch {
+		case i == seenIdx:
+			col = "#27ae60"
+		case i < seenIdx:
+			col = "#a9dfbf"
+		}
+		stroke := ""
+		if isWitness(x) {
+			stroke = ` stroke="#d0021b" stroke-width="2"`
+		}
+		desc := fmt.Sprintf("%#x", x.Value)
+		if op, slot, ok := prog.DecodeSlotValue(x.Value); ok && op < len(p.Ops) {
+			desc = fmt.Sprintf("%#x (write %d of op %d `%s`)", x.Value, slot, op, p.Ops[op].String())
+		}
+		b.f(`<rect x="%.1f" y="%d" width="%.1f" height="11" fill="%s"%s><title>t%d %s, TSC %d..%d</title></rect>`,
+			xs(x.Inv), y+2, max(xs(x.Resp)-xs(x.Inv), 2), col, stroke, x.Thread, esc(desc), x.Inv, x.Resp)
 	}
-	if v.Missed != nil {
-		b.f(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#d0021b" stroke-dasharray="4,3"/><text x="%.1f" y="%d" font-size="10.5" fill="#d0021b" text-anchor="end">cut before %d (missed this)</text>`,
-			xs(v.Missed.Resp), top-8, xs(v.Missed.Resp), yb+4, xs(v.Missed.Resp)-3, yb+28, v.Missed.Resp)
-	}
-	b.f(`<text x="%d" y="%d" font-size="10" fill="#8a93a3">TSC %d</text><text x="%d" y="%d" font-size="10" fill="#8a93a3" text-anchor="end">TSC %d</text>`, left, height-2, lo, left+plotW, height-2, hi)
-	if hidden > 0 {
-		b.f(`<text x="4" y="%d" font-size="10" fill="#8a93a3">+%d cells not drawn</text>`, height-2, hidden)
-	}
-	b.f(`</svg>`)
-	return b.String()
+	return drawn
 }
