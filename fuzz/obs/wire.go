@@ -74,6 +74,14 @@ type DecodeError struct {
 
 func (e *DecodeError) Error() string { return fmt.Sprintf("report record %d: %s", e.Record, e.Msg) }
 
+// decoder decodes a report buffer's records into o; cur is the view
+// being read (nil outside one).
+type decoder struct {
+	o              *Observation
+	cur            *View
+	nops, nregions int
+}
+
 // Decode turns a report buffer into an observation of a program with nops
 // operations and nregions regions. It never panics on malformed input.
 func Decode(buf []byte, nops, nregions int) (*Observation, error) {
@@ -86,7 +94,8 @@ func Decode(buf []byte, nops, nregions int) (*Observation, error) {
 	}
 	n := le.Uint64(buf[8:])
 	capacity := uint64(len(buf)-HeaderSize) / RecordSize
-	o := &Observation{Version: Version, Ops: make([]OpResult, nops)}
+	d := &decoder{o: &Observation{Version: Version, Ops: make([]OpResult, nops)}, nops: nops, nregions: nregions}
+	o := d.o
 	if n > capacity {
 		n = capacity
 		o.Truncated = true
@@ -94,113 +103,17 @@ func Decode(buf []byte, nops, nregions int) (*Observation, error) {
 	if le.Uint64(buf[24:]) != 0 {
 		o.Truncated = true
 	}
-	var cur *View
 	for i := 0; i < int(n); i++ {
 		r := buf[HeaderSize+i*RecordSize:]
 		var w [RecordWords]uint64
 		for j := range w {
 			w[j] = le.Uint64(r[j*8:])
 		}
-		bad := func(format string, args ...any) error {
-			return &DecodeError{i, fmt.Sprintf(format, args...)}
-		}
-		region := func(x uint64) (int, error) {
-			if x >= uint64(nregions) {
-				return 0, bad("region %d out of range (%d regions)", x, nregions)
-			}
-			return int(x), nil
-		}
-		needView := func() error {
-			if cur == nil {
-				return bad("record type %d outside a view", w[0])
-			}
-			return nil
-		}
-		switch w[0] {
-		case RecOp:
-			if w[1] >= uint64(nops) {
-				return nil, bad("op %d out of range (%d ops)", w[1], nops)
-			}
-			r := &o.Ops[w[1]]
-			r.Ran, r.Errno, r.Ret, r.Start, r.End, r.Skipped = true, int(int64(w[2])), w[3], int64(w[4]), int64(w[5]), int(w[6]&0x7fffffff)
-		case RecData, RecSkip:
-			if w[1] >= uint64(nops) {
-				return nil, bad("op %d out of range (%d ops)", w[1], nops)
-			}
-			r := &o.Ops[w[1]]
-			if w[0] == RecSkip {
-				r.Skip = SkipReason(w[2], w[3])
-			} else {
-				r.Data = append(r.Data, Word{Region: -1, Off: w[2], Value: w[3]})
-			}
-		case RecViewBegin:
-			if cur != nil {
-				cur.Truncated = true
-				o.Views = append(o.Views, *cur)
-			}
-			at := int64(w[2])
-			if w[1] > 1<<16 || at < AtEnd || at >= int64(nops) {
-				return nil, bad("view of proc %d at %d out of range", w[1], at)
-			}
-			cur = &View{Proc: int(w[1]), At: int(at)}
-		case RecVMA:
-			if err := needView(); err != nil {
-				return nil, err
-			}
-			if w[2] < w[1] {
-				return nil, bad("VMA end %#x before start %#x", w[2], w[1])
-			}
-			cur.VMAs = append(cur.VMAs, VMA{Start: w[1], End: w[2], Prot: ProtString(w[3]), Offset: w[4], Inode: w[5]})
-		case RecRun:
-			if err := needView(); err != nil {
-				return nil, err
-			}
-			reg, err := region(w[1])
-			if err != nil {
-				return nil, err
-			}
-			if w[2] >= 1<<20 || w[3] == 0 || w[3] >= 1<<20 || w[4] < uint64(Readable) || w[4] > uint64(BeyondEOF) {
-				return nil, bad("bad run first=%d n=%d state=%d", w[2], w[3], w[4])
-			}
-			cur.Runs = append(cur.Runs, Run{Region: reg, First: int(w[2]), N: int(w[3]), State: PageState(w[4])})
-		case RecPage:
-			if err := needView(); err != nil {
-				return nil, err
-			}
-			reg, err := region(w[1])
-			if err != nil {
-				return nil, err
-			}
-			if w[2] >= 1<<20 || w[4] > 512 {
-				return nil, bad("bad page %d nonzero %d", w[2], w[4])
-			}
-			cur.Pages = append(cur.Pages, PageDigest{Region: reg, Page: int(w[2]), Digest: w[3], NonZero: int(w[4])})
-		case RecWord:
-			if err := needView(); err != nil {
-				return nil, err
-			}
-			reg, err := region(w[1])
-			if err != nil {
-				return nil, err
-			}
-			if w[2] >= 1<<40 {
-				return nil, bad("word offset %#x out of range", w[2])
-			}
-			cur.Words = append(cur.Words, Word{Region: reg, Off: w[2], Value: w[3]})
-		case RecViewEnd:
-			if err := needView(); err != nil {
-				return nil, err
-			}
-			cur.Truncated = w[1] != 0
-			o.Views = append(o.Views, *cur)
-			cur = nil
-		case RecEvent:
-			o.Events = append(o.Events, recordEvent(w[1], w[2], w[3]))
-		default:
-			return nil, bad("unknown record type %d", w[0])
+		if msg := d.record(w); msg != "" {
+			return nil, &DecodeError{i, msg}
 		}
 	}
-	if cur != nil {
+	if cur := d.cur; cur != nil {
 		cur.Truncated = true
 		o.Views = append(o.Views, *cur)
 		e := NewEvent(EvViewUnfinished, "view of proc %d at %d was never finished", cur.Proc, cur.At)
@@ -208,6 +121,86 @@ func Decode(buf []byte, nops, nregions int) (*Observation, error) {
 		o.Events = append(o.Events, e)
 	}
 	return o, nil
+}
+
+// record takes in one record; a malformed one is a message.
+func (d *decoder) record(w [RecordWords]uint64) string {
+	o := d.o
+	switch w[0] {
+	case RecOp, RecData, RecSkip:
+		if w[1] >= uint64(d.nops) {
+			return fmt.Sprintf("op %d out of range (%d ops)", w[1], d.nops)
+		}
+		r := &o.Ops[w[1]]
+		switch w[0] {
+		case RecOp:
+			r.Ran, r.Errno, r.Ret, r.Start, r.End, r.Skipped = true, int(int64(w[2])), w[3], int64(w[4]), int64(w[5]), int(w[6]&0x7fffffff)
+		case RecSkip:
+			r.Skip = SkipReason(w[2], w[3])
+		default:
+			r.Data = append(r.Data, Word{Region: -1, Off: w[2], Value: w[3]})
+		}
+	case RecViewBegin:
+		if d.cur != nil {
+			d.cur.Truncated = true
+			o.Views = append(o.Views, *d.cur)
+		}
+		at := int64(w[2])
+		if w[1] > 1<<16 || at < AtEnd || at >= int64(d.nops) {
+			return fmt.Sprintf("view of proc %d at %d out of range", w[1], at)
+		}
+		d.cur = &View{Proc: int(w[1]), At: int(at)}
+	case RecVMA, RecRun, RecPage, RecWord, RecViewEnd:
+		if d.cur == nil {
+			return fmt.Sprintf("record type %d outside a view", w[0])
+		}
+		return d.viewRecord(w)
+	case RecEvent:
+		o.Events = append(o.Events, recordEvent(w[1], w[2], w[3]))
+	default:
+		return fmt.Sprintf("unknown record type %d", w[0])
+	}
+	return ""
+}
+
+// viewRecord takes in a record of the current view.
+func (d *decoder) viewRecord(w [RecordWords]uint64) string {
+	cur := d.cur
+	if w[0] == RecVMA {
+		if w[2] < w[1] {
+			return fmt.Sprintf("VMA end %#x before start %#x", w[2], w[1])
+		}
+		cur.VMAs = append(cur.VMAs, VMA{Start: w[1], End: w[2], Prot: ProtString(w[3]), Offset: w[4], Inode: w[5]})
+		return ""
+	}
+	if w[0] == RecViewEnd {
+		cur.Truncated = w[1] != 0
+		d.o.Views = append(d.o.Views, *cur)
+		d.cur = nil
+		return ""
+	}
+	if w[1] >= uint64(d.nregions) {
+		return fmt.Sprintf("region %d out of range (%d regions)", w[1], d.nregions)
+	}
+	reg := int(w[1])
+	switch w[0] {
+	case RecRun:
+		if w[2] >= 1<<20 || w[3] == 0 || w[3] >= 1<<20 || w[4] < uint64(Readable) || w[4] > uint64(BeyondEOF) {
+			return fmt.Sprintf("bad run first=%d n=%d state=%d", w[2], w[3], w[4])
+		}
+		cur.Runs = append(cur.Runs, Run{Region: reg, First: int(w[2]), N: int(w[3]), State: PageState(w[4])})
+	case RecPage:
+		if w[2] >= 1<<20 || w[4] > 512 {
+			return fmt.Sprintf("bad page %d nonzero %d", w[2], w[4])
+		}
+		cur.Pages = append(cur.Pages, PageDigest{Region: reg, Page: int(w[2]), Digest: w[3], NonZero: int(w[4])})
+	case RecWord:
+		if w[2] >= 1<<40 {
+			return fmt.Sprintf("word offset %#x out of range", w[2])
+		}
+		cur.Words = append(cur.Words, Word{Region: reg, Off: w[2], Value: w[3]})
+	}
+	return ""
 }
 
 // recordEvent turns a RecEvent record into a typed event.
