@@ -511,99 +511,14 @@ func (t *tables) set(p *prog.Program, sp *checker.Spec, k int) {
 	// Operation expectations.
 	fmt.Fprintf(b, "\nstatic const struct opexp EXP_%d[] = {\n", k)
 	for i, op := range p.Ops {
-		o := sp.Ops[i]
-		e := sp.Expected.Ops[i]
-		certainOK := len(o.Errnos) == 1 && o.Errnos[0] == 0
-		loose := 0
-		if len(o.Errnos) == 0 || op.Thread > 0 {
-			loose = 1
-			if resultSensitive(op) {
-				loose = 2
-			}
-		}
-		chkSkipped := 0
-		if (op.Kind == prog.OpStore || op.Kind == prog.OpProcMem || op.Kind == prog.OpPVWrite) && op.Thread == 0 && certainOK && o.SkippedJudged {
-			chkSkipped = 1
-		}
-		chkRet := "RET_NONE"
-		switch op.Kind {
-		case prog.OpWait:
-			if certainOK {
-				chkRet = "RET_EXIT0"
-				if e.Ret == 9 {
-					chkRet = "RET_KILLED"
-				}
-			}
-		case prog.OpMremap:
-			if e.Errno == 0 {
-				chkRet = "RET_MREMAP"
-			}
-		case prog.OpProcMem, prog.OpPVWrite:
-			if chkSkipped == 1 || (op.Thread > 0 && e.Errno == 0) {
-				chkRet = "RET_EXACT"
-			}
-		case prog.OpMmap, prog.OpODirect, prog.OpVmsplice, prog.OpReadPipe, prog.OpUringRead:
-			if certainOK || (op.Thread > 0 && e.Errno == 0) {
-				chkRet = "RET_EXACT"
-			}
-		}
-		var errs []string
-		for _, x := range o.Errnos {
-			errs = append(errs, fmt.Sprint(x))
-		}
-		if len(errs) == 0 {
-			errs = []string{"0"}
-		}
-		fmt.Fprintf(b, "\t{%d, %d, %d, {%s}, %d, %#x, %d, %d, %s, %s},\n", b2i(o.Judged), loose, len(o.Errnos), strings.Join(errs, ", "),
-			e.Errno, e.Ret, e.Skipped, chkSkipped, chkRet, cstr(o.Why))
+		t.opExp(op, sp.Ops[i], sp.Expected.Ops[i])
 	}
 	b.WriteString("};\n")
 
 	// Words, alternatives, wild words, segments, pages, views, pipes.
 	var views, pspecs bytes.Buffer
-	addAlt := func(ws []checker.WordVal) {
-		fmt.Fprintf(&t.alts, "{%d,%d},", t.nw, len(ws))
-		t.na++
-		for _, x := range ws {
-			fmt.Fprintf(&t.words, "{%d,%#x},", x.K, x.V)
-			t.nw++
-		}
-		if t.na%8 == 0 {
-			t.alts.WriteByte('\n')
-		}
-	}
-	addWild := func(ws []uint16) (int, int) {
-		first := t.nwild
-		for _, x := range ws {
-			fmt.Fprintf(&t.wild, "%d,", x)
-			t.nwild++
-		}
-		return first, len(ws)
-	}
 	for _, v := range sp.Views {
-		seg0, page0 := t.nseg, t.npage
-		for _, sg := range v.Segs {
-			prot := sg.Prot
-			if prot == "" {
-				prot = "????"
-			}
-			st := 1
-			if sg.State == obs.NoAccess {
-				st = 2
-			}
-			fmt.Fprintf(&t.segs, "\t{%d, %d, %d, %d, %d, %d, %s, %d, %d},\n", sg.Region, sg.First, sg.N, b2i(sg.Unknown), sg.Readable, st, cstr(prot), sg.FileOffset, b2i(sg.ContentUnknown))
-			t.nseg++
-		}
-		for _, ps := range v.Pages {
-			a0 := t.na
-			for _, a := range ps.Alts {
-				addAlt(a)
-			}
-			w0, wn := addWild(ps.Wild)
-			fmt.Fprintf(&t.pages, "\t{%d, %d, %d, %d, %d, %d, %d},\n", ps.Region, ps.Page, b2i(ps.Unknown), a0, len(ps.Alts), w0, wn)
-			t.npage++
-		}
-		fmt.Fprintf(&views, "\t{%d, %d, %d, %d, %d, %d},\n", v.Proc, v.At, seg0, t.nseg-seg0, page0, t.npage-page0)
+		t.view(&views, v)
 	}
 	nps := 0
 	for i := range p.Ops {
@@ -615,9 +530,9 @@ func (t *tables) set(p *prog.Program, sp *checker.Spec, k int) {
 		for _, x := range pp {
 			a0 := t.na
 			for _, a := range x.Alts {
-				addAlt(a)
+				t.addAlt(a)
 			}
-			w0, wn := addWild(x.Wild)
+			w0, wn := t.addWild(x.Wild)
 			e0 := t.nw
 			for _, wv := range x.Extra {
 				fmt.Fprintf(&t.words, "{%d,%#x},", wv.K, wv.V)
@@ -633,4 +548,103 @@ func (t *tables) set(p *prog.Program, sp *checker.Spec, k int) {
 	fmt.Fprintf(b, "static const struct viewspec VIEWS_%d[] = {\n%s\t{0}};\n", k, views.String())
 	fmt.Fprintf(b, "static const struct pipespec PIPESPECS_%d[] = {\n%s\t{0}};\n", k, pspecs.String())
 	t.npipes = append(t.npipes, nps)
+}
+
+// opExp writes the expectation of one operation: what its result may be
+// and which parts of it the reproducer checks.
+func (t *tables) opExp(op prog.Op, o checker.OpSpec, e obs.OpResult) {
+	certainOK := len(o.Errnos) == 1 && o.Errnos[0] == 0
+	loose := 0
+	if len(o.Errnos) == 0 || op.Thread > 0 {
+		loose = 1
+		if resultSensitive(op) {
+			loose = 2
+		}
+	}
+	chkSkipped := 0
+	if (op.Kind == prog.OpStore || op.Kind == prog.OpProcMem || op.Kind == prog.OpPVWrite) && op.Thread == 0 && certainOK && o.SkippedJudged {
+		chkSkipped = 1
+	}
+	chkRet := "RET_NONE"
+	switch op.Kind {
+	case prog.OpWait:
+		if certainOK {
+			chkRet = "RET_EXIT0"
+			if e.Ret == 9 {
+				chkRet = "RET_KILLED"
+			}
+		}
+	case prog.OpMremap:
+		if e.Errno == 0 {
+			chkRet = "RET_MREMAP"
+		}
+	case prog.OpProcMem, prog.OpPVWrite:
+		if chkSkipped == 1 || (op.Thread > 0 && e.Errno == 0) {
+			chkRet = "RET_EXACT"
+		}
+	case prog.OpMmap, prog.OpODirect, prog.OpVmsplice, prog.OpReadPipe, prog.OpUringRead:
+		if certainOK || (op.Thread > 0 && e.Errno == 0) {
+			chkRet = "RET_EXACT"
+		}
+	}
+	var errs []string
+	for _, x := range o.Errnos {
+		errs = append(errs, fmt.Sprint(x))
+	}
+	if len(errs) == 0 {
+		errs = []string{"0"}
+	}
+	fmt.Fprintf(&t.sets, "\t{%d, %d, %d, {%s}, %d, %#x, %d, %d, %s, %s},\n", b2i(o.Judged), loose, len(o.Errnos), strings.Join(errs, ", "),
+		e.Errno, e.Ret, e.Skipped, chkSkipped, chkRet, cstr(o.Why))
+}
+
+// addAlt adds one alternative content of a page: its words.
+func (t *tables) addAlt(ws []checker.WordVal) {
+	fmt.Fprintf(&t.alts, "{%d,%d},", t.nw, len(ws))
+	t.na++
+	for _, x := range ws {
+		fmt.Fprintf(&t.words, "{%d,%#x},", x.K, x.V)
+		t.nw++
+	}
+	if t.na%8 == 0 {
+		t.alts.WriteByte('\n')
+	}
+}
+
+// addWild adds the words of a page that may hold anything; it returns
+// the first and how many.
+func (t *tables) addWild(ws []uint16) (int, int) {
+	first := t.nwild
+	for _, x := range ws {
+		fmt.Fprintf(&t.wild, "%d,", x)
+		t.nwild++
+	}
+	return first, len(ws)
+}
+
+// view adds view v's segments and pages, and its line to views.
+func (t *tables) view(views *bytes.Buffer, v checker.ViewSpec) {
+	seg0, page0 := t.nseg, t.npage
+	for _, sg := range v.Segs {
+		prot := sg.Prot
+		if prot == "" {
+			prot = "????"
+		}
+		st := 1
+		if sg.State == obs.NoAccess {
+			st = 2
+		}
+		fmt.Fprintf(&t.segs, "\t{%d, %d, %d, %d, %d, %d, %s, %d, %d},\n", sg.Region, sg.First, sg.N, b2i(sg.Unknown), sg.Readable, st, cstr(prot), sg.FileOffset, b2i(sg.ContentUnknown))
+		t.nseg++
+	}
+	for _, ps := range v.Pages {
+		a0 := t.na
+		for _, a := range ps.Alts {
+			t.addAlt(a)
+		}
+		w0, wn := t.addWild(ps.Wild)
+		fmt.Fprintf(&t.pages, "\t{%d, %d, %d, %d, %d, %d, %d},\n", ps.Region, ps.Page, b2i(ps.Unknown), a0, len(ps.Alts), w0, wn)
+		t.npage++
+	}
+	fmt.Fprintf(views, "\t{%d, %d, %d, %d, %d, %d},\n", v.Proc, v.At, seg0, t.nseg-seg0, page0, t.npage-page0)
 }
