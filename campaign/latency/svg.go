@@ -78,9 +78,42 @@ func (p *Plot) WriteSVG(w io.Writer) error {
 	return err
 }
 
-func (pn *Panel) render(b *strings.Builder, top int) {
-	x0, x1 := float64(ml), float64(pw-mr)
-	y0, y1 := float64(top+ph-mb), float64(top+mt)
+// panelScale maps a panel's data to its plot area.
+type panelScale struct {
+	x0, x1, y0, y1   float64 // the plot area
+	minX, maxX, minY float64 // the data's ranges
+	lyMin, lyMax     float64 // the y axis (log10 with LogY)
+	logX, logY       bool
+}
+
+func (s *panelScale) fx(v float64) float64 {
+	x0, x1, minX, maxX := s.x0, s.x1, s.minX, s.maxX
+	if s.logX {
+		v, minX, maxX := math.Log(v), math.Log(minX), math.Log(maxX)
+		if maxX == minX {
+			return (x0 + x1) / 2
+		}
+		return x0 + (v-minX)/(maxX-minX)*(x1-x0)
+	}
+	if maxX == minX {
+		return (x0 + x1) / 2
+	}
+	return x0 + (v-minX)/(maxX-minX)*(x1-x0)
+}
+
+func (s *panelScale) fy(v float64) float64 {
+	if s.logY {
+		v = math.Log10(math.Max(v, s.minY))
+	}
+	if s.lyMax == s.lyMin {
+		return (s.y0 + s.y1) / 2
+	}
+	return s.y0 - (v-s.lyMin)/(s.lyMax-s.lyMin)*(s.y0-s.y1)
+}
+
+// scale is the panel's scale with its top at top.
+func (pn *Panel) scale(top int) *panelScale {
+	s := &panelScale{x0: float64(ml), x1: float64(pw - mr), y0: float64(top + ph - mb), y1: float64(top + mt), logX: pn.LogX, logY: pn.LogY}
 	minX, maxX, minY, maxY := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
 	for _, l := range pn.Lines {
 		for _, p := range l.Points {
@@ -104,97 +137,95 @@ func (pn *Panel) render(b *strings.Builder, top int) {
 	if pn.LogY && minY <= 0 {
 		minY = maxY / 1e3
 	}
-	fx := func(v float64) float64 {
-		if pn.LogX {
-			v, minX, maxX := math.Log(v), math.Log(minX), math.Log(maxX)
-			if maxX == minX {
-				return (x0 + x1) / 2
-			}
-			return x0 + (v-minX)/(maxX-minX)*(x1-x0)
-		}
-		if maxX == minX {
-			return (x0 + x1) / 2
-		}
-		return x0 + (v-minX)/(maxX-minX)*(x1-x0)
-	}
-	lyMin, lyMax := minY, maxY*1.08
+	s.minX, s.maxX, s.minY = minX, maxX, minY
+	s.lyMin, s.lyMax = minY, maxY*1.08
 	if pn.LogY {
-		lyMin, lyMax = math.Log10(minY)-0.05, math.Log10(maxY)+0.05
+		s.lyMin, s.lyMax = math.Log10(minY)-0.05, math.Log10(maxY)+0.05
 	}
-	fy := func(v float64) float64 {
-		if pn.LogY {
-			v = math.Log10(math.Max(v, minY))
-		}
-		if lyMax == lyMin {
-			return (y0 + y1) / 2
-		}
-		return y0 - (v-lyMin)/(lyMax-lyMin)*(y0-y1)
-	}
+	return s
+}
+
+func (pn *Panel) render(b *strings.Builder, top int) {
+	s := pn.scale(top)
+	x0, x1, y0, y1 := s.x0, s.x1, s.y0, s.y1
 	fmt.Fprintf(b, `<text x="%d" y="%d" font-size="12" font-weight="bold">%s</text>`+"\n", ml, top+mt-10, html.EscapeString(pn.Title))
 	fmt.Fprintf(b, `<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="none" stroke="#999"/>`+"\n", x0, y1, x1-x0, y0-y1)
 	// y ticks
-	for _, t := range yTicks(lyMin, lyMax, pn.LogY) {
-		y := fy(t)
+	for _, t := range yTicks(s.lyMin, s.lyMax, pn.LogY) {
+		y := s.fy(t)
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`, x0, y, x1, y)
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-4, y+4, fmtNum(t))
 	}
-	ticks := pn.XTicks
-	if len(ticks) == 0 {
-		seen := map[float64]bool{}
-		for _, l := range pn.Lines {
-			for _, p := range l.Points {
-				if !seen[p.X] {
-					seen[p.X] = true
-					ticks = append(ticks, Tick{p.X, fmtNum(p.X)})
-				}
-			}
-		}
-		if len(ticks) > 12 && !pn.LogX {
-			ticks = nil
-			for _, v := range yTicks(minX, maxX, false) {
-				ticks = append(ticks, Tick{v, fmtNum(v)})
-			}
-		}
-	}
-	for _, t := range ticks {
-		x := fx(t.V)
+	for _, t := range pn.xTicks(s.minX, s.maxX) {
+		x := s.fx(t.V)
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`, x, y0, x, y1)
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, y0+14, html.EscapeString(t.Label))
 	}
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", (x0+x1)/2, y0+32, html.EscapeString(pn.XLabel))
 	fmt.Fprintf(b, `<text transform="translate(%d,%.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", 14, (y0+y1)/2, html.EscapeString(pn.YLabel))
 	if pn.HLine > 0 {
-		y := fy(pn.HLine)
+		y := s.fy(pn.HLine)
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000" stroke-dasharray="2,3"/>`+"\n", x0, y, x1, y)
 	}
 	for i, l := range pn.Lines {
-		c := palette[i%len(palette)]
-		if l.Color != "" {
-			c = l.Color
-		}
-		dash := ""
-		if l.Dashed {
-			dash = ` stroke-dasharray="6,3"`
-		}
-		var pts []string
-		for _, p := range l.Points {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", fx(p.X), fy(p.Y)))
-		}
-		fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", c, dash, strings.Join(pts, " "))
-		for _, p := range l.Points {
-			if len(l.Points) > 40 {
-				break // a dense line: no markers
-			}
-			x := fx(p.X)
-			if p.Lo != 0 || p.Hi != 0 {
-				fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`, x, fy(p.Lo), x, fy(p.Hi), c)
-			}
-			fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"/>`+"\n", x, fy(p.Y), c)
-		}
-		ly := float64(top+mt) + float64(i)*16 + 8
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`, x1+10, ly, x1+30, ly, c, dash)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", x1+35, ly+4, html.EscapeString(l.Name))
+		l.render(b, s, i, top)
 	}
+}
+
+// xTicks are the panel's x ticks: XTicks, else every x of the data (or
+// evenly spaced ones when there are many).
+func (pn *Panel) xTicks(minX, maxX float64) []Tick {
+	ticks := pn.XTicks
+	if len(ticks) != 0 {
+		return ticks
+	}
+	seen := map[float64]bool{}
+	for _, l := range pn.Lines {
+		for _, p := range l.Points {
+			if !seen[p.X] {
+				seen[p.X] = true
+				ticks = append(ticks, Tick{p.X, fmtNum(p.X)})
+			}
+		}
+	}
+	if len(ticks) > 12 && !pn.LogX {
+		ticks = nil
+		for _, v := range yTicks(minX, maxX, false) {
+			ticks = append(ticks, Tick{v, fmtNum(v)})
+		}
+	}
+	return ticks
+}
+
+// render draws line l, the i-th of a panel with its top at top, and its
+// legend entry.
+func (l *Line) render(b *strings.Builder, s *panelScale, i, top int) {
+	c := palette[i%len(palette)]
+	if l.Color != "" {
+		c = l.Color
+	}
+	dash := ""
+	if l.Dashed {
+		dash = ` stroke-dasharray="6,3"`
+	}
+	var pts []string
+	for _, p := range l.Points {
+		pts = append(pts, fmt.Sprintf("%.1f,%.1f", s.fx(p.X), s.fy(p.Y)))
+	}
+	fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", c, dash, strings.Join(pts, " "))
+	for _, p := range l.Points {
+		if len(l.Points) > 40 {
+			break // a dense line: no markers
+		}
+		x := s.fx(p.X)
+		if p.Lo != 0 || p.Hi != 0 {
+			fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`, x, s.fy(p.Lo), x, s.fy(p.Hi), c)
+		}
+		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"/>`+"\n", x, s.fy(p.Y), c)
+	}
+	ly := float64(top+mt) + float64(i)*16 + 8
+	fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`, s.x1+10, ly, s.x1+30, ly, c, dash)
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", s.x1+35, ly+4, html.EscapeString(l.Name))
 }
 
 func yTicks(lo, hi float64, logY bool) []float64 {
