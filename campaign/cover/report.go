@@ -49,23 +49,9 @@ func Report(w io.Writer, workdir string, opt ReportOptions) error {
 }
 
 func reportDir(w io.Writer, dir string, files []string, opt ReportOptions) error {
-	pcs := map[uint64]struct{}{}
-	edges := map[uint32]struct{}{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		var c obs.Coverage
-		if err := json.Unmarshal(b, &c); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		for _, pc := range c.PCs {
-			pcs[pc] = struct{}{}
-		}
-		for _, e := range c.Edges {
-			edges[e] = struct{}{}
-		}
+	pcs, edges, err := readCoverage(files)
+	if err != nil {
+		return err
 	}
 	syms, from := opt.Symbols, opt.SymbolsFrom
 	if syms == nil {
@@ -82,10 +68,6 @@ func reportDir(w io.Writer, dir string, files []string, opt ReportOptions) error
 		return nil
 	}
 	fmt.Fprintf(w, "  symbols: %s\n", from)
-	type fnCov struct {
-		name, file string
-		pcs        int
-	}
 	byFn := map[string]*fnCov{}
 	for pc := range pcs {
 		fn, ok := syms.Func(pc)
@@ -99,15 +81,55 @@ func reportDir(w io.Writer, dir string, files []string, opt ReportOptions) error
 		}
 		f.pcs++
 	}
+	otherFns := reportFiles(w, byFn)
+	reportFuncs(w, byFn, opt.All)
+	if !opt.All {
+		fmt.Fprintf(w, "  (%d functions outside fork/mm not listed: --all)\n", otherFns)
+	}
+	return nil
+}
+
+// readCoverage reads the coverage files of a corpus: the PCs and edges
+// of all of them.
+func readCoverage(files []string) (map[uint64]struct{}, map[uint32]struct{}, error) {
+	pcs := map[uint64]struct{}{}
+	edges := map[uint32]struct{}{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, nil, err
+		}
+		var c obs.Coverage
+		if err := json.Unmarshal(b, &c); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", f, err)
+		}
+		for _, pc := range c.PCs {
+			pcs[pc] = struct{}{}
+		}
+		for _, e := range c.Edges {
+			edges[e] = struct{}{}
+		}
+	}
+	return pcs, edges, nil
+}
+
+// fnCov is a covered function: its fork/mm file ("" for other code) and
+// its PCs.
+type fnCov struct {
+	name, file string
+	pcs        int
+}
+
+// reportFiles writes the coverage of fork/mm by file, most PCs first,
+// and returns the number of functions outside fork/mm.
+func reportFiles(w io.Writer, byFn map[string]*fnCov) (otherFns int) {
 	type fileCov struct {
 		file     string
 		fns, pcs int
 	}
 	byFile := map[string]*fileCov{}
-	var fns []*fnCov
-	otherPCs, otherFns := 0, 0
+	otherPCs := 0
 	for _, f := range byFn {
-		fns = append(fns, f)
 		if f.file == "" {
 			otherPCs += f.pcs
 			otherFns++
@@ -121,22 +143,32 @@ func reportDir(w io.Writer, dir string, files []string, opt ReportOptions) error
 		fc.fns++
 		fc.pcs += f.pcs
 	}
-	var files2 []*fileCov
+	var files []*fileCov
 	mmPCs, mmFns := 0, 0
 	for _, fc := range byFile {
-		files2 = append(files2, fc)
+		files = append(files, fc)
 		mmPCs += fc.pcs
 		mmFns += fc.fns
 	}
-	sort.Slice(files2, func(i, j int) bool {
-		if files2[i].pcs != files2[j].pcs {
-			return files2[i].pcs > files2[j].pcs
+	sort.Slice(files, func(i, j int) bool {
+		if files[i].pcs != files[j].pcs {
+			return files[i].pcs > files[j].pcs
 		}
-		return files2[i].file < files2[j].file
+		return files[i].file < files[j].file
 	})
 	fmt.Fprintf(w, "  fork/mm (kernel/fork.c, mm/*.c): %d PCs in %d functions; other kernel code: %d PCs in %d functions\n", mmPCs, mmFns, otherPCs, otherFns)
-	for _, fc := range files2 {
+	for _, fc := range files {
 		fmt.Fprintf(w, "    %-28s %4d/%-4d functions %6d PCs\n", fc.file, fc.fns, FileFuncs(fc.file), fc.pcs)
+	}
+	return otherFns
+}
+
+// reportFuncs lists the covered functions by file (those outside fork/mm
+// only with all).
+func reportFuncs(w io.Writer, byFn map[string]*fnCov, all bool) {
+	var fns []*fnCov
+	for _, f := range byFn {
+		fns = append(fns, f)
 	}
 	sort.Slice(fns, func(i, j int) bool {
 		if fns[i].file != fns[j].file {
@@ -149,7 +181,7 @@ func reportDir(w io.Writer, dir string, files []string, opt ReportOptions) error
 	})
 	fmt.Fprintln(w, "  covered functions (file, function, PCs):")
 	for _, f := range fns {
-		if f.file == "" && !opt.All {
+		if f.file == "" && !all {
 			continue
 		}
 		file := f.file
@@ -158,10 +190,6 @@ func reportDir(w io.Writer, dir string, files []string, opt ReportOptions) error
 		}
 		fmt.Fprintf(w, "    %-28s %-40s %5d\n", file, f.name, f.pcs)
 	}
-	if !opt.All {
-		fmt.Fprintf(w, "  (%d functions outside fork/mm not listed: --all)\n", otherFns)
-	}
-	return nil
 }
 
 // reportLines writes the covered source lines per file: with the
