@@ -461,8 +461,21 @@ func (ps *parser) parseOp(toks []token) error {
 }
 
 func (ps *parser) opArgs(op *Op, toks []token) error {
+	kv, err := ps.args(toks, opWant(op.Kind))
+	if err != nil {
+		return err
+	}
+	if err := ps.opNums(op, kv); err != nil {
+		return err
+	}
+	return ps.opNames(op, kv)
+}
+
+// opWant names the arguments of an operation of kind k: true for those
+// it needs, false for those it may have.
+func opWant(k OpKind) map[string]bool {
 	var want map[string]bool
-	switch op.Kind {
+	switch k {
 	case OpStore, OpPwrite:
 		want = map[string]bool{"off": true, "count": false, "stride": false}
 	case OpProcMem, OpPVWrite:
@@ -484,10 +497,11 @@ func (ps *parser) opArgs(op *Op, toks []token) error {
 	case OpMremap:
 		want = map[string]bool{"off": true, "len": true, "newlen": true, "flags": false, "to": false, "tooff": false}
 	}
-	kv, err := ps.args(toks, want)
-	if err != nil {
-		return err
-	}
+	return want
+}
+
+// opNums sets op's numbers and references (fork, pipe) from kv.
+func (ps *parser) opNums(op *Op, kv map[string]kvTok) error {
 	nums := map[string]*uint64{"off": &op.Off, "len": &op.Len, "newlen": &op.NewLen, "stride": &op.Stride, "tooff": &op.ToOff}
 	for k, dst := range nums {
 		if t, ok := kv[k]; ok {
@@ -535,6 +549,12 @@ func (ps *parser) opArgs(op *Op, toks []token) error {
 			op.Stride = SlotSize
 		}
 	}
+	return nil
+}
+
+// opNames sets op's named arguments (prot, advice, mremap flags and
+// destination region) from kv.
+func (ps *parser) opNames(op *Op, kv map[string]kvTok) error {
 	if t, ok := kv["prot"]; ok {
 		v, err := ps.enum(t, protNames[:])
 		if err != nil {
