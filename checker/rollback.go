@@ -263,16 +263,37 @@ func forkList(fs []int) string {
 	return "the program's processes " + strings.Join(s, ", ") + " were"
 }
 
+// rollbackJudge judges one rollback measurement rb of p's run o.
+type rollbackJudge struct {
+	p      *prog.Program
+	o      *obs.Observation
+	rb     *obs.Rollback
+	where  string // the fork and what was injected, for explanations
+	failed bool   // the fork failed
+	out    []Finding
+}
+
+func (j *rollbackJudge) add(oracle Oracle, sig, format string, args ...any) {
+	j.out = append(j.out, Finding{Oracle: oracle, Signature: sig, Proc: 0, View: -1, Op: j.rb.Op, Region: -1,
+		Explanation: j.where + ": " + fmt.Sprintf(format, args...)})
+}
+
 // judgeRollback returns the findings of one measurement.
 func judgeRollback(p *prog.Program, o *obs.Observation, rb *obs.Rollback) []Finding {
-	var out []Finding
-	where := injectedWhere(p, rb)
-	add := func(oracle Oracle, sig, format string, args ...any) {
-		out = append(out, Finding{Oracle: oracle, Signature: sig, Proc: 0, View: -1, Op: rb.Op, Region: -1,
-			Explanation: where + ": " + fmt.Sprintf(format, args...)})
+	j := &rollbackJudge{p: p, o: o, rb: rb, where: injectedWhere(p, rb), failed: rb.Errno != 0}
+	j.child()
+	j.errnoAndChildren()
+	j.comparable()
+	j.pageTables()
+	if !strings.HasPrefix(rb.PMDSource, "absent") && rb.PMDSource != "" {
+		j.pmds()
 	}
-	failed := rb.Errno != 0
-	killed := rb.Cause == obs.CauseKill || rb.CopyKilled()
+	return j.out
+}
+
+// child judges how the child died, if it did before user space.
+func (j *rollbackJudge) child() {
+	rb, add := j.rb, j.add
 	if c := rb.Child; c != nil && c.Outcome == obs.ChildDied {
 		switch {
 		case c.Injection != obs.InjInjected:
@@ -285,6 +306,13 @@ func judgeRollback(p *prog.Program, o *obs.Observation, rb *obs.Rollback) []Find
 			add("rollback", "rollback:child-copy-signal", "the child died before user space after the injected fault, but %s: a child whose copy of the page tables failed is killed with SIGKILL", how)
 		}
 	}
+}
+
+// errnoAndChildren judges the errno of a failed fork and the children
+// the forking thread has after it.
+func (j *rollbackJudge) errnoAndChildren() {
+	rb, add, failed := j.rb, j.add, j.failed
+	killed := rb.Cause == obs.CauseKill || rb.CopyKilled()
 	if failed && (rb.Injection == obs.InjInjected || rb.MemcgHit) && rb.Errno != eNOMEM && rb.Errno != eAGAIN {
 		add("rollback", "rollback:errno", "fork(2) fails with ENOMEM (a kernel structure could not be allocated) or EAGAIN, not %s", errnoName(rb.Errno))
 	}
@@ -303,6 +331,12 @@ func judgeRollback(p *prog.Program, o *obs.Observation, rb *obs.Rollback) []Find
 			add("rollback", "rollback:child-exists", "%s: pids %v (/proc/thread-self/children before %v, after %v)", what, extra, rb.ChildrenBefore, rb.ChildrenAfter)
 		}
 	}
+}
+
+// comparable judges the parent's mappings and memory when nothing but
+// the fork ran between the measurements, and the write pass's faults.
+func (j *rollbackJudge) comparable() {
+	rb, add := j.rb, j.add
 	if rb.Comparable {
 		if rb.MapsBefore != rb.MapsAfter {
 			add("rollback", "rollback:maps-changed", "the parent's mappings changed; /proc/self/maps lines of the arena:\n%s", mapsDiff(rb.MapsBefore, rb.MapsAfter))
@@ -316,6 +350,12 @@ func judgeRollback(p *prog.Program, o *obs.Observation, rb *obs.Rollback) []Find
 		add("rollback", "rollback:fault-storm", "writing each of %d pages once took %d minor faults (the same pass before the fork took %d; copy-on-write allows at most one per page, +%d slack): writes fault again and again, as under a PMD whose RW bit was not restored",
 			rb.WritePages, rb.Faults, rb.BaselineFaults, FaultSlack)
 	}
+}
+
+// pageTables judges the page tables the system holds after the fork
+// against the parent's (and the other processes').
+func (j *rollbackJudge) pageTables() {
+	p, o, rb, add, failed := j.p, j.o, j.rb, j.add, j.failed
 	others := othersAlive(p, o, rb)
 	if rb.PageTablesBefore >= 0 && rb.PageTablesAfter >= 0 && rb.VmPTEBefore >= 0 && rb.VmPTEAfter >= 0 && (len(others) == 0 || rb.OthersMeasured) {
 		// PageTables is machine-wide: what the program's other live
@@ -334,45 +374,48 @@ func judgeRollback(p *prog.Program, o *obs.Observation, rb *obs.Rollback) []Find
 				rb.PageTablesBefore, rb.PageTablesAfter, rb.VmPTEBefore, rb.VmPTEAfter, othersText, leak, map[bool]string{true: "failed fork", false: "child"}[failed], slack)
 		}
 	}
-	if !strings.HasPrefix(rb.PMDSource, "absent") && rb.PMDSource != "" {
-		before := map[uint64]obs.PMDEntry{}
-		for _, e := range rb.PMDBefore {
-			before[e.Addr] = e
+}
+
+// pmds judges the parent's PMD entries: write-protected ones that no
+// copy can still need, and ones that are gone.
+func (j *rollbackJudge) pmds() {
+	p, rb, add, failed := j.p, j.rb, j.add, j.failed
+	before := map[uint64]obs.PMDEntry{}
+	for _, e := range rb.PMDBefore {
+		before[e.Addr] = e
+	}
+	noOthers := rb.ChildrenAfter != nil && len(rb.ChildrenAfter) == 0
+	// Another fork of the main process made between this fork and
+	// the measurement, whose child is still unreaped, may be copying
+	// (Async-fork keeps those PMDs write-protected meanwhile).
+	laterCopy := laterForkAlive(p, rb)
+	var ro, lost []string
+	after := map[uint64]bool{}
+	for _, e := range rb.PMDAfter {
+		after[e.Addr] = true
+		if !e.Present || e.Huge || e.RW {
+			continue
 		}
-		noOthers := rb.ChildrenAfter != nil && len(rb.ChildrenAfter) == 0
-		// Another fork of the main process made between this fork and
-		// the measurement, whose child is still unreaped, may be copying
-		// (Async-fork keeps those PMDs write-protected meanwhile).
-		laterCopy := laterForkAlive(p, rb)
-		var ro, lost []string
-		after := map[uint64]bool{}
-		for _, e := range rb.PMDAfter {
-			after[e.Addr] = true
-			if !e.Present || e.Huge || e.RW {
-				continue
-			}
-			b, ok := before[e.Addr]
-			wasRW := ok && b.Present && !b.Huge && b.RW
-			if (wasRW || noOthers) && !laterCopy {
-				ro = append(ro, fmt.Sprintf("%#x", e.Addr))
-			}
-		}
-		if rb.Comparable {
-			for _, e := range rb.PMDBefore {
-				if e.Present && !after[e.Addr] {
-					lost = append(lost, fmt.Sprintf("%#x", e.Addr))
-				}
-			}
-		}
-		if len(ro) > 0 {
-			add("pagetable", "pagetable:pmd-rw-not-restored", "%d PMD entries of the parent that map PTE tables are write-protected after the %s (%s): %s; no copy of the parent's page tables can still be in flight for them",
-				len(ro), map[bool]string{true: "failed fork", false: "child was reaped"}[failed], rb.PMDSource, strings.Join(ro, " "))
-		}
-		if len(lost) > 0 {
-			add("rollback", "rollback:pmd-lost", "%d PMD entries of the parent present before the fork are gone after it (%s): %s", len(lost), rb.PMDSource, strings.Join(lost, " "))
+		b, ok := before[e.Addr]
+		wasRW := ok && b.Present && !b.Huge && b.RW
+		if (wasRW || noOthers) && !laterCopy {
+			ro = append(ro, fmt.Sprintf("%#x", e.Addr))
 		}
 	}
-	return out
+	if rb.Comparable {
+		for _, e := range rb.PMDBefore {
+			if e.Present && !after[e.Addr] {
+				lost = append(lost, fmt.Sprintf("%#x", e.Addr))
+			}
+		}
+	}
+	if len(ro) > 0 {
+		add("pagetable", "pagetable:pmd-rw-not-restored", "%d PMD entries of the parent that map PTE tables are write-protected after the %s (%s): %s; no copy of the parent's page tables can still be in flight for them",
+			len(ro), map[bool]string{true: "failed fork", false: "child was reaped"}[failed], rb.PMDSource, strings.Join(ro, " "))
+	}
+	if len(lost) > 0 {
+		add("rollback", "rollback:pmd-lost", "%d PMD entries of the parent present before the fork are gone after it (%s): %s", len(lost), rb.PMDSource, strings.Join(lost, " "))
+	}
 }
 
 // phaseName says where a child's fault struck (obs.ChildFault.Phase).
