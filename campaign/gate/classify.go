@@ -182,6 +182,42 @@ func (g *gate) group() {
 // finish fills the oracle cases, the outcome and the exit status.
 func (g *gate) finish() {
 	r := g.res
+	g.oracleCases()
+	r.Elapsed = time.Since(g.start)
+	r.ElapsedS = r.Elapsed.Seconds()
+	if g.ctx.Err() != nil {
+		r.Interrupted = true
+	}
+	if g.tut != nil {
+		if n := g.tut.refused.Load(); n > 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%d target runs (minimization, replays) were refused because the budget was spent; reproducibility counts may be low", n))
+		}
+		if n := g.tut.uncorrupted.Load(); n > 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("the test-only corruption %q did not apply to %d runs; they ran again without it", g.cfg.Corrupt, n))
+		}
+	}
+	var flakes []string
+	for _, f := range r.Findings {
+		if f.Status == StatusHarnessFlake {
+			r.HarnessFlakeRuns += g.sigRuns[f.Signature]
+			flakes = append(flakes, fmt.Sprintf("%s (%d run(s), reproduced 0/%d)", f.Signature, g.sigRuns[f.Signature], f.Replays))
+		}
+	}
+	r.MaxHarnessFlakes = g.cfg.MaxHarnessFlakes
+	flakeNote := ""
+	if len(flakes) > 0 {
+		flakeNote = fmt.Sprintf("%d run(s) with an unreproduced executor death (%s; at most %d tolerated, --max-harness-flakes)",
+			r.HarnessFlakeRuns, strings.Join(flakes, ", "), g.cfg.MaxHarnessFlakes)
+		r.Warnings = append(r.Warnings, "harness: "+flakeNote+": not counted against the kernel; see each finding's executor-stderr.txt, executor-state.txt and console.txt")
+	}
+	g.outcome(flakeNote)
+}
+
+// oracleCases fills a case per oracle (of the table, then those only
+// findings name): what it judged, its findings by status, or why it does
+// not apply to the target.
+func (g *gate) oracleCases() {
+	r := g.res
 	qemu := strings.HasPrefix(r.Kernel.Target, "qemu") || r.Kernel.Image != ""
 	var names []string
 	for _, in := range oracle.Table {
@@ -226,33 +262,13 @@ func (g *gate) finish() {
 		}
 		r.Oracles = append(r.Oracles, oc)
 	}
-	r.Elapsed = time.Since(g.start)
-	r.ElapsedS = r.Elapsed.Seconds()
-	if g.ctx.Err() != nil {
-		r.Interrupted = true
-	}
-	if g.tut != nil {
-		if n := g.tut.refused.Load(); n > 0 {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("%d target runs (minimization, replays) were refused because the budget was spent; reproducibility counts may be low", n))
-		}
-		if n := g.tut.uncorrupted.Load(); n > 0 {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("the test-only corruption %q did not apply to %d runs; they ran again without it", g.cfg.Corrupt, n))
-		}
-	}
-	var flakes []string
-	for _, f := range r.Findings {
-		if f.Status == StatusHarnessFlake {
-			r.HarnessFlakeRuns += g.sigRuns[f.Signature]
-			flakes = append(flakes, fmt.Sprintf("%s (%d run(s), reproduced 0/%d)", f.Signature, g.sigRuns[f.Signature], f.Replays))
-		}
-	}
-	r.MaxHarnessFlakes = g.cfg.MaxHarnessFlakes
-	flakeNote := ""
-	if len(flakes) > 0 {
-		flakeNote = fmt.Sprintf("%d run(s) with an unreproduced executor death (%s; at most %d tolerated, --max-harness-flakes)",
-			r.HarnessFlakeRuns, strings.Join(flakes, ", "), g.cfg.MaxHarnessFlakes)
-		r.Warnings = append(r.Warnings, "harness: "+flakeNote+": not counted against the kernel; see each finding's executor-stderr.txt, executor-state.txt and console.txt")
-	}
+}
+
+// outcome sets the gate's outcome, exit status and reason: new findings
+// fail it, harness trouble, an interrupt or too few programs make it an
+// error.
+func (g *gate) outcome(flakeNote string) {
+	r := g.res
 	switch {
 	case r.Counts.NewGroups > 0:
 		r.Outcome, r.ExitCode = "fail", ExitFindings

@@ -168,6 +168,34 @@ func (r *Result) JUnit() *JUnitSuites {
 		mp.Error = &JUnitProblem{Type: "min-programs", Message: fmt.Sprintf("only %d programs ran, fewer than --min-programs %d", r.Programs, r.MinPrograms), Text: mp.SystemOut}
 	}
 	gateS.add(mp)
+	gateS.add(r.harnessCase())
+
+	corpS := JUnitSuite{Name: "forkfuzz.corpus", ID: 1, Package: "forkfuzz", Timestamp: ts, Hostname: host}
+	for _, cp := range r.Corpus {
+		corpS.add(r.corpusCase(cp))
+	}
+
+	orS := JUnitSuite{Name: "forkfuzz.oracles", ID: 2, Package: "forkfuzz", Timestamp: ts, Hostname: host}
+	for _, o := range r.Oracles {
+		orS.add(r.oracleCase(o))
+	}
+	js := &JUnitSuites{Name: "forkfuzz ci", Time: secs(r.Elapsed)}
+	gateS.Time = secs(r.Elapsed)
+	corpS.Time = secs(r.phaseDuration("replay"))
+	orS.Time = secs(r.phaseDuration("fuzz"))
+	for _, s := range []JUnitSuite{gateS, corpS, orS} {
+		js.Tests += s.Tests
+		js.Failures += s.Failures
+		js.Errors += s.Errors
+		js.Skipped += s.Skipped
+		js.Suites = append(js.Suites, s)
+	}
+	return js
+}
+
+// harnessCase is the gate's harness health: unreproduced executor
+// deaths and hangs, and harness events never replayed.
+func (r *Result) harnessCase() JUnitTestCase {
 	hh := JUnitTestCase{Name: fmt.Sprintf("harness health: unreproduced executor deaths <= %d", r.MaxHarnessFlakes), Classname: "forkfuzz.gate", Time: "0.000",
 		SystemOut: fmt.Sprintf("%d run(s) with an executor death or hang that did not reproduce; %d harness errors", r.HarnessFlakeRuns, r.HarnessErrors)}
 	for _, f := range r.Findings {
@@ -186,77 +214,67 @@ func (r *Result) JUnit() *JUnitSuites {
 	case r.HarnessFlakeRuns > int64(r.MaxHarnessFlakes):
 		hh.Error = &JUnitProblem{Type: "harness-unhealthy", Message: fmt.Sprintf("%d runs with an unreproduced executor death or hang, more than --max-harness-flakes %d", r.HarnessFlakeRuns, r.MaxHarnessFlakes), Text: hh.SystemOut}
 	}
-	gateS.add(hh)
 
-	corpS := JUnitSuite{Name: "forkfuzz.corpus", ID: 1, Package: "forkfuzz", Timestamp: ts, Hostname: host}
-	for _, cp := range r.Corpus {
-		c := JUnitTestCase{Name: cp.Name, Classname: "forkfuzz.corpus." + cp.Source, Time: secs(cp.Duration)}
-		switch cp.Status {
-		case "pass":
-			c.SystemOut = cp.Judged
-		case "skipped":
-			c.Skipped = &JUnitSkipped{Message: cp.Note}
-		case "harness-error":
-			c.Error = &JUnitProblem{Type: "harness-error", Message: cp.Note, Text: cp.Note}
-		default: // fail
-			f := r.findingBySig(cp.Signatures)
-			status := "new"
-			if f != nil {
-				status = f.Status
-			}
-			text := cp.Explanation + "\n\nreplay: " + cp.Replay
-			msg := fmt.Sprintf("%s (%s)", strings.Join(cp.Signatures, ", "), status)
-			if status == StatusNew {
-				c.Failure = &JUnitProblem{Type: "finding", Message: msg, Text: text}
-			} else {
-				c.SystemOut = msg + "\n" + text
-			}
-		}
-		corpS.add(c)
-	}
+	return hh
+}
 
-	orS := JUnitSuite{Name: "forkfuzz.oracles", ID: 2, Package: "forkfuzz", Timestamp: ts, Hostname: host}
-	for _, o := range r.Oracles {
-		c := JUnitTestCase{Name: o.Oracle, Classname: "forkfuzz.oracles", Time: "0.000"}
-		var newF, other []string
-		var text strings.Builder
-		for _, f := range r.Findings {
-			if f.Oracle != o.Oracle {
-				continue
-			}
-			line := fmt.Sprintf("%s [group %s, %s]", f.Signature, f.Group, f.Status)
-			if f.Status == StatusNew {
-				newF = append(newF, f.Signature)
-				fmt.Fprintf(&text, "== %s\n%s\n\nreplay: %s\n%s\n\n", line, f.Explanation, f.Replay, f.Reproducibility())
-			} else {
-				other = append(other, line+": "+f.StatusReason)
-			}
+// corpusCase is the case of a replayed corpus program.
+func (r *Result) corpusCase(cp CorpusCase) JUnitTestCase {
+	c := JUnitTestCase{Name: cp.Name, Classname: "forkfuzz.corpus." + cp.Source, Time: secs(cp.Duration)}
+	switch cp.Status {
+	case "pass":
+		c.SystemOut = cp.Judged
+	case "skipped":
+		c.Skipped = &JUnitSkipped{Message: cp.Note}
+	case "harness-error":
+		c.Error = &JUnitProblem{Type: "harness-error", Message: cp.Note, Text: cp.Note}
+	default: // fail
+		f := r.findingBySig(cp.Signatures)
+		status := "new"
+		if f != nil {
+			status = f.Status
 		}
-		switch {
-		case len(newF) > 0:
-			c.Failure = &JUnitProblem{Type: o.Oracle, Message: fmt.Sprintf("%d new finding(s): %s", len(newF), strings.Join(newF, ", ")), Text: text.String()}
-			c.SystemOut = strings.Join(other, "\n")
-		case o.NotApplicable != "":
-			c.Skipped = &JUnitSkipped{Message: o.NotApplicable}
-		case o.Judgments == 0 && len(other) == 0:
-			c.Skipped = &JUnitSkipped{Message: fmt.Sprintf("not exercised: 0 %s in %d programs", o.Needs, r.Programs)}
-		default:
-			c.SystemOut = strings.TrimPrefix(fmt.Sprintf("judged %d %s\n", o.Judgments, o.Needs)+strings.Join(other, "\n"), "\n")
+		text := cp.Explanation + "\n\nreplay: " + cp.Replay
+		msg := fmt.Sprintf("%s (%s)", strings.Join(cp.Signatures, ", "), status)
+		if status == StatusNew {
+			c.Failure = &JUnitProblem{Type: "finding", Message: msg, Text: text}
+		} else {
+			c.SystemOut = msg + "\n" + text
 		}
-		orS.add(c)
 	}
-	js := &JUnitSuites{Name: "forkfuzz ci", Time: secs(r.Elapsed)}
-	gateS.Time = secs(r.Elapsed)
-	corpS.Time = secs(r.phaseDuration("replay"))
-	orS.Time = secs(r.phaseDuration("fuzz"))
-	for _, s := range []JUnitSuite{gateS, corpS, orS} {
-		js.Tests += s.Tests
-		js.Failures += s.Failures
-		js.Errors += s.Errors
-		js.Skipped += s.Skipped
-		js.Suites = append(js.Suites, s)
+	return c
+}
+
+// oracleCase is the case of an oracle family: it fails when a new
+// finding of that oracle was made.
+func (r *Result) oracleCase(o OracleCase) JUnitTestCase {
+	c := JUnitTestCase{Name: o.Oracle, Classname: "forkfuzz.oracles", Time: "0.000"}
+	var newF, other []string
+	var text strings.Builder
+	for _, f := range r.Findings {
+		if f.Oracle != o.Oracle {
+			continue
+		}
+		line := fmt.Sprintf("%s [group %s, %s]", f.Signature, f.Group, f.Status)
+		if f.Status == StatusNew {
+			newF = append(newF, f.Signature)
+			fmt.Fprintf(&text, "== %s\n%s\n\nreplay: %s\n%s\n\n", line, f.Explanation, f.Replay, f.Reproducibility())
+		} else {
+			other = append(other, line+": "+f.StatusReason)
+		}
 	}
-	return js
+	switch {
+	case len(newF) > 0:
+		c.Failure = &JUnitProblem{Type: o.Oracle, Message: fmt.Sprintf("%d new finding(s): %s", len(newF), strings.Join(newF, ", ")), Text: text.String()}
+		c.SystemOut = strings.Join(other, "\n")
+	case o.NotApplicable != "":
+		c.Skipped = &JUnitSkipped{Message: o.NotApplicable}
+	case o.Judgments == 0 && len(other) == 0:
+		c.Skipped = &JUnitSkipped{Message: fmt.Sprintf("not exercised: 0 %s in %d programs", o.Needs, r.Programs)}
+	default:
+		c.SystemOut = strings.TrimPrefix(fmt.Sprintf("judged %d %s\n", o.Judgments, o.Needs)+strings.Join(other, "\n"), "\n")
+	}
+	return c
 }
 
 // xmlNode is any XML element, for ValidateJUnit.
