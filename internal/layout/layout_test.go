@@ -20,6 +20,7 @@ var floors = map[string]int{
 	"checker":  3,
 	"campaign": 4,
 	"cmd":      5,
+	"tools":    5,
 }
 
 func floorOf(pkg string) (int, bool) {
