@@ -1,6 +1,0 @@
-package bad
-
-//forkfuzz:childsafe
-func (m *machine) back() {
-	m.n = 2
-}

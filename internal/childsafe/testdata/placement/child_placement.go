@@ -1,3 +1,0 @@
-package bad
-
-func (m *machine) notMarked() int { return m.n } // want: placement

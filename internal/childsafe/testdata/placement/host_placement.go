@@ -1,4 +1,0 @@
-package bad
-
-//forkfuzz:childsafe
-func marked(m *machine) int { return m.n } // want: placement

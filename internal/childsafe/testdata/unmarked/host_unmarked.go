@@ -1,3 +1,0 @@
-package bad
-
-func helper(m *machine) int { return m.n }
