@@ -1,0 +1,6 @@
+package bad
+
+//forkfuzz:childsafe
+func (m *machine) back() {
+	m.n = 2
+}

@@ -1,0 +1,3 @@
+package bad
+
+func (m *machine) notMarked() int { return m.n } // want: placement

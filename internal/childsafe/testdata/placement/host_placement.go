@@ -1,0 +1,4 @@
+package bad
+
+//forkfuzz:childsafe
+func marked(m *machine) int { return m.n } // want: placement

@@ -1,0 +1,3 @@
+package bad
+
+func helper(m *machine) int { return m.n }
