@@ -35,6 +35,8 @@ type cloneArgs struct {
 
 const cloneIntoCgroup = 0x200000000
 
+//forkfuzz:fork
+//forkfuzz:childsafe
 func rawClone3(args *cloneArgs, size uintptr) (pid, errno uintptr)
 
 var childGroup struct {
@@ -127,6 +129,9 @@ func (l *childLimit) lift(pid int, alive bool) (hit bool, what string) {
 }
 
 // forkIntoGroup forks the child into l's group.
+//
+//forkfuzz:fork
+//forkfuzz:childsafe
 func forkIntoGroup(l *childLimit, args *cloneArgs) (pid, errno uintptr) {
 	*args = cloneArgs{flags: cloneIntoCgroup, exitSignal: uint64(unix.SIGCHLD), cgroup: uint64(l.dirFd)}
 	return rawClone3(args, unsafe.Sizeof(*args))

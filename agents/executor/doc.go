@@ -42,6 +42,34 @@
 // TestForkUnderGC forks hundreds of times while other goroutines keep the
 // collector busy, to check that this holds.
 //
+// # Child code is marked and checked
+//
+// Every function a forked child may run carries the directive
+//
+//	//forkfuzz:childsafe
+//
+// on the line before its func keyword. A function that returns twice,
+// like fork(2) (rawFork, rawForkInjected, rawClone3, forkIntoGroup),
+// carries //forkfuzz:fork as well, and every call of it is a fork site of
+// one shape: `pid, errno := rawFork()` followed by `if ... pid == 0 {
+// entry(...) }`, where entry is a marked function that never returns
+// (it ends in sysExit). A statement of child code that never runs in a
+// child for a reason the code does not show (the program validator
+// forbids it) carries //forkfuzz:hostonly <why>; code behind
+// !m.inChild needs no annotation.
+//
+// TestChildSafe (internal/childsafe, go/ast and go/types) starts at the
+// entries of every fork site, follows static calls, and fails when a
+// reachable function is not marked, or a marked one allocates, appends,
+// uses a map, an interface, a channel, defer, go, panic, a closure or a
+// function value, concatenates strings, stores a Go pointer outside a
+// local variable, or calls anything but marked functions, sync/atomic and
+// the module's packages (whose functions it checks by the same rules). A
+// violation would otherwise show only as a child that deadlocks now and
+// then, and an executor hang much later. The rule cannot see what the
+// compiler adds (bounds and nil checks, stack checks): children index
+// within bounds and run on the pre-grown stack.
+//
 // # What a process knows about its memory
 //
 // The executor does not track page protections itself: before a store and

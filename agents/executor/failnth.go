@@ -394,4 +394,6 @@ type injectArgs struct {
 	child    uintptr // 80: the child-arm buffer (childfail: K is kbuf, klen), or 0
 }
 
+//forkfuzz:fork
+//forkfuzz:childsafe
 func rawForkInjected(a *injectArgs) (pid, errno, backN, armErr uintptr)

@@ -111,6 +111,8 @@ func ForkBench(spec ForkBenchSpec) ([]ForkBenchSample, error) {
 
 // benchClock writes CLOCK_MONOTONIC into ts (two words: s, ns). Safe in a
 // forked child.
+//
+//forkfuzz:childsafe
 func benchClock(ts *uint64) {
 	rawSyscall6(unix.SYS_CLOCK_GETTIME, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(ts)), 0, 0, 0, 0)
 }
@@ -197,6 +199,8 @@ func forkBenchOne(spec ForkBenchSpec) (ForkBenchSample, error) {
 
 // benchChild is the forked child: note the time, wait for the parent's
 // go, read every page, exit. Raw system calls and loads only.
+//
+//forkfuzz:childsafe
 func benchChild(ctl []uint64, goWord *uint32, base, size uintptr) {
 	benchClock(&ctl[bcReadyS])
 	sys2(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL))

@@ -101,6 +101,8 @@ const (
 
 // childSlot is the slot of the child of fork f (-1: none, it runs
 // without coverage).
+//
+//forkfuzz:childsafe
 func childSlot(f int) int {
 	if f < 0 || f >= kcovChildren {
 		return -1
@@ -112,6 +114,8 @@ func childSlot(f int) int {
 func threadSlot(t int) int { return kcovChildren + t }
 
 // isThread reports whether slot i is a thread's.
+//
+//forkfuzz:childsafe
 func isThread(i int) bool { return i > kcovChildren }
 
 // kcovState is the executor's KCOV state, allocated once. Children read
@@ -311,6 +315,8 @@ func (k *kcovState) begin(forks int, off bool) {
 
 // enableChild turns collection on for the calling child of fork f. Safe
 // in a forked child: one raw ioctl.
+//
+//forkfuzz:childsafe
 func (k *kcovState) enableChild(f int) {
 	if k == nil || !k.ok || !k.on || childSlot(f) < 0 {
 		return
@@ -383,6 +389,8 @@ func (k *kcovState) threadOp(t, op int) {
 const atFDCWD = ^uintptr(99)
 
 // buf is slot i's buffer: its own, or the one its child grew.
+//
+//forkfuzz:childsafe
 func (k *kcovState) buf(i int) []uint64 {
 	if i < 0 || i >= len(k.area) {
 		return nil
@@ -406,6 +414,8 @@ func (k *kcovState) buf(i int) []uint64 {
 // table entries of a kcov mapping); these cost only the children that
 // need them. Raw system calls only: safe in a forked child. On failure
 // the child goes on with the buffer it had.
+//
+//forkfuzz:childsafe
 func (k *kcovState) grow(i, size int) {
 	if k == nil || !k.ok || !k.on || i <= 0 || i > kcovChildren || k.grown[i] >= size {
 		return
@@ -449,6 +459,8 @@ func (k *kcovState) grow(i, size int) {
 
 // overflowed reports whether child slot i's buffer has filled in this
 // program.
+//
+//forkfuzz:childsafe
 func (k *kcovState) overflowed(i int) bool {
 	return k != nil && k.ok && k.on && i > 0 && i <= kcovChildren && atomic.LoadUint64(&k.overWord[i][0]) != 0
 }
@@ -456,6 +468,8 @@ func (k *kcovState) overflowed(i int) bool {
 // drain moves slot i's buffer into slot i's sets and empties it. Safe in
 // the child that owns slot i (no allocation; it writes only shared
 // memory).
+//
+//forkfuzz:childsafe
 func (k *kcovState) drain(i int) {
 	a := k.slotBuf(i)
 	if a == nil {
@@ -472,9 +486,9 @@ func (k *kcovState) drain(i int) {
 	if n >= uint64(len(a)-1) {
 		n = uint64(len(a) - 1)
 		full = true
-		if (i == 0 || isThread(i)) && k.hot[i] == "" {
-			// Go is allowed here (not in a child): say where the
-			// kernel spent the buffer.
+		if (i == 0 || isThread(i)) && k.hot[i] == "" { //forkfuzz:hostonly a child's slot is 1..kcovChildren (childSlot)
+			// Say where the kernel spent the buffer (Go is allowed
+			// here: slot 0 and threads are the main process's).
 			k.hot[i] = hotSpot(a[1 : n+1])
 		}
 		atomic.OrUint64(&pcs0(k, i)[0], 1<<62)
@@ -515,6 +529,8 @@ func (k *kcovState) drain(i int) {
 // they go, so that one operation does not overflow the buffer (a child's
 // holds 64K PCs; one COW fault records a few hundred). Safe where drain
 // is.
+//
+//forkfuzz:childsafe
 func (k *kcovState) drainHalf(i int) {
 	if a := k.slotBuf(i); a != nil && atomic.LoadUint64(&a[0]) >= uint64(len(a)/2) {
 		k.drain(i)
@@ -524,6 +540,8 @@ func (k *kcovState) drainHalf(i int) {
 // mark returns how many PCs slot i's buffer holds: what the process
 // recorded since the last drain. With cut it keeps the program's part of
 // an operation and drops the harness's (see fork).
+//
+//forkfuzz:childsafe
 func (k *kcovState) mark(i int) uint64 {
 	a := k.slotBuf(i)
 	if a == nil {
@@ -565,17 +583,22 @@ func statm() string {
 // memory) are not the program's coverage, and they filled the main
 // buffer during 256 of the 310 forks that entered a 30-minute campaign's
 // corpus. A buffer that filled before n still reports it (drain).
+//
+//forkfuzz:childsafe
 func (k *kcovState) cut(i int, n uint64) {
 	if a := k.slotBuf(i); a != nil && atomic.LoadUint64(&a[0]) > n {
 		atomic.StoreUint64(&a[0], n)
 	}
 }
 
+//forkfuzz:childsafe
 func pcs0(k *kcovState, i int) []uint64 { return k.pcs[i] }
 
 // slotBuf is slot i's buffer when collecting into it now (nil: not
 // collecting, or no such slot: a child beyond kcovChildren, a thread
 // whose openThread failed).
+//
+//forkfuzz:childsafe
 func (k *kcovState) slotBuf(i int) []uint64 {
 	if k == nil || !k.ok || !k.on {
 		return nil
@@ -583,6 +606,7 @@ func (k *kcovState) slotBuf(i int) []uint64 {
 	return k.buf(i)
 }
 
+//forkfuzz:childsafe
 func edgeHash(prev, pc uint64) uint64 {
 	x := prev*0x9e3779b97f4a7c15 ^ pc
 	x ^= x >> 31
@@ -591,6 +615,7 @@ func edgeHash(prev, pc uint64) uint64 {
 	return x | 1
 }
 
+//forkfuzz:childsafe
 func mix(x uint64) uint64 {
 	x ^= x >> 33
 	x *= 0xff51afd7ed558ccd
@@ -600,6 +625,8 @@ func mix(x uint64) uint64 {
 
 // setAdd adds v (non-zero) to set s ([0]: count, top bit: overflowed) and
 // reports false when the set is full.
+//
+//forkfuzz:childsafe
 func setAdd(s []uint64, v uint64) bool {
 	if v == 0 {
 		return true

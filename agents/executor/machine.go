@@ -118,12 +118,15 @@ func (m *machine) reset(p *prog.Program, wordCap int) {
 	clear(m.ctl)
 }
 
+//forkfuzz:childsafe
 func (m *machine) now() int64 {
 	rawSyscall6(unix.SYS_CLOCK_GETTIME, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(&m.ts[0])), 0, 0, 0, 0)
 	return m.ts[0]*1e9 + m.ts[1]
 }
 
 // rec appends one record to the shared report buffer.
+//
+//forkfuzz:childsafe
 func (m *machine) rec(typ, a, b, c, d, e, f uint64) {
 	n := atomic.AddUint64((*uint64)(unsafe.Pointer(&m.rep[8])), 1) - 1
 	capacity := uint64(len(m.rep)-obs.HeaderSize) / obs.RecordSize
@@ -142,11 +145,14 @@ func (m *machine) rec(typ, a, b, c, d, e, f uint64) {
 	le.PutUint64(r[48:], f)
 }
 
+//forkfuzz:childsafe
 func (m *machine) recOp(i int, errno uintptr, ret uint64, start, end int64, skipped int) {
 	m.rec(obs.RecOp, uint64(i), uint64(errno), ret, uint64(start), uint64(end), uint64(skipped))
 }
 
 // readMaps parses /proc/self/maps into m.vmas (sorted by address).
+//
+//forkfuzz:childsafe
 func (m *machine) readMaps() uintptr {
 	m.nvma = 0
 	fd, e := rawSyscall6(unix.SYS_OPENAT, uintptr(atFdcwd), uintptr(unsafe.Pointer(&m.mapsPath[0])), unix.O_RDONLY|unix.O_CLOEXEC, 0, 0, 0)
@@ -174,6 +180,8 @@ func (m *machine) readMaps() uintptr {
 }
 
 // parseMaps parses maps text; lines it cannot parse are skipped.
+//
+//forkfuzz:childsafe
 func (m *machine) parseMaps(b []byte) {
 	m.nvma = 0
 	for len(b) > 0 && m.nvma < maxVMAs {
@@ -228,6 +236,7 @@ func (m *machine) parseMaps(b []byte) {
 	}
 }
 
+//forkfuzz:childsafe
 func hexField(b []byte, pos int, sep byte) (uint64, int, bool) {
 	var v uint64
 	start := pos
@@ -250,6 +259,8 @@ func hexField(b []byte, pos int, sep byte) (uint64, int, bool) {
 }
 
 // findVMA returns the index of the VMA containing addr, or -1.
+//
+//forkfuzz:childsafe
 func (m *machine) findVMA(addr uint64) int {
 	lo, hi := 0, m.nvma
 	for lo < hi {
@@ -266,6 +277,7 @@ func (m *machine) findVMA(addr uint64) int {
 	return -1
 }
 
+//forkfuzz:childsafe
 func (m *machine) objSize(inode uint64) (uint64, bool) {
 	for i := 0; i < m.nobj; i++ {
 		if m.objs[i].inode == inode {
@@ -275,6 +287,7 @@ func (m *machine) objSize(inode uint64) (uint64, bool) {
 	return 0, false
 }
 
+//forkfuzz:childsafe
 func (m *machine) addObj(inode, size uint64) {
 	for i := 0; i < m.nobj; i++ {
 		if m.objs[i].inode == inode {
@@ -289,6 +302,8 @@ func (m *machine) addObj(inode, size uint64) {
 }
 
 // pageState classifies the page at addr, which lies in VMA v.
+//
+//forkfuzz:childsafe
 func (m *machine) pageState(v *vma, addr uint64) obs.PageState {
 	if v.prot&obs.VMARead == 0 {
 		return obs.NoAccess
@@ -303,6 +318,8 @@ func (m *machine) pageState(v *vma, addr uint64) obs.PageState {
 }
 
 // view records what this process sees in every region.
+//
+//forkfuzz:childsafe
 func (m *machine) view(at int) {
 	m.rec(obs.RecViewBegin, uint64(m.proc), uint64(int64(at)), 0, 0, 0, 0)
 	truncated := uint64(0)
@@ -385,6 +402,8 @@ func (m *machine) view(at int) {
 
 // noteShared records the size of the shared object mapped at addr (a new
 // anonymous shared mapping) so views know where it ends.
+//
+//forkfuzz:childsafe
 func (m *machine) noteShared(addr, size uint64) {
 	if m.readMaps() != 0 {
 		return
@@ -400,6 +419,7 @@ func (m *machine) noteShared(addr, size uint64) {
 	}
 }
 
+//forkfuzz:childsafe
 func mapFlags(k prog.RegionKind) uintptr {
 	f := uintptr(unix.MAP_PRIVATE)
 	if k.Shared() {
@@ -412,14 +432,16 @@ func mapFlags(k prog.RegionKind) uintptr {
 }
 
 // runProc runs every operation of process proc in order.
+//
+//forkfuzz:childsafe
 func (m *machine) runProc(proc int) {
 	for i := range m.p.Ops {
 		op := &m.p.Ops[i]
 		if op.Proc != proc {
 			continue
 		}
-		if op.Thread > 0 {
-			m.post(i) // main process only: children have no threads
+		if op.Thread > 0 { //forkfuzz:hostonly prog.Validate: threads run only in the main process
+			m.post(i)
 			continue
 		}
 		if m.kc != nil {
@@ -445,6 +467,8 @@ func (m *machine) runProc(proc int) {
 // bigOp: whether op may record more kernel coverage in one system call
 // than a child's kcov buffer holds, and how much (kcovState.grow: 0 no,
 // 1 kcovGrownWords, 2 kcovForkWords).
+//
+//forkfuzz:childsafe
 func (m *machine) bigOp(op *prog.Op) int {
 	switch op.Kind {
 	case prog.OpFork:
@@ -464,9 +488,12 @@ func (m *machine) bigOp(op *prog.Op) int {
 
 const pageMask = prog.PageSize - 1
 
+//forkfuzz:childsafe
 func roundUp(x uint64) uint64 { return (x + pageMask) &^ pageMask }
 
 // exec runs operation i in the current process.
+//
+//forkfuzz:childsafe
 func (m *machine) exec(i int) {
 	op := &m.p.Ops[i]
 	addr := uintptr(arena.RegionBase(op.Region) + op.Off)
@@ -551,7 +578,7 @@ func (m *machine) exec(i int) {
 			m.noteMoved(uint64(r), op.NewLen)
 		}
 	case prog.OpFork:
-		if m.wantsRollback(i) {
+		if !m.inChild && m.wantsRollback(i) { // measured forks are the main process's
 			m.forkMeasured(i, op.Fork, start)
 			return
 		}
@@ -575,7 +602,7 @@ func (m *machine) exec(i int) {
 			m.kc.cut(m.ks, reaped)
 		}
 	case prog.OpJoin:
-		m.join(op.Peer)
+		m.join(op.Peer) //forkfuzz:hostonly prog.Validate: join runs on the main thread of the main process
 	case prog.OpCheck:
 		m.view(i)
 	case prog.OpMigrate:
@@ -593,6 +620,8 @@ func (m *machine) exec(i int) {
 }
 
 // fork runs a fork operation. In the child it never returns.
+//
+//forkfuzz:childsafe
 func (m *machine) fork(i, f int, start int64) {
 	ev := m.fe.on && !m.inChild
 	// Coverage: the fork's, not the harness's around it. The census
@@ -616,7 +645,7 @@ func (m *machine) fork(i, f int, start int64) {
 	}
 	resp := rdtscp()
 	forked := m.kc.mark(m.ks)
-	if m.proc == 0 {
+	if !m.inChild && m.proc == 0 {
 		m.kc.forkFilled(f, forked)
 	}
 	sigRestore(&m.sigOld)
@@ -648,6 +677,8 @@ func (m *machine) fork(i, f int, start int64) {
 
 // child is the body of the child of fork f: wait to be released, look,
 // run its operations, exit.
+//
+//forkfuzz:childsafe
 func (m *machine) child(f int) {
 	m.inChild = true
 	m.proc = f + 1
@@ -672,6 +703,8 @@ func (m *machine) child(f int) {
 }
 
 // wait releases the child of fork f and reaps it.
+//
+//forkfuzz:childsafe
 func (m *machine) wait(f int) (uint64, uintptr) {
 	pid := m.pids[f]
 	if pid <= 0 {

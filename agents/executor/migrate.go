@@ -68,6 +68,8 @@ type migrateBuf struct {
 }
 
 // nextNode is the node after n among nodes (the first node for an unknown n).
+//
+//forkfuzz:childsafe
 func nextNode(nodes []int32, n int32) int32 {
 	for i, x := range nodes {
 		if x == n {
@@ -81,6 +83,8 @@ func nextNode(nodes []int32, n int32) int32 {
 // on. It returns the errno of move_pages (0 when the call ran; pages that
 // are not mapped or not movable only get a per-page status) and how many
 // pages moved.
+//
+//forkfuzz:childsafe
 func (m *machine) migrate(op *prog.Op) (errno uintptr, moved uint64) {
 	b := &m.mig
 	n := int(op.Len / prog.PageSize)
@@ -98,6 +102,8 @@ func (m *machine) migrate(op *prog.Op) (errno uintptr, moved uint64) {
 // moveNext moves pages [lo, hi) of m.mig to the node after the one their
 // status says they are on (the query's, or the last move's: status is then
 // the node each page landed on, or -errno).
+//
+//forkfuzz:childsafe
 func (m *machine) moveNext(lo, hi int) (errno uintptr, moved uint64) {
 	b := &m.mig
 	n := hi - lo
@@ -150,6 +156,8 @@ const maxMovePasses = 1 << 14
 
 // migrateOnce runs a migrate operation (any process, any thread): the
 // result is move_pages' errno and the number of pages moved.
+//
+//forkfuzz:childsafe
 func (m *machine) migrateOnce(i int) (errno uintptr, ret uint64) {
 	if len(numaNodes) < 2 {
 		m.recSkip(i, obs.SkipNoNUMA, uintptr(unix.ENODEV))

@@ -160,6 +160,8 @@ func (m *machine) cleanupPinned() {
 
 // execPinned runs pinned operation i. Reachable from children: raw
 // syscalls only, no allocation.
+//
+//forkfuzz:childsafe
 func (m *machine) execPinned(i int) (errno uintptr, ret uint64, skipped int) {
 	op := &m.p.Ops[i]
 	r := &m.pin
@@ -233,6 +235,8 @@ func (m *machine) execPinned(i int) (errno uintptr, ret uint64, skipped int) {
 
 // okRet turns a raw syscall's result into (errno, ret, skipped), with
 // ret 0 on failure.
+//
+//forkfuzz:childsafe
 func okRet(res, e uintptr) (uintptr, uint64, int) {
 	if e != 0 {
 		return e, 0, 0
@@ -242,6 +246,8 @@ func okRet(res, e uintptr) (uintptr, uint64, int) {
 
 // fillScratch writes operation i's data (word k = SlotValue(i, k)) into
 // the scratch file through the page cache and returns its file offset.
+//
+//forkfuzz:childsafe
 func (m *machine) fillScratch(i int) uint64 {
 	op := &m.p.Ops[i]
 	base := uint64(i) * prog.MaxIOPages * prog.PageSize
@@ -258,6 +264,8 @@ func (m *machine) fillScratch(i int) uint64 {
 // process or into the child of fork Into-1. skipped counts the slots the
 // kernel refused; errno is the first error other than the expected
 // refusal (EIO for /proc/PID/mem, EFAULT for process_vm_writev).
+//
+//forkfuzz:childsafe
 func (m *machine) remoteWrite(i int) (errno uintptr, ret uint64, skipped int) {
 	op := &m.p.Ops[i]
 	r := &m.pin
@@ -309,28 +317,32 @@ func (m *machine) remoteWrite(i int) (errno uintptr, ret uint64, skipped int) {
 }
 
 // recSkip records that operation i was skipped, and why.
+//
+//forkfuzz:childsafe
 func (m *machine) recSkip(i int, code uint64, e uintptr) {
 	m.rec(obs.RecSkip, uint64(i), code, uint64(e), 0, 0, 0)
 }
 
-// memPath writes "/proc/self/mem" or "/proc/PID/mem" into r.path.
+// memPath writes "/proc/self/mem" or "/proc/PID/mem", NUL-terminated,
+// into r.path (at most 31 bytes: a uintptr has at most 20 digits).
+//
+//forkfuzz:childsafe
 func (m *machine) memPath(pid uintptr) {
-	p := m.pin.path[:0]
-	p = append(p, "/proc/"...)
+	p := &m.pin.path
+	n := copy(p[:], "/proc/")
 	if pid == 0 {
-		p = append(p, "self"...)
+		n += copy(p[n:], "self")
 	} else {
 		var d [20]byte
-		n := len(d)
+		k := len(d)
 		for v := pid; ; v /= 10 {
-			n--
-			d[n] = byte('0' + v%10)
+			k--
+			d[k] = byte('0' + v%10)
 			if v < 10 {
 				break
 			}
 		}
-		p = append(p, d[n:]...)
+		n += copy(p[n:], d[k:])
 	}
-	p = append(p, "/mem\x00"...)
-	_ = p
+	copy(p[n:], "/mem\x00")
 }

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -84,4 +85,23 @@ func findView(t *testing.T, o *obs.Observation, proc, at int) *obs.View {
 	}
 	t.Fatalf("no view of proc %d at %d", proc, at)
 	return nil
+}
+
+// TestMemPath: memPath writes the /proc path of a pid, NUL-terminated,
+// without allocating (it runs in forked children).
+func TestMemPath(t *testing.T) {
+	m := &machine{}
+	for _, pid := range []uintptr{0, 1, 9, 10, 4242, 1<<22 - 1, ^uintptr(0)} {
+		want := fmt.Sprintf("/proc/%d/mem\x00", pid)
+		if pid == 0 {
+			want = "/proc/self/mem\x00"
+		}
+		m.memPath(pid)
+		if got := string(m.pin.path[:len(want)]); got != want {
+			t.Errorf("memPath(%d) = %q, want %q", pid, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { m.memPath(123456) }); n != 0 {
+		t.Errorf("memPath allocates %v times per call", n)
+	}
 }

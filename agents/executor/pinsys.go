@@ -151,16 +151,21 @@ type uring struct {
 // unsafe.Pointer conversion that go vet's unsafeptr check would flag. Only
 // for addresses the Go heap does not own (mmapped rings), which the
 // collector neither scans nor moves.
+//
+//forkfuzz:childsafe
 func ringU32(addr uintptr) *uint32 { return (*uint32)(*(*unsafe.Pointer)(unsafe.Pointer(&addr))) }
 
+//forkfuzz:childsafe
 func sqeAt(addr uintptr) *ioUringSqe {
 	return (*ioUringSqe)(*(*unsafe.Pointer)(unsafe.Pointer(&addr)))
 }
 
+//forkfuzz:childsafe
 func cqeAt(addr uintptr) *ioUringCqe {
 	return (*ioUringCqe)(*(*unsafe.Pointer)(unsafe.Pointer(&addr)))
 }
 
+//forkfuzz:childsafe
 func (u *uring) ok() bool { return u.isOpen }
 
 // setup creates a ring with `entries` entries (setup flags 0) and maps it.
@@ -246,6 +251,8 @@ func (u *uring) close() {
 // registration first. The kernel pins the pages (FOLL_WRITE|FOLL_LONGTERM),
 // faulting them in for writing, so memory without write permission fails
 // with EFAULT.
+//
+//forkfuzz:childsafe
 func (u *uring) registerBuffer(addr, length uintptr) (errno uintptr) {
 	if !u.isOpen {
 		return uintptr(unix.EBADF)
@@ -268,6 +275,8 @@ func (u *uring) registerBuffer(addr, length uintptr) (errno uintptr) {
 // register calls io_uring_register, again while a signal interrupts it
 // (kernels before 6.3 quiesce the ring interruptibly for buffer updates,
 // and the Go runtime sends its threads signals).
+//
+//forkfuzz:childsafe
 func (u *uring) register(op, arg, n uintptr) uintptr {
 	for try := 0; ; try++ {
 		_, e := rawSyscall6(unix.SYS_IO_URING_REGISTER, uintptr(u.fd), op, arg, n, 0, 0)
@@ -282,6 +291,8 @@ func (u *uring) register(op, arg, n uintptr) uintptr {
 // registered buffer), waits for its completion and returns the CQE's res
 // (bytes read or -errno). errno is for the ring itself (io_uring_enter
 // failing other than with EINTR).
+//
+//forkfuzz:childsafe
 func (u *uring) readFixed(fd int, addr, length uintptr, off uint64) (res int32, errno uintptr) {
 	return u.rw(ioringOpReadFixed, fd, addr, length, off)
 }
@@ -291,6 +302,7 @@ func (u *uring) writeFixed(fd int, addr, length uintptr, off uint64) (res int32,
 	return u.rw(ioringOpWriteFixed, fd, addr, length, off)
 }
 
+//forkfuzz:childsafe
 func (u *uring) rw(op uint8, fd int, addr, length uintptr, off uint64) (res int32, errno uintptr) {
 	if !u.isOpen {
 		return 0, uintptr(unix.EBADF)
@@ -472,6 +484,8 @@ func uffdOpen() (fd int, errno uintptr, reason string) {
 // (UFFDIO_WRITEPROTECT, UFFDIO_WRITEPROTECT_MODE_WP), which sets the
 // uffd-wp bit (bit 57 in /proc/pid/pagemap) on every page of the range.
 // addr and length must be page-aligned. Returns the first errno.
+//
+//forkfuzz:childsafe
 func uffdWriteProtect(fd int, addr, length uintptr) (errno uintptr) {
 	reg := uffdioRegisterArg{rng: uffdioRange{start: uint64(addr), len: uint64(length)}, mode: uffdioRegisterModeWP}
 	if _, e := rawSyscall6(unix.SYS_IOCTL, uintptr(fd), uffdioRegister, uintptr(unsafe.Pointer(&reg)), 0, 0, 0); e != 0 {

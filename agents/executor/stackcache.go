@@ -57,9 +57,7 @@ func (m *machine) primeStackCache() func() {
 			break
 		}
 		if pid == 0 {
-			for {
-				sys1(unix.SYS_PAUSE, 0) // SIGKILL ends it; other signals are blocked
-			}
+			pauseForever()
 		}
 		pids[i] = pid
 	}
@@ -101,4 +99,14 @@ func reserveHeapTables() {
 	heapSink = nil
 	runtime.GC()
 	debug.FreeOSMemory()
+}
+
+// pauseForever is the body of a stack-cache sponge child: it waits until
+// SIGKILL ends it (other signals are blocked).
+//
+//forkfuzz:childsafe
+func pauseForever() {
+	for {
+		sys1(unix.SYS_PAUSE, 0)
+	}
 }

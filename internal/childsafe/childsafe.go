@@ -178,6 +178,7 @@ type analysis struct {
 	edges    map[string]map[string]bool // child-code calls between the package's functions
 	queue    []*fn                      // followed functions to check
 	entries  []string                   // keys of the entry functions
+	roots    []string                   // the fork functions fork sites call
 	hostSeen map[string]bool
 	res      Result
 }
@@ -497,7 +498,7 @@ func (a *analysis) placement(all []*fn) {
 func (a *analysis) reach(all []*fn) {
 	seen := map[string]bool{}
 	var stack []string
-	for _, k := range a.entries {
+	for _, k := range append(a.entries, a.roots...) {
 		if !seen[k] {
 			seen[k] = true
 			stack = append(stack, k)

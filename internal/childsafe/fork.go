@@ -99,6 +99,9 @@ func (a *analysis) site(f *fn, stack []frame, as *ast.AssignStmt, c *ast.CallExp
 		return
 	}
 	pid := f.p.info.ObjectOf(id)
+	if prim, _ := callee(f.p.info, c); prim != nil {
+		a.roots = append(a.roots, prim.Origin().FullName()) // the child returns through it
+	}
 	for _, l := range as.Lhs {
 		if lid, ok := l.(*ast.Ident); ok && lid.Name == "_" {
 			continue
