@@ -23,7 +23,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,10 +33,6 @@ type cloneArgs struct {
 }
 
 const cloneIntoCgroup = 0x200000000
-
-//forkfuzz:fork
-//forkfuzz:childsafe
-func rawClone3(args *cloneArgs, size uintptr) (pid, errno uintptr)
 
 var childGroup struct {
 	once sync.Once
@@ -126,13 +121,4 @@ func (l *childLimit) lift(pid int, alive bool) (hit bool, what string) {
 	ev := memcgEvents(l.dir)
 	d := func(k string) int64 { return ev[k] - l.events[k] }
 	return d("max") > 0, what + fmt.Sprintf("%s; memory.events of the child's group: max +%d, oom +%d, oom_kill +%d", l.what, d("max"), d("oom"), d("oom_kill"))
-}
-
-// forkIntoGroup forks the child into l's group.
-//
-//forkfuzz:fork
-//forkfuzz:childsafe
-func forkIntoGroup(l *childLimit, args *cloneArgs) (pid, errno uintptr) {
-	*args = cloneArgs{flags: cloneIntoCgroup, exitSignal: uint64(unix.SIGCHLD), cgroup: uint64(l.dirFd)}
-	return rawClone3(args, unsafe.Sizeof(*args))
 }

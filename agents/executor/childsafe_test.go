@@ -25,7 +25,7 @@ func childConfig() childsafe.Config {
 		Follow:     []string{"github.com/forkfuzz/forkfuzz/"},
 		Allow:      childAllow,
 		ChildFlag:  [2]string{"machine", "inChild"},
-		ChildFiles: "", // TODO: child_
+		ChildFiles: "child_",
 	}
 }
 

@@ -27,7 +27,7 @@
 //   - Code reachable from a child allocates nothing, writes no Go pointers
 //     (a GC write barrier may be on in the copied runtime state), uses no
 //     maps, interfaces, defer, fmt or panics, and makes only raw system calls
-//     (sys.go, sys_linux_amd64.s). All of its state lives in one machine
+//     (child_sys.go, sys_linux_amd64.s). All of its state lives in one machine
 //     struct with fixed-size arrays, allocated before the program starts.
 //   - Memory is read and written with plain loads and stores in assembly
 //     (load64, store64, copyPage): the child reads its own memory from user

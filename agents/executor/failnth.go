@@ -393,7 +393,3 @@ type injectArgs struct {
 	max      uintptr // 72: "max"
 	child    uintptr // 80: the child-arm buffer (childfail: K is kbuf, klen), or 0
 }
-
-//forkfuzz:fork
-//forkfuzz:childsafe
-func rawForkInjected(a *injectArgs) (pid, errno, backN, armErr uintptr)

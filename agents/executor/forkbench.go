@@ -109,14 +109,6 @@ func ForkBench(spec ForkBenchSpec) ([]ForkBenchSample, error) {
 	return res.s, res.err
 }
 
-// benchClock writes CLOCK_MONOTONIC into ts (two words: s, ns). Safe in a
-// forked child.
-//
-//forkfuzz:childsafe
-func benchClock(ts *uint64) {
-	rawSyscall6(unix.SYS_CLOCK_GETTIME, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(ts)), 0, 0, 0, 0)
-}
-
 func tsNs(w []uint64, i int) int64 { return int64(w[i])*1e9 + int64(w[i+1]) }
 
 func forkBenchOne(spec ForkBenchSpec) (ForkBenchSample, error) {
@@ -195,26 +187,6 @@ func forkBenchOne(spec ForkBenchSpec) (ForkBenchSample, error) {
 	s.ChildReady = tsNs(ctl, bcReadyS) - start
 	s.ChildRead = tsNs(ctl, bcReadEndS) - tsNs(ctl, bcReadS)
 	return s, nil
-}
-
-// benchChild is the forked child: note the time, wait for the parent's
-// go, read every page, exit. Raw system calls and loads only.
-//
-//forkfuzz:childsafe
-func benchChild(ctl []uint64, goWord *uint32, base, size uintptr) {
-	benchClock(&ctl[bcReadyS])
-	sys2(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL))
-	for atomic.LoadUint32(goWord) == 0 {
-		rawSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(goWord)), futexWait, 0, 0, 0, 0)
-	}
-	benchClock(&ctl[bcReadS])
-	var sum uint64
-	for a := base; a < base+size; a += benchPage {
-		sum += load64(a)
-	}
-	benchClock(&ctl[bcReadEndS])
-	ctl[bcSum] = sum
-	sysExit(0)
 }
 
 // anonHugeBytes is AnonHugePages of this process (0 if unknown).

@@ -99,24 +99,8 @@ const (
 	kcovSlots = 1 + kcovChildren + prog.MaxThreads
 )
 
-// childSlot is the slot of the child of fork f (-1: none, it runs
-// without coverage).
-//
-//forkfuzz:childsafe
-func childSlot(f int) int {
-	if f < 0 || f >= kcovChildren {
-		return -1
-	}
-	return f + 1
-}
-
 // threadSlot is the slot of thread t (1..prog.MaxThreads).
 func threadSlot(t int) int { return kcovChildren + t }
-
-// isThread reports whether slot i is a thread's.
-//
-//forkfuzz:childsafe
-func isThread(i int) bool { return i > kcovChildren }
 
 // kcovState is the executor's KCOV state, allocated once. Children read
 // fd, area, pcs and edges and write only into memory shared with the main
@@ -313,17 +297,6 @@ func (k *kcovState) begin(forks int, off bool) {
 	k.hot[0] = ""
 }
 
-// enableChild turns collection on for the calling child of fork f. Safe
-// in a forked child: one raw ioctl.
-//
-//forkfuzz:childsafe
-func (k *kcovState) enableChild(f int) {
-	if k == nil || !k.ok || !k.on || childSlot(f) < 0 {
-		return
-	}
-	sys3(unix.SYS_IOCTL, uintptr(k.fd[childSlot(f)]), kcovEnable, kcovTracePC)
-}
-
 // openThread gives the calling thread t (a worker locked to its OS
 // thread, threads.go) a descriptor, buffer and sets of its own, and
 // enables collection on it. Once per worker; on failure the thread runs
@@ -388,168 +361,6 @@ func (k *kcovState) threadOp(t, op int) {
 // atFDCWD is unix.AT_FDCWD (-100) as a system call argument.
 const atFDCWD = ^uintptr(99)
 
-// buf is slot i's buffer: its own, or the one its child grew.
-//
-//forkfuzz:childsafe
-func (k *kcovState) buf(i int) []uint64 {
-	if i < 0 || i >= len(k.area) {
-		return nil
-	}
-	switch k.grown[i] {
-	case 1:
-		return k.big[i][:kcovGrownWords]
-	case 2:
-		return k.big[i][kcovGrownWords:]
-	}
-	return k.area[i]
-}
-
-// grow gives the calling child of slot i a bigger buffer (kcovGrownWords
-// for size 1, kcovForkWords for 2) before an operation that records more
-// than its own holds in one system call: 79 of 114 children that filled
-// their 64K-PC buffer in two campaigns' corpora had forked (a fork copies
-// the page tables of the whole executor it inherited), the others had
-// migrated, unmapped or moved hundreds of pages in one call. A bigger
-// buffer for every child would cost every fork (fork copies the page
-// table entries of a kcov mapping); these cost only the children that
-// need them. Raw system calls only: safe in a forked child. On failure
-// the child goes on with the buffer it had.
-//
-//forkfuzz:childsafe
-func (k *kcovState) grow(i, size int) {
-	if k == nil || !k.ok || !k.on || i <= 0 || i > kcovChildren || k.grown[i] >= size {
-		return
-	}
-	k.drain(i)
-	words := kcovGrownWords
-	b := k.big[i][:kcovGrownWords]
-	if size == 2 {
-		words, b = kcovForkWords, k.big[i][kcovGrownWords:]
-	}
-	fd, e := rawSyscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(&k.pathZ[0])), unix.O_RDWR|unix.O_CLOEXEC, 0, 0, 0)
-	if e != 0 {
-		return
-	}
-	if _, e := sys3(unix.SYS_IOCTL, fd, kcovInitTrace, uintptr(words)); e != 0 {
-		sys1(unix.SYS_CLOSE, fd)
-		return
-	}
-	if _, e := sysMmap(uintptr(unsafe.Pointer(&b[0])), uintptr(words*8), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED, int(fd), 0); e != 0 {
-		sys1(unix.SYS_CLOSE, fd)
-		return
-	}
-	cur := uintptr(k.fd[i])
-	if k.grown[i] > 0 {
-		cur = uintptr(k.grownFd[i])
-	}
-	k.cut(i, 0) // what the open and mmap recorded: the harness's
-	sys3(unix.SYS_IOCTL, cur, kcovDisable, 0)
-	if _, e := sys3(unix.SYS_IOCTL, fd, kcovEnable, kcovTracePC); e != 0 {
-		sys3(unix.SYS_IOCTL, cur, kcovEnable, kcovTracePC)
-		sys1(unix.SYS_CLOSE, fd)
-		return
-	}
-	atomic.StoreUint64(&b[0], 0)
-	if k.grown[i] > 0 {
-		sys1(unix.SYS_CLOSE, cur)
-	}
-	k.grown[i], k.grownFd[i] = size, int(fd)
-	atomic.StoreUint64(&k.overWord[i][1], uint64(k.op+2)|uint64(words)<<32)
-}
-
-// overflowed reports whether child slot i's buffer has filled in this
-// program.
-//
-//forkfuzz:childsafe
-func (k *kcovState) overflowed(i int) bool {
-	return k != nil && k.ok && k.on && i > 0 && i <= kcovChildren && atomic.LoadUint64(&k.overWord[i][0]) != 0
-}
-
-// drain moves slot i's buffer into slot i's sets and empties it. Safe in
-// the child that owns slot i (no allocation; it writes only shared
-// memory).
-//
-//forkfuzz:childsafe
-func (k *kcovState) drain(i int) {
-	a := k.slotBuf(i)
-	if a == nil {
-		return
-	}
-	n := atomic.LoadUint64(&a[0])
-	full := false
-	cache := &k.cache
-	op := k.op
-	if isThread(i) {
-		cache = k.tcache[i-kcovChildren-1]
-		op = k.top[i-kcovChildren-1]
-	}
-	if n >= uint64(len(a)-1) {
-		n = uint64(len(a) - 1)
-		full = true
-		if (i == 0 || isThread(i)) && k.hot[i] == "" { //forkfuzz:hostonly a child's slot is 1..kcovChildren (childSlot)
-			// Say where the kernel spent the buffer (Go is allowed
-			// here: slot 0 and threads are the main process's).
-			k.hot[i] = hotSpot(a[1 : n+1])
-		}
-		atomic.OrUint64(&pcs0(k, i)[0], 1<<62)
-		if i == 0 && k.overAt == -2 {
-			k.overAt = op
-		}
-		if i > 0 {
-			atomic.CompareAndSwapUint64(&k.overWord[i][0], 0, uint64(op+2))
-		}
-	}
-	pcs, edges := k.pcs[i], k.edges[i]
-	prev := uint64(0)
-	// A (prev, pc) pair in the cache is in this process's sets, or (in a
-	// child, whose cache starts as its parent's) in an ancestor's: in the
-	// union either way. Loops repeat a few pairs hundreds of thousands of
-	// times, so the cache test is all most entries cost: no hashing.
-	ents := a[1 : n+1]
-	for _, pc := range ents {
-		c := &cache[(pc^prev>>4)&(kcovCache-1)]
-		if c[0] == pc && c[1] == prev {
-			prev = pc
-			continue
-		}
-		c[0], c[1] = pc, prev
-		full = !setAdd(pcs, pc) || full
-		full = !setAdd(edges, edgeHash(prev, pc)) || full
-		prev = pc
-	}
-	atomic.StoreUint64(&a[0], 0)
-	if full {
-		// Children flag overflow in their own count word's top bit.
-		atomic.OrUint64(&pcs[0], 1<<63)
-	}
-}
-
-// drainHalf drains slot i when its buffer is half full: loops that fault
-// on every page (a store or a view over thousands of pages) call it as
-// they go, so that one operation does not overflow the buffer (a child's
-// holds 64K PCs; one COW fault records a few hundred). Safe where drain
-// is.
-//
-//forkfuzz:childsafe
-func (k *kcovState) drainHalf(i int) {
-	if a := k.slotBuf(i); a != nil && atomic.LoadUint64(&a[0]) >= uint64(len(a)/2) {
-		k.drain(i)
-	}
-}
-
-// mark returns how many PCs slot i's buffer holds: what the process
-// recorded since the last drain. With cut it keeps the program's part of
-// an operation and drops the harness's (see fork).
-//
-//forkfuzz:childsafe
-func (k *kcovState) mark(i int) uint64 {
-	a := k.slotBuf(i)
-	if a == nil {
-		return 0
-	}
-	return atomic.LoadUint64(&a[0])
-}
-
 // forkFilled notes, when the main process's fork f recorded n PCs and
 // that filled the buffer, how big the executor was: a fork's PCs grow
 // with the page tables it copies.
@@ -575,77 +386,6 @@ func statm() string {
 	size, _ := strconv.ParseUint(f[0], 10, 64)
 	rss, _ := strconv.ParseUint(f[1], 10, 64)
 	return fmt.Sprintf("%d MiB mapped, %d MiB resident", size*4096>>20, rss*4096>>20)
-}
-
-// cut drops what slot i recorded after mark returned n: the executor's
-// own reads around a fork (the page census reads /proc/self/smaps and
-// pagemap, the evidence walks page tables, the rollback measurement digests
-// memory) are not the program's coverage, and they filled the main
-// buffer during 256 of the 310 forks that entered a 30-minute campaign's
-// corpus. A buffer that filled before n still reports it (drain).
-//
-//forkfuzz:childsafe
-func (k *kcovState) cut(i int, n uint64) {
-	if a := k.slotBuf(i); a != nil && atomic.LoadUint64(&a[0]) > n {
-		atomic.StoreUint64(&a[0], n)
-	}
-}
-
-//forkfuzz:childsafe
-func pcs0(k *kcovState, i int) []uint64 { return k.pcs[i] }
-
-// slotBuf is slot i's buffer when collecting into it now (nil: not
-// collecting, or no such slot: a child beyond kcovChildren, a thread
-// whose openThread failed).
-//
-//forkfuzz:childsafe
-func (k *kcovState) slotBuf(i int) []uint64 {
-	if k == nil || !k.ok || !k.on {
-		return nil
-	}
-	return k.buf(i)
-}
-
-//forkfuzz:childsafe
-func edgeHash(prev, pc uint64) uint64 {
-	x := prev*0x9e3779b97f4a7c15 ^ pc
-	x ^= x >> 31
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 29
-	return x | 1
-}
-
-//forkfuzz:childsafe
-func mix(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	return x
-}
-
-// setAdd adds v (non-zero) to set s ([0]: count, top bit: overflowed) and
-// reports false when the set is full.
-//
-//forkfuzz:childsafe
-func setAdd(s []uint64, v uint64) bool {
-	if v == 0 {
-		return true
-	}
-	slots := s[1:]
-	mask := uint64(len(slots) - 1)
-	for h := mix(v) & mask; ; h = (h + 1) & mask {
-		switch slots[h] {
-		case v:
-			return true
-		case 0:
-			if s[0]&^(3<<62) >= uint64(len(slots))*3/4 {
-				return false
-			}
-			slots[h] = v
-			s[0]++
-			return true
-		}
-	}
 }
 
 // result drains what is left and returns the program's coverage. Main

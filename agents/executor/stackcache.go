@@ -100,13 +100,3 @@ func reserveHeapTables() {
 	runtime.GC()
 	debug.FreeOSMemory()
 }
-
-// pauseForever is the body of a stack-cache sponge child: it waits until
-// SIGKILL ends it (other signals are blocked).
-//
-//forkfuzz:childsafe
-func pauseForever() {
-	for {
-		sys1(unix.SYS_PAUSE, 0)
-	}
-}

@@ -1,6 +1,6 @@
 // Raw system calls and memory access for the executor. Everything here is
 // NOSPLIT and touches no Go runtime state, so forked children (which must
-// not enter the runtime) can call it. See sys.go.
+// not enter the runtime) can call it. See child_sys.go.
 
 #include "textflag.h"
 

@@ -2,7 +2,7 @@ package executor
 
 // Raw, allocation-free helpers for two kernel facilities that interact with
 // fork() in interesting ways: io_uring fixed (pinned) buffers and
-// userfaultfd asynchronous write protection. Like sys.go, everything here
+// userfaultfd asynchronous write protection. Like child_sys.go, everything here
 // makes only raw system calls (rawSyscall6), allocates nothing, stores no Go
 // pointers and calls nothing in the runtime (sync/atomic loads and stores
 // are compiler intrinsics), so a forked child may call it. The kernel ABI
@@ -172,6 +172,8 @@ func (u *uring) ok() bool { return u.isOpen }
 // errno != 0 if io_uring is unavailable: ENOSYS (not built in), EPERM
 // (kernel.io_uring_disabled=2, or =1 and not in io_uring_group; seccomp),
 // ENOMEM, ... A ring that was open is closed first.
+//
+//forkfuzz:childsafe
 func (u *uring) setup(entries uint32) (errno uintptr) {
 	u.close()
 	u.params = ioUringParams{}
@@ -227,6 +229,8 @@ func (u *uring) setup(entries uint32) (errno uintptr) {
 // close unmaps the rings and closes the ring fd (dropping its fixed
 // buffers and their page pins once no other process holds the fd). Safe
 // on a zero or already closed uring.
+//
+//forkfuzz:childsafe
 func (u *uring) close() {
 	if u.sqes != 0 {
 		sysMunmap(u.sqes, u.sqesLen)
@@ -298,6 +302,8 @@ func (u *uring) readFixed(fd int, addr, length uintptr, off uint64) (res int32, 
 }
 
 // writeFixed is readFixed with IORING_OP_WRITE_FIXED (memory to file).
+//
+//forkfuzz:childsafe
 func (u *uring) writeFixed(fd int, addr, length uintptr, off uint64) (res int32, errno uintptr) {
 	return u.rw(ioringOpWriteFixed, fd, addr, length, off)
 }
@@ -424,6 +430,8 @@ var (
 // the kernel offers. A failed UFFDIO_API leaves the fd uninitialized, so
 // the caller may try again with fewer features; a successful one cannot be
 // repeated.
+//
+//forkfuzz:childsafe
 func uffdAPICall(fd int, features uint64) (offered uint64, errno uintptr) {
 	a := uffdioAPIArg{api: uffdAPI, features: features}
 	_, e := rawSyscall6(unix.SYS_IOCTL, uintptr(fd), uffdioAPI, uintptr(unsafe.Pointer(&a)), 0, 0, 0)
@@ -438,6 +446,8 @@ func uffdAPICall(fd int, features uint64) (offered uint64, errno uintptr) {
 // message: the kernel clears the page's uffd-wp bit and lets the write
 // through, so no handler thread is needed and nothing can block. On
 // failure fd is -1 and reason is a static string.
+//
+//forkfuzz:childsafe
 func uffdOpen() (fd int, errno uintptr, reason string) {
 	const flags = unix.O_CLOEXEC | unix.O_NONBLOCK
 	r, e := sys1(unix.SYS_USERFAULTFD, flags|uffdUserModeOnly)
