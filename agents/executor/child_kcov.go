@@ -56,14 +56,13 @@ func (k *kcovState) buf(i int) []uint64 {
 
 // grow gives the calling child of slot i a bigger buffer (kcovGrownWords
 // for size 1, kcovForkWords for 2) before an operation that records more
-// than its own holds in one system call: 79 of 114 children that filled
-// their 64K-PC buffer in two campaigns' corpora had forked (a fork copies
-// the page tables of the whole executor it inherited), the others had
-// migrated, unmapped or moved hundreds of pages in one call. A bigger
-// buffer for every child would cost every fork (fork copies the page
-// table entries of a kcov mapping); these cost only the children that
-// need them. Raw system calls only: safe in a forked child. On failure
-// the child goes on with the buffer it had.
+// than its own holds in one system call: a fork (it copies the page
+// tables of the whole executor the child inherited), or a migrate, munmap
+// or mremap of hundreds of pages (docs/executor.md has the counts). A
+// bigger buffer for every child would cost every fork (fork copies the
+// page table entries of a kcov mapping); these cost only the children
+// that need them. Raw system calls only: safe in a forked child. On
+// failure the child goes on with the buffer it had.
 //
 //forkfuzz:childsafe
 func (k *kcovState) grow(i, size int) {
@@ -203,9 +202,9 @@ func (k *kcovState) mark(i int) uint64 {
 // cut drops what slot i recorded after mark returned n: the executor's
 // own reads around a fork (the page census reads /proc/self/smaps and
 // pagemap, the evidence walks page tables, the rollback measurement digests
-// memory) are not the program's coverage, and they filled the main
-// buffer during 256 of the 310 forks that entered a 30-minute campaign's
-// corpus. A buffer that filled before n still reports it (drain).
+// memory) are not the program's coverage, and they used to fill the main
+// buffer during most forks (docs/coverage.md). A buffer that filled
+// before n still reports it (drain).
 //
 //forkfuzz:childsafe
 func (k *kcovState) cut(i int, n uint64) {

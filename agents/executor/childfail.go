@@ -136,8 +136,8 @@ func putPath(dst []byte, pid int, rest string) {
 // the parent's first store after clone (a store to the stack, which fork
 // write-protected, faults, and under Async-fork copies a PMD to the child
 // and can block on the mmap lock while Go runtime threads fault too:
-// then the child ran, and might have copied, before it was armed, in
-// about 1 run of 3 of a loaded machine); child_oom uses this one (its
+// then the child ran, and might have copied, before it was armed, often
+// on a loaded machine: docs/executor.md); child_oom uses this one (its
 // child is limited from birth; SIGSTOP only has to come before user
 // space).
 func (a *childArm) arm(pid int) {

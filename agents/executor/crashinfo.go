@@ -4,9 +4,8 @@ package executor
 // loses its connection: its standard error during the run, its exit
 // status, and, when it is still alive, the state of its threads and
 // memory (it is killed right after). A crash without this is
-// undiagnosable: a broken go-plugin connection used to be reported as
-// "executor died: unexpected EOF" whether the executor had been killed by
-// the OOM killer, had exited or was still running.
+// undiagnosable: a broken go-plugin connection alone ("unexpected EOF")
+// does not tell an OOM kill from an exit or an executor still running.
 
 import (
 	"fmt"

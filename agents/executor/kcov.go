@@ -69,7 +69,7 @@ const (
 	// of a huge page copies 512 pages), or after its buffer filled; to
 	// kcovForkWords before a fork (it copies the page tables of the
 	// whole executor the child inherited, as the main process's forks
-	// do: 3 of 76 children's forks filled 2M PCs).
+	// do; docs/executor.md).
 	kcovGrownWords = 1 << 20
 	kcovForkWords  = kcovMainWords
 	kcovBigOp      = 64 << 12
@@ -443,9 +443,8 @@ func (k *kcovState) result(forks int) (c *obs.Coverage) {
 					where = " before the first op"
 				}
 			}
-			// Children only (overWord[0] is nil; a thread's [1] is 0). The
-			// reverted first version of this read overWord[0][1] whenever
-			// the main buffer filled: a panic.
+			// Children only: overWord[0] is nil (reading it panics) and
+			// a thread's [1] is 0.
 			if i > 0 && !isThread(i) && k.overWord[i][1] != 0 {
 				g := k.overWord[i][1]
 				where += fmt.Sprintf(" (grown to %dM PCs at op %d)", g>>32>>20, int(g&(1<<32-1))-2)

@@ -193,11 +193,9 @@ const heapTrim = 64 << 20
 // trimHeap returns the executor's free heap to the kernel when it holds
 // more than heapTrim. Every fork of the main process copies the page
 // tables of its resident memory: programs with writer threads run with
-// the collector off, and in a long-lived guest executor the heap grew to
-// 240-250 MiB resident, so that a fork alone could fill the 4M-PC KCOV
-// buffer and every fork copied some 60000 page-table entries of garbage.
-// In a 6-minute guided campaign 43 of 85 corpus programs had overflowed
-// in the main process; with the trim, 0 of 105 (docs/coverage.md).
+// the collector off, and a long-lived guest executor's heap grows until
+// a fork alone fills the main KCOV buffer copying the page tables of
+// garbage (docs/coverage.md and docs/executor.md have the numbers).
 func trimHeap() {
 	if residentHeap() > heapTrim {
 		debug.FreeOSMemory()

@@ -10,8 +10,8 @@ package executor
 // forking CPU's cache held a stack depends on which tasks ran and exited on
 // it before, so the K-th failure point of the same fork moved from run to
 // run, and a `fork fN fail_nth=K` did not hit the same site twice
-// (TestQEMUFailNthPoints measured 160-166 points for one fork, with the
-// executor's VMAs and page tables unchanged).
+// (TestQEMUFailNthPoints saw one fork's count of failure points vary with
+// the executor's VMAs and page tables unchanged).
 //
 // primeStackCache makes the cache full before a fork with fail_nth: it pins
 // the forking thread to CPU 0, forks two children that stay alive until
@@ -21,8 +21,8 @@ package executor
 // try_release_thread_stack_to_cache), before the parent runs again on that
 // CPU. The injected fork then takes a cached stack and makes no vmalloc.
 // It also fixes the PIDs (ns_last_pid) and reserveHeapTables fixes the Go
-// heap's page tables: TestQEMUFailNthPoints went from 160-166 points for
-// one fork to 187-188 (docs/rollback.md).
+// heap's page tables: together they make the count all but constant
+// (docs/rollback.md, docs/executor.md).
 
 import (
 	"os"

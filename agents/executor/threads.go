@@ -27,13 +27,12 @@ const maxThreadLog = 1 << 21
 // half the thread's log, leaving the rest for its plain stores (a store
 // beyond the log's capacity is dropped, which makes the program's
 // consistent-cut judgement undecided). Without it a loop that runs until
-// a late wait under TCG logged 2M stores per thread: a 500 MB executor
-// heap whose collection and trimming took longer than the program
-// timeout, and during which the executor stopped answering go-plugin's
-// keepalive (an "executor died: unexpected EOF" or "executor hung" with
-// no kernel report, which replays did not reproduce). The stores that
-// matter are those near a fork call, which come early: a loop starts
-// right before the fork it races with.
+// a late wait under TCG logs millions of stores: an executor heap whose
+// collection and trimming outlast the program timeout, during which the
+// executor stops answering go-plugin's keepalive (a lost connection or a
+// hang with no kernel report, which replays do not reproduce;
+// docs/executor.md). The stores that matter are those near a fork call,
+// which come early: a loop starts right before the fork it races with.
 const maxLoopLog = 1 << 18
 
 // A storeloop stores back to back for its first loopDensePasses passes
@@ -41,7 +40,7 @@ const maxLoopLog = 1 << 18
 // between passes: still storing through every later fork (a fork takes
 // far longer), but no longer taking a whole CPU from the program's own
 // thread and the executor's connection for as long as the program runs
-// (two such loops on a 2-CPU TCG guest made programs take over a minute).
+// (docs/executor.md).
 const (
 	loopDensePasses = 1024
 	loopPause       = 50 * time.Microsecond
@@ -291,9 +290,9 @@ func (w *worker) timedStores(i int, op *prog.Op, base int, writable []bool) int 
 			if len(w.log.Stores) == cap(w.log.Stores) {
 				// The Go runtime's allocation and copy fault in
 				// megabytes of fresh heap on this thread: the
-				// harness's coverage, not the program's (it filled
-				// a thread's 1M-PC buffer in 16 of 103 corpus
-				// programs of a campaign).
+				// harness's coverage, not the program's, and
+				// enough to fill a thread's buffer
+				// (docs/coverage.md).
 				at := w.m.kc.mark(w.m.ks)
 				w.log.Stores = slices.Grow(w.log.Stores, 1)
 				w.m.kc.cut(w.m.ks, at)
