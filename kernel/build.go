@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"time"
 )
@@ -44,7 +45,19 @@ type BuildOptions struct {
 	// (DebugInfoConfig); the vmlinux is then kept beside the image as
 	// vmlinux-forkfuzz[-mutants], for forkfuzz cover --vmlinux.
 	DebugInfo bool
-	Log       io.Writer
+	// Patches are applied in order (patch -p1) before the build. With no
+	// Src the build unpacks a tree of its own for this list
+	// (CacheDir()/src/linux-source-6.1-pHASH); a given Src is patched in
+	// place. A patch already in the tree is skipped and said.
+	Patches []string
+	// Config is a full kernel configuration to start from instead of
+	// x86_64_defconfig + kvm_guest.config + Trim + Fragment (the mutants'
+	// and debug-info fragments are still merged on top). Options of
+	// Fragment it lacks are said, as for the default configuration.
+	Config string
+	Log    io.Writer
+
+	patches []Patch // Patches, read by prepareSource
 
 	skipToolCheck bool // tests with a fake tree
 }
@@ -79,6 +92,10 @@ type BuildResult struct {
 	Image   string
 	Elapsed time.Duration // the bzImage build (make -j), not the configuration
 	Missing []string      // fragment options olddefconfig dropped (unmet dependencies)
+	// Dropped are options of BuildOptions.Config that the tree did not
+	// keep (unknown to it, e.g. a patch that should add them is missing,
+	// or unmet dependencies), sorted.
+	Dropped []string
 	// PMDModule is the forkfuzz_pmd module built against the same tree,
 	// beside the image; ModuleErr says why it is missing.
 	PMDModule string
@@ -156,6 +173,20 @@ func (o *BuildOptions) prepareSource() error {
 		}
 		o.Src = src
 	}
+	if len(o.Patches) > 0 {
+		ps, err := ReadPatches(o.Patches)
+		if err != nil {
+			return err
+		}
+		o.patches = ps
+		if o.Src == "" {
+			src, err := fetchSourceTo(CacheDir(), patchedTree(CacheDir(), ps), o.Log)
+			if err != nil {
+				return err
+			}
+			o.Src = src
+		}
+	}
 	if o.Src == "" {
 		src, err := FetchSource(CacheDir(), o.Log)
 		if err != nil {
@@ -167,6 +198,9 @@ func (o *BuildOptions) prepareSource() error {
 		return fmt.Errorf("%s is not a kernel source tree: %w", o.Src, err)
 	}
 	if err := BuildToolsMissing(); err != nil && !o.skipToolCheck {
+		return err
+	}
+	if err := applyPatches(o.Src, o.patches, o.Log); err != nil {
 		return err
 	}
 	if o.Mutants {
@@ -201,13 +235,20 @@ func (b *kbuild) make(args ...string) error {
 // tree could not enable.
 func (b *kbuild) configure() (*BuildResult, error) {
 	o, out := b.o, b.out
-	for _, t := range []string{"x86_64_defconfig", "kvm_guest.config"} {
-		if err := b.make(t); err != nil {
+	fragText := Trim + "\n" + Fragment
+	if o.Config != "" {
+		if err := startConfig(o.Config, out); err != nil {
 			return nil, err
+		}
+		fragText = ""
+	} else {
+		for _, t := range []string{"x86_64_defconfig", "kvm_guest.config"} {
+			if err := b.make(t); err != nil {
+				return nil, err
+			}
 		}
 	}
 	frag := filepath.Join(out, "forkfuzz.config")
-	fragText := Trim + "\n" + Fragment
 	if o.Mutants {
 		fragText += "\n" + MutantsConfig
 	}
@@ -241,10 +282,36 @@ func (b *kbuild) configure() (*BuildResult, error) {
 			res.Missing = append(res.Missing, k)
 		}
 	}
-	if len(res.Missing) > 0 {
+	sort.Strings(res.Missing)
+	if len(res.Missing) > 0 && o.Config != "" {
+		fmt.Fprintf(o.Log, "kernel build: --config %s lacks %s (forkfuzz's oracles use them: see forkfuzz kernel check)\n", o.Config, strings.Join(res.Missing, ", "))
+	} else if len(res.Missing) > 0 {
 		fmt.Fprintf(o.Log, "kernel build: this tree cannot enable %s (unmet dependencies or unknown options)\n", strings.Join(res.Missing, ", "))
 	}
+	if o.Config != "" {
+		given, err := ReadConfig(o.Config)
+		if err != nil {
+			return nil, err
+		}
+		res.Dropped = droppedOptions(given, cfg)
+		if len(res.Dropped) > 0 {
+			fmt.Fprintf(o.Log, "kernel build: this tree did not keep %s of --config %s (unknown options or unmet dependencies; a missing --patch?)\n", strings.Join(res.Dropped, ", "), o.Config)
+		}
+	}
 	return res, nil
+}
+
+// droppedOptions lists the options set in given that got lost or changed
+// in the configuration the build ended with.
+func droppedOptions(given, got Config) []string {
+	var out []string
+	for k, v := range given {
+		if got[k] != v {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // image builds the bzImage (and keeps the vmlinux with debug info).

@@ -117,10 +117,14 @@ func cmdKernelBuild(args []string, stdout, stderr io.Writer) int {
 	configOnly := fs.Bool("config-only", false, "write the .config and stop")
 	mutants := fs.Bool("mutants", false, "plant the kernel mutation benchmark (kernel/mutants: bugs switched on by the boot parameter "+kernel.MutantsParam+"=NAME; see forkfuzz bench mutants)")
 	debugInfo := fs.Bool("debug-info", false, "build with DWARF line tables and keep the vmlinux beside the image (forkfuzz cover --vmlinux reports covered source lines); slower, and a vmlinux of several hundred MB")
+	var patches stringList
+	fs.Var(&patches, "patch", "apply this patch (patch -p1) before building; repeat for a series, applied in the order given (default tree: a copy of its own per series)")
+	config := fs.String("config", "", "start from this full .config instead of defconfig plus forkfuzz's fragment (olddefconfig fills in the rest; options the tree drops are said)")
 	if err := parseArgs(fs, args, ""); err != nil {
 		return parseExit(err)
 	}
-	res, err := kernel.Build(kernel.BuildOptions{Src: *src, Out: *out, Jobs: *jobs, ConfigOnly: *configOnly, Mutants: *mutants, DebugInfo: *debugInfo, Log: stderr})
+	res, err := kernel.Build(kernel.BuildOptions{Src: *src, Out: *out, Jobs: *jobs, ConfigOnly: *configOnly, Mutants: *mutants, DebugInfo: *debugInfo,
+		Patches: patches, Config: *config, Log: stderr})
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz kernel build:", err)
 		return exitError
