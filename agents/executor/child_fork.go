@@ -50,6 +50,10 @@ func forkIntoGroup(l *childLimit, args *cloneArgs) (pid, errno uintptr) {
 //forkfuzz:childsafe
 func (m *machine) fork(i, f int, start int64) {
 	ev := m.fe.on && !m.inChild
+	hold := m.p.Ops[i].Hold > 0 && !m.inChild && m.proc == 0
+	if hold && !ev {
+		m.held.h.before()
+	}
 	// Coverage: the fork's, not the harness's around it. The census
 	// reads page flags and smaps, the evidence walks page tables: what
 	// they record is dropped (kcov.go, cut), which also spares a drain
@@ -87,7 +91,9 @@ func (m *machine) fork(i, f int, start int64) {
 	if census {
 		m.census.after(m, errno == 0)
 	}
-	if ev {
+	if hold {
+		m.keepHeld(i, int(pid), errno, ev)
+	} else if ev {
 		m.fe.release(int(pid), errno)
 	}
 	// Not before the evidence: under Async-fork the child's deferred

@@ -341,6 +341,9 @@ func (m *machine) runProc(proc int) {
 			m.post(i)
 			continue
 		}
+		if !m.inChild && m.held.pid != 0 && prog.HoldEnds(op) {
+			m.unhold()
+		}
 		if m.kc != nil {
 			m.kc.op = i
 			if m.inChild {
@@ -355,6 +358,14 @@ func (m *machine) runProc(proc int) {
 		}
 		m.exec(i)
 		m.kc.drain(m.ks)
+		if !m.inChild && m.held.pid != 0 && i != m.held.op {
+			if m.held.left--; m.held.left == 0 {
+				m.unhold()
+			}
+		}
+	}
+	if !m.inChild && m.held.pid != 0 {
+		m.unhold()
 	}
 	if proc == 0 && m.kc != nil {
 		m.kc.op = len(m.p.Ops) // what follows: threads' end, the last view

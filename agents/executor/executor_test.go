@@ -319,3 +319,37 @@ func TestKcovResultNotes(t *testing.T) {
 		t.Errorf("coverage %+v", c)
 	}
 }
+
+// A fork's hold keeps the child off the CPU while the parent runs its
+// next operations (the child shares the parent's one CPU and the parent
+// runs SCHED_FIFO): when the hold ends the child has not been on a CPU
+// yet (its schedstat), every time; a wait ends a hold early.
+func TestForkHold(t *testing.T) {
+	const text = `forkfuzz v1
+region r0 anon-private pages=512
+store r0 off=0x0 count=512 stride=0x1000
+fork f0 hold=%d
+store r0 off=0x0 count=8192 stride=0x40
+store r0 off=0x8 count=512 stride=0x1000
+wait f0
+`
+	for k := 0; k < 3; k++ {
+		p, o := run(t, fmt.Sprintf(text, 1), Options{})
+		if p.Ops[1].Hold != 1 {
+			t.Fatalf("hold not parsed: %+v", p.Ops[1])
+		}
+		if len(o.Holds) != 1 || o.Holds[0].Op != 1 || o.Holds[0].Ops != 1 {
+			t.Fatalf("run %d: holds %+v, want one of 1 operation at op 1", k, o.Holds)
+		}
+		if o.Holds[0].Ran != "" {
+			t.Errorf("run %d: the hold did not hold: %s", k, o.Holds[0].Ran)
+		}
+	}
+	_, o := run(t, fmt.Sprintf(text, 5), Options{})
+	if len(o.Holds) != 1 || o.Holds[0].Ops != 2 || o.Holds[0].Ran != "" {
+		t.Errorf("hold=5 ended by the wait after 2 operations: holds %+v", o.Holds)
+	}
+	if _, o := run(t, strings.Replace(fmt.Sprintf(text, 1), " hold=1", "", 1), Options{}); len(o.Holds) != 0 {
+		t.Errorf("a fork without hold: holds %+v", o.Holds)
+	}
+}

@@ -80,7 +80,11 @@ type machine struct {
 	// census is the page census around main-process forks (atfork.go;
 	// nil: off for this program).
 	census *pageCensus
-	pc     *pageCensus // kept across programs (its files stay open)
+	// held is a child kept off the CPU past its fork (prog.Op.Hold;
+	// hold.go); pid 0: none.
+	held  heldChild
+	holds []obs.ForkHold
+	pc    *pageCensus // kept across programs (its files stay open)
 }
 
 type span struct{ addr, length uint64 }

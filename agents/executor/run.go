@@ -297,6 +297,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	if m.census != nil {
 		o.ForkPages = m.census.take()
 	}
+	o.Holds, m.holds = m.holds, nil
 	trimThreadLogs(p, o)
 	ph.mark("decode")
 	o.Cover = m.kc.result(p.NumForks())

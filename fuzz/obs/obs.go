@@ -50,12 +50,29 @@ type Observation struct {
 	// regions' pages around the call (atfork.go; empty when the target
 	// does not look).
 	ForkPages []ForkPages `json:"fork_pages,omitempty"`
+	// Holds are the forks whose child was held off the CPU past the fork
+	// (prog.Op.Hold), and whether the hold held.
+	Holds []ForkHold `json:"holds,omitempty"`
 	// Cover is the kernel coverage of the run (nil: the target collects none).
 	Cover *Coverage `json:"cover,omitempty"`
 	// Phases is where the run's time went in the target, in microseconds
 	// by phase name ("ops", "views", "census", "kcov", "start", ...;
 	// nil: the target does not say).
 	Phases map[string]int64 `json:"phases,omitempty"`
+}
+
+// ForkHold is how a fork's hold (prog.Op.Hold) went.
+type ForkHold struct {
+	Fork int `json:"fork"`
+	Op   int `json:"op"`
+	// Ops counts the parent's operations the hold lasted (less than the
+	// fork's Hold when a fork, wait or kill or the end of the program
+	// ended it first).
+	Ops int `json:"ops"`
+	// Ran is empty when the child had not been on a CPU when the hold
+	// ended; else why the hold did not hold (the parent blocked, or it
+	// could not pin itself) and the child's schedstat.
+	Ran string `json:"ran,omitempty"`
 }
 
 // OpResult is what one operation returned.

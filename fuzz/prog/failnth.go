@@ -9,7 +9,7 @@ func (ps *parser) forkArgs(op *Op, toks []token) error {
 	if len(toks) == 0 {
 		return nil
 	}
-	kv, err := ps.args(toks, map[string]bool{"fail_nth": false, "oom_memcg": false, "childfail": false, "child_oom": false})
+	kv, err := ps.args(toks, map[string]bool{"fail_nth": false, "oom_memcg": false, "childfail": false, "child_oom": false, "hold": false})
 	if err != nil {
 		return err
 	}
@@ -52,6 +52,16 @@ func (ps *parser) forkArgs(op *Op, toks []token) error {
 			return ps.errf(t.col, "child_oom %d out of range 1..%d", v, uint64(MaxOOMMemcg))
 		}
 		op.ChildOOM = v
+	}
+	if t, ok := kv["hold"]; ok {
+		v, err := ps.num(t)
+		if err != nil {
+			return err
+		}
+		if v < 1 || v > MaxHold {
+			return ps.errf(t.col, "hold %d out of range 1..%d", v, MaxHold)
+		}
+		op.Hold = int(v)
 	}
 	return nil
 }

@@ -110,6 +110,9 @@ func (op Op) String() string {
 		if op.Kind == OpFork && op.ChildOOM != 0 {
 			fmt.Fprintf(&b, " child_oom=%#x", op.ChildOOM)
 		}
+		if op.Kind == OpFork && op.Hold != 0 {
+			fmt.Fprintf(&b, " hold=%d", op.Hold)
+		}
 	case OpStoreLoop:
 		fmt.Fprintf(&b, " r%d off=%#x count=%d stride=%#x until=f%d", op.Region, op.Off, op.Count, op.Stride, op.Fork)
 	case OpJoin:

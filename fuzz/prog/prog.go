@@ -247,7 +247,8 @@ const (
 //	mprotect                 Region, Off, Len, Prot
 //	madvise                  Region, Off, Len, Advice
 //	mremap                   Region, Off, Len, NewLen, Flags, To, ToOff (To/ToOff with MremapFixed)
-//	fork                     Fork, FailNth, OOMMemcg, ChildFail, ChildOOM (optional fault injection, main process only)
+//	fork                     Fork, FailNth, OOMMemcg, ChildFail, ChildOOM (optional fault injection, main process only),
+//	                         Hold (the child stays off the CPU for the parent's next Hold operations)
 //	wait, kill               Fork
 //	check                    -
 //	procmem, pvwrite         Region, Off, Count, Stride, Into (0: self; N: the child of fork f(N-1))
@@ -299,6 +300,13 @@ type Op struct {
 	// tables runs into the limit and the memory cgroup's OOM killer
 	// (0: no limit). See childfail.go.
 	ChildOOM uint64
+	// Hold, on a fork of the main process's main thread, keeps the child
+	// off the CPU until the parent has run its next Hold operations (see
+	// hold.go): under Async-fork the child's copy of the page tables then
+	// comes after them, every time, instead of when the scheduler says.
+	// A parent that blocks lets the child run early. 0: the child is let
+	// go right after fork returned.
+	Hold int
 }
 
 // Program is a forkfuzz program.

@@ -142,6 +142,9 @@ func (v *validator) op(i int) error {
 	if op.Proc < 0 || !v.procAlive(op.Proc) {
 		return opErr(i, "process f%d: not forked yet or already waited for", op.Proc-1)
 	}
+	if err := p.validateHold(i); err != nil {
+		return err
+	}
 	if err := p.validateFailNth(i); err != nil {
 		return err
 	}
