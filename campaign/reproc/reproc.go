@@ -326,6 +326,7 @@ struct op {
 	uint64_t oommemcg;
 	int childfail;
 	uint64_t childoom;
+	int hold;
 	const char *text;
 };
 enum { RET_NONE, RET_EXACT, RET_KILLED, RET_EXIT0, RET_MREMAP };
@@ -371,9 +372,9 @@ func (g *gen) emit() []byte {
 	scratch, memcg, failnth, ring, uffd, numa := 0, 0, 0, 0, 0, 0
 	fmt.Fprintf(&b, "\n#define NOPS %d\nstatic const struct op OPS[] = {\n", len(p.Ops))
 	for i, op := range p.Ops {
-		fmt.Fprintf(&b, "\t{%d, %d, %d, %d, %#x, %#x, %d, %#x, %d, %d, %#x, %d, %d, %#x, %d, %d, %d, %d, %d, %#x, %d, %#x, %s},\n",
+		fmt.Fprintf(&b, "\t{%d, %d, %d, %d, %#x, %#x, %d, %#x, %d, %d, %#x, %d, %d, %#x, %d, %d, %d, %d, %d, %#x, %d, %#x, %d, %s},\n",
 			op.Proc, op.Thread, int(op.Kind), op.Region, op.Off, op.Len, op.Count, op.Stride, int(op.Prot), int(op.Advice),
-			op.NewLen, int(op.Flags), op.To, op.ToOff, op.Fork, op.Peer, op.Into, op.Pipe, op.FailNth, op.OOMMemcg, op.ChildFail, op.ChildOOM, cstr(opText(p, i)))
+			op.NewLen, int(op.Flags), op.To, op.ToOff, op.Fork, op.Peer, op.Into, op.Pipe, op.FailNth, op.OOMMemcg, op.ChildFail, op.ChildOOM, op.Hold, cstr(opText(p, i)))
 		switch op.Kind {
 		case prog.OpVmsplice, prog.OpReadPipe:
 			usesPipe[op.Pipe] = 1
