@@ -29,9 +29,53 @@ type baselineOpen struct {
 	took time.Duration
 }
 
-// closeBaseline closes the baseline target when it comes up (if the
-// baseline phase did not take it).
+// takeBaseline waits for the baseline target to come up (once; the
+// baseline and fixes phases share it, closeBaseline closes it).
+func (g *gate) takeBaseline() (agents.Target, error) {
+	if g.baseT != nil || g.baseErr != nil {
+		return g.baseT, g.baseErr
+	}
+	ch := g.baseCh
+	g.baseCh = nil
+	if ch == nil {
+		g.baseErr = errors.New("no baseline")
+		return nil, g.baseErr
+	}
+	var bo baselineOpen
+	timer := time.NewTimer(time.Until(g.hard))
+	defer timer.Stop()
+	select {
+	case bo = <-ch:
+	case <-timer.C:
+		bo.err = fmt.Errorf("the baseline did not come up within the budget")
+	case <-g.ctx.Done():
+		bo.err = fmt.Errorf("interrupted while the baseline booted")
+	}
+	if bo.err != nil {
+		go func() {
+			if r := <-ch; r.t != nil {
+				r.t.Close()
+			}
+		}()
+		g.baseErr = bo.err
+		return nil, bo.err
+	}
+	g.baseT, g.baseOpen = bo.t, bo
+	if g.res.Baseline != nil && (g.res.Baseline.Target == "" || g.res.Baseline.Target == "qemu") {
+		g.res.Baseline.Target = bo.t.Name()
+	}
+	if g.res.Baseline != nil && g.res.Baseline.Release == "" {
+		g.res.Baseline.Release = bo.t.Name()
+	}
+	return bo.t, nil
+}
+
+// closeBaseline closes the baseline target (taken or still coming up).
 func (g *gate) closeBaseline() {
+	if g.baseT != nil {
+		closeWithin(g.baseT, 5*time.Second)
+		g.baseT = nil
+	}
 	if g.baseCh == nil {
 		return
 	}
@@ -75,35 +119,12 @@ func (g *gate) baseline(ph *Phase) {
 		ph.Skipped = "no finding to compare"
 		return
 	}
-	ch := g.baseCh
-	g.baseCh = nil
-	var bo baselineOpen
-	timer := time.NewTimer(time.Until(g.hard))
-	defer timer.Stop()
-	select {
-	case bo = <-ch:
-	case <-timer.C:
-		bo.err = fmt.Errorf("the baseline did not come up within the budget")
-	case <-g.ctx.Done():
-		bo.err = fmt.Errorf("interrupted while the baseline booted")
-	}
-	if bo.err != nil {
-		go func() {
-			if r := <-ch; r.t != nil {
-				r.t.Close()
-			}
-		}()
-		ph.Error = "opening the baseline: " + bo.err.Error()
+	bt, err := g.takeBaseline()
+	if err != nil {
+		ph.Error = "opening the baseline: " + err.Error()
 		return
 	}
-	bt := bo.t
-	defer closeWithin(bt, 5*time.Second)
-	if g.res.Baseline != nil && (g.res.Baseline.Target == "" || g.res.Baseline.Target == "qemu") {
-		g.res.Baseline.Target = bt.Name()
-	}
-	if g.res.Baseline != nil && g.res.Baseline.Release == "" {
-		g.res.Baseline.Release = bt.Name()
-	}
+	bo := g.baseOpen
 	b := &budgetTarget{Target: bt}
 	b.setStop(g.hard)
 	stopWatch := make(chan struct{})

@@ -269,7 +269,19 @@ func (g *gate) oracleCases() {
 // error.
 func (g *gate) outcome(flakeNote string) {
 	r := g.res
+	for i := range r.Fixes {
+		if r.Fixes[i].Status == "" {
+			r.Fixes[i].Status, r.Fixes[i].Reason = FixUnconfirmed, "the fixes phase did not run (an earlier harness error, or no kernel under test came up)"
+		}
+	}
+	fixed, notFixed, unconfirmedFixes := r.fixCounts()
 	switch {
+	case notFixed > 0:
+		r.Outcome, r.ExitCode = "fail", ExitFindings
+		r.Reason = fmt.Sprintf("%d of %d claimed fixes do not hold: %s", notFixed, len(r.Fixes), fixesWith(r, FixNotFixed))
+		if r.Counts.NewGroups > 0 {
+			r.Reason += fmt.Sprintf("; also %d new finding group(s)", r.Counts.NewGroups)
+		}
 	case r.Counts.NewGroups > 0:
 		r.Outcome, r.ExitCode = "fail", ExitFindings
 		var sigs []string
@@ -295,6 +307,9 @@ func (g *gate) outcome(flakeNote string) {
 		r.Reason = fmt.Sprintf("harness trouble never replayed (%s): the gate can neither blame the kernel nor clear it; no new finding otherwise", strings.Join(sigs, ", "))
 	case r.HarnessFlakeRuns > int64(g.cfg.MaxHarnessFlakes):
 		r.Outcome, r.ExitCode, r.Reason = "error", ExitError, "harness unhealthy: "+flakeNote+"; no new finding, but the gate cannot vouch for the kernel"
+	case unconfirmedFixes > 0:
+		r.Outcome, r.ExitCode = "error", ExitError
+		r.Reason = fmt.Sprintf("%d of %d claimed fixes could not be confirmed (%s): no new finding otherwise", unconfirmedFixes, len(r.Fixes), fixesWith(r, FixUnconfirmed))
 	case r.Interrupted:
 		r.Outcome, r.ExitCode, r.Reason = "error", ExitError, "interrupted before the budget was spent, no new finding so far: not a pass"
 	case r.Programs < int64(r.MinPrograms):
@@ -305,10 +320,24 @@ func (g *gate) outcome(flakeNote string) {
 		if n := r.Counts.Known + r.Counts.Preexisting; n > 0 {
 			r.Reason += fmt.Sprintf(" (%d known, %d pre-existing findings, in %d groups)", r.Counts.Known, r.Counts.Preexisting, r.Counts.Groups-r.Counts.HarnessFlakeGroups)
 		}
+		if fixed > 0 {
+			r.Reason += fmt.Sprintf("; %d claimed fix(es) confirmed: %s", fixed, fixesWith(r, FixFixed))
+		}
 		if flakeNote != "" {
 			r.Reason += "; " + flakeNote + ", not counted against the kernel"
 		}
 	}
+}
+
+// fixesWith lists the fix claims of one status with their rates.
+func fixesWith(r *Result, status string) string {
+	var out []string
+	for _, c := range r.Fixes {
+		if c.Status == status {
+			out = append(out, fmt.Sprintf("%s (%s)", c.Path, c.Rate()))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // trouble: f is harness trouble with a clean console (isTrouble).

@@ -94,6 +94,11 @@ type Config struct {
 	MinPrograms    int
 	// BaselineReplays is how often a reproducer runs on the baseline (3).
 	BaselineReplays int
+	// Fixes are reproducers of bugs the kernel under test claims to fix
+	// (fixes.go; needs OpenBaseline); each runs FixRuns times (5) on
+	// each kernel.
+	Fixes   []FixCase
+	FixRuns int
 	// MaxHarnessFlakes is how many runs with an unreproduced executor
 	// death or hang the gate tolerates (reported, not gated); more make
 	// it exit 2: the harness is unhealthy.
@@ -187,6 +192,9 @@ type gate struct {
 	corpusF     map[string]string // signature -> corpus case name
 	reportStart time.Time
 	baseCh      chan baselineOpen
+	baseT       agents.Target // the baseline, once taken (takeBaseline)
+	baseOpen    baselineOpen
+	baseErr     error
 	weights     gen.Weights
 	// sigRuns counts failing runs per signature (corpus and fuzzing).
 	sigRuns map[string]int64
@@ -277,6 +285,9 @@ func Run(ctx context.Context, cfg Config) *Result {
 	if cfg.BaselineReplays <= 0 {
 		cfg.BaselineReplays = 3
 	}
+	if cfg.FixRuns <= 0 {
+		cfg.FixRuns = 5
+	}
 	if cfg.Profile == "" {
 		cfg.Profile = "default"
 	}
@@ -290,7 +301,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 	g.hard = start.Add(cfg.Budget - reserve)
 	r := &Result{Schema: "forkfuzz-ci", SchemaVersion: SchemaVersion, Version: version.String(), Started: start.UTC(), BudgetS: cfg.Budget.Seconds(),
 		Seed: cfg.Seed, Profile: cfg.Profile, Hostname: host, Kernel: cfg.Kernel, Baseline: cfg.Baseline,
-		Workdir: cfg.Workdir, MinPrograms: cfg.MinPrograms}
+		Workdir: cfg.Workdir, MinPrograms: cfg.MinPrograms, Fixes: append([]FixCase(nil), cfg.Fixes...)}
 	g.res = r
 	g.logf("budget %v (reporting reserve %v), seed %d, profile %s, workdir %s", cfg.Budget, reserve, cfg.Seed, cfg.Profile, cfg.Workdir)
 
@@ -355,6 +366,10 @@ func Run(ctx context.Context, cfg Config) *Result {
 		if cfg.OpenBaseline != nil {
 			baseShare = left / 4
 		}
+		if len(cfg.Fixes) > 0 {
+			// Each reproducer runs FixRuns times on both kernels.
+			baseShare = left / 2
+		}
 		g.phase("fuzz", left-baseShare, func(ph *Phase) { fuzzStats = g.fuzz(ph, left-baseShare) })
 	}
 	if fuzzStats != nil {
@@ -382,6 +397,9 @@ func Run(ctx context.Context, cfg Config) *Result {
 	if cfg.OpenBaseline != nil {
 		g.phase("baseline", time.Until(g.hard), g.baseline)
 	}
+	if cfg.OpenBaseline != nil && len(cfg.Fixes) > 0 && g.tut != nil {
+		g.phase("fixes", time.Until(g.hard), g.fixes)
+	}
 	// The evidence for grouping comes last: it only groups, never gates.
 	t1 := time.Now()
 	deadline := g.hard.Add(reserve / 2)
@@ -389,7 +407,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 		deadline = time.Now().Add(500 * time.Millisecond) // a signal: report promptly
 	}
 	enriched := g.enrich(deadline)
-	d := time.Since(t1) + t1.Sub(t0) - g.res.phaseDuration("baseline") - g.res.phaseDuration("confirm")
+	d := time.Since(t1) + t1.Sub(t0) - g.res.phaseDuration("baseline") - g.res.phaseDuration("confirm") - g.res.phaseDuration("fixes")
 	r.Phases = append(r.Phases, Phase{Name: "collect", Duration: d, Seconds: d.Seconds(),
 		Note: fmt.Sprintf("%d finding directories read, %d re-judged for evidence", len(r.Findings), enriched)})
 	// Reporting runs whatever happened (also after a signal).

@@ -169,6 +169,9 @@ func (r *Result) JUnit() *JUnitSuites {
 	}
 	gateS.add(mp)
 	gateS.add(r.harnessCase())
+	for _, c := range r.Fixes {
+		gateS.add(fixCase(c))
+	}
 
 	corpS := JUnitSuite{Name: "forkfuzz.corpus", ID: 1, Package: "forkfuzz", Timestamp: ts, Hostname: host}
 	for _, cp := range r.Corpus {
@@ -216,6 +219,22 @@ func (r *Result) harnessCase() JUnitTestCase {
 	}
 
 	return hh
+}
+
+// fixCase is the case of a --fixes claim: a failure when the patched
+// kernel still fails the reproducer, an error when the claim could not
+// be confirmed.
+func fixCase(c FixCase) JUnitTestCase {
+	jc := JUnitTestCase{Name: "fixes " + c.Path, Classname: "forkfuzz.gate.fixes", Time: "0.000",
+		SystemOut: c.Reason + "\nbaseline: " + c.BaselineCommand + "\npatched: " + c.PatchedCommand}
+	switch c.Status {
+	case FixFixed:
+	case FixNotFixed:
+		jc.Failure = &JUnitProblem{Type: "not-fixed", Message: c.Reason, Text: jc.SystemOut}
+	default:
+		jc.Error = &JUnitProblem{Type: "fix-unconfirmed", Message: c.Reason, Text: jc.SystemOut}
+	}
+	return jc
 }
 
 // corpusCase is the case of a replayed corpus program.

@@ -177,14 +177,17 @@ type Result struct {
 	Tally judge.Tally `json:"tally"`
 	// Spent is where the fuzz phase's time went, by phase (host and
 	// guest), summed over its programs.
-	Spent    *campaign.TimeSpent `json:"time_spent,omitempty"`
-	Phases   []Phase             `json:"phases"`
-	Corpus   []CorpusCase        `json:"corpus"`
-	Counts   Counts              `json:"counts"`
-	Groups   []Group             `json:"groups"`
-	Findings []FindingRecord     `json:"findings"`
-	Oracles  []OracleCase        `json:"oracles"`
-	Warnings []string            `json:"warnings,omitempty"`
+	Spent  *campaign.TimeSpent `json:"time_spent,omitempty"`
+	Phases []Phase             `json:"phases"`
+	Corpus []CorpusCase        `json:"corpus"`
+	// Fixes are the claims of --fixes: each reproducer's runs on the
+	// baseline and on the kernel under test (fixes.go).
+	Fixes    []FixCase       `json:"fixes,omitempty"`
+	Counts   Counts          `json:"counts"`
+	Groups   []Group         `json:"groups"`
+	Findings []FindingRecord `json:"findings"`
+	Oracles  []OracleCase    `json:"oracles"`
+	Warnings []string        `json:"warnings,omitempty"`
 
 	harnessErr  string
 	reportStart time.Time
@@ -281,6 +284,9 @@ func (r *Result) Summary() string {
 		if f.Status == StatusHarnessFlake || f.Status == StatusUnconfirmed {
 			fmt.Fprintf(&b, "ci:   %s %s (%s): %s\n", f.Status, f.Signature, f.Group, f.StatusReason)
 		}
+	}
+	for _, c := range r.Fixes {
+		fmt.Fprintf(&b, "ci:   fix %s: %s: %s\n", c.Status, c.Path, c.Reason)
 	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "ci: warning: %s\n", w)

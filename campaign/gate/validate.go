@@ -22,12 +22,15 @@ const (
 	MinBudget = 5 * time.Second
 )
 
+// DefaultFixRuns is how often a --fixes reproducer runs on each kernel.
+const DefaultFixRuns = 5
+
 // DefaultConfig is a gate's Config with every value field at its default
 // (the seed is 1: a gate is reproducible); the caller adds the target.
 func DefaultConfig() Config {
 	return Config{Budget: DefaultBudget, Seed: 1, Profile: DefaultProfile, Workdir: DefaultWorkdir,
 		MinPrograms: DefaultMinPrograms, BaselineReplays: DefaultBaselineReplays,
-		MinimizeRuns: DefaultMinimizeRuns, MaxHarnessFlakes: DefaultMaxHarnessFlakes}
+		MinimizeRuns: DefaultMinimizeRuns, MaxHarnessFlakes: DefaultMaxHarnessFlakes, FixRuns: DefaultFixRuns}
 }
 
 // FieldError is a Config field whose value Validate rejects.
@@ -65,6 +68,8 @@ func (c *Config) Validate() error {
 		return bad("BaselineReplays", " must be >= 1, got %d", c.BaselineReplays)
 	case c.MinimizeRuns < 1:
 		return bad("MinimizeRuns", " must be >= 1, got %d", c.MinimizeRuns)
+	case c.FixRuns < 1:
+		return bad("FixRuns", " must be >= 1, got %d", c.FixRuns)
 	}
 	if _, err := gen.Profile(c.Profile); err != nil {
 		return bad("Profile", ": %v", err)

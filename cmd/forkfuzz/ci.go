@@ -44,13 +44,16 @@ type ciOptions struct {
 	junit, json, known             string
 	baseline, baseMutant, baseFork string
 	replayFindings, corpusDirs     listFlag
+	fixes                          listFlag
 	noCheck, quiet                 bool
+	// diffDefault: --differential was switched on by --fork-impl.
+	diffDefault bool
 }
 
 // gateFlag names the flag of each gate.Config field a flag sets.
 var gateFlag = map[string]string{"Budget": "budget", "Seed": "seed", "Profile": "profile", "Workdir": "workdir",
 	"MinPrograms": "min-programs", "BaselineReplays": "baseline-replays", "MaxHarnessFlakes": "max-harness-flakes",
-	"MinimizeRuns": "minimize-runs", "Corrupt": "corrupt"}
+	"MinimizeRuns": "minimize-runs", "Corrupt": "corrupt", "FixRuns": "fix-runs"}
 
 func cmdCI(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
@@ -104,6 +107,8 @@ func ciFlags(stderr io.Writer) *ciOptions {
 	fs.StringVar(&o.baseFork, "baseline-fork", "", "sim: the baseline's fork model (default: --fork); sets a baseline")
 	fs.IntVar(&c.BaselineReplays, "baseline-replays", c.BaselineReplays, "runs of each reproducer on the baseline")
 	fs.Var(&o.replayFindings, "replay-findings", "directory of earlier findings to replay with the corpus (repeatable)")
+	fs.Var(&o.fixes, "fixes", "a reproducer (program file or directory) of a bug the kernel under test claims to fix, against --baseline (repeatable): it must fail on the baseline and never on the kernel under test (--fix-runs runs each); not fixed is exit 1, unconfirmed exit 2")
+	fs.IntVar(&c.FixRuns, "fix-runs", c.FixRuns, "runs of each --fixes reproducer on each kernel")
 	fs.Var(&o.corpusDirs, "corpus", "directory of regression programs to replay (repeatable; default: corpus/regress and corpus/rollback when present)")
 	fs.StringVar(&c.Profile, "profile", c.Profile, "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
 	fs.IntVar(&c.MinimizeRuns, "minimize-runs", c.MinimizeRuns, "target runs to spend minimizing each new finding")
@@ -138,6 +143,21 @@ func (o *ciOptions) check() error {
 	if (o.baseMutant != "" || o.baseFork != "") && kind != "sim" {
 		return errors.New("--baseline-mutant and --baseline-fork are for --target sim")
 	}
+	if len(o.fixes) > 0 && o.baseline == "" && o.baseMutant == "" && o.baseFork == "" {
+		return errors.New("--fixes needs a baseline (--baseline IMAGE: the kernel without the fix)")
+	}
+	// A new fork implementation is judged against stock fork too: what
+	// a child sees must not change, even where the model is silent.
+	if impl := o.fs.Lookup("fork-impl"); impl != nil && impl.Value.String() != "" && impl.Value.String() != "stock" {
+		explicit := false
+		o.fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "differential" })
+		if !explicit {
+			if err := o.fs.Set("differential", "true"); err != nil {
+				return err
+			}
+			o.diffDefault = true
+		}
+	}
 	return nil
 }
 
@@ -163,6 +183,16 @@ func (o *ciOptions) assemble(start time.Time, stdout, stderr io.Writer) error {
 	}
 	cfg.Open, cfg.Log, cfg.Start = o.sel.Open, stdout, start
 	cfg.CorpusDirs, cfg.ReplayFindings = o.corpusDirs, o.replayFindings
+	if len(o.fixes) > 0 {
+		fx, err := gate.LoadFixes(o.fixes)
+		if err != nil {
+			return err
+		}
+		cfg.Fixes = fx
+	}
+	if o.diffDefault {
+		fmt.Fprintf(stdout, "ci: --fork-impl %s: the differential oracle is on (each program also runs with stock fork; --differential=false turns it off)\n", o.fs.Lookup("fork-impl").Value.String())
+	}
 	if len(o.corpusDirs) == 0 {
 		cfg.OptionalCorpusDirs = []string{"corpus/regress", "corpus/rollback"}
 	}

@@ -493,3 +493,39 @@ func TestCIGateEarlierFindings(t *testing.T) {
 		t.Fatalf("earlier findings not kept at %s: %v (%d entries)", moved, err, len(ents))
 	}
 }
+
+// TestCIGateFixes: a claimed fix (--fixes) is confirmed when the baseline
+// fails the reproducer and the kernel under test never does (exit 0),
+// refuted when the kernel under test still fails it (exit 1), and
+// unconfirmed when the baseline never failed it (exit 2).
+func TestCIGateFixes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: three 10 s gates")
+	}
+	base := []string{"--target", "sim", "--fork", "async", "--fail-rate", "0.5", "--baseline-mutant", "async-rollback-partial",
+		"--budget", "10s", "--fix-runs", "4", "--corpus", "../../corpus/rollback", "-q"}
+	for _, c := range []struct {
+		name   string
+		args   []string
+		code   int
+		status string
+	}{
+		{"fixed", []string{"--fixes", "testdata/fix-pmd-rw.ffz"}, exitClean, gate.FixFixed},
+		{"not fixed", []string{"--fixes", "testdata/fix-pmd-rw.ffz", "--mutant", "async-rollback-partial"}, exitFindings, gate.FixNotFixed},
+		{"unconfirmed", []string{"--fixes", "../../corpus/rollback/childcopy.ffz"}, exitError, gate.FixUnconfirmed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := runCI(t, append(append([]string{}, base...), c.args...)...)
+			if r.code != c.code || len(r.res.Fixes) != 1 || r.res.Fixes[0].Status != c.status {
+				t.Fatalf("exit %d, fixes %+v; want exit %d and %s\n%s", r.code, r.res.Fixes, c.code, c.status, r.stdout)
+			}
+			f := r.res.Fixes[0]
+			if f.BaselineRuns != 4 || f.PatchedRuns != 4 || !strings.Contains(r.stdout, "fix "+c.status) {
+				t.Errorf("runs %d/%d, want 4 on each kernel; stdout:\n%s", f.BaselineRuns, f.PatchedRuns, r.stdout)
+			}
+		})
+	}
+	if code, _, errs := forkfuzz(t, "ci", "--target", "sim", "--fixes", "testdata/fix-pmd-rw.ffz", "--budget", "10s", "-q"); code != exitError || !strings.Contains(errs, "--fixes needs a baseline") {
+		t.Errorf("--fixes without a baseline: exit %d\n%s", code, errs)
+	}
+}

@@ -1,0 +1,194 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/corpus"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/fsutil"
+)
+
+// The fixes phase (Config.Fixes, `forkfuzz ci --fixes PROG`): a patch
+// that claims to fix bugs comes with their reproducers. Each runs
+// Config.FixRuns times on the baseline (the kernel without the patch)
+// and as often on the kernel under test, alternating: the claim holds
+// when the baseline shows a finding at least once and the patched kernel
+// never does. A reproducer the patched kernel still fails fails the gate
+// (exit 1); one the baseline never failed cannot confirm anything (exit
+// 2: the gate was asked a question it could not answer).
+
+// Fix statuses.
+const (
+	FixFixed       = "fixed"       // baseline k/N (k >= 1), patched 0/N
+	FixNotFixed    = "not-fixed"   // the patched kernel still shows it
+	FixUnconfirmed = "unconfirmed" // the baseline never showed it (or could not run it)
+)
+
+// FixCase is the claim of one reproducer.
+type FixCase struct {
+	Path    string `json:"path"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Program string `json:"program"`
+	// Signatures shown on each kernel, with how many runs showed each.
+	Baseline        map[string]int `json:"baseline_signatures,omitempty"`
+	Patched         map[string]int `json:"patched_signatures,omitempty"`
+	BaselineRuns    int            `json:"baseline_runs"`
+	BaselineFailed  int            `json:"baseline_failed"`
+	PatchedRuns     int            `json:"patched_runs"`
+	PatchedFailed   int            `json:"patched_failed"`
+	BaselineCommand string         `json:"baseline_command,omitempty"`
+	PatchedCommand  string         `json:"patched_command,omitempty"`
+	Note            string         `json:"note,omitempty"`
+	prog            *prog.Program
+}
+
+// Rate is "k/N on the baseline, k/N patched".
+func (c *FixCase) Rate() string {
+	return fmt.Sprintf("baseline %d/%d, patched %d/%d", c.BaselineFailed, c.BaselineRuns, c.PatchedFailed, c.PatchedRuns)
+}
+
+// LoadFixes reads the reproducers of a --fixes list: program files
+// (one program, or several separated by "====" lines) or directories of
+// them (*.ffz). Errors name the file and line.
+func LoadFixes(paths []string) ([]FixCase, error) {
+	var out []FixCase
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("--fixes: %w", err)
+		}
+		var cases []CorpusCase
+		if st.IsDir() {
+			cases, err = loadRegress(p)
+		} else {
+			var b []byte
+			if b, err = fsutil.ReadFileLimited(p, corpus.MaxFileSize); err == nil {
+				cases, err = regressCases("fixes", p, p, b)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--fixes: %w", err)
+		}
+		for _, c := range cases {
+			out = append(out, FixCase{Path: c.Path, Program: string(c.prog.Format()), prog: c.prog})
+		}
+	}
+	return out, nil
+}
+
+// fixes runs every fix claim on both kernels.
+func (g *gate) fixes(ph *Phase) {
+	cases := g.res.Fixes
+	if len(cases) == 0 {
+		ph.Skipped = "no --fixes"
+		return
+	}
+	n := g.cfg.FixRuns
+	bt, err := g.takeBaseline()
+	if err != nil {
+		ph.Error = "opening the baseline: " + err.Error()
+		for i := range cases {
+			cases[i].Status, cases[i].Reason = FixUnconfirmed, "the baseline did not come up: "+err.Error()
+		}
+		return
+	}
+	b := &budgetTarget{Target: bt}
+	b.setStop(g.hard)
+	g.tut.setStop(g.hard) // the fuzz phase stopped it at its share's end
+	total := 0
+	for k := 0; k < n && time.Now().Before(g.hard) && g.ctx.Err() == nil; k++ {
+		for i := range cases {
+			c := &cases[i]
+			for _, side := range []struct {
+				t      agents.Target
+				runs   *int
+				failed *int
+				sigs   *map[string]int
+			}{{b, &c.BaselineRuns, &c.BaselineFailed, &c.Baseline}, {g.tut, &c.PatchedRuns, &c.PatchedFailed, &c.Patched}} {
+				o, err := side.t.Run(c.prog, agents.Options{Corrupt: g.cfg.Corrupt})
+				v, herr := judge.Judge(c.prog, o, err)
+				if herr != nil {
+					if !errors.Is(herr, errBudget) {
+						c.Note = appendNote(c.Note, "harness error: "+herr.Error())
+					}
+					continue
+				}
+				*side.runs++
+				total++
+				if sigs := v.Signatures(); len(sigs) > 0 {
+					*side.failed++
+					if *side.sigs == nil {
+						*side.sigs = map[string]int{}
+					}
+					for _, s := range sigs {
+						(*side.sigs)[s]++
+					}
+				}
+			}
+		}
+	}
+	for i := range cases {
+		c := &cases[i]
+		c.BaselineCommand = g.replayCmd(c.Path, true)
+		c.PatchedCommand = g.replayCmd(c.Path, false)
+		c.Status, c.Reason = fixVerdict(c, n)
+	}
+	ph.Note = fmt.Sprintf("%d reproducers, up to %d runs each on the baseline and the patched kernel, %d runs", len(cases), n, total)
+}
+
+// fixVerdict judges one claim after the runs.
+func fixVerdict(c *FixCase, n int) (string, string) {
+	switch {
+	case c.PatchedFailed > 0:
+		return FixNotFixed, fmt.Sprintf("the patched kernel still fails it (%s): %s", c.Rate(), sigList(c.Patched))
+	case c.BaselineFailed == 0 && c.BaselineRuns == 0:
+		return FixUnconfirmed, "it never ran on the baseline"
+	case c.BaselineFailed == 0:
+		return FixUnconfirmed, fmt.Sprintf("the baseline never failed it (%s): the fix cannot be confirmed", c.Rate())
+	case c.PatchedRuns < n:
+		return FixUnconfirmed, fmt.Sprintf("it ran %d of %d times on the patched kernel (budget or harness errors): %s", c.PatchedRuns, n, c.Rate())
+	}
+	return FixFixed, fmt.Sprintf("present on the baseline (%s), absent on the patched kernel: %s", sigList(c.Baseline), c.Rate())
+}
+
+func sigList(m map[string]int) string {
+	var out []string
+	for s, k := range m {
+		out = append(out, fmt.Sprintf("%s %dx", s, k))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+func appendNote(note, s string) string {
+	if note == "" {
+		return s
+	}
+	if strings.Contains(note, s) {
+		return note
+	}
+	return note + "; " + s
+}
+
+// fixCounts counts the claims by status.
+func (r *Result) fixCounts() (fixed, notFixed, unconfirmed int) {
+	for _, c := range r.Fixes {
+		switch c.Status {
+		case FixFixed:
+			fixed++
+		case FixNotFixed:
+			notFixed++
+		default:
+			unconfirmed++
+		}
+	}
+	return
+}
