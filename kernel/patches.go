@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/forkfuzz/forkfuzz/internal/fsutil"
 )
@@ -127,4 +128,43 @@ func startConfig(config, out string) error {
 		return fmt.Errorf("--config %s: %w", config, err)
 	}
 	return os.WriteFile(filepath.Join(out, ".config"), b, 0o644)
+}
+
+// PatchedBuildDir is the build directory `forkfuzz kernel build --patch
+// P1 --patch P2 ...` uses without --src and --out: that of the tree
+// unpacked for this series (the image is arch/x86/boot/bzImage in it).
+func PatchedBuildDir(patches []string) (string, error) {
+	ps, err := ReadPatches(patches)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(patchedTree(CacheDir(), ps), "forkfuzz-build"), nil
+}
+
+// AsyncForkFixSeries is the patch series of the fixed Async-fork kernel
+// of docs/asyncfork/report.md, relative to the repository root: the 6.1
+// port in ../shared/kernels, then kernel/patches/async-fork/*.patch.
+func AsyncForkFixSeries(root string) []string {
+	fixes, _ := filepath.Glob(filepath.Join(root, "kernel/patches/async-fork/*.patch"))
+	return append([]string{filepath.Join(root, "../shared/kernels/async-fork-6.1.192.patch")}, fixes...)
+}
+
+// AsyncForkFixedImage is the fixed Async-fork kernel's image:
+// $FORKFUZZ_ASYNCFORK_FIXED_KERNEL, else where `forkfuzz kernel build
+// --patch ...` of AsyncForkFixSeries leaves it. The error says how to
+// build it.
+func AsyncForkFixedImage(root string) (string, error) {
+	if k := os.Getenv("FORKFUZZ_ASYNCFORK_FIXED_KERNEL"); k != "" {
+		return k, nil
+	}
+	series := AsyncForkFixSeries(root)
+	dir, err := PatchedBuildDir(series)
+	if err != nil {
+		return "", err
+	}
+	img := filepath.Join(dir, "arch/x86/boot/bzImage")
+	if _, err := os.Stat(img); err != nil {
+		return "", fmt.Errorf("%w: build it with forkfuzz kernel build --config ../shared/kernels/config-6.1.192-asyncfork --patch %s, or set FORKFUZZ_ASYNCFORK_FIXED_KERNEL", err, strings.Join(series, " --patch "))
+	}
+	return img, nil
 }

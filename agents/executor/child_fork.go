@@ -89,7 +89,9 @@ func (m *machine) fork(i, f int, start int64) {
 		m.fe.look(m, i, f, int(pid), errno)
 	}
 	if census {
-		m.census.after(m, errno == 0)
+		// A hold skips the census's second scan: its reads of pagemap can
+		// block the parent, and a parent that blocks lets the child run.
+		m.census.after(m, errno == 0 && !hold)
 	}
 	if hold {
 		m.keepHeld(i, int(pid), errno, ev)

@@ -356,7 +356,13 @@ func (m *machine) runProc(proc int) {
 				}
 			}
 		}
+		if !m.inChild && m.held.pid != 0 && i != m.held.op {
+			m.heldProbe(i, "before operation")
+		}
 		m.exec(i)
+		if !m.inChild && m.held.pid != 0 && i != m.held.op {
+			m.heldProbe(i, "during operation")
+		}
 		m.kc.drain(m.ks)
 		if !m.inChild && m.held.pid != 0 && i != m.held.op {
 			if m.held.left--; m.held.left == 0 {

@@ -394,6 +394,14 @@ func (e *forkEv) look(m *machine, i, f int, pid int, errno uintptr) {
 		// stock fork write-protects the whole Go heap) and made stock
 		// forks "unknown".
 		ran = e.childRanRaw(pid)
+		if m.p.Ops[i].Hold > 0 {
+			// The counts read pagemap (and the module the page
+			// tables), which can block the parent and let a held
+			// child run: a hold keeps the verdict, not the counts.
+			ev.Late = "page and PMD counts not taken: the fork holds its child (hold), and reading them can block the parent"
+			e.cur, e.curRan = ev, ran
+			return
+		}
 		ev.Pages, ev.Exclusive = e.regionPages(m.p)
 		if e.pmdMod {
 			ev.PMDsWP = e.wpPMDs()

@@ -22,6 +22,20 @@ type heldChild struct {
 	left int // main-thread operations still to run
 	ev   bool
 	h    childHold // the hold when the evidence machinery is off
+	// ranAt says when the child was first seen to have run (with the
+	// evidence on, probed without allocating around each held operation).
+	ranAt string
+}
+
+// heldProbe notes, the first time the held child is seen to have run,
+// where (when the evidence's allocation-free schedstat read is at hand).
+func (m *machine) heldProbe(i int, where string) {
+	if !m.held.ev || m.held.ranAt != "" || m.fe.curRan != "" {
+		return
+	}
+	if m.fe.childRanRaw(m.held.pid) != "" {
+		m.held.ranAt = fmt.Sprintf("%s %d", where, i)
+	}
 }
 
 // keepHeld runs in the parent right after hold fork i returned pid: the
@@ -47,8 +61,13 @@ func (m *machine) unhold() {
 		h.Ran = "unknown: " + err.Error()
 	} else if f := strings.Fields(string(st)); len(f) != 3 {
 		h.Ran = "unknown: schedstat " + strings.TrimSpace(string(st))
-	} else if f[2] != "0" {
+	} else if f[2] != "0" && (hc.ranAt != "" || !hc.ev) {
+		// With the evidence on, a child first seen after the last held
+		// operation ran only once they were done: the hold held.
 		h.Ran = "the child ran before the hold ended (schedstat " + strings.Join(f, " ") + ")"
+		if hc.ranAt != "" {
+			h.Ran += ", first seen " + hc.ranAt
+		}
 	}
 	if hc.ev {
 		if !m.fe.fifo {

@@ -2,6 +2,9 @@ package reproc
 
 import (
 	"fmt"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 	"github.com/forkfuzz/forkfuzz/internal/testutil"
+	"github.com/forkfuzz/forkfuzz/kernel"
 )
 
 // asyncForkCmdline is what the Async-fork kernel boots with (see
@@ -97,8 +101,14 @@ func TestQEMUAsyncForkRepro(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// FORKFUZZ_ASYNCFORK_REPRO=N runs it N times each way (for docs/asyncfork).
+	nAsync, nStock := 4, 2
+	if n, _ := strconv.Atoi(os.Getenv("FORKFUZZ_ASYNCFORK_REPRO")); n > 0 {
+		nAsync, nStock = n, n
+	}
 	pinnedAt := len(srcs)
-	for _, impl := range []string{"async-fork", "async-fork", "async-fork", "async-fork", "stock", "stock"} {
+	impls := slices.Repeat([]string{"async-fork"}, nAsync)
+	for _, impl := range append(impls, slices.Repeat([]string{"stock"}, nStock)...) {
 		src, err := Translate(pinned, Options{Kernel: release, ForkImpl: impl})
 		if err != nil {
 			t.Fatalf("pinned-dma (%s): %v", impl, err)
@@ -143,15 +153,17 @@ func TestQEMUAsyncForkRepro(t *testing.T) {
 	}
 	t.Logf("%d of %d reproducers saw the child die of its failed copy", killedC, len(progs))
 
-	// The pinned-DMA bug reproduces in some runs only (3 of 8 in one
-	// trial): a failing run must fail the way the bug does (the child's
-	// start view holds the parent's post-fork io_uring data in the read
-	// pages 511-512); stock fork must never fail.
+	// The pinned-DMA bug, with the fork's hold (the child stays off the
+	// CPU until the parent's io_uring read completed): every Async-fork
+	// run fails, the way the bug does (the child's start view holds the
+	// parent's post-fork io_uring data in the read pages 511-512); stock
+	// fork never fails. (Without the hold it showed in 3 of 8 runs on a
+	// loaded machine and 0 of 24 on an idle one.)
 	failed := 0
-	for k := 0; k < 6; k++ {
+	for k := 0; k < nAsync+nStock; k++ {
 		i := pinnedAt + k
 		out := section(console, i)
-		stock := k >= 4
+		stock := k >= nAsync
 		switch c := got[i]; {
 		case stock && c != 0:
 			t.Errorf("pinned-dma with stock fork: exit %d, want 0:\n%s", c, out)
@@ -163,18 +175,86 @@ func TestQEMUAsyncForkRepro(t *testing.T) {
 				!strings.Contains(out, "FAIL: child of f0: start view: r0 (anon-private) page 512 offset 0x200000 (word 0): expected 0x0, actual 0xa5") {
 				t.Errorf("pinned-dma with Async-fork failed, but not as the bug does:\n%s", out)
 			}
-		case !stock && c != 0:
-			t.Errorf("pinned-dma with Async-fork: exit %d:\n%s", c, out)
+		case !stock:
+			t.Errorf("pinned-dma with Async-fork and hold=1: exit %d, want 1 (the bug):\n%s", c, out)
+		}
+		if !strings.Contains(out, "the child was held off the CPU for 1 operations") && !strings.Contains(out, "the hold did not hold") {
+			t.Errorf("pinned-dma: the reproducer does not say how the hold went:\n%s", out)
 		}
 	}
-	t.Logf("pinned-dma C reproducer: %d of 4 runs with Async-fork showed the bug (the child's snapshot holds the parent's post-fork DMA write); 0 of 2 with stock fork", failed)
+	t.Logf("pinned-dma C reproducer: %d of %d runs with Async-fork showed the bug (the child's snapshot holds the parent's post-fork DMA write); stock fork: %d runs, %d passed", failed, nAsync, nStock, countExit(got, 0)-countExitBelow(got, pinnedAt, 0))
 }
 
-// pinnedDMA is docs/asyncfork/pinned-dma.ffz.
+// pinnedDMA is corpus/regress/asyncfork-pinned-dma.ffz (docs/asyncfork).
 const pinnedDMA = `forkfuzz v1
 region r0 anon-private pages=1024 thp=default
 uringreg r0 off=0x1fe000 len=0x4000
-fork f0
+fork f0 hold=1
 uringread r0 off=0x1ff000 len=0x2000
 wait f0
 `
+
+// TestQEMUAsyncForkReproFixed: the pinned-DMA C reproducer (with the
+// hold) passes 8 runs of 8 on the Async-fork kernel with the fix
+// (kernel.AsyncForkFixedImage; skipped where it was not built), with the
+// fork still deferred (the reproducer's own evidence) and the hold held.
+func TestQEMUAsyncForkReproFixed(t *testing.T) {
+	needQEMU(t)
+	image, err := kernel.AsyncForkFixedImage(testutil.RepoRoot(t))
+	if err != nil {
+		t.Skipf("no fixed Async-fork kernel: %v", err)
+	}
+	pinned, err := prog.Parse([]byte(pinnedDMA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const runs = 8
+	var srcs [][]byte
+	for k := 0; k < runs; k++ {
+		src, err := Translate(pinned, Options{ForkImpl: "async-fork"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, src)
+	}
+	console := runReproVM(t, image, "", "auto", srcs)
+	got := reproExits(console)
+	held := 0
+	for k := 0; k < runs; k++ {
+		out := section(console, k)
+		if c, ok := got[k]; !ok || c != 0 {
+			t.Errorf("run %d: exit %d (ran: %v), want 0 on the fixed kernel:\n%s", k, c, ok, out)
+		}
+		if !strings.Contains(out, "1 forks of the main process deferred their copy, 0 copied eagerly") {
+			t.Errorf("run %d: the fork was not asynchronous: this run tested nothing:\n%s", k, out)
+		}
+		if strings.Contains(out, "the child was held off the CPU for 1 operations") {
+			held++
+		}
+	}
+	t.Logf("pinned-dma C reproducer on the fixed kernel: %d runs, %d passed, the hold held in %d", runs, countExit(got, 0), held)
+	if held < runs {
+		t.Errorf("the hold held in %d of %d runs", held, runs)
+	}
+}
+
+func countExit(got map[int]int, code int) int {
+	n := 0
+	for _, c := range got {
+		if c == code {
+			n++
+		}
+	}
+	return n
+}
+
+// countExitBelow counts the reproducers before index end that exited code.
+func countExitBelow(got map[int]int, end, code int) int {
+	n := 0
+	for i, c := range got {
+		if i < end && c == code {
+			n++
+		}
+	}
+	return n
+}
