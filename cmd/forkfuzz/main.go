@@ -404,8 +404,17 @@ func cmdExec(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "forkfuzz exec:", err)
 		return exitError
 	}
+	// A kernel event seen while the target was opened (the --fork-impl
+	// calibration's own program broke the kernel) is a finding too: the
+	// kernel broke, whatever PROG did after the reboot.
+	earlier := pendingIssues(t, map[bool]io.Writer{false: stdout, true: stderr}[*asJSON])
 	if !*asJSON {
-		return printVerdict(stdout, o, v, false)
+		code := printVerdict(stdout, o, v, false)
+		if earlier > 0 && code == exitClean {
+			fmt.Fprintf(stdout, "FAIL: the kernel broke before PROG ran (above): exit 1 although PROG itself passed\n")
+			return exitFindings
+		}
+		return code
 	}
 	kid := sel.Kernel(t)
 	if o != nil {
@@ -424,10 +433,31 @@ func cmdExec(args []string, stdout, stderr io.Writer) int {
 		Skipped     []judge.SkippedOp `json:"skipped,omitempty"`
 		Notes       []string          `json:"notes,omitempty"`
 	}{version.String(), t.Name(), kid, campaign.ReplayCommand(sel.ReplayArgs(t), *corrupt, fs.Arg(0)), o, v.Issues, v.Judged, v.Skipped, v.Notes})
-	if !v.OK() {
+	if !v.OK() || earlier > 0 {
 		return exitFindings
 	}
 	return exitClean
+}
+
+// pendingIssues prints the findings of events t saw while it was opened
+// (agents.PendingEvents) and returns how many there were.
+func pendingIssues(t agents.Target, w io.Writer) int {
+	pt, ok := t.(agents.PendingEvents)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for _, pe := range pt.TakePending() {
+		pv, err := judge.Judge(pe.Program, nil, pe.Err)
+		if err != nil || pv.OK() {
+			continue
+		}
+		for _, is := range pv.Issues {
+			n++
+			fmt.Fprintf(w, "FAIL [%s] %s (seen in %s, before PROG ran)\n", is.Oracle, is.Signature, pe.Note)
+		}
+	}
+	return n
 }
 
 // printVerdict prints v (with what was judged, what was skipped and why)
@@ -573,6 +603,10 @@ func cmdMinimize(args []string, stdout, stderr io.Writer) int {
 		}
 		if v.OK() {
 			fmt.Fprintln(stderr, "forkfuzz minimize: the program passes every oracle; nothing to minimize")
+			if pendingIssues(t, stderr) > 0 {
+				fmt.Fprintln(stderr, "forkfuzz minimize: but the kernel broke before the program ran (above): exit 1")
+				return exitFindings
+			}
 			return exitClean
 		}
 		*sig = v.Issues[0].Signature

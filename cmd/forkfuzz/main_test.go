@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/executor"
+	"github.com/forkfuzz/forkfuzz/agents/vm"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
 // TestMain lets the test binary serve as its own executor process (the
@@ -173,5 +176,38 @@ func TestMinimizeSignatureNotShown(t *testing.T) {
 	code, _, errs = forkfuzz(t, "minimize", "--target", "sim", "testdata/clean.ffz")
 	if code != exitClean || !strings.Contains(errs, "nothing to minimize") {
 		t.Fatalf("no signature: exit %d, stderr %q", code, errs)
+	}
+}
+
+// pendingTarget is a target that saw a kernel event while it was opened.
+type pendingTarget struct {
+	agents.Target
+	pending []agents.Pending
+}
+
+func (p *pendingTarget) TakePending() []agents.Pending {
+	out := p.pending
+	p.pending = nil
+	return out
+}
+
+// A kernel BUG seen by the --fork-impl calibration, before PROG ran, is a
+// finding of exec (exit 1), not lost behind PROG's own clean verdict.
+func TestExecPendingIsAFinding(t *testing.T) {
+	p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=1\nfork f0\nwait f0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr := &vm.KernelReportError{Title: "kernel BUG at include/linux/mm.h:1616", Kind: "bug", Report: "kernel BUG at include/linux/mm.h:1616!", Console: "console"}
+	tg := &pendingTarget{pending: []agents.Pending{{Program: p, Err: kr, Note: "fork-implementation calibration, run 1"}}}
+	var out strings.Builder
+	if n := pendingIssues(tg, &out); n != 1 || !strings.Contains(out.String(), "FAIL [kernel-bug]") || !strings.Contains(out.String(), "calibration, run 1") {
+		t.Fatalf("pendingIssues = %d:\n%s", n, out.String())
+	}
+	if n := pendingIssues(tg, &out); n != 0 {
+		t.Errorf("the events were taken twice: %d", n)
+	}
+	if n := pendingIssues(&pendingTarget{}, &out); n != 0 {
+		t.Errorf("no events: %d", n)
 	}
 }
