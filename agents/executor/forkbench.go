@@ -27,6 +27,10 @@ type ForkBenchSpec struct {
 	// region is MADV_NOHUGEPAGE (4 KiB pages).
 	THP  bool `json:"thp"`
 	Reps int  `json:"reps"`
+	// PinBytes of the region (from its start, at most its size) are
+	// registered as an io_uring fixed buffer before the fork: pinned
+	// (FOLL_PIN), so fork copies them, and the mm has MMF_HAS_PINNED.
+	PinBytes int64 `json:"pin_bytes,omitempty"`
 }
 
 // ForkBenchSample is one fork. Times in nanoseconds (CLOCK_MONOTONIC).
@@ -133,6 +137,16 @@ func forkBenchOne(spec ForkBenchSpec) (ForkBenchSample, error) {
 	}
 	for i := uintptr(0); i < size; i += benchPage {
 		region[i] = 1
+	}
+	if spec.PinBytes > 0 {
+		var u uring
+		if errno := u.setup(4); errno != 0 {
+			return s, fmt.Errorf("forkbench: io_uring_setup: %w", unix.Errno(errno))
+		}
+		defer u.close()
+		if errno := u.registerBuffer(base, uintptr(min(spec.PinBytes, spec.SizeBytes))); errno != 0 {
+			return s, fmt.Errorf("forkbench: pinning %d bytes (IORING_REGISTER_BUFFERS): %w", spec.PinBytes, unix.Errno(errno))
+		}
 	}
 	ctlB, err := unix.Mmap(-1, 0, benchPage, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
 	if err != nil {

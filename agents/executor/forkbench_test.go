@@ -1,6 +1,11 @@
 package executor
 
-import "testing"
+import (
+	"errors"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
 
 // TestForkBench forks a process holding 8 MiB of touched memory and checks
 // that every measured quantity is there and plausible.
@@ -24,6 +29,17 @@ func TestForkBench(t *testing.T) {
 				t.Errorf("thp=%v: fork of 8 MiB took %d ns", thp, x.Fork)
 			}
 		}
+	}
+	// Pinned pages (an io_uring fixed buffer): fork copies them; the
+	// measurement runs as without.
+	if s, err := ForkBench(ForkBenchSpec{SizeBytes: 4 << 20, Reps: 1, PinBytes: 64 << 10}); err != nil {
+		if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+			t.Logf("io_uring not available here: %v", err)
+		} else {
+			t.Errorf("pin 64K: %v", err)
+		}
+	} else if len(s) != 1 || s[0].Fork <= 0 || s[0].ChildRead <= 0 {
+		t.Errorf("pin 64K: %+v", s)
 	}
 	if _, err := ForkBench(ForkBenchSpec{SizeBytes: 3 << 20}); err == nil {
 		t.Error("a size that is not a multiple of 2 MiB was accepted")

@@ -18,7 +18,10 @@ func TestParseSeries(t *testing.T) {
 	if s.Target != "vm" || s.Kernel != "/k/bz" || !s.THP || s.Memory != 2048 || len(s.Writes) != 1 || s.Writes[0].Value != "1" || s.Cmdline != "async_fork.seq_fix=1 quiet" {
 		t.Errorf("parsed %+v", s)
 	}
-	for _, bad := range []string{"x", "=native", "a=qemu", "a=vm", "a=native,pages=2m", "a=native,kernel=/k", "a=native,foo=1", "a=vm,kernel=/k,memory=12", "a=native,write=x", "a=native,cmdline=x"} {
+	if s, err := ParseSeries("p=native,pin=64K"); err != nil || s.PinBytes != 64<<10 || pages(s) != "4k+pin 64K" {
+		t.Errorf("pin=64K: %+v, %v", s, err)
+	}
+	for _, bad := range []string{"x", "=native", "a=qemu", "a=vm", "a=native,pages=2m", "a=native,kernel=/k", "a=native,foo=1", "a=vm,kernel=/k,memory=12", "a=native,write=x", "a=native,cmdline=x", "a=native,pin=100", "a=native,pin=x"} {
 		if _, err := ParseSeries(bad); err == nil {
 			t.Errorf("ParseSeries(%q) accepted", bad)
 		}

@@ -66,10 +66,14 @@ func ms(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 3, 6
 func MiB(b int64) string { return strconv.FormatInt(b>>20, 10) }
 
 func pages(s Series) string {
+	p := "4k"
 	if s.THP {
-		return "thp"
+		p = "thp"
 	}
-	return "4k"
+	if s.PinBytes > 0 {
+		p += fmt.Sprintf("+pin %dK", s.PinBytes>>10)
+	}
+	return p
 }
 
 // WriteCSV writes one row per fork.

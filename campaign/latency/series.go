@@ -25,15 +25,20 @@ type Series struct {
 	// async_fork.seq_fix=1.
 	Cmdline string
 	THP     bool
-	Writes  []Write
-	Spec    string // as given
+	// PinBytes of the measured memory are pinned (an io_uring fixed
+	// buffer, FOLL_PIN) before each fork: fork copies pinned pages, and
+	// the mm is marked as having pinned pages (MMF_HAS_PINNED).
+	PinBytes int64
+	Writes   []Write
+	Spec     string // as given
 }
 
 // ParseSeries parses "NAME=TARGET[,key=value...]": TARGET native or vm;
 // keys pages=4k|thp, kernel=PATH (vm), memory=MiB (vm), cmdline=WORD (vm,
 // appended to the kernel command line; repeatable), write=PATH:VALUE
 // (repeatable; made by the worker around the benchmark, e.g.
-// write=/sys/fs/cgroup/memory.async_fork:1).
+// write=/sys/fs/cgroup/memory.async_fork:1), pin=SIZE (that much of the
+// measured memory pinned as an io_uring fixed buffer before each fork).
 func ParseSeries(s string) (Series, error) {
 	name, spec, ok := strings.Cut(s, "=")
 	if !ok || name == "" || spec == "" {
@@ -71,6 +76,12 @@ func ParseSeries(s string) (Series, error) {
 				return sr, fmt.Errorf("series %s: memory=%q: want MiB >= 128", name, v)
 			}
 			sr.Memory = n
+		case "pin":
+			n, err := ParseSize(v)
+			if err != nil || n%4096 != 0 {
+				return sr, fmt.Errorf("series %s: pin=%q: want a size in whole 4 KiB pages (e.g. 64K, 2M)", name, v)
+			}
+			sr.PinBytes = n
 		case "write":
 			p, val, ok := strings.Cut(v, ":")
 			if !ok || !strings.HasPrefix(p, "/") {
@@ -78,7 +89,7 @@ func ParseSeries(s string) (Series, error) {
 			}
 			sr.Writes = append(sr.Writes, Write{Path: p, Value: val})
 		default:
-			return sr, fmt.Errorf("series %s: unknown key %q (want pages, kernel, memory, cmdline, write)", name, k)
+			return sr, fmt.Errorf("series %s: unknown key %q (want pages, kernel, memory, cmdline, write, pin)", name, k)
 		}
 	}
 	if sr.Target == "vm" && sr.Kernel == "" {
@@ -156,7 +167,7 @@ func Run(cfg Config) ([]Result, error) {
 		}
 	}()
 	for i, s := range cfg.Series {
-		req := Request{Sizes: cfg.Sizes, THP: s.THP, Reps: cfg.Reps, Writes: s.Writes}
+		req := Request{Sizes: cfg.Sizes, THP: s.THP, Reps: cfg.Reps, Writes: s.Writes, PinBytes: s.PinBytes}
 		body, _ := json.Marshal(req)
 		out[i].Series = s
 		var raw []byte

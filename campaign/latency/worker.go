@@ -28,6 +28,8 @@ type Request struct {
 	// Writes are made before measuring and undone after (e.g.
 	// /sys/fs/cgroup/memory.async_fork = 1: the worker runs in that cgroup).
 	Writes []Write `json:"writes,omitempty"`
+	// PinBytes: ForkBenchSpec.PinBytes.
+	PinBytes int64 `json:"pin_bytes,omitempty"`
 }
 
 // Write is a file write made by the worker around the benchmark.
@@ -66,7 +68,7 @@ func WorkerMain(stdin io.Reader, stdout io.Writer) error {
 	}
 	resp.Writes = applied
 	for _, sz := range req.Sizes {
-		s, err := executor.ForkBench(executor.ForkBenchSpec{SizeBytes: sz, THP: req.THP, Reps: req.Reps})
+		s, err := executor.ForkBench(executor.ForkBenchSpec{SizeBytes: sz, THP: req.THP, Reps: req.Reps, PinBytes: req.PinBytes})
 		if err != nil {
 			return fmt.Errorf("bench-worker: size %d: %w", sz, err)
 		}
