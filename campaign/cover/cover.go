@@ -12,6 +12,7 @@
 package cover
 
 import (
+	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
@@ -26,11 +27,12 @@ import (
 	"sync"
 	"time"
 
-	"crypto/sha256"
-
+	"github.com/forkfuzz/forkfuzz/corpus"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+	"github.com/forkfuzz/forkfuzz/internal/fsutil"
 	"github.com/forkfuzz/forkfuzz/internal/ksyms"
+	"github.com/forkfuzz/forkfuzz/kernel"
 )
 
 // funcs.txt: "file<TAB>function" for kernel/fork.c and mm/*.c of Linux
@@ -130,12 +132,8 @@ type Tracker struct {
 // the image is not at hand (the host kernel).
 func KernelID(image, release string) string {
 	if image != "" {
-		if f, err := os.Open(image); err == nil {
-			defer f.Close()
-			h := sha256.New()
-			if _, err := io.Copy(h, f); err == nil {
-				return hex.EncodeToString(h.Sum(nil))[:16]
-			}
+		if sum, err := kernel.FileSHA256(image); err == nil {
+			return sum[:16]
 		}
 	}
 	if release == "" {
@@ -161,7 +159,7 @@ func Open(workdir, kernelID string, guided bool, csvPath string) (*Tracker, erro
 	sort.Strings(files)
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".ffz")
-		text, err := os.ReadFile(f)
+		text, err := fsutil.ReadFileLimited(f, corpus.MaxFileSize)
 		if err != nil {
 			return nil, fmt.Errorf("cover: %w", err)
 		}
@@ -187,8 +185,12 @@ func Open(workdir, kernelID string, guided bool, csvPath string) (*Tracker, erro
 	return t, nil
 }
 
+// maxCoverFile bounds a corpus entry's coverage file (JSON of its PCs and
+// edges; a few MB for the largest programs).
+const maxCoverFile = 256 << 20
+
 func readCover(path string) (*obs.Coverage, error) {
-	b, err := os.ReadFile(path)
+	b, err := fsutil.ReadFileLimited(path, maxCoverFile)
 	if err != nil {
 		return nil, fmt.Errorf("cover: %w", err)
 	}

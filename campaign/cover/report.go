@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/internal/fsutil"
 )
 
 // ReportOptions tune Report.
@@ -95,7 +95,7 @@ func readCoverage(files []string) (map[uint64]struct{}, map[uint32]struct{}, err
 	pcs := map[uint64]struct{}{}
 	edges := map[uint32]struct{}{}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := fsutil.ReadFileLimited(f, maxCoverFile)
 		if err != nil {
 			return nil, nil, err
 		}
