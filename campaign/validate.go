@@ -3,6 +3,8 @@ package campaign
 import (
 	"fmt"
 	"time"
+
+	"github.com/forkfuzz/forkfuzz/internal/fielderr"
 )
 
 // The defaults of a campaign's Config: Run takes a zero MinimizeRuns,
@@ -14,18 +16,7 @@ const (
 )
 
 // FieldError is a Config field whose value Validate rejects.
-type FieldError struct {
-	Field string // the Config field: "Programs"
-	// Msg follows the field's name in the message: " -1: want a number
-	// >= 0".
-	Msg string
-}
-
-func (e *FieldError) Error() string { return e.Field + e.Msg }
-
-// FieldMsg returns the field and the rest of the message (a command line
-// names the flag instead of the field).
-func (e *FieldError) FieldMsg() (field, msg string) { return e.Field, e.Msg }
+type FieldError = fielderr.FieldError
 
 // Validate checks the bounds and counts of c and returns a *FieldError
 // for the first that is wrong: none may be negative (0 is no bound, or

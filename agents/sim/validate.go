@@ -1,24 +1,17 @@
 package sim
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/forkfuzz/forkfuzz/internal/fielderr"
+)
 
 // DefaultConfig is the simulated kernel of a command line without flags:
 // the eager fork, no mutant, no injected failures, scheduler seed 0.
 func DefaultConfig() Config { return Config{Mode: Eager} }
 
 // FieldError is a Config field whose value Validate rejects.
-type FieldError struct {
-	Field string // the Config field: "FailRate"
-	// Msg follows the field's name in the message: " 2: want a
-	// probability in 0..1".
-	Msg string
-}
-
-func (e *FieldError) Error() string { return e.Field + e.Msg }
-
-// FieldMsg returns the field and the rest of the message (a command line
-// names the flag instead of the field).
-func (e *FieldError) FieldMsg() (field, msg string) { return e.Field, e.Msg }
+type FieldError = fielderr.FieldError
 
 // Validate checks c and returns a *FieldError for the first field that
 // is wrong: Mode one of the three models, FailNth at least 0, FailRate a

@@ -3,6 +3,8 @@ package vm
 import (
 	"fmt"
 	"time"
+
+	"github.com/forkfuzz/forkfuzz/internal/fielderr"
 )
 
 // The defaults of a VM pool's Config. New fills a zero field with its
@@ -30,17 +32,7 @@ func DefaultConfig() Config {
 }
 
 // FieldError is a Config field whose value Validate rejects.
-type FieldError struct {
-	Field string // the Config field: "VMs"
-	// Msg follows the field's name in the message: " 0: want at least 1".
-	Msg string
-}
-
-func (e *FieldError) Error() string { return e.Field + e.Msg }
-
-// FieldMsg returns the field and the rest of the message (a command line
-// names the flag instead of the field).
-func (e *FieldError) FieldMsg() (field, msg string) { return e.Field, e.Msg }
+type FieldError = fielderr.FieldError
 
 // Validate checks the sizes, timeouts and acceleration of c, and returns
 // a *FieldError for the first that is wrong: VMs, BootTimeout and

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nkeys"
+
+	"github.com/forkfuzz/forkfuzz/internal/fielderr"
 )
 
 // The defaults of the addresses: where a coordinator's embedded server
@@ -15,18 +17,7 @@ const (
 )
 
 // FieldError is a Config field whose value Validate rejects.
-type FieldError struct {
-	Field string // the Config field: "TLSKey"
-	// Msg follows the field's name in the message: ": tls-cert and
-	// tls-key go together".
-	Msg string
-}
-
-func (e *FieldError) Error() string { return e.Field + e.Msg }
-
-// FieldMsg returns the field and the rest of the message (a command line
-// names the flag instead of the field).
-func (e *FieldError) FieldMsg() (field, msg string) { return e.Field, e.Msg }
+type FieldError = fielderr.FieldError
 
 // Validate checks c as a whole, after flags were merged over a file
 // (ParseConfig checks a file alone, naming its lines): a token and NKey

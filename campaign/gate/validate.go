@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/internal/fielderr"
 )
 
 // The defaults of a gate's Config (DefaultConfig): what `forkfuzz ci`
@@ -34,18 +35,7 @@ func DefaultConfig() Config {
 }
 
 // FieldError is a Config field whose value Validate rejects.
-type FieldError struct {
-	Field string // the Config field: "Budget"
-	// Msg follows the field's name in the message: " must be positive,
-	// got 0s", ": unknown profile ...".
-	Msg string
-}
-
-func (e *FieldError) Error() string { return e.Field + e.Msg }
-
-// FieldMsg returns the field and the rest of the message (a command line
-// names the flag instead of the field).
-func (e *FieldError) FieldMsg() (field, msg string) { return e.Field, e.Msg }
+type FieldError = fielderr.FieldError
 
 // Validate checks the value fields of c (Budget, Profile, MinPrograms,
 // BaselineReplays, MinimizeRuns, MaxHarnessFlakes), in that order, and
