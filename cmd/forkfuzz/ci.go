@@ -109,7 +109,7 @@ func ciFlags(stderr io.Writer) *ciOptions {
 	fs.Var(&o.replayFindings, "replay-findings", "directory of earlier findings to replay with the corpus (repeatable)")
 	fs.Var(&o.fixes, "fixes", "a reproducer (program file or directory) of a bug the kernel under test claims to fix, against --baseline (repeatable): it must fail on the baseline and never on the kernel under test (--fix-runs runs each); not fixed is exit 1, unconfirmed exit 2")
 	fs.IntVar(&c.FixRuns, "fix-runs", c.FixRuns, "runs of each --fixes reproducer on each kernel")
-	fs.Var(&o.corpusDirs, "corpus", "directory of regression programs to replay (repeatable; default: corpus/regress and corpus/rollback when present)")
+	fs.Var(&o.corpusDirs, "corpus", "directory of regression programs to replay (repeatable; default: corpus/regress, corpus/rollback and corpus/cow when present)")
 	fs.StringVar(&c.Profile, "profile", c.Profile, "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
 	fs.IntVar(&c.MinimizeRuns, "minimize-runs", c.MinimizeRuns, "target runs to spend minimizing each new finding")
 	fs.StringVar(&c.Corrupt, "corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
@@ -194,7 +194,7 @@ func (o *ciOptions) assemble(start time.Time, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "ci: --fork-impl %s: the differential oracle is on (each program also runs with stock fork; --differential=false turns it off)\n", o.fs.Lookup("fork-impl").Value.String())
 	}
 	if len(o.corpusDirs) == 0 {
-		cfg.OptionalCorpusDirs = []string{"corpus/regress", "corpus/rollback"}
+		cfg.OptionalCorpusDirs = []string{"corpus/regress", "corpus/rollback", "corpus/cow"}
 	}
 	if !o.quiet {
 		cfg.Progress = stderr
