@@ -692,6 +692,14 @@ func (m *machine) populate(pr *proc, s *seg, lo, hi int, lock tri, onlyIfLocked 
 // maybe (unknown lock state).
 func adviceOK(a prog.Advice, s *seg) tri {
 	d := a.Info()
+	if d.Populate {
+		// check_vma_flags: the access the fault needs (locks do not
+		// matter).
+		if s.prot == prog.ProtNone || d.PopulateWrite && s.prot != prog.ProtRW {
+			return no
+		}
+		return yes
+	}
 	if d.AnonPrivateOnly && s.kind != prog.AnonPrivate {
 		return no
 	}
@@ -710,6 +718,10 @@ func adviceOK(a prog.Advice, s *seg) tri {
 func adviceWhy(a prog.Advice) string {
 	d := a.Info()
 	switch {
+	case d.PopulateWrite:
+		return d.Linux + " needs a writable mapping (EINVAL otherwise)"
+	case d.Populate:
+		return d.Linux + " needs a readable mapping (EINVAL otherwise)"
 	case d.NotLocked && d.AnonPrivateOnly:
 		return d.Linux + " works only on unlocked private anonymous mappings (EINVAL otherwise)"
 	case d.AnonPrivateOnly:
@@ -726,6 +738,10 @@ func (m *machine) madvise(pr *proc, i int) {
 	if !ok {
 		return
 	}
+	if v := op.Advice.Info().Since; m.kernelBefore(v[0], v[1]) {
+		m.result(pr, i, certain(eINVAL, fmt.Sprintf("Linux before %d.%d does not know %s (EINVAL)", v[0], v[1], op.Advice.Info().Linux)))
+		return
+	}
 	if op.Advice == prog.AdvCollapse {
 		// MADV_COLLAPSE never changes content; whether it succeeds
 		// depends on THP state the model does not know.
@@ -733,14 +749,21 @@ func (m *machine) madvise(pr *proc, i int) {
 		return
 	}
 	// The kernel walks the VMAs in order, skipping holes (ENOMEM at the
-	// end) and stopping at the first VMA that rejects the advice.
+	// end) and stopping at the first VMA that rejects the advice. Since
+	// Linux 6.9 MADV_POPULATE_* no longer walks: it faults page by page
+	// and stops at the first hole (ENOMEM).
 	type step struct{ lo, hi int }
 	var steps []step
 	errno, why := eOK, "the advice applies to the whole mapped range"
 	gap := false
 	stopAt := hi // where certain knowledge ends
+	populate := op.Advice.Info().Populate
 	for g := lo; g < hi; {
 		s := pr.segAt(g)
+		if s == nil && populate && !m.kernelBefore(6, 9) {
+			errno, why = eNOMEM, "MADV_POPULATE_* stops at the first unmapped page (ENOMEM, Linux 6.9+)"
+			break
+		}
 		if s == nil {
 			gap = true
 			next := hi
@@ -762,6 +785,14 @@ func (m *machine) madvise(pr *proc, i int) {
 		}
 		if ok == no {
 			errno, why = eINVAL, adviceWhy(op.Advice)
+			break
+		}
+		if populate && s.obj >= 0 && m.beyondEOF(s, e-1) {
+			// The fault past the end of the object is a SIGBUS.
+			if eof := s.start + max(0, m.objs[s.obj].size-s.pgoff); eof > g {
+				steps = append(steps, step{g, eof})
+			}
+			errno, why = eFAULT, "MADV_POPULATE_* reaches a page past the end of the backing object (SIGBUS: EFAULT)"
 			break
 		}
 		steps = append(steps, step{g, e})
@@ -795,7 +826,7 @@ func (m *machine) madvise(pr *proc, i int) {
 func (m *machine) applyAdvice(pr *proc, i, lo, hi int) {
 	op := &m.p.Ops[i]
 	switch op.Advice {
-	case prog.AdvDontneed:
+	case prog.AdvDontneed, prog.AdvDontneedLocked:
 		for _, s := range pr.segsIn(lo, hi) {
 			if s.kind.Shared() {
 				continue
@@ -841,9 +872,16 @@ func (m *machine) applyAdvice(pr *proc, i, lo, hi int) {
 			}
 			return set(&s.mergeable, op.Advice == prog.AdvMergeable)
 		})
-	case prog.AdvPageout, prog.AdvCold, prog.AdvCollapse:
-		// Reclaim hints and THP collapse change neither content nor
-		// the mapping's attributes.
+	case prog.AdvPageout, prog.AdvCold, prog.AdvCollapse, prog.AdvPopulateRead:
+		// Reclaim hints, THP collapse and read faults change neither
+		// content nor the mapping's attributes.
+	case prog.AdvPopulateWrite:
+		// Write faults: a writable private file mapping gets private
+		// copies of the file's pages (later file changes no longer show).
+		for _, s := range pr.segsIn(lo, hi) {
+			t := s
+			m.populate(pr, &t, max(lo, s.start), min(hi, s.end), yes, false)
+		}
 	default:
 		m.col.note("%s: the model has no rule for advice %v (unhandled advice); its effect is not judged", opRef(m.p, i), op.Advice)
 		m.forget(pr, lo, hi, i)

@@ -172,6 +172,12 @@ func (m *MM) Madvise(a, length uint64, adv prog.Advice) int {
 		return ENOMEM
 	}
 	m.k.syncVMAs(m, a, e, MutAsyncMadviseNoSync)
+	if v := adv.Info().Since; m.k.kernelBefore(v[0], v[1]) {
+		return EINVAL // an advice this release does not know
+	}
+	if adv.Info().Populate {
+		return m.madvisePopulate(a, e, adv.Info().PopulateWrite)
+	}
 	unmapped := 0
 	at := a
 	var err int
@@ -180,7 +186,7 @@ func (m *MM) Madvise(a, length uint64, adv prog.Advice) int {
 	}
 	var vs []*VMA
 	switch adv {
-	case prog.AdvDontneed, prog.AdvFree, prog.AdvCollapse, prog.AdvPageout, prog.AdvCold:
+	case prog.AdvDontneed, prog.AdvDontneedLocked, prog.AdvFree, prog.AdvCollapse, prog.AdvPageout, prog.AdvCold:
 		vs = m.overlapping(a, e) // these do not split VMAs
 	default:
 		vs, _ = m.vmasIn(a, e)
@@ -197,6 +203,8 @@ func (m *MM) Madvise(a, length uint64, adv prog.Advice) int {
 			} else {
 				m.zap(max(a, v.Start), min(e, v.End))
 			}
+		case prog.AdvDontneedLocked:
+			m.zap(max(a, v.Start), min(e, v.End))
 		case prog.AdvFree:
 			if v.Flags&VMLocked != 0 || !v.anon() || !v.private() {
 				err = EINVAL
@@ -244,6 +252,40 @@ func (m *MM) Madvise(a, length uint64, adv prog.Advice) int {
 	m.mergeDirty()
 	if err != 0 {
 		return err
+	}
+	return unmapped
+}
+
+// madvisePopulate is MADV_POPULATE_READ (write false) and _WRITE on
+// [a, e): it faults the range in VMA by VMA. A VMA without the access is
+// EINVAL, a page past the end of the file EFAULT (the fault's SIGBUS),
+// both after the pages before it; a hole stops it with ENOMEM (Linux 6.9+)
+// or is skipped, ENOMEM at the end (before 6.9, when it walked the VMAs
+// as every other advice does).
+func (m *MM) madvisePopulate(a, e uint64, write bool) int {
+	walks := m.k.kernelBefore(6, 9)
+	at, unmapped := a, 0
+	for _, v := range m.overlapping(a, e) {
+		if v.Start > at {
+			if !walks {
+				return ENOMEM
+			}
+			unmapped = ENOMEM
+		}
+		at = v.End
+		if v.Flags&(VMRead|VMWrite) == 0 || write && v.Flags&VMWrite == 0 {
+			return EINVAL
+		}
+		lo, hi := max(a, v.Start), min(e, v.End)
+		if write {
+			m.populate(v, lo, hi)
+		}
+		if beyondEOF(v, hi-pageSize) {
+			return EFAULT
+		}
+	}
+	if at < e {
+		unmapped = ENOMEM
 	}
 	return unmapped
 }

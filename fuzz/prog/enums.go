@@ -143,6 +143,14 @@ type AdviceInfo struct {
 	// IgnoredOnShared: succeeds on shared mappings without changing them
 	// (no VMA split).
 	IgnoredOnShared bool
+	// Populate: faults the range in (MADV_POPULATE_READ/WRITE): EINVAL
+	// on a mapping without the access (PopulateWrite: without write),
+	// EFAULT past the end of the backing object.
+	Populate, PopulateWrite bool
+	// Since is the first Linux release (major, minor) that knows the
+	// advice (older ones answer EINVAL); zero: older than any kernel
+	// forkfuzz runs on.
+	Since [2]int
 }
 
 var adviceTable = [numAdvices]AdviceInfo{
@@ -163,6 +171,13 @@ var adviceTable = [numAdvices]AdviceInfo{
 	// the ones a fork met).
 	AdvMergeable:   {Name: "mergeable", Linux: "MADV_MERGEABLE", Value: 12, IgnoredOnShared: true},
 	AdvUnmergeable: {Name: "unmergeable", Linux: "MADV_UNMERGEABLE", Value: 13, IgnoredOnShared: true},
+	// Prefault the range as a read or a write fault would, without
+	// touching memory (Linux 5.14): a write populate of a private file
+	// mapping gives the process private copies of the file's pages.
+	AdvPopulateRead:  {Name: "populate_read", Linux: "MADV_POPULATE_READ", Value: 22, Populate: true, Since: [2]int{5, 14}},
+	AdvPopulateWrite: {Name: "populate_write", Linux: "MADV_POPULATE_WRITE", Value: 23, Populate: true, PopulateWrite: true, Since: [2]int{5, 14}},
+	// MADV_DONTNEED that VM_LOCKED mappings accept too (Linux 5.18).
+	AdvDontneedLocked: {Name: "dontneed_locked", Linux: "MADV_DONTNEED_LOCKED", Value: 24, Since: [2]int{5, 18}},
 }
 
 // Info describes the advice (the zero AdviceInfo for a value out of range:

@@ -224,6 +224,9 @@ const (
 	AdvCold
 	AdvMergeable
 	AdvUnmergeable
+	AdvPopulateRead
+	AdvPopulateWrite
+	AdvDontneedLocked
 	numAdvices
 )
 
