@@ -9,13 +9,19 @@ import (
 
 // Held reports what the executor's page census found at the body's fork
 // (the program's last fork) and whether the kind's pages were there as
-// cow.c requires before it runs a case (cow.c skips a case whose THP did
-// not populate or whose page did not swap out; a forkfuzz program runs
-// anyway, on whatever pages it got). ok is true for kinds without a
-// requirement and programs without a fork (nothing to census).
-func Held(c *Case, o *obs.Observation) (summary string, ok bool) {
+// cow.c requires before it runs a case: cow.c skips a case whose THP did
+// not populate or whose page did not swap out, while a forkfuzz program
+// runs anyway, on whatever pages it got. note is "" when they were there
+// (or the kind requires nothing), else what was missing: "not swapped",
+// "no THP", "not PMD-mapped", "not PTE-mapped", or "unchecked" for a
+// program without a fork (no census).
+func Held(c *Case, o *obs.Observation) (summary, note string) {
+	need := c.Kind.Group != NonAnon && c.Kind.Name != "base"
 	if o == nil || len(o.ForkPages) == 0 {
-		return "no page census", true
+		if need {
+			return "no page census (no fork)", "unchecked"
+		}
+		return "no page census (no fork)", ""
 	}
 	fp := o.ForkPages[0]
 	for _, f := range o.ForkPages {
@@ -29,34 +35,19 @@ func Held(c *Case, o *obs.Observation) (summary string, ok bool) {
 	}
 	name := c.Kind.Name
 	switch {
-	case c.Kind.Group != Anon && c.Kind.Group != AnonTHP:
-		ok = true
+	case !need:
 	case strings.HasSuffix(name, "-swap"):
-		ok = fp.Swapped > 0
+		if fp.Swapped == 0 {
+			note = "not swapped"
+		}
 	case !fp.Flags:
-		ok = true // no kpageflags: cannot tell
-	case name == "base":
-		ok = fp.Present > 0 && fp.THP == 0
-	case name == "thp" && c.Body.Group == Anon:
-		ok = fp.PMDMapped > 0
-	case name == "thp-pte":
-		ok = fp.THP > fp.PMDMapped
-	case strings.HasPrefix(name, "thp"):
-		ok = fp.THP > 0
-	default:
-		ok = true
+		note = "unchecked" // no kpageflags
+	case fp.THP == 0:
+		note = "no THP"
+	case name == "thp" && c.Body.Group == Anon && fp.PMDMapped == 0:
+		note = "not PMD-mapped"
+	case name == "thp-pte" && fp.THP <= fp.PMDMapped:
+		note = "not PTE-mapped"
 	}
-	return summary, ok
-}
-
-// HeldNote is the short note a result cell carries when the kind's pages
-// were not there ("" when they were).
-func HeldNote(c *Case, ok bool) string {
-	if ok {
-		return ""
-	}
-	if strings.HasSuffix(c.Kind.Name, "-swap") {
-		return "not swapped"
-	}
-	return "no THP"
+	return summary, note
 }
