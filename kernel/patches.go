@@ -155,6 +155,9 @@ func AsyncForkFixSeries(root string) []string {
 // build it.
 func AsyncForkFixedImage(root string) (string, error) {
 	if k := os.Getenv("FORKFUZZ_ASYNCFORK_FIXED_KERNEL"); k != "" {
+		if _, err := os.Stat(k); err != nil {
+			return "", fmt.Errorf("FORKFUZZ_ASYNCFORK_FIXED_KERNEL: %w", err)
+		}
 		return k, nil
 	}
 	series := AsyncForkFixSeries(root)

@@ -488,6 +488,9 @@ func (k *kcidbWriter) tests() {
 	for _, cp := range r.Corpus {
 		k.addTest(k.corpusCase(cp))
 	}
+	for _, c := range r.Fixes {
+		k.addTest(k.fixCase(c))
+	}
 	for _, l := range k.o.ForkLatency {
 		k.addTest(KCIDBTest{Path: "forkfuzz.fork_latency." + kcidbPathSegment(l.Name), Status: KCIDBDone, Comment: l.Comment,
 			Number: &KCIDBNumber{Value: l.Value.Seconds(), Unit: "s", Prefix: "metric"}})
@@ -613,6 +616,23 @@ func (k *kcidbWriter) corpusCase(cp CorpusCase) KCIDBTest {
 		t.LogExcerpt = cp.Explanation
 	}
 	t.Misc = kcidbMisc("source", cp.Source, "file", cp.Path, "replay", cp.Replay, "note", cp.Note)
+	return t
+}
+
+// fixCase is a claimed fix (--fixes): PASS confirmed, FAIL the patched
+// kernel still fails the reproducer, ERROR unconfirmed.
+func (k *kcidbWriter) fixCase(c FixCase) KCIDBTest {
+	t := KCIDBTest{Path: kcidbPath("forkfuzz.fixes", c.Path), Comment: c.Status + ": " + c.Reason}
+	switch c.Status {
+	case FixFixed:
+		t.Status = KCIDBPass
+	case FixNotFixed:
+		t.Status = KCIDBFail
+	default:
+		t.Status = KCIDBError
+	}
+	t.Misc = kcidbMisc("file", c.Path, "baseline_runs", c.BaselineRuns, "baseline_failed", c.BaselineFailed,
+		"patched_runs", c.PatchedRuns, "patched_failed", c.PatchedFailed, "baseline_replay", c.BaselineCommand, "replay", c.PatchedCommand)
 	return t
 }
 

@@ -36,6 +36,9 @@ func WriteKTAP(w io.Writer, r *Result) error {
 	for _, g := range r.Groups {
 		k.group(r, g)
 	}
+	for _, c := range r.Fixes {
+		k.fix(c)
+	}
 	fmt.Fprintf(bw, "# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:%d error:%d\n", k.pass, k.fail, k.skip, k.errors)
 	return bw.Flush()
 }
@@ -84,6 +87,21 @@ func (k *ktapWriter) result(ok bool, desc, skip string) {
 	fmt.Fprintln(k.w, line)
 }
 
+// fix is the line of a claimed fix (--fixes): not ok when the patched
+// kernel still fails its reproducer, SKIP when the claim could not be
+// confirmed (the gate's exit 2 says so too).
+func (k *ktapWriter) fix(c FixCase) {
+	k.diag("fix %s: %s", c.Path, c.Reason)
+	switch c.Status {
+	case FixFixed:
+		k.result(true, "fixes "+c.Path, "")
+	case FixNotFixed:
+		k.result(false, "fixes "+c.Path, "")
+	default:
+		k.result(true, "fixes "+c.Path, "unconfirmed: "+c.Reason)
+	}
+}
+
 // ktapText is s on one line without '#', which only starts a directive.
 func ktapText(s string) string {
 	s = strings.NewReplacer("#", "", "\n", " ", "\r", " ", "\t", " ").Replace(s)
@@ -92,7 +110,7 @@ func ktapText(s string) string {
 
 func (k *ktapWriter) header(r *Result) {
 	fmt.Fprintln(k.w, "KTAP version 1")
-	fmt.Fprintf(k.w, "1..%d\n", len(r.Oracles)+len(r.Groups))
+	fmt.Fprintf(k.w, "1..%d\n", len(r.Oracles)+len(r.Groups)+len(r.Fixes))
 	k.diag("forkfuzz ci: %s (exit %d): %s", strings.ToUpper(r.Outcome), r.ExitCode, r.Reason)
 	kern := fmt.Sprintf("kernel: target %s, release %s", r.Kernel.Target, r.Kernel.Release)
 	if r.Kernel.SHA256 != "" {

@@ -30,7 +30,16 @@ func BaselineTable(r *Result) string {
 		baseCell, patchedCell := tableBaselineCell(r, f, &notes), tablePatchedCell(f, &notes)
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", mdCode(f.Signature), baseCell, patchedCell, mdEscape(tableStatus(f)))
 	}
-	if len(r.Findings) == 0 {
+	for _, c := range r.Fixes {
+		// A claimed fix (--fixes): its reproducer's runs on each kernel.
+		sigs := sigList(c.Baseline)
+		if sigs == "" {
+			sigs = "no finding on the baseline"
+		}
+		fmt.Fprintf(&b, "| --fixes `%s`: %s | %d/%d | %d/%d | fix %s |\n", mdCode(c.Path), mdEscape(sigs),
+			c.BaselineFailed, c.BaselineRuns, c.PatchedFailed, c.PatchedRuns, c.Status)
+	}
+	if len(r.Findings) == 0 && len(r.Fixes) == 0 {
 		fmt.Fprintf(&b, "\nNo findings in %d programs: nothing to compare", r.Programs)
 		if r.Outcome == "error" {
 			fmt.Fprintf(&b, " (the gate erred: %s)", mdEscape(r.Reason))

@@ -3,6 +3,7 @@ package gate
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,5 +183,56 @@ func TestKCIDBKTAPBaselineTableHarnessTrouble(t *testing.T) {
 	}
 	if table := BaselineTable(r); !strings.Contains(table, "| `executor-crash` | -[^") {
 		t.Errorf("table:\n%s", table)
+	}
+}
+
+// The claims of --fixes reach every format: a KCIDB test each (valid
+// against the schema; PASS, FAIL, ERROR), a KTAP line each (ok, not ok,
+// SKIP; the plan counts them), a row each in the baseline table.
+func TestWritersFixes(t *testing.T) {
+	r := writersPass()
+	r.Fixes = []FixCase{
+		{Path: "regress/a.ffz", Status: FixFixed, Reason: "present on the baseline", Baseline: map[string]int{"kernel-bug/x": 3}, BaselineRuns: 5, BaselineFailed: 3, PatchedRuns: 5},
+		{Path: "regress/b.ffz", Status: FixNotFixed, Reason: "the patched kernel still fails it", BaselineRuns: 5, BaselineFailed: 5, PatchedRuns: 5, PatchedFailed: 2},
+		{Path: "regress/c.ffz", Status: FixUnconfirmed, Reason: "the baseline never failed it", BaselineRuns: 5, PatchedRuns: 5},
+	}
+	st, s := kcidbStatuses(t, r, kcidbOptions("fixes"))
+	for path, want := range map[string]string{"forkfuzz.fixes.regress.a_ffz": KCIDBPass, "forkfuzz.fixes.regress.b_ffz": KCIDBFail, "forkfuzz.fixes.regress.c_ffz": KCIDBError} {
+		if st[path] != want {
+			t.Errorf("KCIDB %s = %q, want %q (all: %v)", path, st[path], want, st)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteKCIDB(&buf, r, kcidbOptions("fixes")); err != nil {
+		t.Fatal(err)
+	}
+	if err := validateKCIDB(t, buf.Bytes()); err != nil {
+		t.Errorf("KCIDB with fixes: %v", err)
+	}
+	if len(s.Tests) == 0 {
+		t.Fatal("no KCIDB tests")
+	}
+	buf.Reset()
+	if err := WriteKTAP(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	lines, err := parseKTAP(buf.String())
+	if err != nil {
+		t.Fatalf("KTAP with fixes: %v\n%s", err, buf.String())
+	}
+	got := map[string]string{}
+	for _, l := range lines {
+		got[l.Desc] = fmt.Sprintf("%v %s", l.OK, l.Directive)
+	}
+	for desc, want := range map[string]string{"fixes regress/a.ffz": "true ", "fixes regress/b.ffz": "false ", "fixes regress/c.ffz": "true SKIP"} {
+		if got[desc] != want {
+			t.Errorf("KTAP %q = %q, want %q", desc, got[desc], want)
+		}
+	}
+	tab := BaselineTable(r)
+	for _, want := range []string{"| --fixes `regress/a.ffz`: kernel-bug/x 3x | 3/5 | 0/5 | fix fixed |", "| 5/5 | 2/5 | fix not-fixed |", "fix unconfirmed"} {
+		if !strings.Contains(tab, want) {
+			t.Errorf("baseline table lacks %q:\n%s", want, tab)
+		}
 	}
 }

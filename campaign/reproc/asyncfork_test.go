@@ -3,6 +3,7 @@ package reproc
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -257,4 +258,62 @@ func countExitBelow(got map[int]int, end, code int) int {
 		}
 	}
 	return n
+}
+
+// TestQEMUAsyncForkSeqRepro counts (FORKFUZZ_ASYNCFORK_REPRO=N boots per
+// kernel; skipped without it) how often the C reproducer of
+// corpus/regress/asyncfork-write-protect-seq.ffz makes the kernel BUG:
+// the vendor's write_protect_seq accounting (the port's default,
+// seq_fix=0) and, where it was built, the fixed kernel, which must never.
+// One reproducer a boot: after the BUG the VM is not trusted.
+func TestQEMUAsyncForkSeqRepro(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("FORKFUZZ_ASYNCFORK_REPRO"))
+	if n <= 0 {
+		t.Skip("set FORKFUZZ_ASYNCFORK_REPRO=N to boot each kernel N times with the write_protect_seq reproducer")
+	}
+	needQEMU(t)
+	path := filepath.Join(testutil.RepoRoot(t), "corpus/regress/asyncfork-write-protect-seq.ffz")
+	if p := os.Getenv("FORKFUZZ_SEQ_PROG"); p != "" {
+		path = p
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := prog.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := Translate(p, Options{ForkImpl: "async-fork"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernels := []struct{ name, image string }{{"vendor (seq_fix=0)", testutil.AsyncForkKernel(t)}}
+	if fixed, err := kernel.AsyncForkFixedImage(testutil.RepoRoot(t)); err == nil {
+		kernels = append(kernels, struct{ name, image string }{"fixed", fixed})
+	} else {
+		t.Logf("no fixed kernel: %v", err)
+	}
+	for _, k := range kernels {
+		bugs, passed := 0, 0
+		for i := 0; i < n; i++ {
+			console, err := runReproVMWithin(t, k.image, "", "auto", [][]byte{src}, 3*time.Minute)
+			bug := strings.Contains(console, "kernel BUG at") || strings.Contains(console, "Oops")
+			if bug {
+				bugs++
+			}
+			c, ok := reproExits(console)[0]
+			if ok && c == 0 && !bug {
+				passed++
+			}
+			t.Logf("%s boot %d: kernel BUG %v, reproducer exit %d (finished %v), vm: %v", k.name, i, bug, c, ok, err)
+			if testing.Verbose() {
+				t.Logf("reproducer output:\n%s", section(console, 0))
+			}
+		}
+		t.Logf("%s: the kernel BUGged in %d of %d boots; the reproducer passed in %d", k.name, bugs, n, passed)
+		if k.name == "fixed" && bugs > 0 {
+			t.Errorf("the fixed kernel BUGged in %d of %d boots", bugs, n)
+		}
+	}
 }

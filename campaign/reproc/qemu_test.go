@@ -275,6 +275,18 @@ func TestQEMUVerdicts(t *testing.T) {
 // the kernel's); it returns the console.
 func runReproVM(t *testing.T, image, cmdline, accel string, srcs [][]byte) string {
 	t.Helper()
+	console, err := runReproVMWithin(t, image, cmdline, accel, srcs, 15*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return console
+}
+
+// runReproVMWithin is runReproVM with a time limit, returning an error
+// (with the console's tail) instead of failing the test: a kernel that
+// BUGs may leave the VM stuck.
+func runReproVMWithin(t *testing.T, image, cmdline, accel string, srcs [][]byte, limit time.Duration) (string, error) {
+	t.Helper()
 	ird := kernel.NewInitramfs()
 	for _, d := range []string{"dev", "proc", "sys", "tmp", "r"} {
 		ird.Dir(d)
@@ -296,21 +308,22 @@ func runReproVM(t *testing.T, image, cmdline, accel string, srcs [][]byte) strin
 	if accel == "kvm" {
 		acc, cpu = "kvm", "host"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "qemu-system-x86_64", "-accel", acc, "-cpu", cpu, "-m", "1024", "-smp", "2",
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-serial", "stdio", "-monitor", "none",
 		"-kernel", image, "-initrd", initrd, "-append", strings.TrimSpace("console=ttyS0 panic=-1 rdinit=/init "+cmdline))
 	var con bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &con, &con
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("qemu: %v\nconsole:\n%s", err, tail(con.String(), 4000))
-	}
+	err = cmd.Run()
 	console := strings.ReplaceAll(con.String(), "\r", "")
-	if !strings.Contains(console, "@@DONE") {
-		t.Fatalf("the reproducer VM did not finish:\n%s", tail(console, 4000))
+	if err != nil {
+		return console, fmt.Errorf("qemu: %v\nconsole:\n%s", err, tail(console, 4000))
 	}
-	return console
+	if !strings.Contains(console, "@@DONE") {
+		return console, fmt.Errorf("the reproducer VM did not finish:\n%s", tail(console, 4000))
+	}
+	return console, nil
 }
 
 // reproExits maps each reproducer's index to its exit status.
