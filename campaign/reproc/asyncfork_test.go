@@ -262,7 +262,8 @@ func countExitBelow(got map[int]int, end, code int) int {
 
 // TestQEMUAsyncForkSeqRepro counts (FORKFUZZ_ASYNCFORK_REPRO=N boots per
 // kernel; skipped without it) how often the C reproducer of
-// corpus/regress/asyncfork-write-protect-seq.ffz makes the kernel BUG:
+// corpus/regress/asyncfork-write-protect-seq-threads.ffz (or
+// $FORKFUZZ_SEQ_PROG) makes the kernel BUG:
 // the vendor's write_protect_seq accounting (the port's default,
 // seq_fix=0) and, where it was built, the fixed kernel, which must never.
 // One reproducer a boot: after the BUG the VM is not trusted.
@@ -272,7 +273,7 @@ func TestQEMUAsyncForkSeqRepro(t *testing.T) {
 		t.Skip("set FORKFUZZ_ASYNCFORK_REPRO=N to boot each kernel N times with the write_protect_seq reproducer")
 	}
 	needQEMU(t)
-	path := filepath.Join(testutil.RepoRoot(t), "corpus/regress/asyncfork-write-protect-seq.ffz")
+	path := filepath.Join(testutil.RepoRoot(t), "corpus/regress/asyncfork-write-protect-seq-threads.ffz")
 	if p := os.Getenv("FORKFUZZ_SEQ_PROG"); p != "" {
 		path = p
 	}
@@ -297,7 +298,7 @@ func TestQEMUAsyncForkSeqRepro(t *testing.T) {
 	for _, k := range kernels {
 		bugs, passed := 0, 0
 		for i := 0; i < n; i++ {
-			console, err := runReproVMWithin(t, k.image, "", "auto", [][]byte{src}, 3*time.Minute)
+			console, err := runReproVMWithin(t, k.image, "", "auto", [][]byte{src}, 90*time.Second)
 			bug := strings.Contains(console, "kernel BUG at") || strings.Contains(console, "Oops")
 			if bug {
 				bugs++
