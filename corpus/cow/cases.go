@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/forkfuzz/forkfuzz/corpus"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -132,15 +133,15 @@ func (b *builder) protectRW(m rng) {
 
 func spliceLen(m rng) uint64 { return min(m.size, maxSplice) }
 
-// Parse builds the case's program; it is an error for a case with
-// Missing set.
+// Parse builds the case's program; errors name the file and line
+// (corpus.FileError). It is an error for a case with Missing set.
 func (c *Case) Parse() (*prog.Program, error) {
 	if c.Missing != "" {
 		return nil, fmt.Errorf("cow: %s: not expressible: %s", c.Run, c.Missing)
 	}
-	p, err := prog.Parse(c.Text)
+	p, err := corpus.ParseFile("corpus/cow/"+c.File, c.Text)
 	if err != nil {
-		return nil, fmt.Errorf("cow: %s (%s): %w", c.File, c.Run, err)
+		return nil, fmt.Errorf("cow: %w (cow.c's %s)", err, c.Run)
 	}
 	return p, nil
 }

@@ -79,6 +79,17 @@ func TestCases(t *testing.T) {
 	}
 }
 
+// TestParseError: a program the table gets wrong is reported with its
+// file, line and column.
+func TestParseError(t *testing.T) {
+	c := Cases()[0]
+	c.Text = []byte(strings.Replace(string(c.Text), "thp=off", "thp=of", 1))
+	_, err := c.Parse()
+	if err == nil || !strings.Contains(err.Error(), "corpus/cow/cow--base.ffz:4:") || !strings.Contains(err.Error(), "with base page") {
+		t.Fatalf("error %v, want the file, line 4 and the case", err)
+	}
+}
+
 func TestSection(t *testing.T) {
 	doc := []byte("a\n<!-- generated: x begin -->\nold\n<!-- generated: x end -->\nb\n")
 	out, err := ReplaceSection(doc, "x", "new\n")
