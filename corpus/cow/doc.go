@@ -75,9 +75,14 @@ func Matrix(cases []Case, cell func(c *Case) string) string {
 // reasons lists the distinct reasons a case is missing, lettered.
 func reasons(cases []Case) (letter map[string]string, legend string) {
 	letter = map[string]string{}
+	count := map[string]int{}
 	var rs []string
 	for _, c := range cases {
-		if c.Missing != "" && letter[c.Missing] == "" {
+		if c.Missing == "" {
+			continue
+		}
+		count[c.Missing]++
+		if letter[c.Missing] == "" {
 			rs = append(rs, c.Missing)
 			letter[c.Missing] = string(rune('A' + len(letter)))
 		}
@@ -85,7 +90,7 @@ func reasons(cases []Case) (letter map[string]string, legend string) {
 	sort.Slice(rs, func(i, j int) bool { return letter[rs[i]] < letter[rs[j]] })
 	var sb strings.Builder
 	for _, r := range rs {
-		fmt.Fprintf(&sb, "- **%s**: %s.\n", letter[r], r)
+		fmt.Fprintf(&sb, "- **%s** (%d): %s.\n", letter[r], count[r], r)
 	}
 	return letter, sb.String()
 }
@@ -102,7 +107,7 @@ func CasesSection() string {
 		}
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%d cases, %d expressible as forkfuzz programs (a link to the program), %d not yet (the letter says why).\n",
+	fmt.Fprintf(&sb, "%d cases, %d expressible as forkfuzz programs (a link to the program), %d not yet (the letter says why; in the list, how many cases each reason leaves out).\n",
 		len(cases), n, len(cases)-n)
 	sb.WriteString(Matrix(cases, func(c *Case) string {
 		if c.Missing != "" {
