@@ -66,15 +66,16 @@ int main(void) {
 // a VM of the same kernel through the guest agent, and puts the two side
 // by side, case by case. On the reference kernel neither may fail. The
 // cow.c VM gets a 64 MiB swap disk and 4 hugetlb pages of 2 MiB, so its
-// swap and 2 MiB hugetlb cases run; the agent VM has no swap (its swap
-// kinds run on resident pages, which the census says). With
-// FORKFUZZ_COW_DOC=1 it rewrites the results section of docs/cow.md.
+// swap and 2 MiB hugetlb cases run; the agent VM swaps too
+// (forkfuzz.swap=1), and the executor's page census says whether the
+// swap kinds' pages really were out at the fork. With FORKFUZZ_COW_DOC=1
+// it rewrites the results section of docs/cow.md.
 func TestQEMUCowMatrix(t *testing.T) {
 	image := needQEMU(t)
 	bin := buildCow(t)
 	start := time.Now()
 	tg, err := vm.New(vm.Config{Kernel: image, Agent: staticAgent(t), Accel: "auto", Workdir: t.TempDir(),
-		BootTimeout: 3 * time.Minute, ProgramTimeout: 2 * time.Minute})
+		BootTimeout: 3 * time.Minute, ProgramTimeout: 2 * time.Minute, Cmdline: "forkfuzz.swap=1"})
 	if err != nil {
 		t.Fatalf("boot %s: %v", image, err)
 	}
@@ -179,7 +180,7 @@ func writeResults(t *testing.T, release, accel string, counts map[string]int, n,
 	sb.WriteString("A cell is `cow.c / forkfuzz`. `-`: no forkfuzz program (see the cases above); `not run`: cow.c did not run " +
 		"the case (it runs the hugetlb sizes the kernel lists, and this VM's CPU has no 1 GiB pages). A note after forkfuzz's " +
 		"`pass` says the program's pages were not what the kind asks for at the body's fork (the executor's page census): " +
-		"`not swapped` (the agent VM has no swap, so MADV_PAGEOUT left the pages resident), `unchecked` (a program without " +
+		"`not swapped` (MADV_PAGEOUT left the pages resident), `unchecked` (a program without " +
 		"a fork has no census).\n")
 	sb.WriteString(table)
 	skips := map[string]int{}
