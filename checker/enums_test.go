@@ -35,6 +35,17 @@ func TestEveryArgumentModelled(t *testing.T) {
 	for p := prog.Prot(0); int(p) < prog.NumProts; p++ {
 		progs = append(progs, "mprotect r0 off=0x0 len=0x1000 prot="+p.String())
 	}
+	for p := prog.Policy(0); int(p) < prog.NumPolicies; p++ {
+		progs = append(progs, "mbind r0 off=0x0 len=0x1000 policy="+p.String())
+	}
+	for n := prog.AnonName(0); int(n) < prog.NumAnonNames; n++ {
+		progs = append(progs, "anonname r0 off=0x0 len=0x1000 name="+n.String())
+	}
+	for _, a := range prog.Advices() {
+		if prog.PMadviseAdvice(a) {
+			progs = append(progs, "pmadvise r0 off=0x0 len=0x1000 advice="+a.String())
+		}
+	}
 	for f := prog.MremapFlags(0); int(f) < 1<<prog.NumMremapFlags; f++ {
 		to := ""
 		if f&prog.MremapFixed != 0 {

@@ -285,6 +285,8 @@ func (m *machine) exec(pr *proc, i int) {
 		m.join(op.Peer)
 	case prog.OpMigrate:
 		m.migrate(pr, i)
+	case prog.OpMlockOnfault, prog.OpMbind, prog.OpAnonName, prog.OpPMadvise:
+		m.vmaOp(pr, i)
 	default:
 		if op.Kind.Pinned() {
 			m.execPinned(pr, i)
@@ -293,7 +295,8 @@ func (m *machine) exec(pr *proc, i int) {
 		}
 	}
 	switch op.Kind {
-	case prog.OpMmap, prog.OpMunmap, prog.OpMremap, prog.OpMadvise, prog.OpMprotect, prog.OpMlock, prog.OpMunlock:
+	case prog.OpMmap, prog.OpMunmap, prog.OpMremap, prog.OpMadvise, prog.OpMprotect, prog.OpMlock, prog.OpMunlock,
+		prog.OpMlockOnfault, prog.OpMbind, prog.OpAnonName, prog.OpPMadvise:
 		m.forgetPending(pr)
 		m.rewild(pr)
 	}
@@ -362,7 +365,8 @@ func (m *machine) taintOp(pr *proc, i int) {
 	case prog.OpPwrite:
 		obj := m.objs[m.memfd[op.Region]]
 		op.SlotOffsets(func(k int, off uint64) { obj.pages.own(int(off / prog.PageSize)).unknown = true })
-	case prog.OpMmap, prog.OpMunmap, prog.OpMprotect, prog.OpMadvise, prog.OpMlock, prog.OpMunlock:
+	case prog.OpMmap, prog.OpMunmap, prog.OpMprotect, prog.OpMadvise, prog.OpMlock, prog.OpMunlock,
+		prog.OpMlockOnfault, prog.OpMbind, prog.OpAnonName, prog.OpPMadvise:
 		lo := gpage(op.Region, op.Off&^(prog.PageSize-1))
 		hi := gpage(op.Region, 0) + pagesUp(op.Off+op.Len)
 		m.forget(pr, lo, hi, i)
@@ -665,7 +669,8 @@ func (m *machine) contiguousPrefix(pr *proc, lo, hi int) (end int, gap, unsure b
 // (maybe: unknown). It returns false if a page beyond the end of the file
 // stopped it.
 func (m *machine) populate(pr *proc, s *seg, lo, hi int, lock tri, onlyIfLocked bool) bool {
-	if onlyIfLocked && lock == no {
+	if onlyIfLocked && (lock == no || s.onfault) {
+		// VM_LOCKONFAULT: populate_vma_page_range faults nothing in.
 		return true
 	}
 	for g := lo; g < hi; g++ {
@@ -915,7 +920,8 @@ func (m *machine) setAttr(pr *proc, lo, hi int, change func(*seg) bool) {
 
 func (m *machine) mlock(pr *proc, i int) {
 	op := &m.p.Ops[i]
-	lock := op.Kind == prog.OpMlock
+	onfault := op.Kind == prog.OpMlockOnfault // mlock2(MLOCK_ONFAULT): no populate
+	lock := op.Kind == prog.OpMlock || onfault
 	// mlock and munlock round the start down and the end up.
 	lo := gpage(op.Region, op.Off&^(prog.PageSize-1))
 	hi := gpage(op.Region, 0) + pagesUp(op.Off+op.Len)
@@ -932,7 +938,7 @@ func (m *machine) mlock(pr *proc, i int) {
 	// a page past the end of its object stops it with ENOMEM (the lock
 	// flags stay applied).
 	populateStop := hi
-	if lock && !gap && !unsure {
+	if lock && !onfault && !gap && !unsure {
 		for _, s := range pr.segsIn(lo, hi) {
 			if s.prot == prog.ProtNone {
 				populateStop = s.start
@@ -961,8 +967,9 @@ func (m *machine) mlock(pr *proc, i int) {
 		} else {
 			pr.segs[j].lock = no
 		}
+		pr.segs[j].onfault = onfault
 	}
-	if lock && !gap {
+	if lock && !onfault && !gap {
 		for _, s := range pr.segsIn(lo, populateStop) {
 			t := s
 			m.populate(pr, &t, s.start, s.end, yes, false)

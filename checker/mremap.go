@@ -545,7 +545,7 @@ func (m *machine) moveVMA(pr *proc, i, src, oldN, newN, to int, inArena, fixed, 
 		}
 		tail.origin, tail.originWhy = i, "mremap growth"
 		if oldN == 0 {
-			tail.lock = pr.segAt(src).lock
+			tail.lock, tail.onfault = pr.segAt(src).lock, pr.segAt(src).onfault
 		}
 		m.insertClipped(pr, tail)
 		if tail.end > arenaPages {
@@ -616,5 +616,6 @@ func (m *machine) unlockVMA(pr *proc, lo, hi int) {
 func sameAttrsIgnoringLock(a, b *seg) bool {
 	x, y := *a, *b
 	x.lock, y.lock = no, no
+	x.onfault, y.onfault = false, false
 	return sameAttrs(&x, &y)
 }

@@ -45,7 +45,7 @@ func (m *machine) fork(pr *proc, i int) {
 			continue
 		}
 		c := s
-		c.lock = no
+		c.lock, c.onfault = no, false
 		c.uffd = false
 		if s.wipe && !s.unknown {
 			c.origin, c.originWhy = i, "MADV_WIPEONFORK at fork"

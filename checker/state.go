@@ -44,7 +44,14 @@ type seg struct {
 	wipe       bool
 	mergeable  bool // VM_MERGEABLE (MADV_MERGEABLE on a private mapping)
 	lock       tri
-	thp        prog.THP
+	// onfault: VM_LOCKONFAULT beside VM_LOCKED (mlock2 MLOCK_ONFAULT:
+	// nothing is populated); meaningful only while lock is yes.
+	onfault bool
+	// pol is the VMA's memory policy (mbind), name its anonymous name
+	// (PR_SET_VMA_ANON_NAME); fork copies both.
+	pol  prog.Policy
+	name prog.AnonName
+	thp  prog.THP
 	// uffd: registered with userfaultfd (VM_UFFD_WP); fork clears it in
 	// the child (no UFFD_FEATURE_EVENT_FORK).
 	uffd bool
@@ -64,7 +71,8 @@ func sameAttrs(a, b *seg) bool {
 		return true
 	}
 	if a.kind != b.kind || a.obj != b.obj || a.prot != b.prot || a.dontfork != b.dontfork ||
-		a.wipe != b.wipe || a.mergeable != b.mergeable || a.lock != b.lock || a.thp != b.thp || a.uffd != b.uffd {
+		a.wipe != b.wipe || a.mergeable != b.mergeable || a.lock != b.lock || a.thp != b.thp || a.uffd != b.uffd ||
+		a.pol != b.pol || a.name != b.name || a.lock == yes && a.onfault != b.onfault {
 		return false
 	}
 	if a.obj >= 0 && a.pgoff+(a.end-a.start) != b.pgoff {

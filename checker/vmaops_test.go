@@ -30,6 +30,27 @@ var vmaRules = []vmaRule{
 	{"populate-before-5.14", "madvise r0 off=0x0 len=0x4000 advice=populate_read", 0, "5.10.0", []int{eINVAL}},
 	{"populate-locked", "mlock r0 off=0x0 len=0x4000\nmadvise r0 off=0x0 len=0x4000 advice=populate_write", 1, "", []int{eOK}},
 	{"dontneed-locked", "mlock r0 off=0x0 len=0x4000\nmadvise r0 off=0x0 len=0x4000 advice=dontneed_locked", 1, "6.1.192", []int{eOK}},
+	// PR_SET_VMA_ANON_NAME: shmem is named since 6.2; files never; a
+	// hole is ENOMEM after the walk, a file stops it.
+	{"anonname-shmem-6.1", "anonname r3 off=0x0 len=0x1000 name=a", 0, "6.1.192", []int{eBADF}},
+	{"anonname-shmem-6.18", "anonname r3 off=0x0 len=0x1000 name=a", 0, "6.18.44", []int{eOK}},
+	{"anonname-memfd", "anonname r1 off=0x0 len=0x1000 name=none", 0, "", []int{eBADF}},
+	{"anonname-hole", "munmap r0 off=0x1000 len=0x1000\nanonname r0 off=0x0 len=0x4000 name=b", 1, "", []int{eNOMEM}},
+	{"anonname-unaligned", "anonname r0 off=0x8 len=0x1000 name=a", 0, "", []int{eINVAL}},
+	// mlock2(MLOCK_ONFAULT) populates nothing: no ENOMEM for PROT_NONE.
+	{"onfault-protnone", "mprotect r0 off=0x0 len=0x1000 prot=none\nmlockonfault r0 off=0x0 len=0x4000", 1, "", []int{eOK}},
+	{"mlock-protnone", "mprotect r0 off=0x0 len=0x1000 prot=none\nmlock r0 off=0x0 len=0x4000", 1, "", []int{eNOMEM}},
+	{"onfault-split-mremap", "mlock r0 off=0x0 len=0x7000\nmlockonfault r0 off=0x7000 len=0x1000\nmremap r0 off=0x6000 len=0x2000 newlen=0x3000 flags=none", 2, "", []int{eFAULT}},
+	// mbind: EFAULT for a hole anywhere; a policy keeps VMAs apart.
+	{"mbind-hole", "munmap r2 off=0x7000 len=0x1000\nmbind r2 off=0x0 len=0x8000 policy=interleave", 1, "", []int{eFAULT}},
+	{"mbind-default-hole", "munmap r2 off=0x7000 len=0x1000\nmbind r2 off=0x0 len=0x8000 policy=default", 1, "", []int{eOK}},
+	{"mbind-default-nothing", "munmap r2 off=0x0 len=0x2000\nmbind r2 off=0x0 len=0x2000 policy=default", 1, "", []int{eFAULT}},
+	{"mbind-split-mremap", "mbind r0 off=0x7000 len=0x1000 policy=preferred\nmremap r0 off=0x6000 len=0x2000 newlen=0x3000 flags=none", 1, "6.1.192", []int{eFAULT}},
+	{"mbind-same-merges", "mbind r0 off=0x7000 len=0x1000 policy=bind\nmbind r0 off=0x6000 len=0x1000 policy=bind\nmremap r0 off=0x6000 len=0x2000 newlen=0x3000 flags=none", 2, "", []int{eOK, eFAULT}}, // the model cannot tell a merge
+	// process_madvise: madvise's rules, but an empty iovec is nothing.
+	{"pmadvise-empty-unaligned", "pmadvise r0 off=0x8 len=0x0 advice=cold", 0, "", []int{eOK}},
+	{"pmadvise-unaligned", "pmadvise r0 off=0x8 len=0x1000 advice=cold", 0, "", []int{eINVAL}},
+	{"pmadvise-locked", "mlockonfault r0 off=0x0 len=0x1000\npmadvise r0 off=0x0 len=0x1000 advice=pageout", 1, "", []int{eINVAL}},
 	{"dontneed-locked-before-5.18", "madvise r0 off=0x0 len=0x4000 advice=dontneed_locked", 0, "5.15.0", []int{eINVAL}},
 }
 
@@ -66,5 +87,27 @@ func TestPopulateWriteCopiesFilePages(t *testing.T) {
 		if got := wordAt(v, 1, 0x1008) != 0; got != c.shows {
 			t.Errorf("%s: the file write shows through the private mapping: %v, want %v", c.advice, got, c.shows)
 		}
+	}
+}
+
+// TestPMadviseBytes: a process_madvise that succeeds must have advised
+// the whole iovec.
+func TestPMadviseBytes(t *testing.T) {
+	p := mustParse(t, vmaRuleHead+"pmadvise r0 off=0x0 len=0x3000 advice=cold\ncheck\n")
+	o := Expected(p)
+	if o.Ops[0].Ret != 0x3000 {
+		t.Fatalf("expected ret %#x, want 0x3000", o.Ops[0].Ret)
+	}
+	if v := Check(p, o); !v.OK() {
+		t.Fatalf("the expected run fails:\n%s", v.Report())
+	}
+	o.Ops[0].Ret = 0x1000
+	v := Check(p, o)
+	found := false
+	for _, f := range v.Findings {
+		found = found || f.Signature == "errno:pmadvise-bytes"
+	}
+	if !found {
+		t.Errorf("a short process_madvise passes:\n%s", v.Report())
 	}
 }

@@ -389,7 +389,8 @@ func (m *machine) bigOp(op *prog.Op) int {
 		return 2
 	case prog.OpWait, prog.OpKill, prog.OpJoin:
 		return 0
-	case prog.OpMigrate, prog.OpMunmap, prog.OpMremap, prog.OpMadvise, prog.OpMlock, prog.OpMunlock, prog.OpMprotect:
+	case prog.OpMigrate, prog.OpMunmap, prog.OpMremap, prog.OpMadvise, prog.OpMlock, prog.OpMunlock, prog.OpMprotect,
+		prog.OpMlockOnfault, prog.OpMbind, prog.OpAnonName, prog.OpPMadvise:
 		if op.Len >= kcovBigOp || op.Len == 0 {
 			return 1
 		}
@@ -519,6 +520,12 @@ func (m *machine) exec(i int) {
 		m.view(i)
 	case prog.OpMigrate:
 		errno, ret = m.migrateOnce(i)
+	case prog.OpMlockOnfault, prog.OpMbind, prog.OpAnonName, prog.OpPMadvise:
+		var skip int
+		if errno, ret, skip = m.vmaOp(op, addr); skip != 0 {
+			m.recSkip(i, uint64(skip), errno)
+			errno, ret = 0, 0
+		}
 	default:
 		if op.Kind.Pinned() {
 			errno, ret, skipped = m.execPinned(i)

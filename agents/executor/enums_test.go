@@ -38,6 +38,17 @@ func TestLinuxConstants(t *testing.T) {
 			t.Errorf("prot %v: %s is %d (known %v), the table says %d", p, d.Linux, v, ok, d.Value)
 		}
 	}
+	mpol := map[string]int{"MPOL_DEFAULT": unix.MPOL_DEFAULT, "MPOL_PREFERRED": unix.MPOL_PREFERRED, "MPOL_BIND": unix.MPOL_BIND,
+		"MPOL_INTERLEAVE": unix.MPOL_INTERLEAVE, "MPOL_LOCAL": unix.MPOL_LOCAL}
+	for p := prog.Policy(0); int(p) < prog.NumPolicies; p++ {
+		d := p.Info()
+		if v, ok := mpol[d.Linux]; !ok || v != d.Value {
+			t.Errorf("policy %v: %s is %d (known %v), the table says %d", p, d.Linux, v, ok, d.Value)
+		}
+	}
+	if prSetVMA != unix.PR_SET_VMA || prSetVMAAnonName != unix.PR_SET_VMA_ANON_NAME || mlockOnfault != unix.MLOCK_ONFAULT {
+		t.Errorf("PR_SET_VMA %#x, PR_SET_VMA_ANON_NAME %d, MLOCK_ONFAULT %d differ from x/sys/unix", prSetVMA, prSetVMAAnonName, mlockOnfault)
+	}
 	mremap := map[string]int{"MREMAP_MAYMOVE": unix.MREMAP_MAYMOVE, "MREMAP_FIXED": unix.MREMAP_FIXED, "MREMAP_DONTUNMAP": unix.MREMAP_DONTUNMAP}
 	for _, d := range prog.MremapFlagInfos() {
 		if v, ok := mremap[d.Linux]; !ok || v != d.Value {

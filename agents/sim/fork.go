@@ -13,7 +13,7 @@ func (k *Kernel) dupVMA(v *VMA, child *MM) (*VMA, error) {
 		return nil, err
 	}
 	cv := *v
-	cv.Flags &^= VMLocked
+	cv.Flags &^= VMLocked | VMLockOnfault
 	if k.mut.has(MutEagerDontforkIgnored) {
 		cv.Flags &^= VMDontCopy
 	}

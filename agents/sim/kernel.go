@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
 // Mode is a fork implementation.
@@ -66,6 +67,10 @@ type Config struct {
 	// checks the source after it unmapped the destination and must stay
 	// inside one VMA.
 	Kernel string
+	// Lacks names operation kinds the kernel being stood in for cannot do
+	// (an anonname without CONFIG_ANON_VMA_NAME), with the executor's
+	// reason: they are skipped as the executor skips them there.
+	Lacks map[prog.OpKind]string
 }
 
 // kernelBefore reports whether the configured release is older than

@@ -113,6 +113,7 @@ func (x *machine) setup(m *MM) {
 		case prog.AnonShared:
 			v.Flags |= VMShared
 			v.File = x.k.newFile(length)
+			v.File.AnonShmem = true
 		case prog.MemfdPrivate, prog.MemfdShared:
 			x.memfds[i] = x.k.newFile(prog.SpanBytes)
 			v.File = x.memfds[i]
@@ -233,6 +234,15 @@ func (x *machine) exec(i int) {
 		res.Errno = m.Madvise(addr, op.Len, op.Advice)
 	case prog.OpMlock, prog.OpMunlock:
 		res.Errno = m.Mlock(addr, op.Len, op.Kind == prog.OpMlock)
+	case prog.OpMlockOnfault:
+		res.Errno = m.MlockOnfault(addr, op.Len)
+	case prog.OpMbind, prog.OpAnonName, prog.OpPMadvise:
+		if why, ok := k.cfg.Lacks[op.Kind]; ok {
+			res.Skip = why
+			break
+		}
+		res.Ret, res.Errno = x.vmaOp(m, op, addr)
+
 	case prog.OpMremap:
 		var to uint64
 		if op.Flags&prog.MremapFixed != 0 {

@@ -59,6 +59,7 @@ func (m *MM) Mmap(a, length uint64, shared bool, file *File, off uint64) int {
 		v.Flags |= VMShared
 		if file == nil {
 			v.File, v.PgOff = m.k.newFile(length), 0
+			v.File.AnonShmem = true
 		}
 	} else if file == nil {
 		v.PgOff = a
@@ -135,7 +136,7 @@ func (m *MM) Mprotect(a, length uint64, p prog.Prot) int {
 			// protection, dropping Async-fork's not-yet-copied marker.
 			m.forEachPMD(v.Start, v.End, func(_ uint64, pe *PMDEntry) { pe.Flags |= PMDRW })
 		}
-		if old&(VMWrite|VMShared|VMLocked) == VMLocked && nf&VMWrite != 0 {
+		if old&(VMWrite|VMShared|VMLocked|VMLockOnfault) == VMLocked && nf&VMWrite != 0 {
 			m.populate(v, v.Start, v.End)
 		}
 		return 0
@@ -343,7 +344,13 @@ func (m *MM) collapse(v *VMA, s, e uint64) int {
 }
 
 // Mlock is mlock(2) (start rounded down, length rounded up) or munlock(2).
-func (m *MM) Mlock(a, length uint64, lock bool) int {
+func (m *MM) Mlock(a, length uint64, lock bool) int { return m.mlock(a, length, lock, false) }
+
+// MlockOnfault is mlock2(MLOCK_ONFAULT): VM_LOCKED and VM_LOCKONFAULT on
+// the range, nothing populated.
+func (m *MM) MlockOnfault(a, length uint64) int { return m.mlock(a, length, true, true) }
+
+func (m *MM) mlock(a, length uint64, lock, onfault bool) int {
 	s := a &^ pageMask
 	e := s + roundUp(length+(a&pageMask))
 	if e == s {
@@ -354,15 +361,18 @@ func (m *MM) Mlock(a, length uint64, lock bool) int {
 	}
 	m.k.syncVMAs(m, s, e, 0)
 	r := m.walk(s, e, func(v *VMA) int {
+		f := v.Flags &^ (VMLocked | VMLockOnfault)
 		if lock {
-			v.setFlags(v.Flags | VMLocked)
-		} else {
-			v.setFlags(v.Flags &^ VMLocked)
+			f |= VMLocked
 		}
+		if onfault {
+			f |= VMLockOnfault
+		}
+		v.setFlags(f)
 		return 0
 	})
 	m.mergeDirty()
-	if r == 0 && lock {
+	if r == 0 && lock && !onfault {
 		// Populate VMA by VMA; a PROT_NONE area or a page past the end of
 		// the backing object stops it with ENOMEM (the lock stays).
 		for _, v := range m.overlapping(s, e) {
@@ -617,7 +627,7 @@ func (m *MM) moveVMA(a, oldLen, newLen, to uint64, dontunmap bool) uint64 {
 	}
 	if dontunmap {
 		if !m.k.kernelBefore(6, 17) {
-			src.Flags &^= VMLocked
+			src.Flags &^= VMLocked | VMLockOnfault
 		}
 		// Before 6.17 (seen on 6.1.192, checker/testdata/linux61) the
 		// source VMA stays locked around the moved range; whether the
@@ -628,7 +638,7 @@ func (m *MM) moveVMA(a, oldLen, newLen, to uint64, dontunmap bool) uint64 {
 		m.freeTables(a, a+oldLen)
 	}
 	m.mergeAround(to, to+newLen)
-	if nv.Flags&VMLocked != 0 && newLen > oldLen {
+	if nv.Flags&(VMLocked|VMLockOnfault) == VMLocked && newLen > oldLen {
 		if v := m.vmaAt(to + oldLen); v != nil {
 			m.populate(v, to+oldLen, to+newLen)
 		}

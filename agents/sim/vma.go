@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"sort"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
 // File is a shared backing object: a memfd or the shmem object behind an
@@ -11,6 +13,9 @@ type File struct {
 	Ino   uint64
 	Size  uint64 // bytes; pages at or past Size are beyond EOF
 	pages map[uint64]*Page
+	// AnonShmem: the object behind an anonymous shared mapping (not a
+	// memfd): Linux 6.2+ lets such a VMA be named.
+	AnonShmem bool
 }
 
 func (f *File) page(idx uint64, create bool) *Page {
@@ -37,12 +42,13 @@ const (
 	VMRead = 1 << iota
 	VMWrite
 	VMShared
-	VMDontCopy   // MADV_DONTFORK
-	VMWipeOnFork // MADV_WIPEONFORK
-	VMLocked     // mlock
-	VMHugePage   // MADV_HUGEPAGE
-	VMNoHugePage // MADV_NOHUGEPAGE
-	VMMergeable  // MADV_MERGEABLE (KSM; the simulated kernel never merges pages)
+	VMDontCopy    // MADV_DONTFORK
+	VMWipeOnFork  // MADV_WIPEONFORK
+	VMLocked      // mlock
+	VMHugePage    // MADV_HUGEPAGE
+	VMNoHugePage  // MADV_NOHUGEPAGE
+	VMMergeable   // MADV_MERGEABLE (KSM; the simulated kernel never merges pages)
+	VMLockOnfault // mlock2(MLOCK_ONFAULT), beside VMLocked: nothing is populated
 )
 
 // VMA is a virtual memory area.
@@ -62,6 +68,10 @@ type VMA struct {
 	// forked: the anon_vma came from fork (its chain is not singular), so
 	// it merges only with VMAs that share it.
 	forked bool
+	// Policy is the VMA's memory policy (mbind), Name its anonymous name
+	// (PR_SET_VMA_ANON_NAME); VMAs that differ in either never merge.
+	Policy prog.Policy
+	Name   prog.AnonName
 }
 
 func (v *VMA) private() bool { return v.Flags&VMShared == 0 }
@@ -183,7 +193,7 @@ func (m *MM) insertVMA(v *VMA) {
 const mergeFlags = ^uint16(0)
 
 func mergeable(a, b *VMA) bool {
-	if a.End != b.Start || a.Flags != b.Flags || a.File != b.File {
+	if a.End != b.Start || a.Flags != b.Flags || a.File != b.File || a.Policy != b.Policy || a.Name != b.Name {
 		return false
 	}
 	if a.PgOff+(a.End-a.Start) != b.PgOff {

@@ -21,7 +21,8 @@ func emitLayout(b *bytes.Buffer) {
 
 // emitEnums writes, from fuzz/prog's descriptor tables, every value table
 // the runtime indexes by an enum value of a program (advice, protection,
-// region kind, THP advice, mremap flag bits), each with its count and a
+// region kind, THP advice, mremap flag bits, mbind policy, anonymous VMA
+// name), each with its count and a
 // _Static_assert that the table has exactly that many entries. Where the
 // C headers define a Linux constant, a _Static_assert checks the table's
 // value against it.
@@ -82,6 +83,30 @@ func emitEnums(b *bytes.Buffer) {
 		fmt.Fprintf(b, "#ifdef %s\n_Static_assert(%s == %d, %s);\n#endif\n", d.Linux, d.Linux, d.Value, cstr("prog: mremap flag "+d.Name+" is "+d.Linux))
 	}
 	fmt.Fprintf(b, "#define MREMAP_FLAG_FIXED %#x /* the target is op.to, op.tooff */\n", int(prog.MremapFixed))
+
+	fmt.Fprintf(b, "struct policy { int mode, node0; }; /* mbind: MPOL_ value, nodemask {0} (else none) */\n#define NUM_POLICIES %d\nstatic const struct policy POLICIES[] = {\n", prog.NumPolicies)
+	for p := prog.Policy(0); int(p) < prog.NumPolicies; p++ {
+		d := p.Info()
+		fmt.Fprintf(b, "\t{%d, %d}, /* %s: %s */\n", d.Value, b2i(d.Node0), d.Name, d.Linux)
+	}
+	b.WriteString("};\n")
+	staticLen(b, "POLICIES", "NUM_POLICIES", "one entry per prog.Policy")
+	for p := prog.Policy(0); int(p) < prog.NumPolicies; p++ {
+		d := p.Info()
+		fmt.Fprintf(b, "#ifdef %s\n_Static_assert(%s == %d, %s);\n#endif\n", d.Linux, d.Linux, d.Value, cstr("prog: policy "+d.Name+" is "+d.Linux))
+	}
+
+	fmt.Fprintf(b, "#define NUM_ANON_NAMES %d\nstatic const char *const ANON_NAMES[] = { /* PR_SET_VMA_ANON_NAME; NULL removes the name */\n", prog.NumAnonNames)
+	for n := prog.AnonName(0); int(n) < prog.NumAnonNames; n++ {
+		d := n.Info()
+		v := "NULL"
+		if d.Linux != "" {
+			v = cstr(d.Linux)
+		}
+		fmt.Fprintf(b, "\t%s, /* %s */\n", v, d.Name)
+	}
+	b.WriteString("};\n")
+	staticLen(b, "ANON_NAMES", "NUM_ANON_NAMES", "one entry per prog.AnonName")
 }
 
 func staticLen(b *bytes.Buffer, table, count, what string) {

@@ -326,7 +326,7 @@ struct op {
 	uint64_t oommemcg;
 	int childfail;
 	uint64_t childoom;
-	int hold;
+	int hold, policy, name;
 	const char *text;
 };
 enum { RET_NONE, RET_EXACT, RET_KILLED, RET_EXIT0, RET_MREMAP };
@@ -372,9 +372,10 @@ func (g *gen) emit() []byte {
 	scratch, memcg, failnth, ring, uffd, numa := 0, 0, 0, 0, 0, 0
 	fmt.Fprintf(&b, "\n#define NOPS %d\nstatic const struct op OPS[] = {\n", len(p.Ops))
 	for i, op := range p.Ops {
-		fmt.Fprintf(&b, "\t{%d, %d, %d, %d, %#x, %#x, %d, %#x, %d, %d, %#x, %d, %d, %#x, %d, %d, %d, %d, %d, %#x, %d, %#x, %d, %s},\n",
+		fmt.Fprintf(&b, "\t{%d, %d, %d, %d, %#x, %#x, %d, %#x, %d, %d, %#x, %d, %d, %#x, %d, %d, %d, %d, %d, %#x, %d, %#x, %d, %d, %d, %s},\n",
 			op.Proc, op.Thread, int(op.Kind), op.Region, op.Off, op.Len, op.Count, op.Stride, int(op.Prot), int(op.Advice),
-			op.NewLen, int(op.Flags), op.To, op.ToOff, op.Fork, op.Peer, op.Into, op.Pipe, op.FailNth, op.OOMMemcg, op.ChildFail, op.ChildOOM, op.Hold, cstr(opText(p, i)))
+			op.NewLen, int(op.Flags), op.To, op.ToOff, op.Fork, op.Peer, op.Into, op.Pipe, op.FailNth, op.OOMMemcg, op.ChildFail, op.ChildOOM, op.Hold,
+			int(op.Policy), int(op.Name), cstr(opText(p, i)))
 		switch op.Kind {
 		case prog.OpVmsplice, prog.OpReadPipe:
 			usesPipe[op.Pipe] = 1
@@ -583,7 +584,7 @@ func (t *tables) opExp(op prog.Op, o checker.OpSpec, e obs.OpResult) {
 		if chkSkipped == 1 || (op.Thread > 0 && e.Errno == 0) {
 			chkRet = "RET_EXACT"
 		}
-	case prog.OpMmap, prog.OpODirect, prog.OpVmsplice, prog.OpReadPipe, prog.OpUringRead:
+	case prog.OpMmap, prog.OpODirect, prog.OpVmsplice, prog.OpReadPipe, prog.OpUringRead, prog.OpPMadvise:
 		if certainOK || (op.Thread > 0 && e.Errno == 0) {
 			chkRet = "RET_EXACT"
 		}

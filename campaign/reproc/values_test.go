@@ -35,8 +35,8 @@ func eachRegion(line string) string {
 // valuePrograms are the programs every interpreter's table test runs, for
 // the C reproducer: every operation kind's example, and for every value
 // of every enum argument (advice, protection, THP, region kind, mremap
-// flags) a program that passes it to the kernel, on every region kind
-// where it is a region's argument. Then the regression program of issue
+// flags, mbind policy, anonymous VMA name) a program that passes it to the
+// kernel, on every region kind where it is a region's argument. Then the regression program of issue
 // 30: the reproducer indexed its hand-written advice table past its end
 // for mergeable and unmergeable.
 func valuePrograms(t *testing.T) []entry {
@@ -88,6 +88,24 @@ func valuePrograms(t *testing.T) []entry {
 			fmt.Sprintf("mremap r0 off=0x1000 len=0x1000 newlen=0x1000 flags=%v%s\n", f, to)+
 			"check\nfork f0\nf0: store r0 off=0x10 count=4 stride=0x1000\nf0: check\nwait f0\n")
 	}
+	// The VMA operations of prog/vmaops.go with every value of their
+	// argument, on every region kind, in the parent and in a child.
+	vma := func(name, line string) {
+		add("vmaop/"+name, allKinds(prog.THPDefault)+stores("", 0)+eachRegion(line)+"check\n"+
+			"fork f0\n"+eachRegion("f0: "+line)+stores("f0: ", 0x10)+"f0: check\nwait f0\n"+stores("", 0x18)+"check\n")
+	}
+	for p := prog.Policy(0); int(p) < prog.NumPolicies; p++ {
+		vma("mbind/"+p.String(), "mbind r%d off=0x1000 len=0x2000 policy="+p.String())
+	}
+	for n := prog.AnonName(0); int(n) < prog.NumAnonNames; n++ {
+		vma("anonname/"+n.String(), "anonname r%d off=0x1000 len=0x2000 name="+n.String())
+	}
+	for _, a := range prog.Advices() {
+		if prog.PMadviseAdvice(a) {
+			vma("pmadvise/"+a.String(), "pmadvise r%d off=0x0 len=0x4000 advice="+a.String())
+		}
+	}
+	vma("mlockonfault", "mlockonfault r%d off=0x1000 len=0x2000")
 	const ksm = "regress/ksm-mergeable-every-page.ffz"
 	b, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "corpus", ksm))
 	if err != nil {
@@ -122,7 +140,7 @@ func TestEveryValueAtEveryOptLevel(t *testing.T) {
 	requireGCC(t)
 	progs := valuePrograms(t)
 	for i, e := range progs {
-		if testing.Short() && !strings.HasPrefix(e.name, "advice/") && !strings.HasPrefix(e.name, "regress/") && i%3 != 0 {
+		if testing.Short() && !strings.HasPrefix(e.name, "advice/") && !strings.HasPrefix(e.name, "regress/") && !strings.HasPrefix(e.name, "vmaop/") && i%3 != 0 {
 			continue
 		}
 		t.Run(e.name, func(t *testing.T) {

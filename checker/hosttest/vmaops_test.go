@@ -33,6 +33,33 @@ var vmaOpCases = []vmaOpCase{
 	{"dontneed-locked", "store r0 off=0x0 count=8 stride=0x1000\nmlock r0 off=0x0 len=0x4000\nmadvise r0 off=0x0 len=0x8000 advice=dontneed_locked\ncheck", 2, 0},
 	{"dontneed-on-locked", "mlock r0 off=0x0 len=0x4000\nmadvise r0 off=0x0 len=0x8000 advice=dontneed", 1, syscall.EINVAL},
 	{"dontneed-locked-private-file", "pwrite r1 off=0x0 count=8 stride=0x1000\nstore r1 off=0x8 count=8 stride=0x1000\nmlock r1 off=0x2000 len=0x2000\nmadvise r1 off=0x0 len=0x8000 advice=dontneed_locked\nfork f0\nf0: check\nwait f0", 3, 0},
+	// mlock2(MLOCK_ONFAULT): no populate, so PROT_NONE is no error;
+	// locked (dontneed refused), not inherited; its VMA does not merge
+	// with a plain mlock's (mremap across them: EFAULT).
+	{"onfault-protnone", "mprotect r0 off=0x1000 len=0x1000 prot=none\nmlockonfault r0 off=0x0 len=0x4000\nmadvise r0 off=0x0 len=0x1000 advice=dontneed\nfork f0\nf0: madvise r0 off=0x0 len=0x1000 advice=dontneed\nwait f0", 1, 0},
+	{"onfault-refuses-dontneed", "mlockonfault r0 off=0x0 len=0x4000\nmadvise r0 off=0x0 len=0x1000 advice=dontneed", 1, syscall.EINVAL},
+	{"onfault-hole", "munmap r0 off=0x2000 len=0x1000\nmlockonfault r0 off=0x0 len=0x4000\nmadvise r0 off=0x0 len=0x1000 advice=cold", 1, syscall.ENOMEM},
+	{"onfault-vs-mlock-split", "mlock r0 off=0x0 len=0x7000\nmlockonfault r0 off=0x7000 len=0x1000\nmremap r0 off=0x6000 len=0x2000 newlen=0x3000 flags=none", 2, syscall.EFAULT},
+	{"onfault-private-file-grow", "pwrite r1 off=0x0 count=8 stride=0x1000\nmlockonfault r1 off=0x0 len=0x8000\nmremap r1 off=0x0 len=0x8000 newlen=0xa000 flags=none\npwrite r1 off=0x9008 count=1 stride=0x8\nmprotect r1 off=0x0 len=0x2000 prot=r\nmprotect r1 off=0x0 len=0x2000 prot=rw\npwrite r1 off=0x8 count=1 stride=0x8\ncheck", 1, 0},
+	// mbind: EFAULT for a hole, changing nothing; a policy splits the
+	// VMA (mremap across: EFAULT); same policy again merges.
+	{"mbind-split", "mbind r0 off=0x7000 len=0x1000 policy=bind\nmremap r0 off=0x6000 len=0x2000 newlen=0x3000 flags=none", 1, syscall.EFAULT},
+	{"mbind-merge", "mbind r3 off=0x7000 len=0x1000 policy=interleave\nmbind r3 off=0x6000 len=0x1000 policy=interleave\nmremap r3 off=0x6000 len=0x2000 newlen=0x3000 flags=none\ncheck", 2, 0},
+	{"mbind-default-merges-back", "mbind r2 off=0x7000 len=0x1000 policy=preferred\nmbind r2 off=0x7000 len=0x1000 policy=default\nmremap r2 off=0x6000 len=0x2000 newlen=0x3000 flags=none\ncheck", 2, 0},
+	{"mbind-hole", "munmap r1 off=0x3000 len=0x1000\nmbind r1 off=0x0 len=0x8000 policy=local\nmremap r1 off=0x6000 len=0x2000 newlen=0x3000 flags=none", 1, syscall.EFAULT},
+	{"mbind-default-hole", "munmap r3 off=0x1000 len=0x1000\nmbind r3 off=0x0 len=0x8000 policy=default", 1, 0},
+	{"mbind-default-nothing", "munmap r3 off=0x0 len=0x2000\nmbind r3 off=0x0 len=0x2000 policy=default", 1, syscall.EFAULT},
+	{"mbind-inherited", "mbind r0 off=0x7000 len=0x1000 policy=bind\nfork f0\nf0: mremap r0 off=0x6000 len=0x2000 newlen=0x3000 flags=none\nf0: check\nwait f0", 2, syscall.EFAULT},
+	// PR_SET_VMA_ANON_NAME (skipped where the kernel lacks it).
+	{"anonname", "anonname r0 off=0x7000 len=0x1000 name=a\nmremap r0 off=0x6000 len=0x2000 newlen=0x3000 flags=none", 0, 0},
+	{"anonname-file", "anonname r1 off=0x0 len=0x1000 name=b", 0, syscall.EBADF},
+	// process_madvise of the process's own memory.
+	{"pmadvise-pageout", "store r0 off=0x0 count=8 stride=0x1000\npmadvise r0 off=0x0 len=0x8000 advice=pageout\nfork f0\nf0: check\nwait f0\ncheck", 1, 0},
+	{"pmadvise-locked", "mlock r0 off=0x0 len=0x1000\npmadvise r0 off=0x0 len=0x8000 advice=cold", 1, syscall.EINVAL},
+	{"pmadvise-hole", "munmap r2 off=0x1000 len=0x1000\npmadvise r2 off=0x0 len=0x8000 advice=cold", 1, syscall.ENOMEM},
+	{"pmadvise-child", "store r3 off=0x0 count=8 stride=0x1000\nfork f0\nf0: pmadvise r3 off=0x0 len=0x8000 advice=pageout\nf0: check\nwait f0", 2, 0},
+	// On a thread while the main thread forks.
+	{"threads-racing-fork", "store r0 off=0x0 count=8 stride=0x1000\nt1: mbind r0 off=0x2000 len=0x2000 policy=bind\nt2: mlockonfault r1 off=0x0 len=0x4000\nt1: pmadvise r0 off=0x0 len=0x8000 advice=pageout\nt2: madvise r2 off=0x0 len=0x8000 advice=populate_write\nt3: anonname r0 off=0x0 len=0x1000 name=b\nfork f0\nstore r0 off=0x8 count=8 stride=0x1000\nf0: check\nwait f0\njoin t1\njoin t2\njoin t3\ncheck", 6, 0},
 }
 
 // TestVMAOps runs each case on the host kernel: the model accepts the

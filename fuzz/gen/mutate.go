@@ -231,6 +231,8 @@ func (m *mutator) change(q *prog.Program) *prog.Program {
 				op.Prot = prog.Prot(pick(m.r, m.w.Prots[:]))
 			case prog.OpMadvise:
 				op.Advice = prog.Advice(pick(m.r, m.w.Advices))
+			case prog.OpMbind, prog.OpAnonName, prog.OpPMadvise:
+				g.vmaArgs(op)
 			case prog.OpMremap:
 				if chance(m.r, 0.5) {
 					*op = g.mremap(*op)

@@ -199,6 +199,8 @@ func (g *generator) rangeOp(proc int, k prog.OpKind, ri int) []prog.Op {
 		op.Advice = prog.Advice(pick(g.r, g.w.Advices))
 	case prog.OpMremap:
 		op = g.mremap(op)
+	default:
+		g.vmaArgs(&op)
 	}
 	return []prog.Op{g.fix(op)}
 }
@@ -264,4 +266,17 @@ func (g *generator) mremap(op prog.Op) prog.Op {
 		}
 	}
 	return op
+}
+
+// vmaArgs draws the argument of a VMA operation of prog/vmaops.go (an
+// mbind policy, an anonname name, a pmadvise advice).
+func (g *generator) vmaArgs(op *prog.Op) {
+	switch op.Kind {
+	case prog.OpMbind:
+		op.Policy = prog.Policy(pick(g.r, g.w.Policies[:]))
+	case prog.OpAnonName:
+		op.Name = prog.AnonName(g.r.IntN(prog.NumAnonNames))
+	case prog.OpPMadvise:
+		op.Advice = oneOf(g.r, prog.AdvCold, prog.AdvPageout)
+	}
 }

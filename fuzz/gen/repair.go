@@ -363,6 +363,15 @@ func fixOp(op prog.Op, regions []prog.Region) prog.Op {
 		q.Prot = prog.Prot(int(op.Prot) % numProts)
 	case prog.OpMadvise:
 		q.Advice = prog.Advice(int(op.Advice) % numAdvices)
+	case prog.OpPMadvise:
+		q.Advice = prog.AdvCold
+		if op.Advice == prog.AdvPageout {
+			q.Advice = prog.AdvPageout
+		}
+	case prog.OpMbind:
+		q.Policy = prog.Policy(int(op.Policy) % prog.NumPolicies)
+	case prog.OpAnonName:
+		q.Name = prog.AnonName(int(op.Name) % prog.NumAnonNames)
 	case prog.OpMremap:
 		q.Flags = op.Flags & mremapAll
 		if q.Flags&prog.MremapFixed != 0 {

@@ -16,6 +16,11 @@ type Weights struct {
 	// Migrate: move a range's pages to another NUMA node, once (a VM
 	// has two nodes; elsewhere the executor skips it).
 	Migrate int
+	// VMA changes outside mprotect, madvise and mremap (prog/vmaops.go):
+	// mlock2(MLOCK_ONFAULT), mbind, anonymous VMA names, process_madvise.
+	MlockOnfault, Mbind, AnonName, PMadvise int
+	// Policies weighs each prog.Policy (mbind), indexed by its value.
+	Policies [prog.NumPolicies]int
 
 	// RegionKinds weighs prog.AnonPrivate, AnonShared, MemfdPrivate,
 	// MemfdShared.
@@ -155,7 +160,9 @@ func DefaultWeights() Weights {
 		Store: 30, Pwrite: 6, Mmap: 6, Munmap: 8, Mprotect: 8, Madvise: 10, Mremap: 8,
 		Mlock: 3, Munlock: 2, Fork: 14, Kill: 2, Check: 4,
 		ProcMem: 3, PVWrite: 2, ODirect: 2, Vmsplice: 2, ReadPipe: 2, UringReg: 1, UringRead: 2, UffdWP: 1,
-		Migrate:     2,
+		Migrate:      2,
+		MlockOnfault: 2, Mbind: 2, AnonName: 2, PMadvise: 1,
+		Policies:    [prog.NumPolicies]int{2, 1, 2, 1, 1},
 		RegionKinds: [4]int{4, 2, 2, 2},
 		THP:         [3]int{2, 2, 1},
 		Sizes:       [5]int{5, 4, 3, 4, 1},
@@ -248,5 +255,9 @@ func (w *Weights) opWeights() []int {
 	ws[prog.OpUringRead] = w.UringRead
 	ws[prog.OpUffdWP] = w.UffdWP
 	ws[prog.OpMigrate] = w.Migrate
+	ws[prog.OpMlockOnfault] = w.MlockOnfault
+	ws[prog.OpMbind] = w.Mbind
+	ws[prog.OpAnonName] = w.AnonName
+	ws[prog.OpPMadvise] = w.PMadvise
 	return ws
 }

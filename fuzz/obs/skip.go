@@ -23,19 +23,31 @@ const (
 	SkipNoKSM = 7
 	// SkipNoNUMA: migrate/migrateloop with fewer than two NUMA nodes with
 	// memory (move_pages has nowhere to move a page; a VM gets two).
-	SkipNoNUMA     = 8
-	numSkipReasons = 9
+	SkipNoNUMA = 8
+	// SkipNoMempolicy: mbind on a kernel without NUMA (ENOSYS) or where
+	// node 0 has no memory the executor may use (EINVAL).
+	SkipNoMempolicy = 9
+	// SkipNoAnonName: anonname on a kernel without CONFIG_ANON_VMA_NAME
+	// (prctl PR_SET_VMA answers EINVAL).
+	SkipNoAnonName = 10
+	// SkipNoPMadvise: pmadvise where process_madvise of the executor's
+	// own memory fails (no pidfd_open or process_madvise, or EPERM).
+	SkipNoPMadvise = 11
+	numSkipReasons = 12
 )
 
 var skipText = [numSkipReasons]string{
-	SkipNoUring:   "io_uring unavailable (io_uring_setup: %v)",
-	SkipNoODirect: "O_DIRECT unavailable on the executor's scratch filesystem (open: %v)",
-	SkipNoUffd:    "userfaultfd unavailable (%v)",
-	SkipNoWPAsync: "userfaultfd write-protect needs UFFD_FEATURE_WP_ASYNC (Linux 6.7+) (%v)",
-	SkipNoScratch: "no scratch file for data (%v)",
-	SkipUnhandled: "unhandled by the executor: forkfuzz does not know how to run this operation (%v)",
-	SkipNoKSM:     "KSM unavailable: the kernel has no /sys/kernel/mm/ksm (CONFIG_KSM) (%v)",
-	SkipNoNUMA:    "page migration needs two NUMA nodes with memory (/sys/devices/system/node/has_memory) (%v)",
+	SkipNoUring:     "io_uring unavailable (io_uring_setup: %v)",
+	SkipNoODirect:   "O_DIRECT unavailable on the executor's scratch filesystem (open: %v)",
+	SkipNoUffd:      "userfaultfd unavailable (%v)",
+	SkipNoWPAsync:   "userfaultfd write-protect needs UFFD_FEATURE_WP_ASYNC (Linux 6.7+) (%v)",
+	SkipNoScratch:   "no scratch file for data (%v)",
+	SkipUnhandled:   "unhandled by the executor: forkfuzz does not know how to run this operation (%v)",
+	SkipNoKSM:       "KSM unavailable: the kernel has no /sys/kernel/mm/ksm (CONFIG_KSM) (%v)",
+	SkipNoNUMA:      "page migration needs two NUMA nodes with memory (/sys/devices/system/node/has_memory) (%v)",
+	SkipNoMempolicy: "mbind of node 0 fails on this kernel: no NUMA, or no memory on node 0 for the executor (%v)",
+	SkipNoAnonName:  "anonymous VMA names need CONFIG_ANON_VMA_NAME (prctl PR_SET_VMA_ANON_NAME: %v)",
+	SkipNoPMadvise:  "process_madvise of the executor's own memory is unavailable (%v)",
 }
 
 // SkipReason renders a RecSkip record's reason.

@@ -20,6 +20,8 @@ const (
 	NumTHPs        = int(numTHPs)
 	NumProts       = int(numProts)
 	NumMremapFlags = 3 // bits of MremapFlags
+	NumPolicies    = int(numPolicies)
+	NumAnonNames   = int(numAnonNames)
 )
 
 // OpInfo describes an operation kind.
@@ -75,6 +77,10 @@ var opTable = [numOpKinds]OpInfo{
 	OpMigrate:   {Name: "migrate", Syscall: "move_pages", IORange: true, Example: "store r0 off=0x0 count=1 stride=0x8\nmigrate r0 off=0x0 len=0x4000"},
 	OpMigrateLoop: {Name: "migrateloop", Syscall: "move_pages", IORange: true, Until: true,
 		Example: "store r0 off=0x0 count=1 stride=0x8\nt1: migrateloop r0 off=0x0 len=0x4000 until=f0\nfork f0\nwait f0\njoin t1"},
+	OpMlockOnfault: {Name: "mlockonfault", Syscall: "mlock2", Range: true, Example: "mlockonfault r0 off=0x1000 len=0x1000\nstore r0 off=0x1000 count=1 stride=0x8\nfork f0\nwait f0"},
+	OpMbind:        {Name: "mbind", Syscall: "mbind", Range: true, Example: "mbind r0 off=0x1000 len=0x1000 policy=bind\nstore r0 off=0x1000 count=1 stride=0x8\nfork f0\nwait f0"},
+	OpAnonName:     {Name: "anonname", Syscall: "prctl", Range: true, Example: "anonname r0 off=0x1000 len=0x1000 name=a\nfork f0\nwait f0"},
+	OpPMadvise:     {Name: "pmadvise", Syscall: "process_madvise", Range: true, Example: "store r0 off=0x0 count=1 stride=0x8\npmadvise r0 off=0x0 len=0x2000 advice=pageout"},
 }
 
 // Info describes the kind (the zero OpInfo for a value out of range).
@@ -351,6 +357,69 @@ func (f MremapFlags) String() string {
 	return strings.Join(parts, "|")
 }
 
+// PolicyInfo describes an mbind memory policy. Every policy but default
+// and local names node 0, which every NUMA machine has.
+type PolicyInfo struct {
+	Name  string
+	Linux string // the MPOL_ constant
+	Value int    // its value on Linux
+	// Node0: the nodemask holds node 0 (else it is empty).
+	Node0 bool
+}
+
+var policyTable = [numPolicies]PolicyInfo{
+	PolicyDefault:    {"default", "MPOL_DEFAULT", 0, false},
+	PolicyPreferred:  {"preferred", "MPOL_PREFERRED", 1, true},
+	PolicyBind:       {"bind", "MPOL_BIND", 2, true},
+	PolicyInterleave: {"interleave", "MPOL_INTERLEAVE", 3, true},
+	PolicyLocal:      {"local", "MPOL_LOCAL", 4, false},
+}
+
+// Info describes the policy (the zero PolicyInfo, Value -1, for a value
+// out of range).
+func (p Policy) Info() PolicyInfo {
+	if int(p) < NumPolicies {
+		return policyTable[p]
+	}
+	return PolicyInfo{Value: -1}
+}
+
+func (p Policy) String() string {
+	if n := p.Info().Name; n != "" {
+		return n
+	}
+	return fmt.Sprintf("policy(%d)", p)
+}
+
+// AnonNameInfo describes a name for an anonymous VMA.
+type AnonNameInfo struct {
+	Name string // in the text format
+	// Linux is the string passed to PR_SET_VMA_ANON_NAME ("": a NULL
+	// pointer, which removes the name).
+	Linux string
+}
+
+var anonNameTable = [numAnonNames]AnonNameInfo{
+	AnonNone: {"none", ""},
+	AnonA:    {"a", "forkfuzz-a"},
+	AnonB:    {"b", "forkfuzz-b"},
+}
+
+// Info describes the name (zero for a value out of range).
+func (n AnonName) Info() AnonNameInfo {
+	if int(n) < NumAnonNames {
+		return anonNameTable[n]
+	}
+	return AnonNameInfo{}
+}
+
+func (n AnonName) String() string {
+	if s := n.Info().Name; s != "" {
+		return s
+	}
+	return fmt.Sprintf("name(%d)", n)
+}
+
 // The text format's words for each enum, in value order.
 var (
 	opNames         = names(opTable[:], func(d OpInfo) string { return d.Name })
@@ -358,6 +427,8 @@ var (
 	regionKindNames = names(regionKindTable[:], func(d RegionKindInfo) string { return d.Name })
 	thpNames        = names(thpTable[:], func(d THPInfo) string { return d.Name })
 	protNames       = names(protTable[:], func(d ProtInfo) string { return d.Name })
+	policyNames     = names(policyTable[:], func(d PolicyInfo) string { return d.Name })
+	anonNameNames   = names(anonNameTable[:], func(d AnonNameInfo) string { return d.Name })
 )
 
 // names lists the Name of each descriptor (the text format's enum words).

@@ -85,11 +85,15 @@ func (op Op) String() string {
 	switch op.Kind {
 	case OpStore, OpPwrite:
 		fmt.Fprintf(&b, " r%d off=%#x count=%d stride=%#x", op.Region, op.Off, op.Count, op.Stride)
-	case OpMmap, OpMunmap, OpMlock, OpMunlock:
+	case OpMmap, OpMunmap, OpMlock, OpMunlock, OpMlockOnfault:
 		fmt.Fprintf(&b, " r%d off=%#x len=%#x", op.Region, op.Off, op.Len)
+	case OpMbind:
+		fmt.Fprintf(&b, " r%d off=%#x len=%#x policy=%v", op.Region, op.Off, op.Len, op.Policy)
+	case OpAnonName:
+		fmt.Fprintf(&b, " r%d off=%#x len=%#x name=%v", op.Region, op.Off, op.Len, op.Name)
 	case OpMprotect:
 		fmt.Fprintf(&b, " r%d off=%#x len=%#x prot=%v", op.Region, op.Off, op.Len, op.Prot)
-	case OpMadvise:
+	case OpMadvise, OpPMadvise:
 		fmt.Fprintf(&b, " r%d off=%#x len=%#x advice=%v", op.Region, op.Off, op.Len, op.Advice)
 	case OpMremap:
 		fmt.Fprintf(&b, " r%d off=%#x len=%#x newlen=%#x flags=%s", op.Region, op.Off, op.Len, op.NewLen, op.Flags)
@@ -491,12 +495,16 @@ func opWant(k OpKind) map[string]bool {
 		want = map[string]bool{"off": true, "len": true, "pipe": true}
 	case OpStoreLoop:
 		want = map[string]bool{"off": true, "count": false, "stride": false, "until": true}
-	case OpMmap, OpMunmap, OpMlock, OpMunlock:
+	case OpMmap, OpMunmap, OpMlock, OpMunlock, OpMlockOnfault:
 		want = map[string]bool{"off": true, "len": true}
 	case OpMprotect:
 		want = map[string]bool{"off": true, "len": true, "prot": true}
-	case OpMadvise:
+	case OpMadvise, OpPMadvise:
 		want = map[string]bool{"off": true, "len": true, "advice": true}
+	case OpMbind:
+		want = map[string]bool{"off": true, "len": true, "policy": true}
+	case OpAnonName:
+		want = map[string]bool{"off": true, "len": true, "name": true}
 	case OpMremap:
 		want = map[string]bool{"off": true, "len": true, "newlen": true, "flags": false, "to": false, "tooff": false}
 	}
@@ -571,6 +579,20 @@ func (ps *parser) opNames(op *Op, kv map[string]kvTok) error {
 			return err
 		}
 		op.Advice = Advice(v)
+	}
+	if t, ok := kv["policy"]; ok {
+		v, err := ps.enum(t, policyNames[:])
+		if err != nil {
+			return err
+		}
+		op.Policy = Policy(v)
+	}
+	if t, ok := kv["name"]; ok {
+		v, err := ps.enum(t, anonNameNames[:])
+		if err != nil {
+			return err
+		}
+		op.Name = AnonName(v)
 	}
 	if t, ok := kv["flags"]; ok && t.s != "none" {
 		col := t.col

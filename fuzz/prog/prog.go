@@ -190,6 +190,13 @@ const (
 	// PTE is a migration entry that fork must copy (copy_nonpresent_pte).
 	OpMigrate
 	OpMigrateLoop
+	// VMA changes outside mprotect, madvise and mremap (vmaops.go):
+	// mlock2(MLOCK_ONFAULT), mbind, prctl(PR_SET_VMA_ANON_NAME), and
+	// process_madvise of the process's own memory.
+	OpMlockOnfault
+	OpMbind
+	OpAnonName
+	OpPMadvise
 	numOpKinds
 )
 
@@ -246,9 +253,11 @@ const (
 //	storeloop                Region, Off, Count, Stride, Fork (until: the wait of that fork)
 //	join                     Peer (the thread to wait for)
 //	mmap, munmap, mlock,
-//	munlock                  Region, Off, Len
+//	munlock, mlockonfault    Region, Off, Len
 //	mprotect                 Region, Off, Len, Prot
-//	madvise                  Region, Off, Len, Advice
+//	madvise, pmadvise        Region, Off, Len, Advice (pmadvise: cold or pageout)
+//	mbind                    Region, Off, Len, Policy
+//	anonname                 Region, Off, Len, Name
 //	mremap                   Region, Off, Len, NewLen, Flags, To, ToOff (To/ToOff with MremapFixed)
 //	fork                     Fork, FailNth, OOMMemcg, ChildFail, ChildOOM (optional fault injection, main process only),
 //	                         Hold (the child stays off the CPU for the parent's next Hold operations)
@@ -281,6 +290,8 @@ type Op struct {
 	Peer   int
 	Into   int
 	Pipe   int
+	Policy Policy   // mbind: the memory policy (on node 0)
+	Name   AnonName // anonname: the name (AnonNone clears it)
 	// FailNth, on a fork, makes the FailNth-th fault-injection point the
 	// forking thread reaches inside fork() fail (/proc/thread-self/fail-nth;
 	// 0: no injection). See docs/rollback.md.

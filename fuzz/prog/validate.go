@@ -155,7 +155,8 @@ func (v *validator) op(i int) error {
 	switch op.Kind {
 	case OpStoreLoop, OpStore, OpPwrite:
 		err = v.store(i, &op)
-	case OpMmap, OpMunmap, OpMprotect, OpMadvise, OpMremap, OpMlock, OpMunlock:
+	case OpMmap, OpMunmap, OpMprotect, OpMadvise, OpMremap, OpMlock, OpMunlock,
+		OpMlockOnfault, OpMbind, OpAnonName, OpPMadvise:
 		err = v.mapping(i, &op)
 	case OpFork, OpWait, OpKill:
 		err = v.fork(i, &op)
@@ -252,6 +253,15 @@ func (v *validator) mapping(i int, op *Op) error {
 	}
 	if op.Kind == OpMadvise && op.Advice >= numAdvices {
 		return opErr(i, "bad advice %d", op.Advice)
+	}
+	if op.Kind == OpPMadvise && !PMadviseAdvice(op.Advice) {
+		return opErr(i, "pmadvise takes advice cold or pageout, not %v", op.Advice)
+	}
+	if op.Kind == OpMbind && op.Policy >= numPolicies {
+		return opErr(i, "bad policy %d", op.Policy)
+	}
+	if op.Kind == OpAnonName && op.Name >= numAnonNames {
+		return opErr(i, "bad name %d", op.Name)
 	}
 	if op.Kind != OpMremap {
 		return nil

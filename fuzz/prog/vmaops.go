@@ -1,0 +1,51 @@
+package prog
+
+// VMA changes that go through neither mprotect, madvise nor mremap (issue
+// 31). Each splits a VMA where it changes an attribute, none changes
+// content, and each may run on a thread racing a fork:
+//
+//	mlockonfault r off len
+//	    mlock2(MLOCK_ONFAULT): VM_LOCKED|VM_LOCKONFAULT without faulting
+//	    the range in (a PROT_NONE range is no error, unlike mlock).
+//	mbind r off len policy=P
+//	    mbind(2) with policy P (default, preferred, bind, interleave on
+//	    node 0; local) and no flags: a hole anywhere is EFAULT and
+//	    changes nothing (default: only a range with nothing mapped).
+//	    Pages stay where they are.
+//	anonname r off len name=N
+//	    prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME) with name N (none
+//	    removes it): anonymous mappings only (EBADF on files, and on
+//	    shared anonymous ones before Linux 6.2). A kernel without
+//	    CONFIG_ANON_VMA_NAME answers EINVAL: the executor finds out once
+//	    and skips it there, saying why.
+//	pmadvise r off len advice=A
+//	    process_madvise(2) of one iovec through a pidfd of the process
+//	    itself, with MADV_COLD or MADV_PAGEOUT: madvise's rules; the
+//	    result is the bytes advised. Skipped where the kernel has no
+//	    process_madvise (Linux 5.10) or refuses it to the executor.
+
+// Policy is an mbind memory policy.
+type Policy uint8
+
+const (
+	PolicyDefault Policy = iota
+	PolicyPreferred
+	PolicyBind
+	PolicyInterleave
+	PolicyLocal
+	numPolicies
+)
+
+// AnonName is the name anonname gives a range.
+type AnonName uint8
+
+const (
+	AnonNone AnonName = iota
+	AnonA
+	AnonB
+	numAnonNames
+)
+
+// PMadviseAdvice reports whether pmadvise may pass advice a (process_madvise
+// knows fewer advices than madvise; these two on every kernel it exists on).
+func PMadviseAdvice(a Advice) bool { return a == AdvCold || a == AdvPageout }
