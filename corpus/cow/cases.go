@@ -20,8 +20,9 @@
 // what the kernel wrote through the pin), since forkfuzz has no
 // WRITE_FIXED. Where a size exceeds what one forkfuzz operation may cover
 // (16 pages per vmsplice, the capacity of a default pipe, which also
-// bounds what cow.c's vmsplice transfers; 256 pages per uringreg; 16 per
-// uringread), the operation covers the start of the range.
+// bounds what cow.c's vmsplice transfers; 256 pages per uringreg), the
+// operation covers the start of the range; uringread (16 pages at most)
+// writes the start and the end of the registered part.
 //
 //go:generate go run ./mkcow
 package cow
