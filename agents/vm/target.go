@@ -182,47 +182,7 @@ type Target struct {
 // New builds the initramfs and boots the pool. It fails (a harness error)
 // if the first VM cannot boot.
 func New(cfg Config) (*Target, error) {
-	if cfg.VMs <= 0 {
-		cfg.VMs = 1
-	}
-	if cfg.Memory <= 0 {
-		cfg.Memory = 1024
-	}
-	if cfg.CPUs <= 0 {
-		cfg.CPUs = 2
-	}
-	if cfg.NUMANodes <= 0 {
-		cfg.NUMANodes = 2
-	}
-	if tf := cfg.TargetFile; tf != nil {
-		if tf.Memory > 0 {
-			cfg.Memory = tf.Memory
-		}
-		if tf.CPUs > 0 {
-			cfg.CPUs = tf.CPUs
-		}
-		if tf.NUMANodes > 0 {
-			cfg.NUMANodes = tf.NUMANodes
-		}
-		if tf.Cmdline != "" {
-			cfg.Cmdline = strings.TrimSpace(cfg.Cmdline + " " + tf.Cmdline)
-		}
-	}
-	if cfg.BootTimeout <= 0 {
-		cfg.BootTimeout = 5 * time.Minute
-	}
-	if cfg.ProgramTimeout <= 0 {
-		cfg.ProgramTimeout = 60 * time.Second
-	}
-	if cfg.HangTimeout <= 0 {
-		cfg.HangTimeout = 60 * time.Second
-	}
-	if cfg.CrashGrace <= 0 {
-		cfg.CrashGrace = 15 * time.Second
-	}
-	if cfg.QEMU == "" {
-		cfg.QEMU = "qemu-system-x86_64"
-	}
+	cfg.fillDefaults()
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}

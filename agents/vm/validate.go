@@ -2,6 +2,7 @@ package vm
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/internal/fielderr"
@@ -22,6 +23,47 @@ const (
 	DefaultCrashGrace     = 15 * time.Second
 	DefaultQEMU           = "qemu-system-x86_64"
 )
+
+// fillDefaults gives every zero field of c its default (the Default*
+// constants), after the target file's memory, CPUs, NUMA nodes and
+// command line.
+func (c *Config) fillDefaults() {
+	orInt := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	orDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	orInt(&c.VMs, DefaultVMs)
+	orInt(&c.Memory, DefaultMemory)
+	orInt(&c.CPUs, DefaultCPUs)
+	orInt(&c.NUMANodes, DefaultNUMANodes)
+	if tf := c.TargetFile; tf != nil {
+		if tf.Memory > 0 {
+			c.Memory = tf.Memory
+		}
+		if tf.CPUs > 0 {
+			c.CPUs = tf.CPUs
+		}
+		if tf.NUMANodes > 0 {
+			c.NUMANodes = tf.NUMANodes
+		}
+		if tf.Cmdline != "" {
+			c.Cmdline = strings.TrimSpace(c.Cmdline + " " + tf.Cmdline)
+		}
+	}
+	orDur(&c.BootTimeout, DefaultBootTimeout)
+	orDur(&c.ProgramTimeout, DefaultProgramTimeout)
+	orDur(&c.HangTimeout, DefaultHangTimeout)
+	orDur(&c.CrashGrace, DefaultCrashGrace)
+	if c.QEMU == "" {
+		c.QEMU = DefaultQEMU
+	}
+}
 
 // DefaultConfig is the Config of a command line before its flags: one
 // VM, automatic acceleration, the default timeouts; Memory and CPUs are

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -43,5 +44,22 @@ func TestConfigValidate(t *testing.T) {
 		if !errors.As(err, &fe) || fe.Field != c.field || err.Error() != c.msg {
 			t.Errorf("%s: %v, want %q (field %s)", c.name, err, c.msg, c.field)
 		}
+	}
+}
+
+// fillDefaults: a zero Config gets every Default*, a target file's sizes
+// win over them, given values stay.
+func TestFillDefaults(t *testing.T) {
+	var c Config
+	c.fillDefaults()
+	want := Config{VMs: DefaultVMs, Memory: DefaultMemory, CPUs: DefaultCPUs, NUMANodes: DefaultNUMANodes, BootTimeout: DefaultBootTimeout,
+		ProgramTimeout: DefaultProgramTimeout, HangTimeout: DefaultHangTimeout, CrashGrace: DefaultCrashGrace, QEMU: DefaultQEMU}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("zero config filled as %+v, want %+v", c, want)
+	}
+	c = Config{VMs: 3, Memory: 512, Cmdline: "a", TargetFile: &TargetFile{Memory: 2048, CPUs: 4, Cmdline: "b"}}
+	c.fillDefaults()
+	if c.VMs != 3 || c.Memory != 2048 || c.CPUs != 4 || c.Cmdline != "a b" || c.NUMANodes != DefaultNUMANodes {
+		t.Errorf("filled %+v", c)
 	}
 }
