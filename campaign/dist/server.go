@@ -33,12 +33,12 @@ type Server struct {
 
 // ServerConfig configures the embedded server.
 type ServerConfig struct {
-	Listen   string // host:port; port 0 picks a free one. Default 127.0.0.1:4222
+	Listen   string // host:port; port 0 picks a free one. Default DefaultListen
 	StoreDir string // JetStream storage (required)
 	Security Security
 	// Insecure allows listening beyond the loopback without credentials.
 	Insecure bool
-	// MaxPayload bounds a message (default 8 MiB); larger observations
+	// MaxPayload bounds a message (default DefaultMaxPayload); larger observations
 	// go through the object store.
 	MaxPayload int32
 }
@@ -50,7 +50,7 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		return nil, errors.New("dist: embedded server needs a store directory")
 	}
 	if cfg.Listen == "" {
-		cfg.Listen = "127.0.0.1:4222"
+		cfg.Listen = DefaultListen
 	}
 	host, portS, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
@@ -75,7 +75,7 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		ServerName: "forkfuzz-coordinator",
 		Host:       host, Port: port,
 		JetStream: true, StoreDir: cfg.StoreDir,
-		MaxPayload: cmp.Or(cfg.MaxPayload, 8<<20),
+		MaxPayload: cmp.Or(cfg.MaxPayload, DefaultMaxPayload),
 		NoSigs:     true, NoLog: true,
 	}
 	s := &Server{sec: sec}

@@ -84,7 +84,7 @@ func EnsureStore(ctx context.Context, js jetstream.JetStream) (*Store, error) {
 	}
 	if s.Results, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: ResultStream, Subjects: []string{"ffz.result.>"}, Retention: jetstream.WorkQueuePolicy,
-		Storage: jetstream.FileStorage, Duplicates: DedupWindow, MaxMsgSize: 8 << 20,
+		Storage: jetstream.FileStorage, Duplicates: DedupWindow, MaxMsgSize: DefaultMaxPayload,
 	}); err != nil {
 		return nil, wrap(ResultStream, err)
 	}

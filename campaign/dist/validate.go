@@ -12,7 +12,10 @@ import (
 // listens (StartServer), and where a client looks for it without a
 // configured coordinator (forkfuzz status).
 const (
-	DefaultListen      = "127.0.0.1:4222"
+	DefaultListen = "127.0.0.1:4222"
+	// DefaultMaxPayload bounds a NATS message and a stream entry (8 MiB);
+	// larger observations go through the object store.
+	DefaultMaxPayload  = 8 << 20
 	DefaultCoordinator = "nats://127.0.0.1:4222"
 )
 
