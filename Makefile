@@ -61,7 +61,7 @@ fuzz:
 	$(GO) test ./checker -run '^$$' -fuzz FuzzCheck -fuzztime $(FUZZTIME)
 	$(GO) test ./fuzz/gen -run '^$$' -fuzz FuzzFromBytes -fuzztime $(FUZZTIME)
 	$(GO) test ./fuzz/gen -run '^$$' -fuzz FuzzMutate -fuzztime $(FUZZTIME)
-	$(GO) test ./campaign/simbench -run '^$$' -fuzz FuzzSim -fuzztime $(FUZZTIME)
+	$(GO) test ./campaign/gofuzz -run '^$$' -fuzz FuzzSim -fuzztime $(FUZZTIME)
 	$(GO) test ./campaign/dist -run '^$$' -fuzz FuzzDecodeWork -fuzztime $(FUZZTIME)
 	$(GO) test ./campaign/dist -run '^$$' -fuzz FuzzDecodeResult -fuzztime $(FUZZTIME)
 	$(GO) test ./campaign/dist -run '^$$' -fuzz FuzzDecodeHeartbeat -fuzztime $(FUZZTIME)
@@ -71,7 +71,7 @@ fuzz:
 	$(GO) test ./agents/executor -run '^$$' -fuzz FuzzParsePMDs -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/ksyms -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kvfile -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
-	$(GO) test ./campaign/redis -run '^$$' -fuzz FuzzReadReply -fuzztime $(FUZZTIME)
+	$(GO) test ./bench/redis -run '^$$' -fuzz FuzzReadReply -fuzztime $(FUZZTIME)
 	$(GO) test ./campaign/dist -run '^$$' -fuzz FuzzDecodeMinimizeResult -fuzztime $(FUZZTIME)
 
 # go-fuzz (github.com/dvyukov/go-fuzz) on the simulated kernel and the

@@ -3,7 +3,7 @@ package executor
 // The fork-latency benchmark's measuring core (forkfuzz bench fork): the
 // raw fork stays in this package, the only code that forks. The rest of
 // the benchmark (series, statistics, plots, the CI ratio gate) lives in
-// campaign/latency.
+// bench/latency.
 
 import (
 	"bufio"

@@ -3,7 +3,7 @@
 // the bug switched on (forkfuzz_mutant=NAME), runs a campaign until the
 // first finding or the budget, minimizes and replays that finding, and
 // prints one table row; then the same budget on the build with no mutant
-// switched on, which must stay clean. It is sim-bench (campaign/simbench)
+// switched on, which must stay clean. It is sim-bench (bench/simbench)
 // for a real kernel.
 package mutbench
 

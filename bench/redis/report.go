@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"text/tabwriter"
 
-	"github.com/forkfuzz/forkfuzz/campaign/latency"
+	"github.com/forkfuzz/forkfuzz/bench/latency"
 )
 
 // Class is a set of commands the latency figure summarises.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/forkfuzz/forkfuzz/campaign/latency"
+	"github.com/forkfuzz/forkfuzz/bench/latency"
 )
 
 // Request runs the scenario somewhere else (a VM's guest agent runs

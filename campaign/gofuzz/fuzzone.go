@@ -1,4 +1,4 @@
-package simbench
+package gofuzz
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/sim"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 )
 
@@ -45,7 +46,11 @@ func FuzzOne(data []byte, mutant string) int {
 		if err != nil {
 			panic(fmt.Sprintf("sim: %v\n%s", err, p.Format()))
 		}
-		if is := issues(p, o); len(is) > 0 {
+		v, err := judge.Judge(p, o, nil)
+		if err != nil {
+			panic(fmt.Sprintf("judge: %v\n%s", err, p.Format()))
+		}
+		if is := v.Issues; len(is) > 0 {
 			var b strings.Builder
 			for _, x := range is {
 				b.WriteString(x.Explanation + "\n")

@@ -1,4 +1,4 @@
-package simbench
+package gofuzz
 
 import "testing"
 
@@ -7,7 +7,7 @@ import "testing"
 // With FORKFUZZ_SIM_MUTANT=NAME it fuzzes that mutant instead and should
 // fail quickly.
 //
-//	go test -fuzz FuzzSim -fuzztime 60s ./agents/sim
+//	go test -fuzz FuzzSim -fuzztime 60s ./campaign/gofuzz
 func FuzzSim(f *testing.F) {
 	f.Add([]byte("forkfuzz"))
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})

@@ -19,13 +19,12 @@
 package gofuzz
 
 import (
-	"github.com/forkfuzz/forkfuzz/campaign/simbench"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
 // Fuzz is go-fuzz's entry point: 1 for interesting inputs, 0 otherwise.
 func Fuzz(data []byte) int {
-	return simbench.FuzzOne(data, simbench.FuzzMutantFromEnv())
+	return FuzzOne(data, FuzzMutantFromEnv())
 }
 
 // FuzzParse fuzzes the program parser with the property of the native

@@ -84,7 +84,7 @@ compare)
 	build
 	# -d=libfuzzer on the module's packages: the coverage instrumentation
 	# go test -fuzz adds itself (without it the native fuzzer runs blind).
-	(cd "$work/src" && $GO test -c -gcflags='github.com/forkfuzz/forkfuzz/...=-d=libfuzzer' -o "$work/simbench.test" ./campaign/simbench)
+	(cd "$work/src" && $GO test -c -gcflags='github.com/forkfuzz/forkfuzz/...=-d=libfuzzer' -o "$work/simbench.test" ./campaign/gofuzz)
 	printf '%-32s %12s %12s\n' mutant go-fuzz native
 	for m in "$@"; do
 		rm -rf "$work/cmp-$m"

@@ -14,7 +14,7 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/agents/vm"
-	"github.com/forkfuzz/forkfuzz/campaign/latency"
+	"github.com/forkfuzz/forkfuzz/bench/latency"
 )
 
 func init() {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forkfuzz/forkfuzz/campaign/redis"
+	"github.com/forkfuzz/forkfuzz/bench/redis"
 )
 
 func TestBenchForkOutputsAndGate(t *testing.T) {

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/bench/mutbench"
 	"github.com/forkfuzz/forkfuzz/campaign"
-	"github.com/forkfuzz/forkfuzz/campaign/mutbench"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/kernel"
 )
@@ -37,7 +37,7 @@ type mutbenchOptions struct {
 }
 
 // cmdBenchMutants is `forkfuzz bench mutants`: the kernel mutation
-// benchmark (campaign/mutbench) on a kernel built with
+// benchmark (bench/mutbench) on a kernel built with
 // `forkfuzz kernel build --mutants`.
 func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 	o := mutbenchFlags(stderr)

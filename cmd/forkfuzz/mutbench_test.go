@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forkfuzz/forkfuzz/campaign/mutbench"
+	"github.com/forkfuzz/forkfuzz/bench/mutbench"
 	"github.com/forkfuzz/forkfuzz/kernel"
 )
 

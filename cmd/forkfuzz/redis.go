@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents/vm"
-	"github.com/forkfuzz/forkfuzz/campaign/latency"
-	"github.com/forkfuzz/forkfuzz/campaign/redis"
+	"github.com/forkfuzz/forkfuzz/bench/latency"
+	"github.com/forkfuzz/forkfuzz/bench/redis"
 )
 
 func init() {

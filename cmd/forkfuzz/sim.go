@@ -9,7 +9,7 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/sim"
-	"github.com/forkfuzz/forkfuzz/campaign/simbench"
+	"github.com/forkfuzz/forkfuzz/bench/simbench"
 )
 
 func init() {

@@ -21,6 +21,9 @@ var floors = map[string]int{
 	"campaign": 4,
 	"cmd":      5,
 	"tools":    5,
+	// Benchmarks and scenarios: built on the campaign floor, used only
+	// by commands.
+	"bench": 5,
 }
 
 func floorOf(pkg string) (int, bool) {
