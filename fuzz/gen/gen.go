@@ -261,7 +261,7 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 	if proc == 0 && g.w.PreForkAdviceProb > 0 && chance(g.r, g.w.PreForkAdviceProb) {
 		ri := g.r.IntN(len(g.p.Regions))
 		off, n := g.span(ri)
-		adv := oneOf(g.r, prog.AdvPageout, prog.AdvPageout, prog.AdvMergeable, prog.AdvCollapse, prog.AdvCold)
+		adv := oneOf(g.r, prog.AdvPageout, prog.AdvPageout, prog.AdvMergeable, prog.AdvCollapse, prog.AdvCold, prog.AdvPopulateWrite)
 		ops = append(ops, g.fix(prog.Op{Kind: prog.OpMadvise, Region: ri, Off: off, Len: n, Advice: adv}))
 		g.nops++
 	}

@@ -122,7 +122,8 @@ type Weights struct {
 	// PreForkAdviceProb is the probability that a fork of the main
 	// process comes right after a madvise that changes how the kernel
 	// holds a region's pages (pageout: swapped out unless something reads
-	// them first; mergeable: KSM; collapse: THP; cold), with the writer
+	// them first; mergeable: KSM; collapse: THP; cold; populate_write:
+	// every page present and writable, private file pages copied), with the writer
 	// threads already running, so the fork meets those pages as they are.
 	PreForkAdviceProb float64
 	// IdiomProb is the probability of each chance to plant a known bug
