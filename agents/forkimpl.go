@@ -210,9 +210,19 @@ func DifferentialSkip(p *prog.Program) string {
 // except fork's pid), then views matched by process and place, then the
 // final maps.
 func DiffObservations(p *prog.Program, a, b *obs.Observation) string {
+	killed := map[int]bool{} // forks killed so far
 	for i := range p.Ops {
 		if i >= len(a.Ops) || i >= len(b.Ops) {
 			break
+		}
+		op := &p.Ops[i]
+		if op.Kind == prog.OpKill {
+			killed[op.Fork] = true
+		}
+		if (op.Kind == prog.OpProcMem || op.Kind == prog.OpPVWrite) && op.Into > 0 && killed[op.Into-1] {
+			// Into a child killed earlier: whether it has exited yet
+			// (and its memory is gone) is up to the scheduler.
+			continue
 		}
 		x, y := a.Ops[i], b.Ops[i]
 		ret := p.Ops[i].Kind != prog.OpFork
