@@ -200,3 +200,20 @@ func vmas(vs []obs.VMA) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Lacks is what the target kernel cannot do that the simulated one can,
+// as its run of p shows it: the operation kinds of
+// prog/vmaops.go the executor skipped (no CONFIG_ANON_VMA_NAME, say),
+// with its reason.
+func Lacks(p *prog.Program, o *obs.Observation) map[prog.OpKind]string {
+	out := map[prog.OpKind]string{}
+	for i, r := range o.Ops {
+		switch k := p.Ops[i].Kind; k {
+		case prog.OpMbind, prog.OpAnonName, prog.OpPMadvise:
+			if r.Skip != "" {
+				out[k] = r.Skip
+			}
+		}
+	}
+	return out
+}

@@ -10,7 +10,6 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/agents/sim"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
-	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -65,7 +64,7 @@ func TestAgreesWithHost(t *testing.T) {
 		if err != nil {
 			t.Fatalf("program %d: host: %v", i, err)
 		}
-		so, _, err := sim.Run(p, sim.Config{Mode: sim.Eager, Lacks: lacks(p, host)}, 0)
+		so, _, err := sim.Run(p, sim.Config{Mode: sim.Eager, Lacks: Lacks(p, host)}, 0)
 		if err != nil {
 			t.Fatalf("program %d: sim: %v", i, err)
 		}
@@ -84,23 +83,6 @@ func TestAgreesWithHost(t *testing.T) {
 	if bad > 0 {
 		t.Errorf("%d of %d programs differ", bad, n)
 	}
-}
-
-// lacks is what the host kernel cannot do that the simulated one can,
-// as the host's run of p shows it: the operation kinds of
-// prog/vmaops.go the executor skipped (no CONFIG_ANON_VMA_NAME, say),
-// with its reason.
-func lacks(p *prog.Program, host *obs.Observation) map[prog.OpKind]string {
-	out := map[prog.OpKind]string{}
-	for i, r := range host.Ops {
-		switch k := p.Ops[i].Kind; k {
-		case prog.OpMbind, prog.OpAnonName, prog.OpPMadvise:
-			if r.Skip != "" {
-				out[k] = r.Skip
-			}
-		}
-	}
-	return out
 }
 
 func hasThreads(p *prog.Program) bool {
@@ -133,7 +115,7 @@ func TestScratch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		so, _, _ := sim.Run(p, sim.Config{Mode: sim.Eager, Lacks: lacks(p, host)}, 0)
+		so, _, _ := sim.Run(p, sim.Config{Mode: sim.Eager, Lacks: Lacks(p, host)}, 0)
 		t.Log("-----")
 		for i, r := range host.Ops {
 			t.Logf("op %d %v: host errno %d ret %#x / sim errno %d ret %#x", i, p.Ops[i], r.Errno, r.Ret, so.Ops[i].Errno, so.Ops[i].Ret)

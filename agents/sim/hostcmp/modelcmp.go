@@ -161,7 +161,7 @@ func (c *ModelCmp) One(p *prog.Program) Result {
 	if c.Kernel != "" {
 		rel = c.Kernel
 	}
-	mo, mk, err := sim.Run(p, sim.Config{Mode: c.Mode, SchedSeed: seed, Kernel: rel}, 0)
+	mo, mk, err := sim.Run(p, sim.Config{Mode: c.Mode, SchedSeed: seed, Kernel: rel, Lacks: Lacks(p, ko)}, 0)
 	if mk != nil {
 		defer mk.Release()
 	}
@@ -170,7 +170,7 @@ func (c *ModelCmp) One(p *prog.Program) Result {
 	}
 	r := Result{Diffs: Diffs(p, ko, mo)}
 	if c.Mode != sim.Eager {
-		eo, ek, err := sim.Run(p, sim.Config{Mode: sim.Eager, SchedSeed: seed, Kernel: rel}, 0)
+		eo, ek, err := sim.Run(p, sim.Config{Mode: sim.Eager, SchedSeed: seed, Kernel: rel, Lacks: Lacks(p, ko)}, 0)
 		if ek != nil {
 			defer ek.Release()
 		}
