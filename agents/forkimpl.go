@@ -226,7 +226,7 @@ func DiffObservations(p *prog.Program, a, b *obs.Observation) string {
 		}
 		x, y := a.Ops[i], b.Ops[i]
 		ret := p.Ops[i].Kind != prog.OpFork
-		if p.Ops[i].Kind == prog.OpMremap && outsideArena(x.Ret) && outsideArena(y.Ret) {
+		if p.Ops[i].Kind == prog.OpMremap && !prog.InArena(x.Ret) && !prog.InArena(y.Ret) {
 			// A move the arena had no room for lands wherever the
 			// process's other mappings (the Go runtime's) leave space:
 			// the place differs from run to run, whatever the fork.
@@ -285,11 +285,6 @@ func viewName(proc, at int) string {
 		return who + " at end"
 	}
 	return fmt.Sprintf("%s at op %d", who, at)
-}
-
-// outsideArena says whether a canonical address lies outside the arena.
-func outsideArena(addr uint64) bool {
-	return addr < prog.ArenaBase || addr >= prog.ArenaBase+prog.MaxRegions*prog.SpanBytes
 }
 
 // normMaps drops what differs between runs of one program: the device

@@ -132,7 +132,7 @@ func (x *machine) pmds() (string, []obs.PMDEntry) {
 	}
 	var out []obs.PMDEntry
 	for _, e := range x.procs[0].mm.PMDEntries() {
-		if e.Addr >= prog.ArenaBase && e.Addr < prog.ArenaBase+prog.MaxRegions*prog.SpanBytes {
+		if prog.InArena(e.Addr) {
 			out = append(out, obs.PMDEntry{Addr: e.Addr, Present: true, RW: e.RW, Huge: e.Huge})
 		}
 	}

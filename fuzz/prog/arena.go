@@ -59,10 +59,13 @@ func (a Arena) Canonical(addr uint64) uint64 {
 	return addr
 }
 
+// InArena says whether a canonical address lies inside the arena.
+func InArena(addr uint64) bool { return addr >= ArenaBase && addr < ArenaBase+MaxRegions*SpanBytes }
+
 // Real maps a canonical arena address to the real one under placement a;
 // an address outside the canonical arena is returned unchanged.
 func (a Arena) Real(addr uint64) uint64 {
-	if b := a.Base(); b != ArenaBase && addr >= ArenaBase && addr < ArenaBase+MaxRegions*SpanBytes {
+	if b := a.Base(); b != ArenaBase && InArena(addr) {
 		return addr - ArenaBase + b
 	}
 	return addr

@@ -74,8 +74,7 @@ func Diffs(p *prog.Program, a, b *obs.Observation) []Diff {
 			}
 		case prog.OpMremap, prog.OpMmap:
 			class = fmt.Sprintf("op:%s:address", p.Ops[i].Kind)
-			in := func(r uint64) bool { return r >= prog.ArenaBase && r < prog.ArenaBase+prog.MaxRegions*prog.SpanBytes }
-			if x.Errno == 0 && (in(x.Ret) || in(y.Ret)) && x.Ret != y.Ret {
+			if x.Errno == 0 && (prog.InArena(x.Ret) || prog.InArena(y.Ret)) && x.Ret != y.Ret {
 				add("op %d %v: ret %#x/%#x", i, p.Ops[i], x.Ret, y.Ret)
 			}
 		}
