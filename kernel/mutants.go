@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -152,28 +151,13 @@ var ErrMutantsApplied = errors.New("the mutants patch is already applied")
 // A tree that already has it is left alone (ErrMutantsApplied); a tree it
 // does not apply to is an error that says which hunks failed.
 func ApplyMutants(src string, log io.Writer) error {
-	if log == nil {
-		log = io.Discard
-	}
-	if _, err := exec.LookPath("patch"); err != nil {
-		return errors.New("applying the mutants patch needs patch(1): apt-get install patch")
-	}
-	run := func(args ...string) ([]byte, error) {
-		cmd := exec.Command("patch", append([]string{"-p1", "-f", "-s", "-d", src, "-i", "-"}, args...)...)
-		cmd.Stdin = strings.NewReader(MutantsPatch)
-		return cmd.CombinedOutput()
-	}
-	if _, err := run("-R", "--dry-run"); err == nil {
+	what := "the mutants patch (kernel/mutants/forkfuzz-mutants.patch, for " + DefaultSourcePackage + " 6.1.192-3)"
+	say := fmt.Sprintf("applying the mutants patch (%d mutants) to %s", len(Mutants), src)
+	err := applyDiff(src, []byte(MutantsPatch), what, say, log)
+	if errors.Is(err, ErrPatchApplied) {
 		return ErrMutantsApplied
 	}
-	if out, err := run("--dry-run"); err != nil {
-		return fmt.Errorf("the mutants patch (kernel/mutants/forkfuzz-mutants.patch, for %s 6.1.192-3) does not apply to %s: %s", DefaultSourcePackage, src, lastLines(out, 5))
-	}
-	fmt.Fprintf(log, "kernel build: applying the mutants patch (%d mutants) to %s\n", len(Mutants), src)
-	if out, err := run(); err != nil {
-		return fmt.Errorf("patch -p1 in %s: %v: %s", src, err, lastLines(out, 5))
-	}
-	return nil
+	return err
 }
 
 // mutantsTree is where a default build with mutants unpacks its own copy of

@@ -79,26 +79,32 @@ var ErrPatchApplied = errors.New("the patch is already applied")
 // does not apply to is an error that names the patch and the hunks that
 // failed.
 func ApplyPatch(src string, p Patch, log io.Writer) error {
+	return applyDiff(src, p.Text, "--patch "+p.Path, "applying "+p.Path+" to "+src, log)
+}
+
+// applyDiff applies a unified diff to src with patch -p1; what names it
+// in errors, say is logged when it applies.
+func applyDiff(src string, text []byte, what, say string, log io.Writer) error {
 	if log == nil {
 		log = io.Discard
 	}
 	if _, err := exec.LookPath("patch"); err != nil {
-		return errors.New("applying patches needs patch(1): apt-get install patch")
+		return errors.New("applying " + what + " needs patch(1): apt-get install patch")
 	}
 	run := func(args ...string) ([]byte, error) {
 		cmd := exec.Command("patch", append([]string{"-p1", "-f", "-s", "-d", src}, args...)...)
-		cmd.Stdin = bytes.NewReader(p.Text)
+		cmd.Stdin = bytes.NewReader(text)
 		return cmd.CombinedOutput()
 	}
 	if _, err := run("-R", "--dry-run"); err == nil {
 		return ErrPatchApplied
 	}
 	if out, err := run("--dry-run"); err != nil {
-		return fmt.Errorf("--patch %s does not apply to %s: %s", p.Path, src, lastLines(out, 5))
+		return fmt.Errorf("%s does not apply to %s: %s", what, src, lastLines(out, 5))
 	}
-	fmt.Fprintf(log, "kernel build: applying %s to %s\n", p.Path, src)
+	fmt.Fprintf(log, "kernel build: %s\n", say)
 	if out, err := run(); err != nil {
-		return fmt.Errorf("patch -p1 < %s in %s: %v: %s", p.Path, src, err, lastLines(out, 5))
+		return fmt.Errorf("patch -p1 < %s in %s: %v: %s", what, src, err, lastLines(out, 5))
 	}
 	return nil
 }
