@@ -158,8 +158,7 @@ func TestQEMUAsyncForkRepro(t *testing.T) {
 	// CPU until the parent's io_uring read completed): every Async-fork
 	// run fails, the way the bug does (the child's start view holds the
 	// parent's post-fork io_uring data in the read pages 511-512); stock
-	// fork never fails. (Without the hold it showed in 3 of 8 runs on a
-	// loaded machine and 0 of 24 on an idle one.)
+	// fork never fails (measurements: docs/asyncfork/report.md).
 	failed := 0
 	for k := 0; k < nAsync+nStock; k++ {
 		i := pinnedAt + k
