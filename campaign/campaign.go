@@ -435,6 +435,14 @@ func (r *campaignRun) worker() {
 					t.Guest[k] += float64(us) / 1e6
 				}
 			}
+			if o != nil && o.Work != nil {
+				if t.Work == nil {
+					t.Work = map[string]float64{}
+				}
+				for k, us := range o.Work {
+					t.Work[k] += float64(us) / 1e6
+				}
+			}
 		})
 		// New findings are saved at once, then minimized and saved
 		// again, without the lock: other machines keep fuzzing.

@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +24,10 @@ type TimeSpent struct {
 	Programs int64   `json:"programs"`
 	// Guest sums the guest's phases (obs.Observation.Phases) by name.
 	Guest map[string]float64 `json:"guest,omitempty"`
+	// Work sums what the program's processes did inside the guest's
+	// "program" phase (obs.Observation.Work): each operation kind, views,
+	// census, evidence, KCOV drains; summed over processes.
+	Work map[string]float64 `json:"work,omitempty"`
 }
 
 // spent accumulates a TimeSpent across a campaign's workers.
@@ -41,12 +46,7 @@ func (s *spent) snapshot() *TimeSpent {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.t
-	if s.t.Guest != nil {
-		t.Guest = make(map[string]float64, len(s.t.Guest))
-		for k, v := range s.t.Guest {
-			t.Guest[k] = v
-		}
-	}
+	t.Guest, t.Work = maps.Clone(s.t.Guest), maps.Clone(s.t.Work)
 	return &t
 }
 
@@ -77,5 +77,27 @@ func (t *TimeSpent) String() string {
 		}
 		s += "; of the run: " + strings.Join(parts, ", ")
 	}
+	if w := topShares(t.Work, 5); w != "" {
+		s += "; in the program (summed over its processes): " + w
+	}
 	return s
+}
+
+// topShares lists the n largest entries of m as shares of their sum.
+func topShares(m map[string]float64, n int) string {
+	var sum float64
+	var ks []string
+	for k, v := range m {
+		sum += v
+		ks = append(ks, k)
+	}
+	if sum <= 0 {
+		return ""
+	}
+	sort.Slice(ks, func(i, j int) bool { return m[ks[i]] > m[ks[j]] || m[ks[i]] == m[ks[j]] && ks[i] < ks[j] })
+	var parts []string
+	for _, k := range ks[:min(n, len(ks))] {
+		parts = append(parts, fmt.Sprintf("%s %.0f%%", k, 100*m[k]/sum))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -14,12 +14,14 @@ import (
 )
 
 // phasedTarget is the reference model as a target that says its guest
-// spent 2 ms on ops and 1 ms on views per program.
+// spent 2 ms on ops and 1 ms on views per program, and its processes
+// 1.5 ms in forks and 0.5 ms in views.
 type phasedTarget struct{ modelTarget }
 
 func (p *phasedTarget) Run(q *prog.Program, opt agents.Options) (*obs.Observation, error) {
 	o := checker.Expected(q)
 	o.Phases = map[string]int64{"ops": 2000, "views": 1000}
+	o.Work = map[string]int64{"fork": 1500, "view": 500}
 	return o, nil
 }
 
@@ -38,8 +40,12 @@ func TestTimeSpent(t *testing.T) {
 	if got := sp.Guest["ops"]; got < 0.0599 || got > 0.0601 {
 		t.Fatalf("guest ops %.4f s, want 0.06 (30 programs, 2 ms each)", got)
 	}
+	if got := sp.Work["fork"]; got < 0.0449 || got > 0.0451 {
+		t.Fatalf("work fork %.4f s, want 0.045 (30 programs, 1.5 ms each)", got)
+	}
 	line := sp.String()
-	if !strings.Contains(line, "run ") || !strings.Contains(line, "s/program") || !strings.Contains(line, "of the run: ops ") {
+	if !strings.Contains(line, "run ") || !strings.Contains(line, "s/program") || !strings.Contains(line, "of the run: ops ") ||
+		!strings.Contains(line, "in the program (summed over its processes): fork 75%, view 25%") {
 		t.Fatalf("line %q", line)
 	}
 	sr, err := ReadStats(dir)
@@ -47,7 +53,7 @@ func TestTimeSpent(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := sr.Samples[len(sr.Samples)-1]
-	if last.Spent == nil || last.Spent.Programs != 30 || last.Spent.Guest["views"] <= 0 {
+	if last.Spent == nil || last.Spent.Programs != 30 || last.Spent.Guest["views"] <= 0 || last.Spent.Work["view"] <= 0 {
 		t.Fatalf("last sample's time: %+v", last.Spent)
 	}
 }

@@ -64,7 +64,9 @@ func (m *machine) fork(i, f int, start int64) {
 	}
 	census := m.census != nil && !m.inChild && m.proc == 0
 	if census {
+		t := m.now()
 		m.census.before(m, f)
+		m.addWork(workCensus, t)
 	}
 	m.kc.cut(m.ks, 0)
 	sigBlockAll(&m.sigAll, &m.sigOld)
@@ -86,12 +88,16 @@ func (m *machine) fork(i, f int, start int64) {
 	// the census reads every region's page tables and can block (the
 	// mmap lock), and a parent that blocks lets the child run.
 	if ev {
+		t := m.now()
 		m.fe.look(m, i, f, int(pid), errno)
+		m.addWork(workEvidence, t)
 	}
 	if census {
 		// A hold skips the census's second scan: its reads of pagemap can
 		// block the parent, and a parent that blocks lets the child run.
+		t := m.now()
 		m.census.after(m, errno == 0 && !hold)
+		m.addWork(workCensus, t)
 	}
 	if hold {
 		m.keepHeld(i, int(pid), errno, ev)

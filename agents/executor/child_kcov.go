@@ -124,6 +124,19 @@ func (k *kcovState) drain(i int) {
 	if a == nil {
 		return
 	}
+	if k.work == nil {
+		k.drainBuf(i, a)
+		return
+	}
+	start := monoNow(&k.ts[i])
+	k.drainBuf(i, a)
+	atomic.AddInt64(k.work, monoNow(&k.ts[i])-start)
+}
+
+// drainBuf is drain's work on slot i's buffer a.
+//
+//forkfuzz:childsafe
+func (k *kcovState) drainBuf(i int, a []uint64) {
 	n := atomic.LoadUint64(&a[0])
 	full := false
 	cache := &k.cache

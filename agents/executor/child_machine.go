@@ -16,9 +16,14 @@ import (
 )
 
 //forkfuzz:childsafe
-func (m *machine) now() int64 {
-	rawSyscall6(unix.SYS_CLOCK_GETTIME, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(&m.ts[0])), 0, 0, 0, 0)
-	return m.ts[0]*1e9 + m.ts[1]
+func (m *machine) now() int64 { return monoNow(&m.ts) }
+
+// monoNow is CLOCK_MONOTONIC in nanoseconds, read into the scratch ts.
+//
+//forkfuzz:childsafe
+func monoNow(ts *[2]int64) int64 {
+	rawSyscall6(unix.SYS_CLOCK_GETTIME, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0, 0)
+	return ts[0]*1e9 + ts[1]
 }
 
 // rec appends one record to the shared report buffer.
@@ -218,6 +223,15 @@ func (m *machine) pageState(v *vma, addr uint64) obs.PageState {
 //
 //forkfuzz:childsafe
 func (m *machine) view(at int) {
+	start := m.now()
+	m.viewRecs(at)
+	m.addWork(workView, start)
+}
+
+// viewRecs records the view (view).
+//
+//forkfuzz:childsafe
+func (m *machine) viewRecs(at int) {
 	m.rec(obs.RecViewBegin, uint64(m.proc), uint64(int64(at)), 0, 0, 0, 0)
 	truncated := uint64(0)
 	if e := m.readMaps(); e != 0 {
@@ -359,7 +373,9 @@ func (m *machine) runProc(proc int) {
 		if !m.inChild && m.held.pid != 0 && i != m.held.op {
 			m.heldProbe(i, "before operation")
 		}
+		start := m.now()
 		m.exec(i)
+		m.addWork(int(op.Kind), start)
 		if !m.inChild && m.held.pid != 0 && i != m.held.op {
 			m.heldProbe(i, "during operation")
 		}

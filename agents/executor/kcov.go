@@ -154,6 +154,10 @@ type kcovState struct {
 	// forkFull says which fork alone filled slot 0, and the executor's
 	// size then (for the note).
 	forkFull string
+	// work is the shared counter drains add their time to (child_spent.go;
+	// nil: not counted); ts is each slot's clock scratch.
+	work *int64
+	ts   [kcovSlots][2]int64
 }
 
 // openKcov opens and maps every slot. Main process, executor thread only.

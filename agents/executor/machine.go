@@ -12,8 +12,8 @@ const (
 	mapsBufSize  = 8 << 20
 	maxVMAs      = 1 << 16
 	maxObjs      = 4096
-	ctlSize      = prog.MaxForks * 64
-	defaultWords = 1 << 18 // non-zero words per view
+	ctlSize      = workOff + 4096 // per-fork words, then work counters (child_spent.go)
+	defaultWords = 1 << 18        // non-zero words per view
 )
 
 // arena is the placement of the program running now: one program runs at a

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -149,6 +150,9 @@ func New() (*Executor, error) {
 	x := &Executor{reqs: make(chan request)}
 	m := newMachine(rep, ctl, make([]byte, mapsBufSize))
 	m.kc = openKcov()
+	if m.kc != nil {
+		m.kc.work = (*int64)(unsafe.Pointer(&ctl[workOff+workDrain*8]))
+	}
 	reserveHeapTables() // stackcache.go
 	go x.loop(m)
 	return x, nil
@@ -316,6 +320,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 			return nil, err
 		}
 	}
+	o.Work = m.takeWork()
 	ph.mark("finish")
 	o.Phases = ph.us
 	return o, nil

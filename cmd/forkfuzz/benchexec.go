@@ -28,6 +28,7 @@ var execCosts = []struct {
 	{"no kcov", func(o *agents.Options) { o.NoCover = true }},
 	{"no census", func(o *agents.Options) { o.NoForkPages = true }},
 	{"neither", func(o *agents.Options) { o.NoCover, o.NoForkPages = true, true }},
+	{"1 word/view", func(o *agents.Options) { o.WordCap = 1 }},
 }
 
 // execRow is one configuration's measurements.
@@ -37,6 +38,7 @@ type execRow struct {
 	errs   int
 	total  time.Duration
 	phases map[string]int64 // guest microseconds by phase
+	work   map[string]int64 // guest microseconds by activity (obs.Observation.Work)
 }
 
 func cmdBenchExec(args []string, stdout, stderr io.Writer) int {
@@ -83,7 +85,7 @@ func cmdBenchExec(args []string, stdout, stderr io.Writer) int {
 func benchExec(t agents.Target, progs []*prog.Program, rounds int, each func(r, i int, c string, d time.Duration, err error)) []*execRow {
 	rows := make([]*execRow, len(execCosts))
 	for k, c := range execCosts {
-		rows[k] = &execRow{name: c.name, phases: map[string]int64{}}
+		rows[k] = &execRow{name: c.name, phases: map[string]int64{}, work: map[string]int64{}}
 	}
 	for r := 0; r < rounds; r++ {
 		for i, p := range progs {
@@ -106,6 +108,9 @@ func benchExec(t agents.Target, progs []*prog.Program, rounds int, each func(r, 
 					for ph, us := range o.Phases {
 						rows[k].phases[ph] += us
 					}
+					for w, us := range o.Work {
+						rows[k].work[w] += us
+					}
 				}
 			}
 		}
@@ -123,27 +128,42 @@ func printExecRows(w io.Writer, rows []*execRow) {
 		return float64(r.runs) / r.total.Seconds()
 	}
 	base := rate(rows[0])
-	fmt.Fprintf(w, "%-10s %6s %10s %8s  %s\n", "config", "runs", "programs/s", "ratio", "guest phases per program (ms)")
+	fmt.Fprintf(w, "%-12s %6s %10s %8s  %s\n", "config", "runs", "programs/s", "ratio", "guest phases per program (ms)")
 	for _, r := range rows {
 		ratio := "-"
 		if base > 0 {
 			ratio = fmt.Sprintf("%.2fx", rate(r)/base)
 		}
-		var ks []string
-		for k := range r.phases {
-			ks = append(ks, k)
-		}
-		sort.Slice(ks, func(i, j int) bool { return r.phases[ks[i]] > r.phases[ks[j]] })
-		var parts []string
-		for _, k := range ks {
-			if r.runs > 0 {
-				parts = append(parts, fmt.Sprintf("%s %.0f", k, float64(r.phases[k])/1e3/float64(r.runs)))
-			}
-		}
 		errs := ""
 		if r.errs > 0 {
 			errs = fmt.Sprintf(" (%d harness errors, not counted)", r.errs)
 		}
-		fmt.Fprintf(w, "%-10s %6d %10.2f %8s  %s%s\n", r.name, r.runs, rate(r), ratio, strings.Join(parts, ", "), errs)
+		fmt.Fprintf(w, "%-12s %6d %10.2f %8s  %s%s\n", r.name, r.runs, rate(r), ratio, perProgram(r.phases, r.runs), errs)
 	}
+	fmt.Fprintf(w, "\nwhere the program phase went, summed over its processes (ms per program; a fork includes its census and evidence, a wait its child's run):\n")
+	for _, r := range rows {
+		if len(r.work) > 0 {
+			fmt.Fprintf(w, "%-12s  %s\n", r.name, perProgram(r.work, r.runs))
+		}
+	}
+}
+
+// perProgram lists m's entries (microseconds summed over runs) as
+// milliseconds per run, largest first.
+func perProgram(m map[string]int64, runs int) string {
+	if runs <= 0 {
+		return ""
+	}
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return m[ks[i]] > m[ks[j]] || m[ks[i]] == m[ks[j]] && ks[i] < ks[j] })
+	var parts []string
+	for _, k := range ks {
+		if ms := float64(m[k]) / 1e3 / float64(runs); ms >= 0.5 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, ms))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

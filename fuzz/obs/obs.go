@@ -59,6 +59,13 @@ type Observation struct {
 	// by phase name ("ops", "views", "census", "kcov", "start", ...;
 	// nil: the target does not say).
 	Phases map[string]int64 `json:"phases,omitempty"`
+	// Work splits the "program" phase by what the program's processes
+	// did, in microseconds summed over every process (children and
+	// threads too, so the sum can exceed the phase): each operation
+	// kind by name (the time in its interpreter: a fork's includes its
+	// census and evidence, a wait's the child's run), and "view",
+	// "census", "evidence", "kcov-drain" apart (nil: not measured).
+	Work map[string]int64 `json:"work,omitempty"`
 }
 
 // ForkHold is how a fork's hold (prog.Op.Hold) went.
