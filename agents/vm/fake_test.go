@@ -147,7 +147,7 @@ func fakeConfig(t *testing.T, mode string) Config {
 		t.Fatal(err)
 	}
 	return Config{
-		Kernel: img, Agent: self, Accel: "tcg", Workdir: filepath.Join(dir, "work"),
+		Kernel: img, Agent: self, Accel: "tcg", Workdir: filepath.Join(dir, "work"), NoSnapshot: true, // the fake serves no QMP
 		BootTimeout: 3 * time.Second, HangTimeout: 2 * time.Second, ProgramTimeout: 2 * time.Second,
 		Command: func(name string, args ...string) *exec.Cmd {
 			sock := ""

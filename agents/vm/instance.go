@@ -34,7 +34,8 @@ type hypervisor interface {
 	// start starts VM of t whose guest agent listens on the channel
 	// reachable at sock (a path the instance made; the hypervisor may
 	// create it) and whose serial console goes to console.
-	start(t *Target, sock string, console *os.File) (vmProcess, error)
+	// extra arguments follow the VM's own (a saved state to load).
+	start(t *Target, sock string, console *os.File, extra ...string) (vmProcess, error)
 	// dial connects to the guest agent's channel of a started VM; it
 	// fails until the hypervisor has created it.
 	dial(sock string) (net.Conn, error)
@@ -82,8 +83,11 @@ type instance struct {
 	steps   []string
 	impls   []string
 	boots   int
+	sock    string // the agent's socket of the running VM
 	started time.Time
-	ran     bool
+	// deadline bounds the current boot (BootTimeout from its start).
+	deadline time.Time
+	ran      bool
 }
 
 // BootError is a harness error: a VM did not reach the agent's hello.
@@ -141,8 +145,32 @@ func (in *instance) boot() error {
 	return err
 }
 
-// boot1 starts the VM and waits for the agent's hello.
+// boot1 starts the VM and waits for the agent's hello, or loads the
+// state saved after an earlier boot's hello (snapshot.go) and waits for
+// the agent's first heartbeat. A restore that fails is said in the log
+// and followed by a cold boot.
 func (in *instance) boot1() error {
+	meta := in.t.snap.saved()
+	if meta != nil {
+		err := in.start(in.t.snap.statePath())
+		if err == nil {
+			err = in.restored(meta)
+		}
+		if err == nil {
+			return nil
+		}
+		fmt.Fprintf(in.t.cfg.Log, "vm %d: could not load the saved state %s (%v): booting cold\n", in.idx, in.t.snap.statePath(), err)
+		in.t.snap.restoreFailed()
+	}
+	if err := in.start(""); err != nil {
+		return err
+	}
+	return in.hello()
+}
+
+// start starts the hypervisor (loading the saved state at state, if
+// any) and connects to the agent's channel.
+func (in *instance) start(state string) error {
 	in.stop()
 	c := in.t.cfg
 	in.boots++
@@ -156,9 +184,13 @@ func (in *instance) boot1() error {
 		return fmt.Errorf("vm %d: %w", in.idx, err)
 	}
 	in.sockDir = sockDir
-	sock := filepath.Join(sockDir, "s")
+	in.sock = filepath.Join(sockDir, "s")
 	in.con = newConsole(filepath.Join(dir, "console.log"))
-	fmt.Fprintf(in.con, "\n=== forkfuzz: boot %d of vm %d at %s ===\n", in.boots, in.idx, time.Now().UTC().Format(time.RFC3339))
+	how := ""
+	if state != "" {
+		how = " (loading the state saved after boot: " + state + ")"
+	}
+	fmt.Fprintf(in.con, "\n=== forkfuzz: boot %d of vm %d at %s%s ===\n", in.boots, in.idx, time.Now().UTC().Format(time.RFC3339), how)
 	in.mark = in.con.Len()
 	hv := in.t.hypervisor()
 	pr, pw, err := os.Pipe()
@@ -168,19 +200,11 @@ func (in *instance) boot1() error {
 	in.started = time.Now()
 	in.ran = false
 	in.pipe = nil
-	bootErr := func(reason string) error {
-		if in.pipe != nil {
-			in.pipe.catchUp(100 * time.Millisecond)
-		}
-		tail := string(in.con.Tail(16 << 10))
-		e := &BootError{VM: in.idx, Reason: reason, Console: tail, Command: hv.commandLine(in.t, sock)}
-		if r := scanReports([]byte(tail)); r != nil {
-			e.Report, e.Kind = r.Title, r.Kind
-		}
-		in.stop()
-		return e
+	var extra []string
+	if state != "" {
+		extra = []string{"-incoming", "exec:cat " + state}
 	}
-	proc, err := hv.start(in.t, sock, pw)
+	proc, err := hv.start(in.t, in.sock, pw, extra...)
 	pw.Close()
 	if err != nil {
 		pr.Close()
@@ -189,74 +213,175 @@ func (in *instance) boot1() error {
 	}
 	in.pipe = capturePipe(pr, in.con)
 	in.proc = proc
-	deadline := time.Now().Add(c.BootTimeout)
+	in.deadline = time.Now().Add(c.BootTimeout)
 	for {
-		conn, err := hv.dial(sock)
+		conn, err := hv.dial(in.sock)
 		if err == nil {
 			in.conn = conn
 			break
 		}
 		select {
 		case <-proc.exited():
-			return bootErr(fmt.Sprintf("%s exited (%v) before its socket was ready: %s", hv.name(), proc.exitErr(), proc.diagnostics()))
+			return in.bootErr(fmt.Sprintf("%s exited (%v) before its socket was ready: %s", hv.name(), proc.exitErr(), proc.diagnostics()))
 		case <-time.After(20 * time.Millisecond):
 		}
-		if time.Now().After(deadline) || time.Since(in.started) > 30*time.Second {
-			return bootErr(fmt.Sprintf("%s did not create its agent socket within 30s", hv.name()))
+		if time.Now().After(in.deadline) || time.Since(in.started) > 30*time.Second {
+			return in.bootErr(fmt.Sprintf("%s did not create its agent socket within 30s", hv.name()))
 		}
 	}
 	in.msgs = make(chan *Msg, 16)
 	in.readErr = make(chan error, 1)
 	in.quit = make(chan struct{})
-	go func(conn net.Conn, msgs chan *Msg, errs chan error, quit chan struct{}) {
-		r := bufio.NewReaderSize(conn, 1<<16)
-		for {
-			m, err := ReadMsg(r)
-			if err != nil {
-				errs <- err
-				return
-			}
-			select {
-			case msgs <- m:
-			case <-quit:
-				return
-			}
+	go readMsgs(in.conn, state != "", in.msgs, in.readErr, in.quit)
+	return nil
+}
+
+// readMsgs reads the agent's messages until the connection breaks. A
+// restored VM may first deliver the tail of a message the saved guest
+// had begun: skip to the first frame.
+func readMsgs(conn net.Conn, resync bool, msgs chan *Msg, errs chan error, quit chan struct{}) {
+	r := bufio.NewReaderSize(conn, 1<<16)
+	if resync {
+		if err := skipToFrame(r); err != nil {
+			errs <- err
+			return
 		}
-	}(in.conn, in.msgs, in.readErr, in.quit)
-	timer := time.NewTimer(time.Until(deadline))
+	}
+	for {
+		m, err := ReadMsg(r)
+		if err != nil {
+			errs <- err
+			return
+		}
+		select {
+		case msgs <- m:
+		case <-quit:
+			return
+		}
+	}
+}
+
+// bootErr stops the VM and describes why it did not boot.
+func (in *instance) bootErr(reason string) error {
+	if in.pipe != nil {
+		in.pipe.catchUp(100 * time.Millisecond)
+	}
+	tail := string(in.con.Tail(16 << 10))
+	e := &BootError{VM: in.idx, Reason: reason, Console: tail, Command: in.t.hypervisor().commandLine(in.t, in.sock)}
+	if r := scanReports([]byte(tail)); r != nil {
+		e.Report, e.Kind = r.Title, r.Kind
+	}
+	in.stop()
+	return e
+}
+
+// hello waits for a cold-booted agent's hello, then saves the VM's state
+// for later boots where none is saved yet.
+func (in *instance) hello() error {
+	c := in.t.cfg
+	hv := in.t.hypervisor()
+	timer := time.NewTimer(time.Until(in.deadline))
 	defer timer.Stop()
 	for {
 		select {
 		case m := <-in.msgs:
-			if m.Type == MsgHello {
-				d := time.Since(in.started)
-				in.t.mu.Lock()
-				in.uname, in.steps, in.impls = m.Uname, m.Steps, m.ForkImpls
-				in.t.Boots = append(in.t.Boots, d)
-				in.t.mu.Unlock()
-				fmt.Fprintf(c.Log, "vm %d: booted %s under %s in %v\n", in.idx, strings.Fields(in.uname + " ?")[0], in.t.accel, d.Round(time.Millisecond))
-				// Reports printed while booting belong to no program: log
-				// them, and start attributing console output from here.
-				in.pipe.catchUp(100 * time.Millisecond)
-				cons, end := in.con.Since(in.mark)
-				in.mark = end
-				for _, r := range report.Parse(cons) {
-					fmt.Fprintf(c.Log, "vm %d: the kernel reported while booting: %s (see %s)\n", in.idx, r.Title, filepath.Join(dir, "console.log"))
-				}
-				for _, s := range in.steps {
-					fmt.Fprintf(c.Log, "vm %d: %s\n", in.idx, s)
-				}
-				return nil
+			if m.Type != MsgHello {
+				continue
 			}
+			d := time.Since(in.started)
+			cons := in.ready(m.Uname, m.Steps, m.ForkImpls, d, fmt.Sprintf("booted %s under %s in %v", strings.Fields(m.Uname + " ?")[0], in.t.accel, d.Round(time.Millisecond)))
+			in.saveState(snapMeta{Uname: m.Uname, Steps: m.Steps, Impls: m.ForkImpls, Boot: d, Console: string(cons)})
+			return nil
 		case err := <-in.readErr:
-			<-waitOr(proc.exited(), 5*time.Second)
-			return bootErr(fmt.Sprintf("agent connection broke during boot: %v (%s: %v)", err, hv.name(), in.exitStatus()))
-		case <-proc.exited():
-			return bootErr(fmt.Sprintf("%s exited during boot (%v) %s", hv.name(), proc.exitErr(), proc.diagnostics()))
+			<-waitOr(in.proc.exited(), 5*time.Second)
+			return in.bootErr(fmt.Sprintf("agent connection broke during boot: %v (%s: %v)", err, hv.name(), in.exitStatus()))
+		case <-in.proc.exited():
+			return in.bootErr(fmt.Sprintf("%s exited during boot (%v) %s", hv.name(), in.proc.exitErr(), in.proc.diagnostics()))
 		case <-timer.C:
-			return bootErr(fmt.Sprintf("no hello from the agent within %v", c.BootTimeout))
+			return in.bootErr(fmt.Sprintf("no hello from the agent within %v", c.BootTimeout))
 		}
 	}
+}
+
+// restored runs a VM that is loading a saved state and waits for the
+// agent's first message.
+func (in *instance) restored(meta *snapMeta) error {
+	if err := resume(qmpPath(in.sock), time.Until(in.deadline)); err != nil {
+		in.stop()
+		return err
+	}
+	timer := time.NewTimer(min(time.Until(in.deadline), restoreTimeout))
+	defer timer.Stop()
+	select {
+	case <-in.msgs:
+	case err := <-in.readErr:
+		in.stop()
+		return fmt.Errorf("agent connection broke: %v", err)
+	case <-in.proc.exited():
+		err := fmt.Errorf("QEMU exited (%v) %s", in.proc.exitErr(), in.proc.diagnostics())
+		in.stop()
+		return err
+	case <-timer.C:
+		in.stop()
+		return fmt.Errorf("no message from the restored agent within %v", restoreTimeout)
+	}
+	d := time.Since(in.started)
+	in.t.mu.Lock()
+	in.t.Restores++
+	in.t.mu.Unlock()
+	// The saved boot's console, so that what reads a VM's console for
+	// its boot messages (a mutant's "planted" line) finds them.
+	in.pipe.catchUp(100 * time.Millisecond)
+	fmt.Fprintf(in.con, "=== forkfuzz: the console of the boot whose state was loaded (saved %s) ===\n%s=== forkfuzz: end of the saved boot's console ===\n",
+		meta.Saved.Format(time.RFC3339), meta.Console)
+	in.ready(meta.Uname, meta.Steps, meta.Impls, d, fmt.Sprintf("restored %s under %s in %v from the state saved after a %v boot", strings.Fields(meta.Uname + " ?")[0], in.t.accel, d.Round(time.Millisecond), meta.Boot.Round(time.Millisecond)))
+	return nil
+}
+
+// restoreTimeout bounds the wait for a restored agent's first heartbeat
+// (it sends one a second).
+const restoreTimeout = 30 * time.Second
+
+// ready records a VM that is up: what its agent said, the time it took,
+// the boot's console reports and set-up steps in the log.
+func (in *instance) ready(uname string, steps, impls []string, d time.Duration, line string) (console []byte) {
+	c := in.t.cfg
+	in.t.mu.Lock()
+	in.uname, in.steps, in.impls = uname, steps, impls
+	in.t.Boots = append(in.t.Boots, d)
+	in.t.mu.Unlock()
+	fmt.Fprintf(c.Log, "vm %d: %s\n", in.idx, line)
+	// Reports printed while booting belong to no program: log them, and
+	// start attributing console output from here.
+	in.pipe.catchUp(100 * time.Millisecond)
+	cons, end := in.con.Since(in.mark)
+	in.mark = end
+	dir := filepath.Join(c.Workdir, fmt.Sprintf("vm-%d", in.idx))
+	for _, r := range report.Parse(cons) {
+		fmt.Fprintf(c.Log, "vm %d: the kernel reported while booting: %s (see %s)\n", in.idx, r.Title, filepath.Join(dir, "console.log"))
+	}
+	for _, s := range in.steps {
+		fmt.Fprintf(c.Log, "vm %d: %s\n", in.idx, s)
+	}
+	return cons
+}
+
+// saveState saves a freshly booted VM's state unless one is saved (or
+// snapshots are off), and says so.
+func (in *instance) saveState(meta snapMeta) {
+	sn := in.t.snap
+	if sn == nil || sn.off != "" || in.t.snap.saved() != nil {
+		return
+	}
+	meta.Saved = time.Now().UTC()
+	t0 := time.Now()
+	size, err := sn.save(qmpPath(in.sock), meta)
+	if err != nil {
+		fmt.Fprintf(in.t.cfg.Log, "vm %d: could not save the booted state (later boots are cold): %v\n", in.idx, err)
+		return
+	}
+	fmt.Fprintf(in.t.cfg.Log, "vm %d: saved the booted state for restarts and later runs (%d MB in %v): %s\n",
+		in.idx, size>>20, time.Since(t0).Round(time.Millisecond), sn.statePath())
 }
 
 func waitOr(ch <-chan struct{}, d time.Duration) <-chan struct{} {

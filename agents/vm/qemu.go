@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,8 @@ func (qemu) args(t *Target, sock string) []string {
 		"-kernel", c.Kernel, "-initrd", t.initrd, "-append", cmdline,
 		"-chardev", "socket,id=ff0,path=" + sock + ",server=on,wait=off",
 		"-device", "virtio-serial-pci", "-device", "virtserialport,chardev=ff0,name=" + portName,
+		// QMP, for saving and loading the VM's state (snapshot.go).
+		"-qmp", "unix:" + qmpPath(sock) + ",server=on,wait=off",
 	}
 	return append(args, numaArgs(c.Memory, c.CPUs, c.NUMANodes)...)
 }
@@ -95,9 +98,12 @@ func (q qemu) commandLine(t *Target, sock string) string {
 	return t.cfg.QEMU + " " + strings.Join(q.args(t, sock), " ")
 }
 
-func (q qemu) start(t *Target, sock string, console *os.File) (vmProcess, error) {
+// qmpPath is the QMP socket beside the agent's socket sock.
+func qmpPath(sock string) string { return filepath.Join(filepath.Dir(sock), "q") }
+
+func (q qemu) start(t *Target, sock string, console *os.File, extra ...string) (vmProcess, error) {
 	c := t.cfg
-	cmd := c.Command(c.QEMU, q.args(t, sock)...)
+	cmd := c.Command(c.QEMU, append(q.args(t, sock), extra...)...)
 	cmd.Stdout = console
 	p := &qemuProcess{cmd: cmd, stderr: &limitedBuffer{max: 64 << 10}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr

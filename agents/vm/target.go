@@ -66,6 +66,14 @@ type Config struct {
 	CrashGrace time.Duration
 	// QEMU is the emulator binary (default qemu-system-x86_64).
 	QEMU string
+	// NoSnapshot boots every VM cold. By default the state of a VM
+	// right after the agent's hello is saved once (per QEMU, arguments,
+	// kernel and initramfs) in SnapshotDir and loaded instead of a boot
+	// (snapshot.go).
+	NoSnapshot bool
+	// SnapshotDir holds the saved states (default: the user's cache
+	// directory's forkfuzz/vmstate).
+	SnapshotDir string
 	// Log receives boot and restart messages (default discard).
 	Log io.Writer
 	// Command creates processes (default exec.Command); tests substitute
@@ -166,6 +174,7 @@ type Target struct {
 	initrd  string
 	tmpDir  string
 	accel   string
+	snap    *snapshots // saved VM states (snapshot.go)
 	idle    chan *instance
 	all     []*instance
 	forkMod []string
@@ -175,7 +184,8 @@ type Target struct {
 	// pace is the guest's measured speed, for program timeouts.
 	pace pace
 	// Stats
-	Boots     []time.Duration // every boot's time to the agent's hello
+	Boots     []time.Duration // every boot's time to the agent's hello (or a restore's to its first message)
+	Restores  int             // how many of Boots loaded a saved state (snapshot.go)
 	FirstProg time.Duration   // boot start of VM 0 to its first program's result
 }
 
@@ -217,6 +227,7 @@ func New(cfg Config) (*Target, error) {
 		return nil, err
 	}
 	t.accel = t.chooseAccel()
+	t.initSnapshots()
 	t.idle = make(chan *instance, cfg.VMs)
 	for i := 0; i < cfg.VMs; i++ {
 		t.all = append(t.all, &instance{idx: i, t: t})

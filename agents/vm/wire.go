@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -183,4 +184,19 @@ func DecodeMsg(body []byte) (*Msg, error) {
 		return nil, &FrameError{fmt.Sprintf("run %d carries no program", m.ID)}
 	}
 	return &m, nil
+}
+
+// skipToFrame discards bytes up to the next frame's magic: the tail of a
+// frame a restored guest had begun before its state was saved.
+func skipToFrame(r *bufio.Reader) error {
+	for {
+		b, err := r.Peek(len(frameMagic))
+		if err != nil {
+			return err
+		}
+		if [4]byte(b) == frameMagic {
+			return nil
+		}
+		r.Discard(1)
+	}
 }

@@ -140,10 +140,11 @@ func printExecRows(w io.Writer, rows []*execRow) {
 		}
 		fmt.Fprintf(w, "%-12s %6d %10.2f %8s  %s%s\n", r.name, r.runs, rate(r), ratio, perProgram(r.phases, r.runs), errs)
 	}
-	fmt.Fprintf(w, "\nwhere the program phase went, summed over its processes (ms per program; a fork includes its census and evidence, a wait its child's run):\n")
+	header := "\nwhere the program phase went, summed over its processes (ms per program; a fork includes its census and evidence, a wait its child's run):\n"
 	for _, r := range rows {
 		if len(r.work) > 0 {
-			fmt.Fprintf(w, "%-12s  %s\n", r.name, perProgram(r.work, r.runs))
+			fmt.Fprintf(w, "%s%-12s  %s\n", header, r.name, perProgram(r.work, r.runs))
+			header = ""
 		}
 	}
 }

@@ -29,7 +29,8 @@ func init() {
 
 // qemuFlag names the flag of each vm.Config field a flag sets.
 var qemuFlag = map[string]string{"VMs": "vms", "Memory": "vm-memory", "CPUs": "vm-cpus", "Accel": "accel",
-	"Workdir": "vm-workdir", "BootTimeout": "boot-timeout", "ProgramTimeout": "program-timeout", "Cmdline": "kernel-cmdline"}
+	"Workdir": "vm-workdir", "BootTimeout": "boot-timeout", "ProgramTimeout": "program-timeout", "Cmdline": "kernel-cmdline",
+	"NoSnapshot": "no-vm-snapshot"}
 
 func qemuFlags(fs *flag.FlagSet) func() (agents.Target, error) {
 	def := vm.DefaultConfig()
@@ -44,10 +45,11 @@ func qemuFlags(fs *flag.FlagSet) func() (agents.Target, error) {
 	progTimeout := fs.Duration("program-timeout", def.ProgramTimeout, "qemu: how long one program may run in the guest")
 	cmdline := fs.String("kernel-cmdline", "", "qemu: words appended to the guest kernel's command line (besides the target file's cmdline), e.g. "+kernel.MutantsParam+"=wp-src-pmd")
 	extraMods := fs.String("modules", "", "qemu: comma-separated .ko files the guest loads at boot (default: "+kernel.PMDModuleName+" if it is beside --kernel)")
+	noSnap := fs.Bool("no-vm-snapshot", false, "qemu: boot every VM cold (by default the state right after boot is saved once per kernel and loaded for restarts, further VMs and later runs)")
 	positive(fs, "vms", "boot-timeout", "program-timeout")
 	return func() (agents.Target, error) {
 		cfg := vm.Config{VMs: *vms, Accel: *accel, Memory: *mem, CPUs: *cpus, Workdir: *vmdir,
-			BootTimeout: *bootTimeout, ProgramTimeout: *progTimeout, Log: os.Stderr, Cmdline: *cmdline}
+			BootTimeout: *bootTimeout, ProgramTimeout: *progTimeout, Log: os.Stderr, Cmdline: *cmdline, NoSnapshot: *noSnap}
 		if err := cfg.Validate(); err != nil {
 			return nil, flagError(err, qemuFlag)
 		}
