@@ -567,7 +567,7 @@ func (m *MM) growInPlace(v *VMA, a, oldLen, newLen uint64) bool {
 	old := v.End
 	v.End = a + newLen
 	m.mergeAround(old, v.End)
-	if v.Flags&VMLocked != 0 {
+	if v.Flags&(VMLocked|VMLockOnfault) == VMLocked { // lock-on-fault populates nothing
 		m.populate(v, old, a+newLen)
 	}
 	return true
