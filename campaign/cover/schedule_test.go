@@ -111,3 +111,34 @@ func TestCreditFinding(t *testing.T) {
 		t.Errorf("a new finding weighs %v, 4096 new edges %v", g, gain(Gain{NewEdges: 1 << 12}))
 	}
 }
+
+// TestDrawCost: of two entries alike but for their size, the cheaper is
+// drawn more, and the dearer still drawn (the factor is bounded).
+func TestDrawCost(t *testing.T) {
+	tr, err := Open(t.TempDir(), "k", true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, pages := range []int{8, 4096} {
+		p := mustParse(t, fmt.Sprintf("forkfuzz v1\nregion r0 anon-private pages=%d\nfork f0\nwait f0\n", pages))
+		if _, err := tr.Add(p, &obs.Coverage{PCs: []uint64{uint64(i + 1)}, Edges: []uint32{uint32(i + 1)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.entries[1].Weight = tr.entries[0].Weight
+	tr.sched.src[1] = source{gain: 1e6, secs: 1, n: 1}
+	tr.sched.src[0] = source{gain: 0, secs: 100, n: 100}
+	r := rand.New(rand.NewPCG(5, 5))
+	n := [2]int{}
+	for i := 0; i < 400; i++ {
+		if f := tr.Draw(r); f != Fresh {
+			n[f]++
+		}
+		tr.entries[0].Picks, tr.entries[1].Picks = 0, 0 // energy alike
+	}
+	// Costs 16 and 8192 against a mean of 4104: factors 4 and 1/2.
+	if n[0] < 4*n[1] || n[1] == 0 {
+		t.Errorf("draws: 8-page entry %d, 4096-page entry %d; want the small one about 8 times as often, the large one drawn", n[0], n[1])
+	}
+	t.Logf("draws: 8-page entry %d, 4096-page entry %d", n[0], n[1])
+}
