@@ -192,6 +192,17 @@ func serve() error {
 	unix.Uname(&uts)
 	uname := unix.ByteSliceToString(uts.Release[:]) + " " + unix.ByteSliceToString(uts.Version[:])
 	steps = append(steps, "fork-implementation knobs: "+executor.ForkImplKnobs())
+	// Start the executor now rather than at the first program: a VM
+	// restored from the state saved after this hello (snapshot.go) then
+	// has it running.
+	if p, err := prog.Parse([]byte(warmup)); err == nil {
+		t0 := time.Now()
+		if _, err := a.remote.Run(p, executor.Options{}); err != nil {
+			steps = append(steps, "executor: not started before hello: "+err.Error())
+		} else {
+			steps = append(steps, fmt.Sprintf("executor: started in %v", time.Since(t0).Round(time.Millisecond)))
+		}
+	}
 	if err := a.send(&Msg{Type: MsgHello, Uname: uname, Uptime: uptime(), Steps: steps, ForkImpls: executor.AvailableForkImpls()}); err != nil {
 		return err
 	}
