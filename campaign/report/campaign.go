@@ -664,5 +664,22 @@ func timeBar(t *campaign.TimeSpent) template.HTML {
 		}
 		out += `<p class="sub">the target's run, by phase:</p>` + bar(guest, t.Run)
 	}
+	if len(t.Work) > 0 {
+		colors := []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"}
+		var names []string
+		sum := 0.0
+		for k, v := range t.Work {
+			names = append(names, k)
+			sum += v
+		}
+		sort.Slice(names, func(i, j int) bool {
+			return t.Work[names[i]] > t.Work[names[j]] || t.Work[names[i]] == t.Work[names[j]] && names[i] < names[j]
+		})
+		var work []part
+		for i, k := range names {
+			work = append(work, part{k, t.Work[k], colors[min(i, len(colors)-1)]})
+		}
+		out += `<p class="sub">inside the program, summed over its processes (a fork includes its census and evidence, a wait the child's run):</p>` + bar(work, sum)
+	}
 	return template.HTML(out + `</section>`)
 }

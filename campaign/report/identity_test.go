@@ -85,9 +85,10 @@ func TestForkMode(t *testing.T) {
 // The campaign page draws where the time went, host and guest.
 func TestCampaignPageTime(t *testing.T) {
 	s := campaign.Sample{Target: "qemu", Programs: 10, Elapsed: 20, Spent: &campaign.TimeSpent{Programs: 10, Run: 18, Generate: 0.5, Judge: 1, Record: 0.5,
-		Guest: map[string]float64{"ops": 9, "kcov": 6}}}
+		Guest: map[string]float64{"ops": 9, "kcov": 6}, Work: map[string]float64{"fork": 6, "wait": 3, "view": 1}}}
 	page := string(CampaignPage(&Campaign{Samples: []campaign.Sample{s}}))
-	for _, want := range []string{`<section id="time">`, "1.80 s per program", "run 90.0% (18.0 s)", "kcov 33.3% (6.0 s)", "dispatch, transfer, other 16.7% (3.0 s)"} {
+	for _, want := range []string{`<section id="time">`, "1.80 s per program", "run 90.0% (18.0 s)", "kcov 33.3% (6.0 s)", "dispatch, transfer, other 16.7% (3.0 s)",
+		"inside the program, summed over its processes", "fork 60.0% (6.0 s)", "view 10.0% (1.0 s)"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}

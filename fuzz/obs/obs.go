@@ -180,10 +180,10 @@ type View struct {
 	// Runs cover every mapped page of every region; pages in no run are unmapped.
 	Runs []Run `json:"runs,omitempty"`
 	// Pages lists readable pages whose content is not all zero.
-	Pages []PageDigest `json:"pages,omitempty"`
+	Pages PageDigests `json:"pages,omitempty"`
 	// Words lists every non-zero 8-byte word of readable pages.
-	Words     []Word `json:"words,omitempty"`
-	Truncated bool   `json:"truncated,omitempty"`
+	Words     Words `json:"words,omitempty"`
+	Truncated bool  `json:"truncated,omitempty"`
 }
 
 // VMA is one line of /proc/self/maps.
