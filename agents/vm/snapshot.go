@@ -188,13 +188,15 @@ func (s *snapshots) save(qmpPath string, meta snapMeta) (int64, error) {
 		return 0, err
 	}
 	b, _ := json.Marshal(meta)
-	if err := os.WriteFile(s.metaPath()+".tmp", b, 0o644); err != nil {
+	metaTmp := tmp + ".json"
+	defer os.Remove(metaTmp)
+	if err := os.WriteFile(metaTmp, b, 0o644); err != nil {
 		return 0, err
 	}
 	if err := os.Rename(tmp, s.statePath()); err != nil {
 		return 0, err
 	}
-	if err := os.Rename(s.metaPath()+".tmp", s.metaPath()); err != nil {
+	if err := os.Rename(metaTmp, s.metaPath()); err != nil {
 		return 0, err
 	}
 	s.evict()
