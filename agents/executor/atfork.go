@@ -31,8 +31,10 @@ const (
 
 // Bits of a /proc/kpageflags entry.
 const (
+	kpfHuge    = 1 << 17
 	kpfKSM     = 1 << 21
 	kpfTHP     = 1 << 22
+	kpfZero    = 1 << 24
 	kpfMlocked = 1 << 33
 )
 
@@ -123,34 +125,55 @@ func (c *pageCensus) before(m *machine, f int) {
 		return
 	}
 	cur.Flags = true
-	// One read per run of consecutive PFNs (a THP is 512 of them).
+	// One read per run of consecutive PFNs (a THP is 512 of them) or of
+	// one repeated PFN (the shared zeropage).
 	var fb []byte
 	for i := 0; i < len(c.pfns) && cur.Flags; {
-		j := i + 1
-		for j < len(c.pfns) && c.pfns[j] == c.pfns[j-1]+1 && j-i < 4096 {
+		j, same := i+1, 0
+		for j < len(c.pfns) && c.pfns[j] == c.pfns[i] {
 			j++
 		}
-		fb = append(fb[:0], make([]byte, (j-i)*8)...)
+		if same = j - i; same == 1 {
+			for j < len(c.pfns) && c.pfns[j] == c.pfns[j-1]+1 && j-i < 4096 {
+				j++
+			}
+		}
+		n := j - i
+		if same > 1 {
+			n = 1
+		}
+		fb = append(fb[:0], make([]byte, n*8)...)
 		if _, err := c.kpf.ReadAt(fb, int64(c.pfns[i]*8)); err != nil {
 			cur.Flags = false
 			break
 		}
-		for k := 0; k < j-i; k++ {
-			fl := binary.LittleEndian.Uint64(fb[k*8:])
-			if fl&kpfTHP != 0 {
-				cur.THP++
-			}
-			if fl&kpfKSM != 0 {
-				cur.KSM++
-			}
-			if fl&kpfMlocked != 0 {
-				cur.Mlocked++
-			}
+		for k := 0; k < n; k++ {
+			countFlags(cur, binary.LittleEndian.Uint64(fb[k*8:]), max(same, 1))
 		}
 		i = j
 	}
 	if cur.THP > 0 {
 		cur.PMDMapped = arenaAnonHugePages()
+	}
+}
+
+// countFlags counts n pages whose /proc/kpageflags entry is fl into cur.
+func countFlags(cur *obs.ForkPages, fl uint64, n int) {
+	switch {
+	case fl&kpfZero != 0 && fl&kpfTHP != 0:
+		cur.HugeZero += n
+	case fl&kpfZero != 0:
+		cur.Zero += n
+	case fl&kpfHuge != 0:
+		cur.Hugetlb += n
+	case fl&kpfTHP != 0:
+		cur.THP += n
+	}
+	if fl&kpfKSM != 0 {
+		cur.KSM += n
+	}
+	if fl&kpfMlocked != 0 {
+		cur.Mlocked += n
 	}
 }
 

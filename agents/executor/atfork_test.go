@@ -3,6 +3,7 @@ package executor
 import (
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
@@ -124,5 +125,35 @@ func BenchmarkForkPagesCost(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "programs/s")
 			b.ReportMetric(float64(forks)/b.Elapsed().Seconds(), "forks/s")
 		})
+	}
+}
+
+// TestForkPageCensusZeropage checks that the census tells the shared
+// zeropage and the huge zeropage apart from other pages: a check (a view:
+// it reads every page) of an untouched private anonymous region before a
+// fork maps the zeropage at each page, or, in a THP region of whole PMDs,
+// the huge zeropage, and neither is counted as THP.
+func TestForkPageCensusZeropage(t *testing.T) {
+	if _, err := os.Stat("/proc/kpageflags"); err != nil || os.Geteuid() != 0 {
+		t.Skip("needs /proc/kpageflags readable (root): the zeropage is told by KPF_ZERO_PAGE")
+	}
+	_, o := run(t, "forkfuzz v1\nregion r0 anon-private pages=8 thp=off\nstore r0 off=0x0 count=2 stride=0x1000\ncheck\nfork f0\nwait f0\n", Options{})
+	if len(o.ForkPages) != 1 || !o.ForkPages[0].Flags {
+		t.Fatalf("ForkPages = %+v, want one census with flags", o.ForkPages)
+	}
+	if c := o.ForkPages[0]; c.Present != 8 || c.Zero != 6 || c.HugeZero != 0 || c.THP != 0 || c.Hugetlb != 0 {
+		t.Errorf("census %+v: want 8 present of which 6 zeropage, no huge zeropage, THP or hugetlb", c)
+	}
+	en, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	zp, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/use_zero_page")
+	if strings.Contains(string(en), "[never]") || strings.TrimSpace(string(zp)) != "1" {
+		t.Skipf("THP %q, use_zero_page %q: no huge zeropage on a read fault", strings.TrimSpace(string(en)), strings.TrimSpace(string(zp)))
+	}
+	_, o = run(t, "forkfuzz v1\nregion r0 anon-private pages=1024 thp=on\ncheck\nfork f0\nwait f0\n", Options{})
+	if len(o.ForkPages) != 1 {
+		t.Fatalf("ForkPages = %+v, want one census", o.ForkPages)
+	}
+	if c := o.ForkPages[0]; c.HugeZero != 1024 || c.Zero != 0 || c.THP != 0 || c.PMDMapped != 0 {
+		t.Errorf("census %+v: want 1024 pages of the huge zeropage and no THP", c)
 	}
 }

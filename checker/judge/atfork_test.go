@@ -32,10 +32,13 @@ func TestAtFork(t *testing.T) {
 			Overlap: obs.Overlap{Stores: 5, Inside: 5, MovePasses: 4, Moved: 104}},
 			[]string{"1 of 1 forks with writer threads", "2 of 3 forks with migrating threads had page moves overlapping the fork call (104 pages moved in 4 passes)"}},
 		{"census", obs.Observation{ForkPages: []obs.ForkPages{
-			{Fork: 0, Present: 8, Swapped: 2, Flags: true, THP: 512, PMDMapped: 512, KSM: 3, Shared: 6, Exclusive: 2},
-			{Fork: 1, Present: 4, Shared: 4},
-		}}, &AtFork{Censused: 2, Pages: obs.ForkPages{Present: 12, Swapped: 2, Flags: true, THP: 512, PMDMapped: 512, KSM: 3, Shared: 10, Exclusive: 2}},
-			[]string{"pages at 2 forks: 12 resident before (2 swapped out", "512 THP of which 512 PMD-mapped, 3 KSM", "10 shared with the child, 2 exclusive", "forks with such pages: swapped 1, ksm 1, thp 1, pmd-thp 1, pte-thp 0, mlocked 0, uffd-wp 0, exclusive 1 (of 2)"}},
+			{Fork: 0, Present: 8, Swapped: 2, Flags: true, THP: 512, PMDMapped: 512, KSM: 3, Shared: 6, Exclusive: 2, Zero: 5},
+			{Fork: 1, Present: 4, Shared: 4, Flags: true, HugeZero: 512, Hugetlb: 1024, Zero: 1},
+		}}, &AtFork{Censused: 2, Pages: obs.ForkPages{Present: 12, Swapped: 2, Flags: true, THP: 512, PMDMapped: 512, KSM: 3, Shared: 10, Exclusive: 2,
+			Zero: 6, HugeZero: 512, Hugetlb: 1024}},
+			[]string{"pages at 2 forks: 12 resident before (2 swapped out", "512 THP of which 512 PMD-mapped, 3 KSM",
+				"6 zeropage, 512 huge zeropage, 1024 hugetlb", "10 shared with the child, 2 exclusive",
+				"forks with such pages: swapped 1, ksm 1, thp 1, pmd-thp 1, pte-thp 0, mlocked 0, uffd-wp 0, exclusive 1, zero 2, huge-zero 1, hugetlb 1 (of 2)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := atFork(&tc.o)

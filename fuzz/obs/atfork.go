@@ -92,12 +92,19 @@ type ForkPages struct {
 	// are part of a transparent huge page, KSM pages and mlocked pages;
 	// PMDMapped is the THP pages mapped by a PMD as a whole (the arena's
 	// AnonHugePages in /proc/self/smaps, read only when THP > 0), so
-	// THP - PMDMapped were PTE-mapped.
+	// THP - PMDMapped were PTE-mapped. Zero is the PTEs mapping the
+	// shared zeropage (KPF_ZERO_PAGE), HugeZero the pages of the huge
+	// zeropage mapped by a PMD (KPF_ZERO_PAGE with KPF_THP; not counted
+	// in THP), Hugetlb the pages of hugetlb pages (KPF_HUGE). A read of
+	// an untouched private anonymous page maps the zeropage.
 	Flags     bool `json:"flags,omitempty"`
 	THP       int  `json:"thp,omitempty"`
 	PMDMapped int  `json:"pmd_mapped,omitempty"`
 	KSM       int  `json:"ksm,omitempty"`
 	Mlocked   int  `json:"mlocked,omitempty"`
+	Zero      int  `json:"zero,omitempty"`
+	HugeZero  int  `json:"huge_zero,omitempty"`
+	Hugetlb   int  `json:"hugetlb,omitempty"`
 	// After the call (pagemap of the parent): resident pages mapped
 	// exclusively (not shared with the child: copied at fork because
 	// pinned, not inherited, or written again since) and shared ones
@@ -118,6 +125,9 @@ func (a *ForkPages) Add(b ForkPages) {
 	a.PMDMapped += b.PMDMapped
 	a.KSM += b.KSM
 	a.Mlocked += b.Mlocked
+	a.Zero += b.Zero
+	a.HugeZero += b.HugeZero
+	a.Hugetlb += b.Hugetlb
 	a.Exclusive += b.Exclusive
 	a.Shared += b.Shared
 }
