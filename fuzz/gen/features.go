@@ -10,6 +10,7 @@ import "github.com/forkfuzz/forkfuzz/fuzz/prog"
 var FeatureNames = []string{
 	"mlock", "thp", "collapse", "pte-mapped-thp", "pinned", "dontfork", "wipeonfork",
 	"uffd-wp", "ksm", "pageout", "writers", "every-page-store", "every-page-writer",
+	"zeropage", "huge-zeropage",
 }
 
 // Features returns which of FeatureNames p reaches.
@@ -29,6 +30,7 @@ func Features(p *prog.Program) map[string]bool {
 			f["thp"] = true
 		}
 	}
+	zeroReads(p, thp, f)
 	everyPage := func(op prog.Op) bool {
 		return op.Stride == prog.PageSize && op.Region < len(p.Regions) &&
 			op.Count >= min(p.Regions[op.Region].Pages, DefaultWeights().MaxStorePages)
@@ -72,4 +74,37 @@ func Features(p *prog.Program) map[string]bool {
 		}
 	}
 	return f
+}
+
+// zeroReads sets zeropage when the main process reads a private anonymous
+// region before a later fork of its own (a check reads every page of every
+// region; madvise populate-read faults its range in for reading): a page
+// not yet written is then the shared zeropage at the fork. huge-zeropage:
+// the region is a THP one of at least a PMD, where a read fault maps the
+// huge zeropage.
+func zeroReads(p *prog.Program, thp []bool, f map[string]bool) {
+	read := make([]bool, len(p.Regions))
+	for _, op := range p.Ops {
+		if op.Proc != 0 {
+			continue
+		}
+		switch {
+		case op.Kind == prog.OpCheck:
+			for i := range read {
+				read[i] = true
+			}
+		case op.Kind == prog.OpMadvise && op.Advice == prog.AdvPopulateRead && op.Region < len(read):
+			read[op.Region] = true
+		case op.Kind == prog.OpFork:
+			for i, r := range p.Regions {
+				if !read[i] || r.Kind != prog.AnonPrivate {
+					continue
+				}
+				f["zeropage"] = true
+				if thp[i] && r.Pages >= prog.PMDSize/prog.PageSize {
+					f["huge-zeropage"] = true
+				}
+			}
+		}
+	}
 }

@@ -134,6 +134,9 @@ func (g *generator) prologue() []prog.Op {
 				ops = append(ops, g.undoAdvice(i, adv, op.Off, op.Len))
 			}
 		}
+		if reg.Kind == prog.AnonPrivate && chance(g.r, g.w.IdiomProb) {
+			ops = append(ops, g.zeroRead(i))
+		}
 		if chance(g.r, 0.05) {
 			ops = append(ops, g.rangeOp(0, prog.OpMlock, i)...)
 		}

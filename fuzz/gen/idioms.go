@@ -21,6 +21,10 @@ import "github.com/forkfuzz/forkfuzz/fuzz/prog"
 //   - vmsplice across COW (CVE-2020-29374's shape): one side splices a page
 //     it shares with the other after fork and stops mapping it, the other
 //     side writes the page, the pipe is read: the write must not show.
+//   - zeropage read: MADV_POPULATE_READ over (part of) an anonymous
+//     private region before the first fork, so its pages not written yet
+//     are the shared zeropage at the fork, or the huge zeropage in a THP
+//     region of whole PMDs (cow.c's zeropage and huge-zeropage kinds).
 
 // noteWritten records the page that op, a store or pwrite before the first
 // fork, wrote (of process 0 and inside its region; the first per region).
@@ -237,4 +241,15 @@ func (g *generator) learn(q *prog.Program) {
 			g.noteWipe(op)
 		}
 	}
+}
+
+// zeroRead returns the zeropage read of region ri (an anonymous private
+// one): MADV_POPULATE_READ over a random range, or over the whole region
+// when it is a THP one, so every PMD of it can map the huge zeropage.
+func (g *generator) zeroRead(ri int) prog.Op {
+	off, n := g.span(ri)
+	if g.p.Regions[ri].THP == prog.THPOn && g.p.Regions[ri].Pages >= prog.PMDSize/page && chance(g.r, 0.7) {
+		off, n = 0, g.bytes(ri)
+	}
+	return g.fix(prog.Op{Kind: prog.OpMadvise, Region: ri, Off: off, Len: n, Advice: prog.AdvPopulateRead})
 }
