@@ -82,3 +82,17 @@ func migrate(t *testing.T, tg *Target) {
 		t.Errorf("a good kernel fails the migrate program: %+v", v.Issues)
 	}
 }
+
+// TestGuestHugePages checks that every guest reserves 2 MiB hugetlb pages
+// at boot on its kernel command line, a small share of its memory.
+func TestGuestHugePages(t *testing.T) {
+	for _, tc := range []struct{ mem, want int }{{1024, 16}, {2048, 32}, {64, 2}, {256, 4}} {
+		if got := guestHugePages(tc.mem); got != tc.want {
+			t.Errorf("guestHugePages(%d MiB) = %d, want %d", tc.mem, got, tc.want)
+		}
+	}
+	tg := &Target{cfg: Config{Memory: 1024, CPUs: 2, Kernel: "k"}, initrd: "i"}
+	if line := strings.Join(qemu{}.args(tg, "s"), " "); !strings.Contains(line, " hugepages=16 ") {
+		t.Errorf("1 GiB VM's QEMU command line reserves no 16 huge pages: %s", line)
+	}
+}

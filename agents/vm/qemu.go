@@ -39,6 +39,7 @@ func (qemu) args(t *Target, sock string) []string {
 	if c.Cmdline != "" {
 		cmdline += " " + c.Cmdline
 	}
+	cmdline += " hugepages=" + strconv.Itoa(guestHugePages(c.Memory))
 	if c.NUMANodes > 1 {
 		// Pages move between nodes only when a program moves them.
 		cmdline += " numa_balancing=disable"
