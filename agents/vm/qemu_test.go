@@ -299,6 +299,7 @@ func TestQEMUReferenceKernel(t *testing.T) {
 	tg := bootTarget(t, image, nil, 30*time.Second, nil)
 	runPrograms(t, tg)
 	t.Run("migrate", func(t *testing.T) { migrate(t, tg) })
+	t.Run("zeropage-census", func(t *testing.T) { zeropageCensus(t, tg) })
 	t.Run("sysrq-crash", func(t *testing.T) { sysrqCrash(t, tg, strings.TrimPrefix(filepath.Base(image), "bzImage-")) })
 	t.Run("lkdtm-warning", func(t *testing.T) { lkdtmWarning(t, tg, image) })
 }
@@ -353,4 +354,21 @@ func hasEventText(es []obs.Event, s string) bool {
 		}
 	}
 	return false
+}
+
+// zeropageCensus runs, in the guest, a program whose main process reads
+// an untouched private region and a THP one before a fork, and requires
+// the page census to count the shared zeropage and the huge zeropage.
+func zeropageCensus(t *testing.T, tg *Target) {
+	o, err := tg.Run(mustParse(t, "forkfuzz v1\nregion r0 anon-private pages=8 thp=off\nregion r1 anon-private pages=1024 thp=on\n"+
+		"store r0 off=0x0 count=2 stride=0x1000\ncheck\nfork f0\nwait f0\n"), agents.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.ForkPages) != 1 || !o.ForkPages[0].Flags {
+		t.Fatalf("census %+v: want one, with kpageflags read", o.ForkPages)
+	}
+	if c := o.ForkPages[0]; c.Zero != 6 || c.HugeZero != 1024 || c.THP != 0 {
+		t.Errorf("census %+v: want 6 zeropage and 1024 huge zeropage pages, no THP", c)
+	}
 }
