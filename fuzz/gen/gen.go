@@ -134,7 +134,13 @@ func (g *generator) prologue() []prog.Op {
 				ops = append(ops, g.undoAdvice(i, adv, op.Off, op.Len))
 			}
 		}
-		if reg.Kind == prog.AnonPrivate && chance(g.r, g.w.IdiomProb) {
+		// (THP regions of whole PMDs more often: the huge zeropage is
+		// rarer at fork, a later store in the PMD splits it.)
+		zp := g.w.IdiomProb
+		if reg.THP == prog.THPOn && reg.Pages >= prog.PMDSize/page {
+			zp = min(1, 2.5*zp)
+		}
+		if reg.Kind == prog.AnonPrivate && chance(g.r, zp) {
 			ops = append(ops, g.zeroRead(i))
 		}
 		if chance(g.r, 0.05) {
