@@ -117,7 +117,7 @@ func raceOn(t *testing.T, f *Finding, seed uint64, p float64, first ...bool) *ra
 func TestReduceFlakyFinding(t *testing.T) {
 	f := crashFinding(t)
 	tg := raceOn(t, f, 1, 0.3, false, false, true)
-	ReduceContext(context.Background(), tg, f, 40, 0, "")
+	ReduceContext(context.Background(), tg, f, 120, 0, "")
 	if f.NotRepeated || f.MinTries != 3 {
 		t.Fatalf("not repeated %v, %d tries a step; want 3", f.NotRepeated, f.MinTries)
 	}
