@@ -370,6 +370,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 			// Each reproducer runs FixRuns times on both kernels.
 			baseShare = left / 2
 		}
+		baseShare += freshShare(left)
 		g.phase("fuzz", left-baseShare, func(ph *Phase) { fuzzStats = g.fuzz(ph, left-baseShare) })
 	}
 	if fuzzStats != nil {
@@ -394,6 +395,9 @@ func Run(ctx context.Context, cfg Config) *Result {
 	if g.tut != nil {
 		g.phase("confirm", time.Until(g.hard), g.confirm)
 	}
+	if g.tut != nil {
+		g.phase("fresh", time.Until(g.hard), g.fresh)
+	}
 	if cfg.OpenBaseline != nil {
 		g.phase("baseline", time.Until(g.hard), g.baseline)
 	}
@@ -407,7 +411,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 		deadline = time.Now().Add(500 * time.Millisecond) // a signal: report promptly
 	}
 	enriched := g.enrich(deadline)
-	d := time.Since(t1) + t1.Sub(t0) - g.res.phaseDuration("baseline") - g.res.phaseDuration("confirm") - g.res.phaseDuration("fixes")
+	d := time.Since(t1) + t1.Sub(t0) - g.res.phaseDuration("baseline") - g.res.phaseDuration("confirm") - g.res.phaseDuration("fresh") - g.res.phaseDuration("fixes")
 	r.Phases = append(r.Phases, Phase{Name: "collect", Duration: d, Seconds: d.Seconds(),
 		Note: fmt.Sprintf("%d finding directories read, %d re-judged for evidence", len(r.Findings), enriched)})
 	// Reporting runs whatever happened (also after a signal).

@@ -79,8 +79,10 @@ type FindingRecord struct {
 	// that count against a kernel.
 	Mail string `json:"mail,omitempty"`
 	// Confirm is what the gate's own replays of harness trouble showed.
-	Confirm     *ConfirmReplay `json:"confirm,omitempty"`
-	Explanation string         `json:"explanation"`
+	Confirm *ConfirmReplay `json:"confirm,omitempty"`
+	// Fresh is what replays on freshly opened targets showed (fresh.go).
+	Fresh       *FreshReplay `json:"fresh,omitempty"`
+	Explanation string       `json:"explanation"`
 	// Evidence is the checker's first bad (process, view, op, region,
 	// page) on the reproducer (nil for target events).
 	Evidence *checker.Finding `json:"evidence,omitempty"`
@@ -317,6 +319,14 @@ func (r *Result) findingBySig(sigs []string) *FindingRecord {
 // Reproducibility says how reliably the reproducer showed the finding on
 // the kernel under test.
 func (f *FindingRecord) Reproducibility() string {
+	if v := f.freshVerdict(); v != "" {
+		return v
+	}
+	return f.replayVerdict()
+}
+
+// replayVerdict is what the campaign's replays (same target) showed.
+func (f *FindingRecord) replayVerdict() string {
 	switch {
 	case f.Replays == 0 && f.Minimized == "":
 		return "not minimized or replayed (budget spent first)"

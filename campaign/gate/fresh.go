@@ -1,0 +1,124 @@
+package gate
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
+)
+
+// Fresh-VM validation (issue 29): at the end of the gate each finding
+// that counts against the kernel is replayed on a freshly opened target
+// (a new boot on QEMU, a new instance on the simulated and native
+// targets), one target per replay, until freshWant replays showed its
+// signature or freshMax ran. Reproducible takes freshWant of at most
+// freshMax; anything less is flaky with its rate.
+const (
+	freshWant = 2
+	freshMax  = 5
+)
+
+// FreshReplay is what the replays of a finding's reproducer on fresh
+// targets showed.
+type FreshReplay struct {
+	Runs       int    `json:"runs"`
+	Reproduced int    `json:"reproduced"`
+	Note       string `json:"note,omitempty"`
+}
+
+// freshVerdict is the reproducibility a fresh validation gives, or ""
+// when it did not run.
+func (f *FindingRecord) freshVerdict() string {
+	v := f.Fresh
+	switch {
+	case v == nil:
+		return ""
+	case v.Runs == 0:
+		return "not validated on fresh VMs (" + v.Note + ")"
+	case v.Reproduced >= freshWant:
+		return fmt.Sprintf("reproducible %d/%d on fresh VMs", v.Reproduced, v.Runs)
+	}
+	s := fmt.Sprintf("flaky %d/%d on fresh VMs (reproducible takes %d)", v.Reproduced, v.Runs, freshWant)
+	if v.Note != "" {
+		s += "; " + v.Note
+	}
+	return s
+}
+
+// freshShare is what the fuzz phase leaves for the fresh validation: an
+// eighth of what is left.
+func freshShare(left time.Duration) time.Duration { return left / 8 }
+
+// fresh validates every finding that counts against the kernel on fresh
+// targets until the phase's stop (the baseline's share kept).
+func (g *gate) fresh(ph *Phase) {
+	var todo []*FindingRecord
+	for i := range g.res.Findings {
+		f := &g.res.Findings[i]
+		if f.reproProg == nil {
+			continue
+		}
+		if k, _ := g.cfg.Known.Match(f.Signature, g.res.Kernel.Release, g.res.Kernel.Target, g.now()); k != nil {
+			continue
+		}
+		if tr, hang := isTrouble(f); tr {
+			if st, _ := troubleStatus(f, hang); st != StatusNew {
+				continue
+			}
+		}
+		todo = append(todo, f)
+	}
+	if len(todo) == 0 {
+		ph.Skipped = "no finding to validate"
+		return
+	}
+	stop := g.hard
+	if g.cfg.OpenBaseline != nil {
+		stop = stop.Add(-g.baselineKeep())
+	}
+	var notes []string
+	for _, f := range todo {
+		v := &FreshReplay{}
+		f.Fresh = v
+		g.freshRuns(f, v, stop)
+		notes = append(notes, fmt.Sprintf("%s: %d/%d on fresh targets%s", f.Signature, v.Reproduced, v.Runs, strings.TrimSuffix("; "+v.Note, "; ")))
+	}
+	ph.Note = strings.Join(notes, "\n")
+}
+
+// freshRuns replays f's reproducer, one fresh target per run.
+func (g *gate) freshRuns(f *FindingRecord, v *FreshReplay, stop time.Time) {
+	for k := 0; k < 2*freshMax && v.Runs < freshMax && v.Reproduced < freshWant; k++ {
+		if g.ctx.Err() != nil {
+			v.Note = "interrupted"
+			return
+		}
+		if left := time.Until(stop); left < g.restartTime()+time.Second {
+			v.Note = fmt.Sprintf("budget spent: %v left, a fresh target takes %v to come up", left.Round(time.Second), g.restartTime().Round(time.Second))
+			return
+		}
+		t, err := g.openWithin(g.cfg.Open)
+		if err != nil {
+			v.Note = "opening a fresh target: " + err.Error()
+			return
+		}
+		b := &budgetTarget{Target: t}
+		b.setStop(stop)
+		o, err := b.Run(f.reproProg, agents.Options{Corrupt: g.cfg.Corrupt})
+		closeWithin(t, min(max(time.Until(stop), time.Second), 30*time.Second))
+		res, herr := judge.Judge(f.reproProg, o, err)
+		if herr != nil {
+			v.Note = "replay: " + herr.Error()
+			if err == errBudget {
+				return
+			}
+			continue
+		}
+		v.Runs++
+		if res.Has(f.Signature) {
+			v.Reproduced++
+		}
+	}
+}

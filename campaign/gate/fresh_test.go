@@ -1,0 +1,83 @@
+package gate
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// freshGate runs a gate whose every Open makes a new crashingTarget
+// with crash and console; it returns the result and how often the target
+// was opened.
+func freshGate(t *testing.T, crash func(int64, *prog.Program) bool, console string) (*Result, int64) {
+	t.Helper()
+	var opens atomic.Int64
+	cfg := Config{
+		Open: func() (agents.Target, error) {
+			opens.Add(1)
+			return &crashingTarget{Target: simTarget(t), crash: crash, console: console}, nil
+		},
+		Kernel: KernelIdentity{Target: "sim-eager"}, Budget: 12 * time.Second, Seed: 7,
+		Workdir: filepath.Join(t.TempDir(), "w"), MinPrograms: 1, MinimizeRuns: 20, MaxHarnessFlakes: 1,
+	}
+	r := Run(context.Background(), cfg)
+	t.Logf("exit %d, %d opens: %s\n%s", r.ExitCode, opens.Load(), r.Reason, r.Summary())
+	return r, opens.Load()
+}
+
+// Every finding against the kernel is replayed at the end on fresh
+// targets (a new one per replay): 2 of at most 5 showing its signature
+// make it reproducible; fewer make it flaky with its rate, in every
+// output's wording.
+func TestGateFreshValidation(t *testing.T) {
+	always := func(run int64, p *prog.Program) bool { return p.NumForks() >= 2 }
+	r, opens := freshGate(t, always, "")
+	f := findingOf(gateRun{Result: r}, "executor-crash")
+	if f == nil || f.Fresh == nil || f.Fresh.Runs != 2 || f.Fresh.Reproduced != 2 || opens < 3 {
+		t.Fatalf("opens %d, finding %+v", opens, f)
+	}
+	if want := "reproducible 2/2 on fresh VMs"; !strings.Contains(r.Summary(), want) || f.Reproducibility() != want {
+		t.Fatalf("want %q in %q", want, f.Reproducibility())
+	}
+	// A one-off death with a kernel report: the fresh targets never show
+	// it again (each counts its runs from 1).
+	report := "[ 9.1] BUG: unable to handle page fault for address: ffff888000000000\n[ 9.1] #PF: supervisor read access in kernel mode\n"
+	once := func(run int64, p *prog.Program) bool { return run == 60 }
+	r, _ = freshGate(t, once, report)
+	f = findingOf(gateRun{Result: r}, "executor-crash")
+	if f == nil || f.Fresh == nil {
+		t.Fatalf("finding %+v", f)
+	}
+	if got := f.Reproducibility(); !strings.HasPrefix(got, "flaky 0/") || !strings.Contains(got, "on fresh VMs") {
+		t.Fatalf("reproducibility %q (fresh %+v)", got, f.Fresh)
+	}
+	if f.Fresh.Runs == 5 && strings.Contains(f.Fresh.Note, "budget") {
+		t.Fatalf("fresh %+v", f.Fresh)
+	}
+}
+
+// A fresh validation cut by the budget says so, never silently.
+func TestFreshVerdictWording(t *testing.T) {
+	for _, c := range []struct {
+		v    *FreshReplay
+		want string
+	}{
+		{&FreshReplay{Runs: 3, Reproduced: 2}, "reproducible 2/3 on fresh VMs"},
+		{&FreshReplay{Runs: 5, Reproduced: 1}, "flaky 1/5 on fresh VMs (reproducible takes 2)"},
+		{&FreshReplay{Runs: 1, Reproduced: 1, Note: "budget spent: 2s left, a fresh target takes 3s to come up"},
+			"flaky 1/1 on fresh VMs (reproducible takes 2); budget spent: 2s left, a fresh target takes 3s to come up"},
+		{&FreshReplay{Note: "budget spent: 0s left, a fresh target takes 3s to come up"},
+			"not validated on fresh VMs (budget spent: 0s left, a fresh target takes 3s to come up)"},
+	} {
+		f := &FindingRecord{Replays: 5, Reproduced: 5, Fresh: c.v}
+		if got := f.Reproducibility(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.v, got, c.want)
+		}
+	}
+}
