@@ -362,15 +362,15 @@ func Run(ctx context.Context, cfg Config) *Result {
 	var fuzzStats *campaign.Stats
 	if r.harnessErr == "" {
 		left := time.Until(g.hard)
-		baseShare := time.Duration(0)
+		// What the fuzz phase leaves for fresh validation and baseline.
+		baseShare := freshShare(left)
 		if cfg.OpenBaseline != nil {
-			baseShare = left / 4
+			baseShare += left / 4
 		}
 		if len(cfg.Fixes) > 0 {
 			// Each reproducer runs FixRuns times on both kernels.
-			baseShare = left / 2
+			baseShare = freshShare(left) + left/2
 		}
-		baseShare += freshShare(left)
 		g.phase("fuzz", left-baseShare, func(ph *Phase) { fuzzStats = g.fuzz(ph, left-baseShare) })
 	}
 	if fuzzStats != nil {
@@ -394,8 +394,6 @@ func Run(ctx context.Context, cfg Config) *Result {
 	g.collect()
 	if g.tut != nil {
 		g.phase("confirm", time.Until(g.hard), g.confirm)
-	}
-	if g.tut != nil {
 		g.phase("fresh", time.Until(g.hard), g.fresh)
 	}
 	if cfg.OpenBaseline != nil {
