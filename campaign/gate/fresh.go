@@ -95,8 +95,11 @@ func (g *gate) freshRuns(f *FindingRecord, v *FreshReplay, stop time.Time) {
 			v.Note = "interrupted"
 			return
 		}
-		if left := time.Until(stop); left < g.restartTime()+time.Second {
-			v.Note = fmt.Sprintf("budget spent: %v left, a fresh target takes %v to come up", left.Round(time.Second), g.restartTime().Round(time.Second))
+		// A fresh target takes as long as the boot phase, and the run
+		// some time after it.
+		boot := g.res.phaseDuration("boot")
+		if left := time.Until(stop); left < boot+time.Second/2 {
+			v.Note = fmt.Sprintf("budget spent: %v left, a fresh target takes %v to come up", left.Round(100*time.Millisecond), boot.Round(100*time.Millisecond))
 			return
 		}
 		t, err := g.openWithin(g.cfg.Open)
