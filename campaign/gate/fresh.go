@@ -7,6 +7,8 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
 // Fresh-VM validation (issue 29): at the end of the gate each finding
@@ -88,40 +90,73 @@ func (g *gate) fresh(ph *Phase) {
 	ph.Note = strings.Join(notes, "\n")
 }
 
-// freshRuns replays f's reproducer, one fresh target per run.
+// freshRuns replays f's reproducer, one fresh target per run. A run
+// starts only when the time left holds a boot and the longest run seen
+// (the first: the boot phase's time again), and one still going at the
+// stop is abandoned (its target closed), so the phase ends with the
+// budget.
 func (g *gate) freshRuns(f *FindingRecord, v *FreshReplay, stop time.Time) {
+	boot := g.res.phaseDuration("boot")
+	longest := max(boot, time.Second)
 	for k := 0; k < 2*freshMax && v.Runs < freshMax && v.Reproduced < freshWant; k++ {
 		if g.ctx.Err() != nil {
 			v.Note = "interrupted"
 			return
 		}
-		// A fresh target takes as long as the boot phase, and the run
-		// some time after it.
-		boot := g.res.phaseDuration("boot")
-		if left := time.Until(stop); left < boot+time.Second/2 {
-			v.Note = fmt.Sprintf("budget spent: %v left, a fresh target takes %v to come up", left.Round(100*time.Millisecond), boot.Round(100*time.Millisecond))
+		if left := time.Until(stop); left < boot+longest+time.Second/2 {
+			v.Note = fmt.Sprintf("budget spent: %v left, a fresh target takes %v to come up and a run up to %v",
+				left.Round(100*time.Millisecond), boot.Round(100*time.Millisecond), longest.Round(100*time.Millisecond))
 			return
 		}
-		t, err := g.openWithin(g.cfg.Open)
+		t, err := g.openBy(g.cfg.Open, stop)
 		if err != nil {
 			v.Note = "opening a fresh target: " + err.Error()
 			return
 		}
+		t0 := time.Now()
 		b := &budgetTarget{Target: t}
 		b.setStop(stop)
-		o, err := b.Run(f.reproProg, agents.Options{Corrupt: g.cfg.Corrupt})
-		closeWithin(t, min(max(time.Until(stop), time.Second), 30*time.Second))
+		o, err := runBy(b, f.reproProg, agents.Options{Corrupt: g.cfg.Corrupt}, stop)
+		longest = max(longest, time.Since(t0))
+		if err == errBudget {
+			v.Note = fmt.Sprintf("budget spent during a replay (abandoned after %v)", time.Since(t0).Round(100*time.Millisecond))
+			return
+		}
 		res, herr := judge.Judge(f.reproProg, o, err)
 		if herr != nil {
 			v.Note = "replay: " + herr.Error()
-			if err == errBudget {
-				return
-			}
 			continue
 		}
 		v.Runs++
 		if res.Has(f.Signature) {
 			v.Reproduced++
 		}
+	}
+}
+
+// runBy runs p on t and closes t; a run still going at stop is abandoned
+// (t closed in the background, which ends the run) and errBudget returned.
+func runBy(t agents.Target, p *prog.Program, opt agents.Options, stop time.Time) (*obs.Observation, error) {
+	type res struct {
+		o   *obs.Observation
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		o, err := t.Run(p, opt)
+		ch <- res{o, err}
+	}()
+	timer := time.NewTimer(max(time.Until(stop), 0))
+	defer timer.Stop()
+	select {
+	case r := <-ch:
+		closeWithin(t, min(max(time.Until(stop), time.Second), 30*time.Second))
+		return r.o, r.err
+	case <-timer.C:
+		go func() {
+			t.Close()
+			<-ch
+		}()
+		return nil, errBudget
 	}
 }

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -80,4 +82,60 @@ func TestFreshVerdictWording(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", c.v, got, c.want)
 		}
 	}
+}
+
+// blockingTarget's runs last until it is closed.
+type blockingTarget struct {
+	agents.Target
+	closed chan struct{}
+	once   atomic.Bool
+}
+
+func (b *blockingTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	<-b.closed
+	return nil, errors.New("closed during the run")
+}
+
+func (b *blockingTarget) Close() error {
+	if b.once.CompareAndSwap(false, true) {
+		close(b.closed)
+	}
+	return nil
+}
+
+// A fresh replay still going at the phase's stop is abandoned there (its
+// target closed), never waited for past the budget (a 2-minute gate once
+// ended after 135 s on one), and a run that ends in time closes its
+// target too.
+func TestRunByStop(t *testing.T) {
+	p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=1 thp=off\nstore r0 off=0x0 count=1 stride=0x1000\nfork f0\nf0: check\nwait f0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &blockingTarget{Target: simTarget(t), closed: make(chan struct{})}
+	t0 := time.Now()
+	_, err = runBy(b, p, agents.Options{}, t0.Add(200*time.Millisecond))
+	if err != errBudget || time.Since(t0) > 2*time.Second {
+		t.Fatalf("runBy: %v after %v, want errBudget at the stop", err, time.Since(t0))
+	}
+	select {
+	case <-b.closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the abandoned target was not closed")
+	}
+	c := &closeCounter{Target: simTarget(t)}
+	o, err := runBy(c, p, agents.Options{}, time.Now().Add(time.Minute))
+	if err != nil || o == nil || c.closes.Load() != 1 {
+		t.Fatalf("a run in time: %v, %d closes", err, c.closes.Load())
+	}
+}
+
+type closeCounter struct {
+	agents.Target
+	closes atomic.Int64
+}
+
+func (c *closeCounter) Close() error {
+	c.closes.Add(1)
+	return c.Target.Close()
 }

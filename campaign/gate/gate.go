@@ -249,6 +249,11 @@ func (g *gate) phase(name string, share time.Duration, f func(ph *Phase)) *Phase
 // openWithin opens a target, giving up at the hard stop or on a signal
 // (the half-opened target is closed when it finally returns).
 func (g *gate) openWithin(open func() (agents.Target, error)) (agents.Target, error) {
+	return g.openBy(open, g.hard)
+}
+
+// openBy is openWithin with its own stop.
+func (g *gate) openBy(open func() (agents.Target, error), stop time.Time) (agents.Target, error) {
 	type res struct {
 		t   agents.Target
 		err error
@@ -258,7 +263,7 @@ func (g *gate) openWithin(open func() (agents.Target, error)) (agents.Target, er
 		t, err := open()
 		ch <- res{t, err}
 	}()
-	timer := time.NewTimer(time.Until(g.hard))
+	timer := time.NewTimer(time.Until(stop))
 	defer timer.Stop()
 	abandon := func() {
 		go func() {
