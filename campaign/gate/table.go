@@ -14,8 +14,9 @@ import (
 // does a count whose replays were cut short).
 //
 // The patched count is the replays of the reproducer after minimizing
-// (FindingRecord.Reproduced/Replays); the campaign runs that first showed
-// it are not in the Result.
+// (FindingRecord.Reproduced/Replays), with the fresh-VM validation's
+// verdict in a footnote; the campaign runs that first showed it are not
+// in the Result.
 func BaselineTable(r *Result) string {
 	var b strings.Builder
 	base := "none"
@@ -99,9 +100,18 @@ func tableBaselineCell(r *Result, f FindingRecord, notes *tableFootnotes) string
 	return "-" + notes.mark("not replayed on the baseline (budget spent or baseline unavailable)")
 }
 
+// tablePatchedCell is the replays' count, with the fresh-VM validation's
+// verdict as its footnote where it ran.
 func tablePatchedCell(f FindingRecord, notes *tableFootnotes) string {
 	if f.Replays > 0 {
-		return tableRate(f.Reproduced, f.Replays)
+		fresh := ""
+		if v := f.freshVerdict(); v != "" {
+			fresh = notes.mark("then " + v)
+		}
+		return tableRate(f.Reproduced, f.Replays) + fresh
+	}
+	if v := f.Fresh; v != nil && v.Runs > 0 {
+		return tableRate(v.Reproduced, v.Runs) + notes.mark("replays on fresh VMs only: "+f.freshVerdict())
 	}
 	return "-" + notes.mark("shown by a run of the gate, not replayed after: "+f.Reproducibility())
 }
@@ -117,7 +127,7 @@ func tableStatus(f FindingRecord) string {
 	if b := f.Baseline; b != nil && b.Reproduced > 0 && b.Reproduced < b.Runs {
 		flaky = append(flaky, "baseline")
 	}
-	if f.Reproduced > 0 && f.Reproduced < f.Replays {
+	if f.Reproduced > 0 && f.Reproduced < f.Replays || f.Fresh != nil && f.Fresh.Runs > 0 && f.Fresh.Reproduced < freshWant {
 		flaky = append(flaky, "patched")
 	}
 	if len(flaky) > 0 {

@@ -63,7 +63,10 @@ func checkBaselineTable(t *testing.T, r *Result, table string) {
 func TestBaselineTableRates(t *testing.T) {
 	got := BaselineTable(writersFindings())
 	for _, s := range []string{
-		"| `pagetable:pmd-rw-not-restored` | 0/3 | 2/5 | new (G1), flaky on patched |",
+		"| `pagetable:pmd-rw-not-restored` | 0/3 | 2/5[^4] | new (G1), flaky on patched |",
+		"| `rollback:parent-changed` | 0/3 | 5/5[^5] | new (G1) |",
+		"[^4]: then flaky 1/5 on fresh VMs (reproducible takes 2)",
+		"[^5]: then reproducible 2/2 on fresh VMs",
 		"| `snapshot:lost-store:anon-private` | 2/3 | 3/3 | pre-existing (G2), flaky on baseline |",
 		"| `memory:lost-store:anon-private` | -[^2] | -[^3] | known (G3) |",
 		"| `executor-crash` | 0/2[^1] | 0/3 | harness-flake (G4) |",
@@ -82,5 +85,37 @@ func TestBaselineTableRates(t *testing.T) {
 	}
 	if got := BaselineTable(r); !strings.Contains(got, "no baseline kernel") {
 		t.Errorf("without a baseline:\n%s", got)
+	}
+}
+
+// The fresh-VM validation shows in the patched cell: as its footnote
+// after the replays' count, as the count itself when it is all there is,
+// and as "flaky on patched" when fewer than 2 fresh runs showed it.
+func TestBaselineTableFresh(t *testing.T) {
+	for _, c := range []struct {
+		f          FindingRecord
+		cell, foot string
+		flaky      bool
+	}{
+		{FindingRecord{Replays: 3, Reproduced: 3, Fresh: &FreshReplay{Runs: 5, Reproduced: 1}},
+			"3/3[^2]", "[^2]: then flaky 1/5 on fresh VMs (reproducible takes 2)", true},
+		{FindingRecord{Minimized: "m.ffz", Fresh: &FreshReplay{Runs: 2, Reproduced: 2}},
+			"2/2[^2]", "[^2]: replays on fresh VMs only: reproducible 2/2 on fresh VMs", false},
+		{FindingRecord{Replays: 2, Reproduced: 2, Fresh: &FreshReplay{Note: "budget spent"}},
+			"2/2[^2]", "[^2]: then not validated on fresh VMs (budget spent)", false},
+	} {
+		c.f.Signature, c.f.Status = "isolation:x", StatusNew
+		r := &Result{Kernel: KernelIdentity{Target: "sim-eager"}, Findings: []FindingRecord{c.f}}
+		got := BaselineTable(r)
+		checkBaselineTable(t, r, got)
+		row := "| `isolation:x` | -[^1] | " + c.cell + " | new"
+		if c.flaky {
+			row += ", flaky on patched |"
+		} else {
+			row += " |"
+		}
+		if !strings.Contains(got, row) || !strings.Contains(got, c.foot) {
+			t.Errorf("want %q and %q in\n%s", row, c.foot, got)
+		}
 	}
 }
