@@ -108,7 +108,11 @@ func (g *gate) freshRuns(f *FindingRecord, v *FreshReplay, stop time.Time) {
 				left.Round(100*time.Millisecond), boot.Round(100*time.Millisecond), longest.Round(100*time.Millisecond))
 			return
 		}
-		t, err := g.openBy(g.cfg.Open, stop)
+		open := g.cfg.OpenFresh
+		if open == nil {
+			open = g.cfg.Open
+		}
+		t, err := g.openBy(open, stop)
 		if err != nil {
 			v.Note = "opening a fresh target: " + err.Error()
 			return

@@ -139,3 +139,27 @@ func (c *closeCounter) Close() error {
 	c.closes.Add(1)
 	return c.Target.Close()
 }
+
+// With OpenFresh set (the CLI's one-VM opener for a --vms N pool), the
+// fresh replays open their targets through it, never through Open.
+func TestGateOpenFresh(t *testing.T) {
+	var opens, fresh atomic.Int64
+	always := func(run int64, p *prog.Program) bool { return p.NumForks() >= 2 }
+	cfg := Config{
+		Open: func() (agents.Target, error) {
+			opens.Add(1)
+			return &crashingTarget{Target: simTarget(t), crash: always}, nil
+		},
+		OpenFresh: func() (agents.Target, error) {
+			fresh.Add(1)
+			return &crashingTarget{Target: simTarget(t), crash: always}, nil
+		},
+		Kernel: KernelIdentity{Target: "sim-eager"}, Budget: 12 * time.Second, Seed: 7,
+		Workdir: filepath.Join(t.TempDir(), "w"), MinPrograms: 1, MinimizeRuns: 20, MaxHarnessFlakes: 1,
+	}
+	r := Run(context.Background(), cfg)
+	f := findingOf(gateRun{Result: r}, "executor-crash")
+	if f == nil || f.Fresh == nil || f.Fresh.Runs != 2 || opens.Load() != 1 || fresh.Load() != 2 {
+		t.Fatalf("opens %d, fresh opens %d, finding %+v", opens.Load(), fresh.Load(), f)
+	}
+}

@@ -68,6 +68,9 @@ type Config struct {
 	// boots the VMs). OpenBaseline opens the baseline (nil: no baseline).
 	Open         func() (agents.Target, error)
 	OpenBaseline func() (agents.Target, error)
+	// OpenFresh opens one target for a fresh-VM replay (nil: Open); for
+	// QEMU one VM, whatever the pool's size.
+	OpenFresh func() (agents.Target, error)
 	// Kernel and Baseline identify the kernels (Target and Release are
 	// filled from the opened target when empty).
 	Kernel   KernelIdentity

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/agents/vm"
 	"github.com/forkfuzz/forkfuzz/campaign"
@@ -182,6 +183,16 @@ func (o *ciOptions) assemble(start time.Time, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--kcidb: %v", err)
 	}
 	cfg.Open, cfg.Log, cfg.Start = o.sel.Open, stdout, start
+	if f := o.fs.Lookup("vms"); f != nil && o.sel.Kind() == "qemu" && f.Value.String() != "1" {
+		// A fresh-VM replay needs one VM, not the pool: the fresh phase
+		// is the last to open the kernel under test.
+		cfg.OpenFresh = func() (agents.Target, error) {
+			if err := o.fs.Set("vms", "1"); err != nil {
+				return nil, err
+			}
+			return o.sel.Open()
+		}
+	}
 	cfg.CorpusDirs, cfg.ReplayFindings = o.corpusDirs, o.replayFindings
 	if len(o.fixes) > 0 {
 		fx, err := gate.LoadFixes(o.fixes)
