@@ -84,8 +84,23 @@ func LoadFixes(paths []string) ([]FixCase, error) {
 	return out, nil
 }
 
-// fixes runs every fix claim on both kernels.
-func (g *gate) fixes(ph *Phase) {
+// fixesShare is what the fuzz phase leaves for the fixes phase, of left:
+// each claim runs FixRuns times on each kernel, a run taking at most the
+// longest corpus replay (2 s at least) and each baseline run allowed a VM
+// restart (as long as the boot phase: the baseline is expected to fail,
+// often with a kernel BUG), plus a tenth; half of left at most.
+func (g *gate) fixesShare(left time.Duration) time.Duration {
+	run := 2 * time.Second
+	for _, c := range g.res.Corpus {
+		run = max(run, time.Duration(c.Seconds*float64(time.Second)))
+	}
+	per := 2*run + g.res.phaseDuration("boot")
+	need := time.Duration(len(g.cfg.Fixes)*g.cfg.FixRuns) * per
+	return min(left/2, need+need/10)
+}
+
+// fixes runs every fix claim on both kernels until stop.
+func (g *gate) fixes(ph *Phase, stop time.Time) {
 	cases := g.res.Fixes
 	if len(cases) == 0 {
 		ph.Skipped = "no --fixes"
@@ -101,10 +116,10 @@ func (g *gate) fixes(ph *Phase) {
 		return
 	}
 	b := &budgetTarget{Target: bt}
-	b.setStop(g.hard)
-	g.tut.setStop(g.hard) // the fuzz phase stopped it at its share's end
+	b.setStop(stop)
+	g.tut.setStop(stop)
 	total := 0
-	for k := 0; k < n && time.Now().Before(g.hard) && g.ctx.Err() == nil; k++ {
+	for k := 0; k < n && time.Now().Before(stop) && g.ctx.Err() == nil; k++ {
 		for i := range cases {
 			c := &cases[i]
 			for _, side := range []struct {

@@ -367,6 +367,12 @@ func Run(ctx context.Context, cfg Config) *Result {
 		share := time.Until(g.hard) / 4
 		g.phase("replay", share, func(ph *Phase) { g.replay(ph, share, &judged) })
 	}
+	if r.harnessErr == "" && cfg.OpenBaseline != nil && len(cfg.Fixes) > 0 {
+		// The fix claims before fuzzing: the question the patch's author
+		// asked gets its runs, and fuzzing has the rest.
+		share := g.fixesShare(time.Until(g.hard))
+		g.phase("fixes", share, func(ph *Phase) { g.fixes(ph, time.Now().Add(share)) })
+	}
 	var fuzzStats *campaign.Stats
 	if r.harnessErr == "" {
 		left := time.Until(g.hard)
@@ -374,10 +380,6 @@ func Run(ctx context.Context, cfg Config) *Result {
 		baseShare := freshShare(left)
 		if cfg.OpenBaseline != nil {
 			baseShare += left / 4
-		}
-		if len(cfg.Fixes) > 0 {
-			// Each reproducer runs FixRuns times on both kernels.
-			baseShare = freshShare(left) + left/2
 		}
 		g.phase("fuzz", left-baseShare, func(ph *Phase) { fuzzStats = g.fuzz(ph, left-baseShare) })
 	}
@@ -407,9 +409,6 @@ func Run(ctx context.Context, cfg Config) *Result {
 	if cfg.OpenBaseline != nil {
 		g.phase("baseline", time.Until(g.hard), g.baseline)
 	}
-	if cfg.OpenBaseline != nil && len(cfg.Fixes) > 0 && g.tut != nil {
-		g.phase("fixes", time.Until(g.hard), g.fixes)
-	}
 	// The evidence for grouping comes last: it only groups, never gates.
 	t1 := time.Now()
 	deadline := g.hard.Add(reserve / 2)
@@ -417,7 +416,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 		deadline = time.Now().Add(500 * time.Millisecond) // a signal: report promptly
 	}
 	enriched := g.enrich(deadline)
-	d := time.Since(t1) + t1.Sub(t0) - g.res.phaseDuration("baseline") - g.res.phaseDuration("confirm") - g.res.phaseDuration("fresh") - g.res.phaseDuration("fixes")
+	d := time.Since(t1) + t1.Sub(t0) - g.res.phaseDuration("baseline") - g.res.phaseDuration("confirm") - g.res.phaseDuration("fresh")
 	r.Phases = append(r.Phases, Phase{Name: "collect", Duration: d, Seconds: d.Seconds(),
 		Note: fmt.Sprintf("%d finding directories read, %d re-judged for evidence", len(r.Findings), enriched)})
 	// Reporting runs whatever happened (also after a signal).

@@ -523,6 +523,16 @@ func TestCIGateFixes(t *testing.T) {
 			if f.BaselineRuns != 4 || f.PatchedRuns != 4 || !strings.Contains(r.stdout, "fix "+c.status) {
 				t.Errorf("runs %d/%d, want 4 on each kernel; stdout:\n%s", f.BaselineRuns, f.PatchedRuns, r.stdout)
 			}
+			// The claims run before fuzzing, which gets the rest.
+			var order []string
+			for _, p := range r.res.Phases {
+				if p.Name == "fixes" || p.Name == "fuzz" {
+					order = append(order, p.Name)
+				}
+			}
+			if strings.Join(order, ",") != "fixes,fuzz" {
+				t.Errorf("phases %v, want fixes before fuzz", order)
+			}
 		})
 	}
 	if code, _, errs := forkfuzz(t, "ci", "--target", "sim", "--fixes", "testdata/fix-pmd-rw.ffz", "--budget", "10s", "-q"); code != exitError || !strings.Contains(errs, "--fixes needs a baseline") {
