@@ -73,7 +73,8 @@ func TestFreshVerdictWording(t *testing.T) {
 		{&FreshReplay{Runs: 3, Reproduced: 2}, "reproducible 2/3 on fresh VMs"},
 		{&FreshReplay{Runs: 5, Reproduced: 1}, "flaky 1/5 on fresh VMs (reproducible takes 2)"},
 		{&FreshReplay{Runs: 1, Reproduced: 1, Note: "budget spent: 2s left, a fresh target takes 3s to come up"},
-			"flaky 1/1 on fresh VMs (reproducible takes 2); budget spent: 2s left, a fresh target takes 3s to come up"},
+			"shown 1/1 on fresh VMs, too few runs to say reproducible (takes 2); budget spent: 2s left, a fresh target takes 3s to come up"},
+		{&FreshReplay{Runs: 2, Reproduced: 1}, "flaky 1/2 on fresh VMs (reproducible takes 2)"},
 		{&FreshReplay{Note: "budget spent: 0s left, a fresh target takes 3s to come up"},
 			"not validated on fresh VMs (budget spent: 0s left, a fresh target takes 3s to come up)"},
 	} {

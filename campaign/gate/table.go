@@ -127,7 +127,7 @@ func tableStatus(f FindingRecord) string {
 	if b := f.Baseline; b != nil && b.Reproduced > 0 && b.Reproduced < b.Runs {
 		flaky = append(flaky, "baseline")
 	}
-	if f.Reproduced > 0 && f.Reproduced < f.Replays || f.Fresh != nil && f.Fresh.Runs > 0 && f.Fresh.Reproduced < freshWant {
+	if f.Reproduced > 0 && f.Reproduced < f.Replays || f.Fresh != nil && f.Fresh.Reproduced < f.Fresh.Runs {
 		flaky = append(flaky, "patched")
 	}
 	if len(flaky) > 0 {
