@@ -89,6 +89,10 @@ type Config struct {
 	// are still minimized) once it has this many new findings (0: never).
 	// The kernel mutation benchmark stops at the first.
 	StopAfterFindings int
+	// Stop, when set and closed, ends generation as Duration does (no new
+	// programs; findings seen are still minimized): a gate ends fuzzing
+	// early once a finding needs its time after the campaign.
+	Stop <-chan struct{}
 	// Seal, when set, ends the campaign's writes to its finding
 	// directories once closed (Seal.Close): a gate that reported and
 	// abandons a campaign still running must not have findings change
@@ -254,6 +258,18 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
 		defer cancel()
+	}
+	if cfg.Stop != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-cfg.Stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 	}
 	if cfg.Workdir != "" {
 		// One campaign per workdir: two would both save the same findings

@@ -376,12 +376,13 @@ func Run(ctx context.Context, cfg Config) *Result {
 	var fuzzStats *campaign.Stats
 	if r.harnessErr == "" {
 		left := time.Until(g.hard)
-		// What the fuzz phase leaves for fresh validation and baseline.
-		baseShare := freshShare(left)
+		// What the fuzz phase leaves for the baseline; the fresh
+		// validation's time is fuzzed unless a finding needs it.
+		baseShare := time.Duration(0)
 		if cfg.OpenBaseline != nil {
-			baseShare += left / 4
+			baseShare = left / 4
 		}
-		g.phase("fuzz", left-baseShare, func(ph *Phase) { fuzzStats = g.fuzz(ph, left-baseShare) })
+		g.phase("fuzz", left-baseShare, func(ph *Phase) { fuzzStats = g.fuzz(ph, left-baseShare, freshShare(left)) })
 	}
 	if fuzzStats != nil {
 		r.FuzzPrograms = fuzzStats.Programs
@@ -532,24 +533,29 @@ func (g *gate) replayCmd(path string, baseline bool) string {
 	return "forkfuzz exec " + path
 }
 
-func (g *gate) fuzz(ph *Phase, share time.Duration) *campaign.Stats {
-	// Inline minimization gets a tenth of the share (at most 2 minutes);
-	// programs are generated until the share minus that; runs stop at the
-	// end of the share.
+func (g *gate) fuzz(ph *Phase, share, fresh time.Duration) *campaign.Stats {
+	// Inline minimization gets a tenth of the share (at most 2 minutes).
+	// Programs are generated until the end of the share, or, once a
+	// finding was saved, until the time left holds its minimization and
+	// the fresh validation (fresh): a clean gate fuzzes all its budget
+	// but a wind-down for the last program (it used to stop 17% early,
+	// keeping time no finding used). Runs stop at the end of the share.
 	minTime := min(share/10, 2*time.Minute)
 	stop := time.Now().Add(share)
-	dur := share - minTime
-	if dur <= 0 {
+	dur := share - min(share/20, 15*time.Second)
+	if share-minTime-fresh <= 0 {
 		ph.Skipped = "no budget left"
 		return nil
 	}
+	endGen := make(chan struct{})
+	endGenAt := stop.Add(-minTime - fresh)
 	g.tut.setStop(stop)
 	if g.ctx.Err() != nil {
 		g.tut.setStop(time.Now())
 	}
 	cfg := campaign.Config{Target: g.tut, Seed: g.cfg.Seed, Duration: dur, Workdir: g.cfg.Workdir, Weights: g.weights, FindingPages: pages.Files,
 		Log: g.cfg.Log, Progress: g.cfg.Progress, ProgressLines: g.cfg.ProgressLines, ProgressEvery: progressEvery(g.cfg.ProgressLines), MinimizeRuns: g.cfg.MinimizeRuns,
-		MinimizeTime: minTime, Corrupt: g.cfg.Corrupt, TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID()}
+		MinimizeTime: minTime, Corrupt: g.cfg.Corrupt, TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID(), Stop: endGen}
 	type res struct {
 		st  *campaign.Stats
 		err error
@@ -588,6 +594,16 @@ func (g *gate) fuzz(ph *Phase, share time.Duration) *campaign.Stats {
 	for waiting := true; waiting; {
 		select {
 		case <-tick.C:
+			if endGen != nil && time.Now().After(endGenAt) && g.foundAny() {
+				g.logf("a finding was saved: generation ends %v before the share's end, for minimization and fresh validation", time.Until(stop).Round(time.Second))
+				close(endGen)
+				endGen = nil
+			}
+			if endGen == nil && ctx.Err() == nil && time.Now().After(stop.Add(-fresh)) {
+				// The rest of the share is the fresh validation's.
+				g.tut.setStop(time.Now())
+				cancel()
+			}
 			if need := g.confirmNeed(); need > 0 && ctx.Err() == nil && time.Now().Add(need).After(stop) {
 				early = fmt.Sprintf("ended %v early: harness trouble was seen, and its replays need about %v", time.Until(stop).Round(time.Second), need.Round(time.Second))
 				g.logf("harness trouble seen: campaign %s", early)
@@ -626,6 +642,18 @@ func (g *gate) fuzz(ph *Phase, share time.Duration) *campaign.Stats {
 	}
 	ph.Note = strings.TrimPrefix(ph.Note+"\n"+n, "\n")
 	return got.st
+}
+
+// foundAny says whether the campaign saved a finding (a directory under
+// WORKDIR/findings: earlier runs' were moved aside at the start).
+func (g *gate) foundAny() bool {
+	ents, _ := os.ReadDir(filepath.Join(g.cfg.Workdir, "findings"))
+	for _, e := range ents {
+		if e.IsDir() {
+			return true
+		}
+	}
+	return false
 }
 
 // kernelID is the kernel under test as the campaign's findings name it.

@@ -41,3 +41,35 @@ func TestGateProgressLines(t *testing.T) {
 		t.Fatalf("%d progress lines in a %v fuzz phase, want one per 10 s:\n%s", n, fuzz, progress.String())
 	}
 }
+
+// A clean gate fuzzes what is left of its budget but a wind-down (a
+// twentieth): the time kept for a finding's minimization and fresh
+// validation is fuzzed when no finding needs it (10-minute gates on the
+// reference kernel ended 100 s early).
+func TestGateCleanFuzzesItsBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a 12 s gate")
+	}
+	cfg := Config{
+		Open:    func() (agents.Target, error) { return simTarget(t), nil },
+		Kernel:  KernelIdentity{Target: "sim-eager"},
+		Budget:  12 * time.Second,
+		Seed:    7,
+		Workdir: filepath.Join(t.TempDir(), "w"),
+	}
+	r := Run(context.Background(), cfg)
+	if r.ExitCode != ExitPass {
+		t.Fatalf("exit %d: %s", r.ExitCode, r.Reason)
+	}
+	before := time.Duration(0)
+	for _, p := range r.Phases {
+		if p.Name == "fuzz" {
+			break
+		}
+		before += p.Duration
+	}
+	left := cfg.Budget - 2*time.Second - before // the reporting reserve is 2 s
+	if fuzz := r.phaseDuration("fuzz"); fuzz < left*85/100 {
+		t.Fatalf("the fuzz phase took %v of the %v left after %v of earlier phases", fuzz, left, before)
+	}
+}
