@@ -150,20 +150,7 @@ func (m *machine) wantsRollback(i int) bool {
 func (m *machine) forkMeasured(i, f int, start int64) {
 	op := &m.p.Ops[i]
 	rb := &obs.Rollback{Fork: f, Op: i, At: i, Cause: obs.CauseKill, FailNth: op.FailNth}
-	fd := -1
-	if op.FailNth > 0 {
-		rb.Cause = obs.CauseFailNth
-		setup, err := FaultInjection()
-		rb.Setup = setup
-		if err == nil {
-			fd, err = unix.Open(failNthPath, unix.O_RDWR|unix.O_CLOEXEC, 0) // on this locked thread: thread-self is the forking thread
-		}
-		if err != nil {
-			rb.Injection, rb.Reason = obs.InjUnsupported, err.Error()
-			m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: fail_nth=%d not injected, the fork ran without it: %v", f, op.FailNth, err))
-			fd = -1
-		}
-	}
+	fd := m.openFailNth(op, f, rb)
 	// Coverage: the fork's, not the harness's (as in fork). Priming the
 	// stack cache forks twice and the measurement walks every page
 	// table: what they record is dropped right before the fork, and what
@@ -188,75 +175,9 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	if fd >= 0 {
 		kmsg = kmsgOpen()
 	}
-	var lim *memcgLimit
-	if op.OOMMemcg > 0 {
-		if rb.Cause == obs.CauseKill {
-			rb.Cause = obs.CauseOOMMemcg
-		}
-		var what string
-		var err error
-		lim, what, err = armMemcg(op.OOMMemcg)
-		if err != nil {
-			rb.Memcg = "unsupported: " + err.Error()
-			m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: oom_memcg=%d not applied, the fork ran without a memory limit: %v", f, op.OOMMemcg, err))
-		} else {
-			rb.Setup = append(rb.Setup, what)
-		}
-	}
-	// childfail (childfail.go): the child is armed while it is held off
-	// the CPU, by the evidence machinery or by hold.
-	var hold childHold
-	var arm *childArm
-	var clim *childLimit // child_oom (childoom.go)
-	attr := fmt.Sprintf("childfail=%d", op.ChildFail)
-	if op.ChildOOM > 0 {
-		attr = fmt.Sprintf("child_oom=%d", op.ChildOOM)
-	}
-	if op.ChildFail > 0 || op.ChildOOM > 0 {
-		rb.Cause = obs.CauseChildFail
-		arm = newChildArm(op.ChildFail, -1)
-		arm.cf.ChildOOM = op.ChildOOM
-		var err error
-		if op.ChildFail > 0 {
-			rb.Setup, err = FaultInjection()
-		} else if clim, err = armChildOOM(op.ChildOOM); err == nil {
-			rb.Setup = append(rb.Setup, clim.what)
-		}
-		if err != nil {
-			arm.cf.Injection, arm.cf.Reason = obs.InjUnsupported, err.Error()
-			m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: %s not injected, the child ran without it: %v", f, attr, err))
-			rb.Child, arm = arm.cf, nil
-		} else {
-			arm.kmsg = kmsgOpen()
-			if !m.fe.on {
-				hold.before()
-			}
-		}
-	}
-	// Everything the injected fork needs, prepared before it (see
-	// rawForkInjected): the read-back lands in this fork's slot of the
-	// MAP_SHARED control page (bytes 32..55; the child only waits on
-	// bytes 0..3), which fork does not write-protect.
-	num := new([24]byte)
-	zero := new([1]byte)
-	zero[0] = '0'
-	back := m.ctl[f*64+32 : f*64+56]
-	a := &injectArgs{failFd: -1, memFd: -1, kbuf: uintptr(unsafe.Pointer(&num[0])), zero: uintptr(unsafe.Pointer(&zero[0])),
-		back: uintptr(unsafe.Pointer(&back[0])), backLen: int64(len(back))}
-	if fd >= 0 {
-		a.failFd = int64(fd)
-		a.klen = int64(len(strconv.AppendInt(num[:0], int64(op.FailNth), 10)))
-	}
-	if arm != nil && op.ChildFail > 0 && m.rb.childBuf() != nil {
-		// The child's K: kbuf/klen (the parent's fail-nth is not armed).
-		a.klen = int64(len(strconv.AppendInt(num[:0], int64(op.ChildFail), 10)))
-		prepareAsm(m.rb.armBuf)
-		a.child = uintptr(unsafe.Pointer(&m.rb.armBuf[0]))
-	}
-	if lim != nil {
-		a.memFd = int64(lim.fd)
-		a.limit, a.limitLen, a.max = uintptr(unsafe.Pointer(&lim.limit[0])), int64(lim.limitN), uintptr(unsafe.Pointer(&lim.max[0]))
-	}
+	lim := m.armParentMemcg(op, f, rb)
+	cf := m.armChildFault(op, f, rb)
+	a, back := m.injectArgsFor(op, f, fd, cf, lim)
 
 	cargs := new(cloneArgs)
 	if m.fe.on {
@@ -269,8 +190,8 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
 	var pid, errno, backN, armErr uintptr
-	if clim != nil {
-		pid, errno = forkIntoGroup(clim, cargs)
+	if cf.clim != nil {
+		pid, errno = forkIntoGroup(cf.clim, cargs)
 	} else {
 		pid, errno, backN, armErr = rawForkInjected(a)
 	}
@@ -290,38 +211,7 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	armErr = uintptr(-int64(armErr))
 	sigRestore(&m.sigOld)
 	m.forkTSC[f] = [2]uint64{inv, resp}
-	if arm != nil && errno == 0 {
-		if a.child != 0 {
-			arm.fromAsm(m.rb.armBuf, int(pid))
-		} else {
-			arm.arm(int(pid))
-		}
-	}
-	if arm != nil {
-		arm.armed()
-		if errno != 0 {
-			if arm.kmsg >= 0 {
-				unix.Close(arm.kmsg)
-			}
-			if clim != nil {
-				_, rb.Memcg = clim.lift(0, false)
-			}
-			rb.Child, arm = nil, nil // no child: nothing was armed
-		} else if !m.fe.on && !hold.fifo && arm.cf.Ran == "" {
-			arm.cf.Ran = "not held off the CPU (" + hold.err + "): the child may have started its copy before it was armed"
-		}
-	}
-	if m.fe.on {
-		m.fe.after(m, i, f, int(pid), errno)
-	} else if op.ChildFail > 0 || op.ChildOOM > 0 {
-		hold.after(int(pid))
-	}
-	if arm != nil {
-		rb.Child = arm.settle(clim)
-		if rb.Child.Injection == obs.InjUnsupported {
-			m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: %s not injected, the child ran without it: %s", f, attr, rb.Child.Reason))
-		}
-	}
+	m.settleChildFault(cf, a, rb, i, f, pid, errno)
 	end := m.now()
 	if lim != nil {
 		hit, what := lim.disarm()
@@ -341,20 +231,7 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	}
 	if fd >= 0 {
 		unix.Close(fd)
-		switch {
-		case backErr != 0:
-			rb.Injection, rb.Reason = obs.InjUnsupported, fmt.Sprintf("arming or reading back %s failed: %v", failNthPath, unix.Errno(backErr))
-		default:
-			left, err := strconv.Atoi(strings.TrimSpace(string(back[:min(int(backN), len(back))])))
-			switch {
-			case err != nil:
-				rb.Injection, rb.Reason = obs.InjUnsupported, fmt.Sprintf("%s read back %q", failNthPath, back[:backN])
-			case left == 0:
-				rb.Injection = obs.InjInjected
-			default:
-				rb.Injection, rb.Remaining = obs.InjNotReached, left
-			}
-		}
+		readBackFailNth(rb, back, backN, backErr)
 	}
 	m.recOp(i, errno, uint64(pid), start, end, 0)
 	if errno != 0 {
@@ -362,6 +239,178 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 		return
 	}
 	m.rb.pending[f] = rb
+}
+
+// openFailNth opens this thread's fail-nth file for a fork that asks for
+// fail_nth (-1: none asked, or fault injection unsupported: said in rb
+// and as an event).
+func (m *machine) openFailNth(op *prog.Op, f int, rb *obs.Rollback) int {
+	if op.FailNth <= 0 {
+		return -1
+	}
+	rb.Cause = obs.CauseFailNth
+	setup, err := FaultInjection()
+	rb.Setup = setup
+	fd := -1
+	if err == nil {
+		fd, err = unix.Open(failNthPath, unix.O_RDWR|unix.O_CLOEXEC, 0) // on this locked thread: thread-self is the forking thread
+	}
+	if err != nil {
+		rb.Injection, rb.Reason = obs.InjUnsupported, err.Error()
+		m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: fail_nth=%d not injected, the fork ran without it: %v", f, op.FailNth, err))
+		return -1
+	}
+	return fd
+}
+
+// armParentMemcg puts the parent under a memory cgroup limit for a fork
+// with oom_memcg (nil: none asked, or unsupported: said in rb).
+func (m *machine) armParentMemcg(op *prog.Op, f int, rb *obs.Rollback) *memcgLimit {
+	if op.OOMMemcg <= 0 {
+		return nil
+	}
+	if rb.Cause == obs.CauseKill {
+		rb.Cause = obs.CauseOOMMemcg
+	}
+	lim, what, err := armMemcg(op.OOMMemcg)
+	if err != nil {
+		rb.Memcg = "unsupported: " + err.Error()
+		m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: oom_memcg=%d not applied, the fork ran without a memory limit: %v", f, op.OOMMemcg, err))
+		return nil
+	}
+	rb.Setup = append(rb.Setup, what)
+	return lim
+}
+
+// childFault is a fork's fault for its child (childfail, child_oom):
+// arm is nil when none is armed.
+type childFault struct {
+	hold childHold
+	arm  *childArm
+	clim *childLimit // child_oom (childoom.go)
+	attr string
+}
+
+// armChildFault prepares childfail or child_oom (childfail.go): the
+// child is armed while it is held off the CPU, by the evidence machinery
+// or by hold.
+func (m *machine) armChildFault(op *prog.Op, f int, rb *obs.Rollback) *childFault {
+	cf := &childFault{attr: fmt.Sprintf("childfail=%d", op.ChildFail)}
+	if op.ChildOOM > 0 {
+		cf.attr = fmt.Sprintf("child_oom=%d", op.ChildOOM)
+	}
+	if op.ChildFail <= 0 && op.ChildOOM <= 0 {
+		return cf
+	}
+	rb.Cause = obs.CauseChildFail
+	arm := newChildArm(op.ChildFail, -1)
+	arm.cf.ChildOOM = op.ChildOOM
+	var err error
+	if op.ChildFail > 0 {
+		rb.Setup, err = FaultInjection()
+	} else if cf.clim, err = armChildOOM(op.ChildOOM); err == nil {
+		rb.Setup = append(rb.Setup, cf.clim.what)
+	}
+	if err != nil {
+		arm.cf.Injection, arm.cf.Reason = obs.InjUnsupported, err.Error()
+		m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: %s not injected, the child ran without it: %v", f, cf.attr, err))
+		rb.Child = arm.cf
+		return cf
+	}
+	arm.kmsg = kmsgOpen()
+	if !m.fe.on {
+		cf.hold.before()
+	}
+	cf.arm = arm
+	return cf
+}
+
+// injectArgsFor prepares everything the injected fork needs before it
+// (see rawForkInjected), and returns the read-back buffer: it lands in
+// fork f's slot of the MAP_SHARED control page (bytes 32..55; the child
+// only waits on bytes 0..3), which fork does not write-protect. The
+// buffers the arguments point to are on the heap; the garbage collector
+// is off while a program runs (run.go).
+func (m *machine) injectArgsFor(op *prog.Op, f, fd int, cf *childFault, lim *memcgLimit) (*injectArgs, []byte) {
+	num := new([24]byte)
+	zero := new([1]byte)
+	zero[0] = '0'
+	back := m.ctl[f*64+32 : f*64+56]
+	a := &injectArgs{failFd: -1, memFd: -1, kbuf: uintptr(unsafe.Pointer(&num[0])), zero: uintptr(unsafe.Pointer(&zero[0])),
+		back: uintptr(unsafe.Pointer(&back[0])), backLen: int64(len(back))}
+	if fd >= 0 {
+		a.failFd = int64(fd)
+		a.klen = int64(len(strconv.AppendInt(num[:0], int64(op.FailNth), 10)))
+	}
+	if cf.arm != nil && op.ChildFail > 0 && m.rb.childBuf() != nil {
+		// The child's K: kbuf/klen (the parent's fail-nth is not armed).
+		a.klen = int64(len(strconv.AppendInt(num[:0], int64(op.ChildFail), 10)))
+		prepareAsm(m.rb.armBuf)
+		a.child = uintptr(unsafe.Pointer(&m.rb.armBuf[0]))
+	}
+	if lim != nil {
+		a.memFd = int64(lim.fd)
+		a.limit, a.limitLen, a.max = uintptr(unsafe.Pointer(&lim.limit[0])), int64(lim.limitN), uintptr(unsafe.Pointer(&lim.max[0]))
+	}
+	return a, back
+}
+
+// settleChildFault finishes fork op i's child fault after the fork (arms
+// the child, lets it run, records what happened) and the evidence's or
+// the hold's part of it.
+func (m *machine) settleChildFault(cf *childFault, a *injectArgs, rb *obs.Rollback, i, f int, pid, errno uintptr) {
+	arm := cf.arm
+	if arm != nil && errno == 0 {
+		if a.child != 0 {
+			arm.fromAsm(m.rb.armBuf, int(pid))
+		} else {
+			arm.arm(int(pid))
+		}
+	}
+	if arm != nil {
+		arm.armed()
+		if errno != 0 {
+			if arm.kmsg >= 0 {
+				unix.Close(arm.kmsg)
+			}
+			if cf.clim != nil {
+				_, rb.Memcg = cf.clim.lift(0, false)
+			}
+			rb.Child, arm = nil, nil // no child: nothing was armed
+		} else if !m.fe.on && !cf.hold.fifo && arm.cf.Ran == "" {
+			arm.cf.Ran = "not held off the CPU (" + cf.hold.err + "): the child may have started its copy before it was armed"
+		}
+	}
+	op := &m.p.Ops[i]
+	if m.fe.on {
+		m.fe.after(m, i, f, int(pid), errno)
+	} else if op.ChildFail > 0 || op.ChildOOM > 0 {
+		cf.hold.after(int(pid))
+	}
+	if arm != nil {
+		rb.Child = arm.settle(cf.clim)
+		if rb.Child.Injection == obs.InjUnsupported {
+			m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: %s not injected, the child ran without it: %s", f, cf.attr, rb.Child.Reason))
+		}
+	}
+}
+
+// readBackFailNth says in rb whether the parent's fail-nth fault was
+// injected, from what the file read back after the fork.
+func readBackFailNth(rb *obs.Rollback, back []byte, backN, backErr uintptr) {
+	if backErr != 0 {
+		rb.Injection, rb.Reason = obs.InjUnsupported, fmt.Sprintf("arming or reading back %s failed: %v", failNthPath, unix.Errno(backErr))
+		return
+	}
+	left, err := strconv.Atoi(strings.TrimSpace(string(back[:min(int(backN), len(back))])))
+	switch {
+	case err != nil:
+		rb.Injection, rb.Reason = obs.InjUnsupported, fmt.Sprintf("%s read back %q", failNthPath, back[:backN])
+	case left == 0:
+		rb.Injection = obs.InjInjected
+	default:
+		rb.Injection, rb.Remaining = obs.InjNotReached, left
+	}
 }
 
 // afterWait finishes the measurements of fork f once its child was reaped
