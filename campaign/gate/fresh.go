@@ -58,7 +58,8 @@ func (f *FindingRecord) freshVerdict() string {
 func freshShare(left time.Duration) time.Duration { return left / 8 }
 
 // fresh validates every finding that counts against the kernel on fresh
-// targets until the phase's stop (the baseline's share kept).
+// targets until the hard stop (it runs after the baseline phase: a
+// finding the baseline showed is pre-existing and not replayed here).
 func (g *gate) fresh(ph *Phase) {
 	var todo []*FindingRecord
 	for i := range g.res.Findings {
@@ -68,6 +69,9 @@ func (g *gate) fresh(ph *Phase) {
 		}
 		if k, _ := g.cfg.Known.Match(f.Signature, g.res.Kernel.Release, g.res.Kernel.Target, g.now()); k != nil {
 			continue
+		}
+		if b := f.Baseline; b != nil && b.Reproduced > 0 {
+			continue // pre-existing: it does not count against the kernel
 		}
 		if tr, hang := isTrouble(f); tr {
 			if st, _ := troubleStatus(f, hang); st != StatusNew {
@@ -81,9 +85,6 @@ func (g *gate) fresh(ph *Phase) {
 		return
 	}
 	stop := g.hard
-	if g.cfg.OpenBaseline != nil {
-		stop = stop.Add(-g.baselineKeep())
-	}
 	var notes []string
 	for _, f := range todo {
 		v := &FreshReplay{}

@@ -405,10 +405,15 @@ func Run(ctx context.Context, cfg Config) *Result {
 	g.collect()
 	if g.tut != nil {
 		g.phase("confirm", time.Until(g.hard), g.confirm)
-		g.phase("fresh", time.Until(g.hard), g.fresh)
 	}
+	// The baseline before the fresh validation: it decides the verdict
+	// (new or pre-existing), the fresh replays only its wording, and a
+	// finding the baseline shows needs no fresh replay.
 	if cfg.OpenBaseline != nil {
 		g.phase("baseline", time.Until(g.hard), g.baseline)
+	}
+	if g.tut != nil {
+		g.phase("fresh", time.Until(g.hard), g.fresh)
 	}
 	// The evidence for grouping comes last: it only groups, never gates.
 	t1 := time.Now()
