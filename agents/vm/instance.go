@@ -160,7 +160,7 @@ func (in *instance) boot1() error {
 			return nil
 		}
 		fmt.Fprintf(in.t.cfg.Log, "vm %d: could not load the saved state %s (%v): booting cold\n", in.idx, in.t.snap.statePath(), err)
-		in.t.snap.restoreFailed()
+		in.t.snap.restoreFailed(err)
 	}
 	if err := in.start(""); err != nil {
 		return err
@@ -316,14 +316,14 @@ func (in *instance) restored(meta *snapMeta) error {
 	case <-in.msgs:
 	case err := <-in.readErr:
 		in.stop()
-		return fmt.Errorf("agent connection broke: %v", err)
+		return &slowRestore{fmt.Errorf("agent connection broke: %v", err)}
 	case <-in.proc.exited():
 		err := fmt.Errorf("QEMU exited (%v) %s", in.proc.exitErr(), in.proc.diagnostics())
 		in.stop()
 		return err
 	case <-timer.C:
 		in.stop()
-		return fmt.Errorf("no message from the restored agent within %v", restoreTimeout)
+		return &slowRestore{fmt.Errorf("no message from the restored agent within %v", restoreTimeout)}
 	}
 	d := time.Since(in.started)
 	in.t.mu.Lock()

@@ -145,15 +145,28 @@ func (s *snapshots) saved() *snapMeta {
 	return &m
 }
 
-// restoreFailed makes the rest of the run boot cold and removes the state
-// (a state QEMU cannot load is no use to later runs either).
-func (s *snapshots) restoreFailed() {
+// restoreFailed makes the rest of the run boot cold, and removes the state
+// when QEMU could not load it (no use to later runs either); one that
+// loaded but whose agent did not answer in time (a loaded machine) is
+// kept for later runs.
+func (s *snapshots) restoreFailed(err error) {
 	s.mu.Lock()
 	s.failed = true
 	s.mu.Unlock()
+	var slow *slowRestore
+	if errors.As(err, &slow) {
+		return
+	}
 	os.Remove(s.statePath())
 	os.Remove(s.metaPath())
 }
+
+// slowRestore is a restore whose state QEMU loaded but whose agent did
+// not answer in time, or whose connection broke: the state may be good.
+type slowRestore struct{ err error }
+
+func (e *slowRestore) Error() string { return e.err.Error() }
+func (e *slowRestore) Unwrap() error { return e.err }
 
 // save writes the running VM's state (QMP at qmpPath): the VM is stopped
 // while it is written, then resumed. The state goes to a temporary file

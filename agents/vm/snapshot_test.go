@@ -1,6 +1,8 @@
 package vm
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,5 +75,31 @@ func TestQEMUSnapshot(t *testing.T) {
 	}
 	if _, err := tg3.Run(mustParse(t, testProg), agents.Options{}); err != nil {
 		t.Fatalf("run after the cold boot: %v", err)
+	}
+}
+
+// A state QEMU could not load is removed; one whose restored agent was
+// only slow to answer (a loaded machine) is kept for later runs. Either
+// way the rest of the run boots cold.
+func TestRestoreFailedKeepsSlowStates(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		kept bool
+	}{
+		{&slowRestore{errors.New("no message from the restored agent within 30s")}, true},
+		{fmt.Errorf("restore: %w", &slowRestore{errors.New("agent connection broke: EOF")}), true},
+		{errors.New("QEMU exited (exit status 1) qemu-system-x86_64: load of migration failed"), false},
+	} {
+		s := &snapshots{dir: t.TempDir(), key: "k"}
+		for _, p := range []string{s.statePath(), s.metaPath()} {
+			if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.restoreFailed(c.err)
+		_, err := os.Stat(s.statePath())
+		if kept := err == nil; kept != c.kept || !s.failed {
+			t.Errorf("%v: state kept %v (want %v), failed %v", c.err, kept, c.kept, s.failed)
+		}
 	}
 }
