@@ -54,6 +54,11 @@ func Run(p *prog.Program, cfg Config, wordCap int) (*obs.Observation, *Kernel, e
 	if err := p.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("sim: invalid program: %w", err)
 	}
+	for i, r := range p.Regions {
+		if r.Kind.Hugetlb() {
+			return nil, nil, fmt.Errorf("sim: region r%d is %s: the simulated kernel has no hugetlb pages yet (issue 31)", i, r.Kind)
+		}
+	}
 	k, err := NewKernel(cfg)
 	if err != nil {
 		return nil, nil, err

@@ -283,6 +283,7 @@ func fixLoops(p *prog.Program) {
 
 func fixRegion(r prog.Region) prog.Region {
 	r.Kind = prog.RegionKind(int(r.Kind) % numRegionKinds)
+	r.Kind = r.Kind.Base() // the generator does not make hugetlb regions yet
 	r.THP = prog.THP(int(r.THP) % numTHP)
 	r.Pages = min(max(r.Pages, 1), prog.MaxRegionPages)
 	return r

@@ -220,13 +220,20 @@ type RegionKindInfo struct {
 	Shared bool
 	// Memfd: backed by a memfd (memfd_create) rather than anonymous.
 	Memfd bool
+	// Hugetlb: backed by 2 MiB hugetlb pages (MAP_HUGETLB|MAP_HUGE_2MB,
+	// or a memfd created with MFD_HUGETLB|MFD_HUGE_2MB).
+	Hugetlb bool
 }
 
 var regionKindTable = [numRegionKinds]RegionKindInfo{
-	AnonPrivate:  {"anon-private", "MAP_PRIVATE|MAP_ANONYMOUS", false, false},
-	AnonShared:   {"anon-shared", "MAP_SHARED|MAP_ANONYMOUS", true, false},
-	MemfdPrivate: {"memfd-private", "MAP_PRIVATE", false, true},
-	MemfdShared:  {"memfd-shared", "MAP_SHARED", true, true},
+	AnonPrivate:         {"anon-private", "MAP_PRIVATE|MAP_ANONYMOUS", false, false, false},
+	AnonShared:          {"anon-shared", "MAP_SHARED|MAP_ANONYMOUS", true, false, false},
+	MemfdPrivate:        {"memfd-private", "MAP_PRIVATE", false, true, false},
+	MemfdShared:         {"memfd-shared", "MAP_SHARED", true, true, false},
+	HugetlbPrivate:      {"hugetlb-private", "MAP_PRIVATE|MAP_ANONYMOUS|MAP_HUGETLB|MAP_HUGE_2MB", false, false, true},
+	HugetlbShared:       {"hugetlb-shared", "MAP_SHARED|MAP_ANONYMOUS|MAP_HUGETLB|MAP_HUGE_2MB", true, false, true},
+	MemfdHugetlbPrivate: {"memfd-hugetlb-private", "MAP_PRIVATE (memfd MFD_HUGETLB|MFD_HUGE_2MB)", false, true, true},
+	MemfdHugetlbShared:  {"memfd-hugetlb-shared", "MAP_SHARED (memfd MFD_HUGETLB|MFD_HUGE_2MB)", true, true, true},
 }
 
 // Info describes the kind (zero for a value out of range).
@@ -249,6 +256,37 @@ func (k RegionKind) Shared() bool { return k.Info().Shared }
 
 // Memfd reports whether the region is backed by a memfd.
 func (k RegionKind) Memfd() bool { return k.Info().Memfd }
+
+// Hugetlb reports whether the region is backed by 2 MiB hugetlb pages.
+func (k RegionKind) Hugetlb() bool { return k.Info().Hugetlb }
+
+// Base is the ordinary (not hugetlb) kind with the same sharing and
+// backing: the kind itself for the ordinary kinds.
+func (k RegionKind) Base() RegionKind {
+	if !k.Hugetlb() {
+		return k
+	}
+	switch d := k.Info(); {
+	case d.Memfd && d.Shared:
+		return MemfdShared
+	case d.Memfd:
+		return MemfdPrivate
+	case d.Shared:
+		return AnonShared
+	}
+	return AnonPrivate
+}
+
+// HugetlbPagesErr says why pages is not a valid size for a region of
+// kind k ("" when it is).
+func (k RegionKind) HugetlbPagesErr(pages int) string {
+	if k.Hugetlb() && pages%HugetlbPages != 0 {
+		return fmt.Sprintf(hugetlbPagesFmt, pages, k.String(), HugetlbPages)
+	}
+	return ""
+}
+
+const hugetlbPagesFmt = "pages %d of a %s region is not a multiple of %d (one 2 MiB huge page)"
 
 // THPInfo describes a region's transparent-huge-page advice.
 type THPInfo struct {

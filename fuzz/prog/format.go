@@ -303,6 +303,9 @@ func (ps *parser) parseRegion(toks []token) error {
 	if pages < 1 || pages > MaxRegionPages {
 		return ps.errf(kv["pages"].col, "pages %d out of range 1..%d", pages, MaxRegionPages)
 	}
+	if r.Kind.HugetlbPagesErr(int(pages)) != "" {
+		return ps.errf(kv["pages"].col, hugetlbPagesFmt, pages, r.Kind.String(), HugetlbPages)
+	}
 	r.Pages = int(pages)
 	if t, ok := kv["thp"]; ok {
 		v, err := ps.enum(t, thpNames[:])

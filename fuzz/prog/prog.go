@@ -133,8 +133,20 @@ const (
 	AnonShared
 	MemfdPrivate
 	MemfdShared
+	// hugetlb kinds (2 MiB huge pages, MAP_HUGETLB or memfd_create's
+	// MFD_HUGETLB); a region's pages must be a multiple of
+	// HugetlbPages. Base gives the ordinary kind with the same sharing
+	// and backing.
+	HugetlbPrivate
+	HugetlbShared
+	MemfdHugetlbPrivate
+	MemfdHugetlbShared
 	numRegionKinds
 )
+
+// HugetlbPages is the number of base pages in one 2 MiB hugetlb page: a
+// hugetlb region's size must be a multiple of it.
+const HugetlbPages = PMDSize / PageSize
 
 // THP is the transparent-huge-page advice applied when a region is created.
 type THP uint8

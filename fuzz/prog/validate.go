@@ -101,6 +101,9 @@ func (p *Program) validateRegions() error {
 		if r.Pages < 1 || r.Pages > MaxRegionPages {
 			return &ValidationError{Op: -1, Region: i, Msg: fmt.Sprintf("pages %d out of range 1..%d", r.Pages, MaxRegionPages)}
 		}
+		if msg := r.Kind.HugetlbPagesErr(r.Pages); msg != "" {
+			return &ValidationError{Op: -1, Region: i, Msg: msg}
+		}
 		if r.THP > THPOff {
 			return &ValidationError{Op: -1, Region: i, Msg: fmt.Sprintf("bad thp %d", r.THP)}
 		}
