@@ -346,8 +346,20 @@ func mapFlags(k prog.RegionKind) uintptr {
 	}
 	if !k.Memfd() {
 		f |= unix.MAP_ANONYMOUS
+		if k.Hugetlb() {
+			f |= unix.MAP_HUGETLB | unix.MAP_HUGE_2MB
+		}
 	}
 	return f
+}
+
+// anonObject reports whether a kind's anonymous mapping has an object
+// behind it with an inode in /proc/self/maps (shmem for anon-shared, a
+// hugetlbfs file for the anonymous hugetlb kinds, private or shared).
+//
+//forkfuzz:childsafe
+func anonObject(k prog.RegionKind) bool {
+	return !k.Memfd() && (k.Shared() || k.Hugetlb())
 }
 
 // runProc runs every operation of process proc in order.
@@ -472,7 +484,7 @@ func (m *machine) exec(i int) {
 		kind := m.p.Regions[op.Region].Kind
 		r, e := sysMmap(addr, uintptr(op.Len), unix.PROT_READ|unix.PROT_WRITE, mapFlags(kind)|unix.MAP_FIXED, m.memfd[op.Region], uintptr(op.Off))
 		errno, ret = e, arena.Canonical(uint64(r))
-		if e == 0 && kind == prog.AnonShared {
+		if e == 0 && anonObject(kind) {
 			m.noteShared(uint64(r), roundUp(op.Len))
 		}
 	case prog.OpMunmap:

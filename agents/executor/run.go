@@ -3,6 +3,7 @@ package executor
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -395,13 +396,23 @@ func (m *machine) recCount() uint64 {
 	return binary.LittleEndian.Uint64(m.rep[8:])
 }
 
+// ErrNoHugetlb marks a run refused because a hugetlb region could not be
+// mapped: the host or guest has too few free 2 MiB huge pages
+// (/proc/sys/vm/nr_hugepages). The run has no observation: nothing is
+// judged, and the error says why.
+var ErrNoHugetlb = errors.New("not enough free 2 MiB hugetlb pages (see /proc/sys/vm/nr_hugepages); hugetlb region skipped, program not run")
+
 // setup creates the regions. Main process only.
 func (m *machine) setup() error {
 	for i, r := range m.p.Regions {
 		base := arena.RegionBase(i)
 		length := uint64(r.Pages) * prog.PageSize
 		if r.Kind.Memfd() {
-			fd, err := unix.MemfdCreate(fmt.Sprintf("forkfuzz-r%d", i), unix.MFD_CLOEXEC)
+			flags := unix.MFD_CLOEXEC
+			if r.Kind.Hugetlb() {
+				flags |= unix.MFD_HUGETLB | unix.MFD_HUGE_2MB
+			}
+			fd, err := unix.MemfdCreate(fmt.Sprintf("forkfuzz-r%d", i), flags)
 			if err != nil {
 				return fmt.Errorf("executor: memfd for r%d: %w", i, err)
 			}
@@ -416,10 +427,13 @@ func (m *machine) setup() error {
 			m.addObj(st.Ino, prog.SpanBytes)
 		}
 		a, e := sysMmap(uintptr(base), uintptr(length), unix.PROT_READ|unix.PROT_WRITE, mapFlags(r.Kind)|unix.MAP_FIXED_NOREPLACE, m.memfd[i], 0)
+		if e != 0 && r.Kind.Hugetlb() {
+			return fmt.Errorf("executor: map %s region r%d (%d MiB): %w: %w", r.Kind, i, length>>20, unix.Errno(e), ErrNoHugetlb)
+		}
 		if e != 0 || uint64(a) != base {
 			return fmt.Errorf("executor: map r%d at %#x: %w", i, base, unix.Errno(e))
 		}
-		if r.Kind == prog.AnonShared {
+		if anonObject(r.Kind) {
 			m.noteShared(base, length)
 		}
 		adv := uintptr(0)
