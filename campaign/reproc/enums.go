@@ -53,10 +53,10 @@ func emitEnums(b *bytes.Buffer) {
 		fmt.Fprintf(b, "_Static_assert((%s) == %d, %s);\n", d.Linux, d.Value, cstr("prog: prot "+d.Name+" is "+d.Linux))
 	}
 
-	fmt.Fprintf(b, "struct regionkind { int shared, memfd; };\n#define NUM_REGION_KINDS %d\nstatic const struct regionkind REGION_KINDS[] = {\n", prog.NumRegionKinds)
+	fmt.Fprintf(b, "struct regionkind { int shared, memfd, hugetlb; };\n#define NUM_REGION_KINDS %d\nstatic const struct regionkind REGION_KINDS[] = {\n", prog.NumRegionKinds)
 	for k := prog.RegionKind(0); int(k) < prog.NumRegionKinds; k++ {
 		d := k.Info()
-		fmt.Fprintf(b, "\t{%d, %d}, /* %s: %s */\n", b2i(d.Shared), b2i(d.Memfd), d.Name, d.Linux)
+		fmt.Fprintf(b, "\t{%d, %d, %d}, /* %s: %s */\n", b2i(d.Shared), b2i(d.Memfd), b2i(d.Hugetlb), d.Name, d.Linux)
 	}
 	b.WriteString("};\n")
 	staticLen(b, "REGION_KINDS", "NUM_REGION_KINDS", "one entry per prog.RegionKind")
