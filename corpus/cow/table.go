@@ -8,8 +8,9 @@ const (
 		"FOLL_PIN|FOLL_LONGTERM without FOLL_WRITE, through GUP or GUP-fast, and reads it back with " +
 		"PIN_LONGTERM_TEST_READ): forkfuzz has no such operation (its pins, uringreg and odirect, are R/W; " +
 		"vmsplice takes plain references); the reference kernel has no CONFIG_GUP_TEST either"
-	missingHugetlb = "needs a hugetlb region (MAP_HUGETLB or a MFD_HUGETLB memfd): forkfuzz maps anonymous " +
-		"and memfd regions only"
+	missingHugetlb = "needs a judged hugetlb region: forkfuzz has the region kinds (hugetlb-private, " +
+		"memfd-hugetlb-shared, ...) and the executor maps them, but the model does not follow hugetlb " +
+		"semantics yet and leaves such programs unjudged; 1 GiB pages: the guest has none"
 	missingFile = "needs a private mapping of a regular file (cow.c's tmpfile): forkfuzz's file-backed regions " +
 		"are memfds (shmem), which the memfd case covers"
 )
