@@ -3,6 +3,8 @@ package gate
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
@@ -141,7 +143,12 @@ func (g *gate) baseline(ph *Phase) {
 		p     *prog.Program
 		sigs  map[string]bool // the signatures of findings it stands for
 		shown map[string]int  // signature -> runs that showed it
-		runs  int
+		runs  int             // runs judged (the baseline did not break first)
+		tries int
+		// broke counts, per finding signature, the runs the baseline
+		// broke in first (no observation, other signatures: other).
+		broke map[string]int
+		other map[string]bool
 		note  string
 	}
 	var order []string
@@ -151,7 +158,7 @@ func (g *gate) baseline(ph *Phase) {
 		h := progHash(f.reproProg)
 		r, ok := rs[h]
 		if !ok {
-			r = &repro{p: f.reproProg, sigs: map[string]bool{}, shown: map[string]int{}}
+			r = &repro{p: f.reproProg, sigs: map[string]bool{}, shown: map[string]int{}, broke: map[string]int{}, other: map[string]bool{}}
 			rs[h] = r
 			order = append(order, h)
 		}
@@ -166,13 +173,17 @@ func (g *gate) baseline(ph *Phase) {
 		return true
 	}
 	total := 0
+	// A run the baseline breaks in before the program can be judged (a
+	// kernel BUG with another signature) is inconclusive: it does not
+	// count as a run that passed; up to twice BaselineReplays tries.
 rounds:
-	for k := 0; k < g.cfg.BaselineReplays; k++ {
+	for k := 0; k < 2*g.cfg.BaselineReplays; k++ {
 		for _, h := range order {
 			r := rs[h]
-			if settled(r) || r.runs > k {
+			if settled(r) || r.runs >= g.cfg.BaselineReplays || r.tries > k {
 				continue
 			}
+			r.tries++
 			o, err := b.Run(r.p, agents.Options{Corrupt: g.cfg.Corrupt})
 			v, herr := judge.Judge(r.p, o, err)
 			if herr != nil {
@@ -187,11 +198,25 @@ rounds:
 				r.note = "harness error on the baseline: " + herr.Error()
 				continue
 			}
-			r.runs++
 			total++
-			for _, s := range v.Signatures() {
+			sigs := v.Signatures()
+			for _, s := range sigs {
 				r.shown[s]++
 			}
+			if o == nil {
+				// Broke first: inconclusive for the signatures it did
+				// not show.
+				for s := range r.sigs {
+					if !slices.Contains(sigs, s) {
+						r.broke[s]++
+					}
+				}
+				for _, s := range sigs {
+					r.other[s] = true
+				}
+				continue
+			}
+			r.runs++
 		}
 	}
 	for _, i := range todo {
@@ -202,6 +227,13 @@ rounds:
 			repro = f.Minimized
 		}
 		f.Baseline = &BaselineReplay{Runs: r.runs, Reproduced: r.shown[f.Signature], Command: g.replayCmd(repro, true), Note: r.note}
+		if n := r.broke[f.Signature]; n > 0 && f.Baseline.Reproduced == 0 {
+			f.Baseline.Inconclusive = n
+			for s := range r.other {
+				f.Baseline.Other = append(f.Baseline.Other, s)
+			}
+			sort.Strings(f.Baseline.Other)
+		}
 	}
 	ph.Note = fmt.Sprintf("baseline %s up in %v (booted in the background from the start); %d distinct reproducers of %d findings, %d runs (up to %d each, stopping at the first reproduction)",
 		bt.Name(), bo.took.Round(time.Millisecond), len(order), len(todo), total, g.cfg.BaselineReplays)

@@ -45,10 +45,16 @@ func (g *gate) classify() {
 				f.StatusReason = "no baseline given"
 			case f.Baseline == nil:
 				f.StatusReason = "not replayed on the baseline (budget spent or baseline unavailable)"
+			case f.Baseline.Runs == 0 && f.Baseline.Inconclusive > 0:
+				f.StatusReason = "not shown on the baseline, but " + f.Baseline.inconclusiveNote() +
+					": the comparison is inconclusive, and an incomplete gate never passes a kernel"
 			case f.Baseline.Runs == 0:
 				f.StatusReason = "not replayed on the baseline: " + f.Baseline.Note
 			default:
 				f.StatusReason = fmt.Sprintf("passes on the baseline (0/%d replays)", f.Baseline.Runs)
+				if n := f.Baseline.inconclusiveNote(); n != "" {
+					f.StatusReason += "; " + n
+				}
 			}
 		}
 	}

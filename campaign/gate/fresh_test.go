@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/sim"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -162,5 +164,45 @@ func TestGateOpenFresh(t *testing.T) {
 	f := findingOf(gateRun{Result: r}, "executor-crash")
 	if f == nil || f.Fresh == nil || f.Fresh.Runs != 2 || opens.Load() != 1 || fresh.Load() != 2 {
 		t.Fatalf("opens %d, fresh opens %d, finding %+v", opens.Load(), fresh.Load(), f)
+	}
+}
+
+// A baseline that breaks before the finding's program can be judged (a
+// kernel BUG of its own: here an executor death on every run) shows
+// neither that it has the finding nor that it does not: the finding's
+// baseline runs are inconclusive, never "passes on the baseline (0/3)"
+// (the Async-fork gate once blamed the fixed kernel for a bug the unfixed
+// one hid behind another BUG), and it stays new, saying why.
+func TestGateBaselineBreaksFirst(t *testing.T) {
+	mut, err := sim.NewTarget(sim.Config{Mode: sim.Eager, Mutant: "eager-no-wrprotect"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	always := func(run int64, p *prog.Program) bool { return true }
+	cfg := Config{
+		Open:         func() (agents.Target, error) { return mut, nil },
+		OpenBaseline: func() (agents.Target, error) { return &crashingTarget{Target: simTarget(t), crash: always}, nil },
+		Kernel:       KernelIdentity{Target: "sim-eager"}, Baseline: &KernelIdentity{Target: "sim-eager"},
+		Budget: 12 * time.Second, Seed: 7, Workdir: filepath.Join(t.TempDir(), "w"), MinPrograms: 1, MinimizeRuns: 20,
+	}
+	r := Run(context.Background(), cfg)
+	var f *FindingRecord
+	for i := range r.Findings {
+		if b := r.Findings[i].Baseline; b != nil && b.Inconclusive > 0 {
+			f = &r.Findings[i]
+		}
+	}
+	if f == nil {
+		t.Fatalf("no finding with inconclusive baseline runs: %s\n%s", r.Reason, r.Summary())
+	}
+	b := f.Baseline
+	if b.Runs != 0 || b.Reproduced != 0 || b.Inconclusive != 6 || !slices.Contains(b.Other, "executor-crash") {
+		t.Fatalf("baseline %+v", b)
+	}
+	if f.Status != StatusNew || !strings.Contains(f.StatusReason, "inconclusive") || strings.Contains(f.StatusReason, "passes on the baseline") {
+		t.Fatalf("%s: status %s: %s", f.Signature, f.Status, f.StatusReason)
+	}
+	if table := BaselineTable(r); !strings.Contains(table, "| `"+f.Signature+"` | -[^") || !strings.Contains(table, "inconclusive: the baseline broke first in") {
+		t.Fatalf("table:\n%s", table)
 	}
 }

@@ -50,6 +50,29 @@ type BaselineReplay struct {
 	Reproduced int    `json:"reproduced"`
 	Command    string `json:"command,omitempty"`
 	Note       string `json:"note,omitempty"`
+	// Inconclusive counts the runs the baseline broke in before the
+	// program could be judged (a kernel BUG, a dead executor: no
+	// observation) with other signatures than the finding's, which are
+	// Other. They are not in Runs: they show neither that the baseline
+	// has the finding nor that it does not.
+	Inconclusive int      `json:"inconclusive,omitempty"`
+	Other        []string `json:"inconclusive_signatures,omitempty"`
+}
+
+// noteOrEmpty is b's Note ("" for a nil b).
+func (b *BaselineReplay) noteOrEmpty() string {
+	if b == nil {
+		return ""
+	}
+	return b.Note
+}
+
+// inconclusiveNote says what the inconclusive runs showed ("" if none).
+func (b *BaselineReplay) inconclusiveNote() string {
+	if b == nil || b.Inconclusive == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the baseline broke first in %d run(s) (%s)", b.Inconclusive, strings.Join(b.Other, ", "))
 }
 
 // FindingRecord is one finding (one signature) of the gate.

@@ -85,11 +85,19 @@ func tableRate(k, n int) string { return fmt.Sprintf("%d/%d", k, n) }
 
 func tableBaselineCell(r *Result, f FindingRecord, notes *tableFootnotes) string {
 	b := f.Baseline
+	var why []string
+	for _, n := range []string{b.noteOrEmpty(), b.inconclusiveNote()} {
+		if n != "" {
+			why = append(why, n)
+		}
+	}
 	switch {
-	case b != nil && b.Runs > 0 && b.Note != "":
-		return tableRate(b.Reproduced, b.Runs) + notes.mark(b.Note)
+	case b != nil && b.Runs > 0 && len(why) > 0:
+		return tableRate(b.Reproduced, b.Runs) + notes.mark(strings.Join(why, "; "))
 	case b != nil && b.Runs > 0:
 		return tableRate(b.Reproduced, b.Runs)
+	case b != nil && b.Inconclusive > 0:
+		return "-" + notes.mark("inconclusive: "+strings.Join(why, "; "))
 	case b != nil && b.Note != "":
 		return "-" + notes.mark("not run on the baseline: "+b.Note)
 	case writerFindingStatus(f) == StatusKnown:

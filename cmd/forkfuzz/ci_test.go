@@ -143,7 +143,7 @@ func TestCIGateFailsMutant(t *testing.T) {
 	for _, p := range r.res.Phases {
 		phases = append(phases, p.Name)
 	}
-	if got := strings.Join(phases, ","); got != "identify,check,boot,replay,fuzz,confirm,fresh,baseline,collect,report" {
+	if got := strings.Join(phases, ","); got != "identify,check,boot,replay,fuzz,confirm,baseline,fresh,collect,report" {
 		t.Fatalf("phases %s", got)
 	}
 	if !strings.Contains(string(r.junit), `<failure message="`) || !strings.Contains(string(r.junit), sig) || !strings.Contains(string(r.junit), "replay: forkfuzz exec") {
