@@ -21,7 +21,7 @@ const readmeMaxLines = 350
 
 var (
 	inlineLink = regexp.MustCompile(`!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
-	refLink    = regexp.MustCompile(`^\s{0,3}\[[^\]]+\]:\s+(\S+)`)
+	refLink    = regexp.MustCompile(`^\s{0,3}\[[^\]^][^\]]*\]:\s+(\S+)`) // not a footnote ([^1]: text)
 	codeSpan   = regexp.MustCompile("`[^`]*`")
 )
 
@@ -272,7 +272,7 @@ func TestSlug(t *testing.T) {
 
 func TestParseMarkdown(t *testing.T) {
 	doc := parseMarkdown("docs/x.md", "# Title\n\nSee [a](a.md#b), ![img](s.png) and [`c.ffz`](c.ffz).\n"+
-		"```\n[not](code.md)\n```\nInline `[not](span.md)` and [web](https://x.org).\n[ref]: r.md\n## Title\n")
+		"```\n[not](code.md)\n```\nInline `[not](span.md)` and [web](https://x.org).\n[ref]: r.md\n[^1]: then a footnote\n## Title\n")
 	var got []string
 	for _, l := range doc.links {
 		got = append(got, l.target)
