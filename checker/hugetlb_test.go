@@ -24,3 +24,15 @@ func TestHugetlbUnjudged(t *testing.T) {
 		t.Fatalf("verdict %+v: want no findings and a not-judged note naming r1", v)
 	}
 }
+
+// TestHugetlbNoSpec: no spec (what the C reproducer and replays judge
+// against) for a program with a hugetlb region.
+func TestHugetlbNoSpec(t *testing.T) {
+	p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 hugetlb-private pages=512\nfork f0\nwait f0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewSpec(p, ""); err == nil || !strings.Contains(err.Error(), "r0 (hugetlb-private)") {
+		t.Fatalf("NewSpec: %v, want an error naming r0", err)
+	}
+}
