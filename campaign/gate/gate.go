@@ -373,26 +373,8 @@ func Run(ctx context.Context, cfg Config) *Result {
 		share := g.fixesShare(time.Until(g.hard))
 		g.phase("fixes", share, func(ph *Phase) { g.fixes(ph, time.Now().Add(share)) })
 	}
-	var fuzzStats *campaign.Stats
 	if r.harnessErr == "" {
-		left := time.Until(g.hard)
-		// What the fuzz phase leaves for the baseline; the fresh
-		// validation's time is fuzzed unless a finding needs it.
-		baseShare := time.Duration(0)
-		if cfg.OpenBaseline != nil {
-			baseShare = left / 4
-		}
-		g.phase("fuzz", left-baseShare, func(ph *Phase) { fuzzStats = g.fuzz(ph, left-baseShare, freshShare(left)) })
-	}
-	if fuzzStats != nil {
-		r.FuzzPrograms = fuzzStats.Programs
-		r.Forks += fuzzStats.Forks
-		r.HarnessErrors += fuzzStats.HarnessErrors
-		judged.Merge(fuzzStats.Judged)
-		r.Spent = fuzzStats.Spent
-		for sig, n := range fuzzStats.SignatureRuns {
-			g.sigRuns[sig] += n
-		}
+		g.fuzzPhase(&judged)
 	}
 	r.Programs = r.CorpusPrograms + r.FuzzPrograms
 	r.Judged = judged.String()
@@ -536,6 +518,31 @@ func (g *gate) replayCmd(path string, baseline bool) string {
 		return g.cfg.ReplayCommand(path, baseline)
 	}
 	return "forkfuzz exec " + path
+}
+
+// fuzzPhase runs the fuzz phase on what is left but the baseline's share
+// (the fresh validation's time is fuzzed unless a finding needs it) and
+// adds its counts to the result and judged.
+func (g *gate) fuzzPhase(judged *judge.Tally) {
+	left := time.Until(g.hard)
+	baseShare := time.Duration(0)
+	if g.cfg.OpenBaseline != nil {
+		baseShare = left / 4
+	}
+	var st *campaign.Stats
+	g.phase("fuzz", left-baseShare, func(ph *Phase) { st = g.fuzz(ph, left-baseShare, freshShare(left)) })
+	if st == nil {
+		return
+	}
+	r := g.res
+	r.FuzzPrograms = st.Programs
+	r.Forks += st.Forks
+	r.HarnessErrors += st.HarnessErrors
+	judged.Merge(st.Judged)
+	r.Spent = st.Spent
+	for sig, n := range st.SignatureRuns {
+		g.sigRuns[sig] += n
+	}
 }
 
 func (g *gate) fuzz(ph *Phase, share, fresh time.Duration) *campaign.Stats {
