@@ -96,12 +96,12 @@ func (g *gate) fresh(ph *Phase) {
 }
 
 // freshRuns replays f's reproducer, one fresh target per run. The phase
-// is the last before the baseline's share, so time it does not use is
-// not used at all: a run starts while the time left holds the longest
-// run seen (the first: the longest corpus replay), and an open or a run still
-// going at the stop is abandoned (its target closed), so the phase ends
-// with the budget. A saved VM state makes a fresh open take a second or
-// two where the boot phase may have been a cold boot.
+// is the last to run programs, so time it does not use is not used at
+// all: a run starts while the time left holds the longest run seen (the
+// first: the longest corpus replay), and an open or a run still going at
+// the stop is abandoned (its target closed), so the phase ends with the
+// budget. A saved VM state makes a fresh open take a second or two where
+// the boot phase may have been a cold boot.
 func (g *gate) freshRuns(f *FindingRecord, v *FreshReplay, stop time.Time) {
 	longest := time.Second
 	for _, c := range g.res.Corpus {
