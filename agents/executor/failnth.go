@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,7 +178,7 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	}
 	lim := m.armParentMemcg(op, f, rb)
 	cf := m.armChildFault(op, f, rb)
-	a, back := m.injectArgsFor(op, f, fd, cf, lim)
+	a, back, bufs := m.injectArgsFor(op, f, fd, cf, lim)
 
 	cargs := new(cloneArgs)
 	if m.fe.on {
@@ -199,6 +200,7 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 		m.child(f) // the kernel resets fail-nth in the child (dup_task_struct)
 	}
 	resp := rdtscp()
+	runtime.KeepAlive(bufs)
 	forked = m.kc.mark(m.ks)
 	m.kc.forkFilled(f, forked)
 	if errno != 0 && sentinel {
@@ -325,18 +327,26 @@ func (m *machine) armChildFault(op *prog.Op, f int, rb *obs.Rollback) *childFaul
 	return cf
 }
 
+// injectBufs are the buffers injectArgs points to. They must outlive the
+// fork: injectArgs holds them as uintptrs, which keep nothing alive (and
+// a buffer escape analysis left on injectArgsFor's stack would be gone
+// by then: fail_nth was written from a dead frame and never armed).
+type injectBufs struct {
+	num  [24]byte // K in decimal
+	zero [1]byte  // "0"
+}
+
 // injectArgsFor prepares everything the injected fork needs before it
 // (see rawForkInjected), and returns the read-back buffer: it lands in
 // fork f's slot of the MAP_SHARED control page (bytes 32..55; the child
 // only waits on bytes 0..3), which fork does not write-protect. The
-// buffers the arguments point to are on the heap; the garbage collector
-// is off while a program runs (run.go).
-func (m *machine) injectArgsFor(op *prog.Op, f, fd int, cf *childFault, lim *memcgLimit) (*injectArgs, []byte) {
-	num := new([24]byte)
-	zero := new([1]byte)
+// caller keeps bufs alive (runtime.KeepAlive) until the fork returned.
+func (m *machine) injectArgsFor(op *prog.Op, f, fd int, cf *childFault, lim *memcgLimit) (a *injectArgs, back []byte, bufs *injectBufs) {
+	bufs = new(injectBufs)
+	num, zero := &bufs.num, &bufs.zero
 	zero[0] = '0'
-	back := m.ctl[f*64+32 : f*64+56]
-	a := &injectArgs{failFd: -1, memFd: -1, kbuf: uintptr(unsafe.Pointer(&num[0])), zero: uintptr(unsafe.Pointer(&zero[0])),
+	back = m.ctl[f*64+32 : f*64+56]
+	a = &injectArgs{failFd: -1, memFd: -1, kbuf: uintptr(unsafe.Pointer(&num[0])), zero: uintptr(unsafe.Pointer(&zero[0])),
 		back: uintptr(unsafe.Pointer(&back[0])), backLen: int64(len(back))}
 	if fd >= 0 {
 		a.failFd = int64(fd)
@@ -352,7 +362,7 @@ func (m *machine) injectArgsFor(op *prog.Op, f, fd int, cf *childFault, lim *mem
 		a.memFd = int64(lim.fd)
 		a.limit, a.limitLen, a.max = uintptr(unsafe.Pointer(&lim.limit[0])), int64(lim.limitN), uintptr(unsafe.Pointer(&lim.max[0]))
 	}
-	return a, back
+	return a, back, bufs
 }
 
 // settleChildFault finishes fork op i's child fault after the fork (arms

@@ -178,3 +178,20 @@ func runRollback(t *testing.T, tg *Target, p *prog.Program) obs.Rollback {
 	}
 	return o.Rollbacks[0]
 }
+
+// TestQEMUFailNthInjects: fork f0 fail_nth=3 of the rollback corpus's
+// vmas program fails the fork on the reference kernel, and the executor
+// says where (the failslab report). A refactor once left fail_nth's
+// value in a dead stack frame: the fork then succeeded, the read-back
+// still said "injected", and only TestQEMUFailNthReplays' 15-minute hunt
+// for a site noticed.
+func TestQEMUFailNthInjects(t *testing.T) {
+	image, text := failNthSetup(t)
+	tg := bootTarget(t, image, nil, 2*time.Minute, nil)
+	p := mustParse(t, strings.Replace(text, "\nfork f0\n", "\nfork f0 fail_nth=3\n", 1))
+	rb := runRollback(t, tg, p)
+	t.Logf("fail_nth=3: injection %s, errno %d, site %q", rb.Injection, rb.Errno, rb.Site)
+	if rb.Injection != obs.InjInjected || rb.Errno == 0 || rb.Site == "" {
+		t.Fatalf("fail_nth=3 did not fail the fork where it said: %+v", rb)
+	}
+}
