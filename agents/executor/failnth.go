@@ -328,9 +328,8 @@ func (m *machine) armChildFault(op *prog.Op, f int, rb *obs.Rollback) *childFaul
 }
 
 // injectBufs are the buffers injectArgs points to. They must outlive the
-// fork: injectArgs holds them as uintptrs, which keep nothing alive (and
-// a buffer escape analysis left on injectArgsFor's stack would be gone
-// by then: fail_nth was written from a dead frame and never armed).
+// fork: injectArgs holds them as uintptrs, which keep nothing alive (nor
+// keep them off injectArgsFor's stack frame, gone by the fork).
 type injectBufs struct {
 	num  [24]byte // K in decimal
 	zero [1]byte  // "0"

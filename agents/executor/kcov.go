@@ -407,9 +407,8 @@ func (k *kcovState) result(forks int) (c *obs.Coverage) {
 	}
 	k.drain(0)
 	c = &obs.Coverage{}
-	// Every process's sets into two slices, then sorted and compacted:
-	// Go maps took 31 ms a program natively (BenchmarkKcovResult), ten
-	// times that under TCG.
+	// Every process's sets into two slices, then sorted and compacted
+	// (no maps: docs/throughput.md, BenchmarkKcovResult).
 	pcs := make([]uint64, 0, 1<<12)
 	edges := make([]uint32, 0, 1<<13)
 	for i := range k.area {

@@ -550,8 +550,8 @@ func (g *gate) fuzz(ph *Phase, share, fresh time.Duration) *campaign.Stats {
 	// Programs are generated until the end of the share, or, once a
 	// finding was saved, until the time left holds its minimization and
 	// the fresh validation (fresh): a clean gate fuzzes all its budget
-	// but a wind-down for the last program (it used to stop 17% early,
-	// keeping time no finding used). Runs stop at the end of the share.
+	// but a wind-down for the last program. Runs stop at the end of the
+	// share.
 	minTime := min(share/10, 2*time.Minute)
 	stop := time.Now().Add(share)
 	dur := share - min(share/20, 15*time.Second)
