@@ -3,6 +3,7 @@ package gate
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,13 +33,17 @@ func TestGateProgressLines(t *testing.T) {
 	r := Run(context.Background(), cfg)
 	n := strings.Count(progress.String(), "progress: ")
 	fuzz := r.phaseDuration("fuzz")
-	// Every second, a 4+ s phase would print 4 lines or more (one is
-	// allowed below 10 s).
-	if fuzz < 4*time.Second {
-		t.Fatalf("the fuzz phase took %v: too short to tell", fuzz)
+	// Every second, a 2+ s phase would print 2 lines or more (one is
+	// allowed below 10 s). The phase can end early on a loaded machine
+	// (CI ended it at 7.9 s once): its notes say why.
+	if fuzz < 2*time.Second {
+		t.Fatalf("the fuzz phase took %v: too short to tell (exit %d: %s)\n%s", fuzz, r.ExitCode, r.Reason, phaseNotes(r))
 	}
 	if n > int(fuzz/(10*time.Second))+1 {
 		t.Fatalf("%d progress lines in a %v fuzz phase, want one per 10 s:\n%s", n, fuzz, progress.String())
+	}
+	if fuzz < 10*time.Second {
+		t.Logf("the fuzz phase took %v of a 15 s budget (exit %d: %s)\n%s", fuzz, r.ExitCode, r.Reason, phaseNotes(r))
 	}
 }
 
@@ -72,4 +77,13 @@ func TestGateCleanFuzzesItsBudget(t *testing.T) {
 	if fuzz := r.phaseDuration("fuzz"); fuzz < left*85/100 {
 		t.Fatalf("the fuzz phase took %v of the %v left after %v of earlier phases", fuzz, left, before)
 	}
+}
+
+// phaseNotes lists a gate's phases with their notes, for a failing test.
+func phaseNotes(r *Result) string {
+	var b strings.Builder
+	for _, p := range r.Phases {
+		fmt.Fprintf(&b, "  %s %v skipped=%q error=%q note=%q\n", p.Name, p.Duration, p.Skipped, p.Error, p.Note)
+	}
+	return b.String()
 }
