@@ -27,9 +27,6 @@ func Check(p *prog.Program, o *obs.Observation) *Verdict {
 		return &Verdict{Findings: []Finding{{Oracle: OracleObservation, Signature: "observation:op-count", View: -1, Op: -1, Region: -1,
 			Explanation: fmt.Sprintf("the observation has %d operation results for %d operations", len(o.Ops), len(p.Ops))}}}
 	}
-	if v := hugetlbUnjudged(p); v != nil {
-		return v
-	}
 	m := newMachine(p, o)
 	m.col.excuse = newInjectedExcuses(p, o)
 	m.run()
@@ -164,22 +161,4 @@ func (m *machine) regionOf(i int) int {
 
 func hasRegion(op *prog.Op) bool {
 	return op.Kind.HasRange() || op.Kind == prog.OpStore || op.Kind == prog.OpPwrite || (op.Kind.Pinned() && op.Kind != prog.OpReadPipe)
-}
-
-// hugetlbUnjudged is the verdict on a program with hugetlb regions: the
-// model does not follow hugetlb semantics yet (2 MiB alignment of
-// munmap/mprotect/madvise, mremap refused, COW of huge pages at fork), so
-// it judges nothing and says so in the notes rather than guess.
-func hugetlbUnjudged(p *prog.Program) *Verdict {
-	var regs []string
-	for i, r := range p.Regions {
-		if r.Kind.Hugetlb() {
-			regs = append(regs, fmt.Sprintf("r%d (%s)", i, r.Kind))
-		}
-	}
-	if regs == nil {
-		return nil
-	}
-	return &Verdict{Notes: []string{"not judged: the program has hugetlb regions " + strings.Join(regs, ", ") +
-		" and the model does not follow hugetlb semantics yet; the run was not compared with the model"}}
 }

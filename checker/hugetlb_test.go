@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -8,31 +10,101 @@ import (
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
-// TestHugetlbUnjudged: a program with a hugetlb region is not judged (the
-// model does not follow hugetlb semantics yet): no finding, whatever the
-// observation says, and a note naming the region and why.
-func TestHugetlbUnjudged(t *testing.T) {
-	p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4\nregion r1 memfd-hugetlb-shared pages=512\n" +
-		"store r1 off=0x0 count=1 stride=0x8\nfork f0\nf0: check\nwait f0\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := &obs.Observation{Ops: make([]obs.OpResult, len(p.Ops))}
-	v := Check(p, o)
-	if len(v.Findings) != 0 || len(v.Notes) != 1 || !strings.Contains(v.Notes[0], "not judged") ||
-		!strings.Contains(v.Notes[0], "r1 (memfd-hugetlb-shared)") {
-		t.Fatalf("verdict %+v: want no findings and a not-judged note naming r1", v)
+// TestHugetlbErrnos: what the model predicts for operations on hugetlb
+// regions (Linux 6.1 rules, hugetlb.go): each case is a program whose
+// last operation is judged, with the errnos it accepts (nil: any).
+func TestHugetlbErrnos(t *testing.T) {
+	const huge = "region r0 hugetlb-private pages=1024\n"
+	for _, tc := range []struct {
+		name, text string
+		want       []int
+		why        string // a part of the prediction's explanation
+	}{
+		{"munmap-aligned", huge + "munmap r0 off=0x200000 len=0x200000\n", []int{eOK}, ""},
+		{"munmap-unaligned-end", huge + "munmap r0 off=0x0 len=0x1000\n", []int{eINVAL}, "not 2 MiB-aligned"},
+		{"munmap-unaligned-start", huge + "munmap r0 off=0x1000 len=0x1ff000\n", []int{eINVAL}, "hugetlb_vm_op_split"},
+		{"munmap-past-end", huge + "munmap r0 off=0x200000 len=0x300000\n", []int{eOK}, ""},
+		{"mprotect-unaligned", huge + "mprotect r0 off=0x0 len=0x3000 prot=r\n", []int{eINVAL}, "mprotect would split"},
+		{"mprotect-same-prot", huge + "mprotect r0 off=0x0 len=0x3000 prot=rw\n", []int{eOK}, ""},
+		{"mprotect-aligned", huge + "mprotect r0 off=0x200000 len=0x200000 prot=none\n", []int{eOK}, ""},
+		{"dontneed-aligned", huge + "madvise r0 off=0x0 len=0x201000 advice=dontneed\n", []int{eOK}, ""},
+		{"dontneed-unaligned", huge + "madvise r0 off=0x1000 len=0x1000 advice=dontneed\n", []int{eINVAL}, "2 MiB-aligned start"},
+		{"free", huge + "madvise r0 off=0x0 len=0x200000 advice=free\n", []int{eINVAL}, "hugetlb"},
+		{"pageout", huge + "madvise r0 off=0x0 len=0x200000 advice=pageout\n", []int{eINVAL}, "hugetlb"},
+		{"wipeonfork", huge + "madvise r0 off=0x0 len=0x200000 advice=wipeonfork\n", []int{eINVAL}, "hugetlbfs file"},
+		{"keeponfork", huge + "madvise r0 off=0x0 len=0x1000 advice=keeponfork\n", []int{eOK}, ""},
+		{"mergeable", huge + "madvise r0 off=0x1000 len=0x1000 advice=mergeable\n", []int{eOK}, ""},
+		{"dontfork-unaligned", huge + "madvise r0 off=0x0 len=0x1000 advice=dontfork\n", []int{eINVAL}, "MADV_DONTFORK would split"},
+		{"dontfork-aligned", huge + "madvise r0 off=0x200000 len=0x200000 advice=dontfork\n", []int{eOK}, ""},
+		{"mlock-unaligned", huge + "mlock r0 off=0x1000 len=0x1000\n", []int{eOK}, ""},
+		{"pwrite-memfd", "region r0 memfd-hugetlb-shared pages=512\npwrite r0 off=0x0 count=1 stride=0x8\n", []int{eINVAL}, "no write method"},
+		{"mremap-grow", huge + "mremap r0 off=0x0 len=0x200000 newlen=0x400000 flags=maymove\n", []int{eINVAL}, "cannot grow"},
+		{"mremap-unaligned", huge + "mremap r0 off=0x1000 len=0x1000 newlen=0x1000 flags=maymove\n", []int{eINVAL}, "old address"},
+		{"mremap-shrink", huge + "mremap r0 off=0x0 len=0x400000 newlen=0x200000 flags=none\n", nil, "not modelled"},
+		{"uffd-wp", huge + "uffdwp r0 off=0x0 len=0x200000\n", nil, "not modelled"},
+		// The walk: the ordinary mapping before the hugetlb one is
+		// changed, then the hugetlb split fails.
+		{"mprotect-walk", "region r0 anon-private pages=4\n" + strings.Replace(huge, "r0", "r1", 1) + "mprotect r1 off=0x0 len=0x1000 prot=r\n", []int{eINVAL}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := prog.Parse([]byte("forkfuzz v1\n" + tc.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := NewSpec(p, "6.1.0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := s.Ops[len(p.Ops)-1]
+			if !slices.Equal(last.Errnos, tc.want) || !strings.Contains(last.Why, tc.why) {
+				t.Errorf("%s: errnos %v (%s), want %v (%q)", p.Ops[len(p.Ops)-1].Kind, last.Errnos, last.Why, tc.want, tc.why)
+			}
+			if len(s.Findings) != 0 {
+				t.Errorf("the expected observation has findings: %+v", s.Findings)
+			}
+		})
 	}
 }
 
-// TestHugetlbNoSpec: no spec (what the C reproducer and replays judge
-// against) for a program with a hugetlb region.
-func TestHugetlbNoSpec(t *testing.T) {
-	p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 hugetlb-private pages=512\nfork f0\nwait f0\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := NewSpec(p, ""); err == nil || !strings.Contains(err.Error(), "r0 (hugetlb-private)") {
-		t.Fatalf("NewSpec: %v, want an error naming r0", err)
+// TestHugetlbIsolation: a hugetlb-private region is judged like a private
+// anonymous one: the child's view must show the page as it was at fork,
+// and a falsified view (the parent's later store in the child) is an
+// isolation finding; a hugetlb-shared region shows the parent's store.
+func TestHugetlbIsolation(t *testing.T) {
+	for _, kind := range []string{"hugetlb-private", "memfd-hugetlb-private", "hugetlb-shared", "memfd-hugetlb-shared"} {
+		t.Run(kind, func(t *testing.T) {
+			p, err := prog.Parse([]byte(fmt.Sprintf("forkfuzz v1\nregion r0 %s pages=512\nstore r0 off=0x0 count=2 stride=0x1000\nfork f0\nstore r0 off=0x0 count=1 stride=0x8\nwait f0\n", kind)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := NewSpec(p, "6.1.0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := s.Expected
+			if v := Check(p, o); len(v.Findings) != 0 {
+				t.Fatalf("the expected observation has findings: %+v", v.Findings)
+			}
+			// The child's start view, word 0: swap in the other outcome
+			// (the parent's later store, or the one before the fork).
+			cv := findView(t, o, 1, obs.AtStart)
+			first, later := prog.SlotValue(0, 0), prog.SlotValue(2, 0)
+			switch wordAt(cv, 0, 0) {
+			case first:
+				setWord(cv, 0, 0, later)
+			case later:
+				setWord(cv, 0, 0, first)
+			default:
+				t.Fatalf("the child's view holds %#x at word 0, neither store (%#x, %#x)", wordAt(cv, 0, 0), first, later)
+			}
+			v := Check(p, o)
+			if len(v.Findings) == 0 {
+				t.Fatalf("a falsified child view of a %s region: no finding", kind)
+			}
+			sig := v.Findings[0].Signature
+			if !strings.Contains(sig, kind) {
+				t.Errorf("finding %q does not name the region kind %s", sig, kind)
+			}
+		})
 	}
 }

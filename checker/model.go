@@ -86,6 +86,8 @@ type machine struct {
 	// racyFault: the main process stopped while threads could change its
 	// mappings concurrently.
 	racyFault bool
+	// hasHuge: the program has hugetlb regions (hugetlb.go).
+	hasHuge bool
 
 	// expected mode: kernel-chosen mremap addresses and fake pids.
 	nextFar uint64
@@ -117,6 +119,9 @@ func newMachine(p *prog.Program, o *obs.Observation) *machine {
 		m.opSeq[i] = -1
 	}
 	m.pin.init()
+	for _, r := range p.Regions {
+		m.hasHuge = m.hasHuge || r.Kind.Hugetlb()
+	}
 	m.procs[0] = &proc{id: 0, parent: -1, forkOp: -1, state: running, anon: pageMap{}, reset: map[int]int{}}
 	for i := 1; i < len(m.procs); i++ {
 		m.procs[i] = &proc{id: i, state: unborn, forkOp: p.ForkOp(i - 1)}
@@ -160,9 +165,9 @@ func (m *machine) setup() {
 	main := m.procs[0]
 	for i, r := range m.p.Regions {
 		m.memfd[i] = -1
-		s := seg{start: gpage(i, 0), end: gpage(i, 0) + r.Pages, kind: r.Kind, obj: -1, prot: prog.ProtRW,
+		s := seg{start: gpage(i, 0), end: gpage(i, 0) + r.Pages, kind: r.Kind.Base(), huge: r.Kind.Hugetlb(), obj: -1, prot: prog.ProtRW,
 			thp: r.THP, origin: -1, originWhy: "program set-up"}
-		switch r.Kind {
+		switch s.kind {
 		case prog.AnonShared:
 			s.obj = m.newObject(false, i, r.Pages, -1)
 		case prog.MemfdPrivate, prog.MemfdShared:
@@ -251,6 +256,11 @@ func (m *machine) exec(pr *proc, i int) {
 		m.threadOp(pr, i)
 		return
 	}
+	if m.hugeOp(pr, i) { // hugetlb.go
+		m.forgetPending(pr)
+		m.rewild(pr)
+		return
+	}
 	switch op.Kind {
 	case prog.OpStore:
 		m.store(pr, i)
@@ -297,6 +307,9 @@ func (m *machine) exec(pr *proc, i int) {
 	switch op.Kind {
 	case prog.OpMmap, prog.OpMunmap, prog.OpMremap, prog.OpMadvise, prog.OpMprotect, prog.OpMlock, prog.OpMunlock,
 		prog.OpMlockOnfault, prog.OpMbind, prog.OpAnonName, prog.OpPMadvise:
+		if m.hasHuge {
+			pr.mergeHuge() // hugetlb.go
+		}
 		m.forgetPending(pr)
 		m.rewild(pr)
 	}
@@ -560,7 +573,7 @@ func (m *machine) mmap(pr *proc, i int) {
 	}
 	m.setRet(i, addr)
 	pr.unmap(lo, hi)
-	kind := m.p.Regions[op.Region].Kind
+	kind := m.p.Regions[op.Region].Kind.Base()
 	s := seg{start: lo, end: hi, kind: kind, obj: -1, prot: prog.ProtRW, origin: i, originWhy: "mmap"}
 	switch kind {
 	case prog.AnonShared:
@@ -578,10 +591,20 @@ func (m *machine) munmap(pr *proc, i int) {
 		m.result(pr, i, certain(eINVAL, "munmap with zero length or an unaligned address fails with EINVAL"))
 		return
 	}
-	r := m.result(pr, i, certain(eOK, "munmap of an aligned range succeeds"))
 	lo := gpage(op.Region, op.Off)
 	hi := lo + pagesUp(op.Len)
-	if r.Errno != 0 {
+	pd := certain(eOK, "munmap of an aligned range succeeds")
+	for _, g := range []int{lo, hi} {
+		switch m.hugeCut(pr, g) {
+		case yes:
+			m.result(pr, i, certain(eINVAL, hugeBadSplit("munmap", g)))
+			return
+		case maybe:
+			pd = unpredictable("the range ends in pages the model lost track of, in a program with hugetlb regions")
+		}
+	}
+	r := m.result(pr, i, pd)
+	if len(pd.errnos) == 0 || r.Errno != 0 {
 		m.forget(pr, lo, hi, i)
 		return
 	}
@@ -621,8 +644,16 @@ func (m *machine) mprotect(pr *proc, i int) {
 	switch {
 	case unsure:
 		pd = unpredictable("the range covers pages the model lost track of")
+	case m.hugeProtCut(pr, lo, op.Prot):
+		// The first VMA cannot be split: nothing changes.
+		m.result(pr, i, certain(eINVAL, hugeBadSplit("mprotect", lo)))
+		return
 	case gap:
 		pd = certain(eNOMEM, "the range contains unmapped pages")
+	case m.hugeProtCut(pr, hi, op.Prot):
+		// The VMAs before the last one changed.
+		pd = certain(eINVAL, hugeBadSplit("mprotect", hi))
+		end = pr.segAt(hi).start
 	default:
 		pd = certain(eOK, "the range is mapped")
 	}
@@ -783,14 +814,23 @@ func (m *machine) madvise(pr *proc, i int) {
 			break
 		}
 		e := min(s.end, hi)
-		ok := adviceOK(op.Advice, s)
+		ok, eh, hwhy := adviceOK(op.Advice, s), e, adviceWhy(op.Advice)
+		if s.huge {
+			ok, eh, hwhy = hugeAdvice(op.Advice, s, g, e) // hugetlb.go
+		}
 		if ok == maybe {
 			stopAt = g
 			break
 		}
 		if ok == no {
-			errno, why = eINVAL, adviceWhy(op.Advice)
+			errno, why = eINVAL, hwhy
 			break
+		}
+		if eh != e {
+			// MADV_DONTNEED on hugetlb: the end rounded down.
+			steps = append(steps, step{g, eh})
+			g = e
+			continue
 		}
 		if populate && s.obj >= 0 && m.beyondEOF(s, e-1) {
 			// The fault past the end of the object is a SIGBUS.
@@ -872,7 +912,7 @@ func (m *machine) applyAdvice(pr *proc, i, lo, hi int) {
 		// VM_MERGEABLE on private mappings only (ksm_madvise ignores
 		// shared ones); merging by ksmd and unmerging keep content.
 		m.setAttr(pr, lo, hi, func(s *seg) bool {
-			if s.kind.Shared() {
+			if s.kind.Shared() || s.huge {
 				return false
 			}
 			return set(&s.mergeable, op.Advice == prog.AdvMergeable)
@@ -938,8 +978,11 @@ func (m *machine) mlock(pr *proc, i int) {
 	// a page past the end of its object stops it with ENOMEM (the lock
 	// flags stay applied).
 	populateStop := hi
-	if lock && !onfault && !gap && !unsure {
+	if lock && !gap && !unsure {
 		for _, s := range pr.segsIn(lo, hi) {
+			if onfault && !s.huge {
+				continue
+			}
 			if s.prot == prog.ProtNone {
 				populateStop = s.start
 				pd = certain(eNOMEM, "mlock cannot populate a PROT_NONE mapping (the lock flag is still applied)")
@@ -962,6 +1005,9 @@ func (m *machine) mlock(pr *proc, i int) {
 	}
 	a, b := pr.span(lo, end)
 	for j := a; j < b; j++ {
+		if pr.segs[j].huge {
+			continue // mlock_fixup leaves hugetlb VMAs as they are
+		}
 		if lock {
 			pr.segs[j].lock = yes
 		} else {
@@ -969,10 +1015,14 @@ func (m *machine) mlock(pr *proc, i int) {
 		}
 		pr.segs[j].onfault = onfault
 	}
-	if lock && !onfault && !gap {
+	if lock && !gap {
 		for _, s := range pr.segsIn(lo, populateStop) {
-			t := s
-			m.populate(pr, &t, s.start, s.end, yes, false)
+			// Without VM_LOCKONFAULT a hugetlb VMA is populated by
+			// mlock2(MLOCK_ONFAULT) too.
+			if !onfault || s.huge {
+				t := s
+				m.populate(pr, &t, s.start, s.end, yes, false)
+			}
 		}
 	}
 }

@@ -46,6 +46,9 @@ func (m *machine) mremap(pr *proc, i int) {
 	if !m.remapParams(c) {
 		return
 	}
+	if m.hugeMremap(c) { // hugetlb.go
+		return
+	}
 	s0 := pr.segAt(c.src)
 	if s0 == nil {
 		m.remapFail(c, eFAULT, "nothing is mapped at the source address (EFAULT)")

@@ -155,9 +155,6 @@ func newSpec(p *prog.Program, kernel string, setup func(*machine) error) (*Spec,
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if v := hugetlbUnjudged(p); v != nil {
-		return nil, fmt.Errorf("no spec: %s", v.Notes[0])
-	}
 	em := newMachine(p, nil)
 	em.kernel = kernel
 	if err := setup(em); err != nil {

@@ -35,15 +35,17 @@ const (
 // between segments with equal attributes may or may not exist in the
 // kernel (vma merging depends on anon_vma identity, which is not modelled).
 type seg struct {
-	start, end int // global pages [start, end)
-	kind       prog.RegionKind
-	obj        int // backing object (shmem or memfd) or -1
-	pgoff      int // object page of start
-	prot       prog.Prot
-	dontfork   bool
-	wipe       bool
-	mergeable  bool // VM_MERGEABLE (MADV_MERGEABLE on a private mapping)
-	lock       tri
+	start, end int             // global pages [start, end)
+	kind       prog.RegionKind // for hugetlb: the kind's Base()
+	// huge: backed by 2 MiB hugetlb pages (hugetlb.go).
+	huge      bool
+	obj       int // backing object (shmem or memfd) or -1
+	pgoff     int // object page of start
+	prot      prog.Prot
+	dontfork  bool
+	wipe      bool
+	mergeable bool // VM_MERGEABLE (MADV_MERGEABLE on a private mapping)
+	lock      tri
 	// onfault: VM_LOCKONFAULT beside VM_LOCKED (mlock2 MLOCK_ONFAULT:
 	// nothing is populated); meaningful only while lock is yes.
 	onfault bool
@@ -70,7 +72,7 @@ func sameAttrs(a, b *seg) bool {
 	if a.unknown || b.unknown || a.lock == maybe || b.lock == maybe {
 		return true
 	}
-	if a.kind != b.kind || a.obj != b.obj || a.prot != b.prot || a.dontfork != b.dontfork ||
+	if a.kind != b.kind || a.huge != b.huge || a.obj != b.obj || a.prot != b.prot || a.dontfork != b.dontfork ||
 		a.wipe != b.wipe || a.mergeable != b.mergeable || a.lock != b.lock || a.thp != b.thp || a.uffd != b.uffd ||
 		a.pol != b.pol || a.name != b.name || a.lock == yes && a.onfault != b.onfault {
 		return false

@@ -414,8 +414,8 @@ func (m *machine) mappingFinding(pr *proc, at, vi, region, lo, hi int, e, a obs.
 	cause := stateName(e) + "-is-" + stateName(a)
 	var why string
 	if s := pr.segAt(lo); s != nil {
-		kind = s.kind
-		why = fmt.Sprintf("the model has a %s %s mapping there (created by %s)", protString(s), s.kind, m.originDesc(s))
+		kind = s.fullKind()
+		why = fmt.Sprintf("the model has a %s %s mapping there (created by %s)", protString(s), kind, m.originDesc(s))
 		if e == obs.BeyondEOF {
 			why += fmt.Sprintf(", past the end of its %d-page object", m.objs[s.obj].size)
 		}
@@ -480,9 +480,9 @@ func (m *machine) compareVMAs(pr *proc, at, vi int, v *obs.View) {
 				continue
 			}
 			r, pg := regionOf(s.start)
-			sig := "mapping:vma-prot:" + s.kind.String()
+			sig := "mapping:vma-prot:" + s.fullKind().String()
 			if want == got {
-				sig = "mapping:vma-offset:" + s.kind.String()
+				sig = "mapping:vma-offset:" + s.fullKind().String()
 			}
 			m.col.add(Finding{Oracle: OracleMapping, Signature: sig, Proc: pr.id, View: vi, At: at, Op: -1, Region: r, Page: pg, Off: uint64(pg) * prog.PageSize,
 				Explanation: fmt.Sprintf("%s: VMA %#x-%#x (r%d page %d, %d pages) has %s (mapping created by %s)",
@@ -546,7 +546,7 @@ func (m *machine) comparePage(pr *proc, at, vi int, s *seg, g int, a *actualPage
 		r, p := regionOf(g)
 		d, nz := pageDigest(exp)
 		o := m.contentOracle(pr, at, s, g, 0, 0)
-		m.col.add(Finding{Oracle: o, Signature: string(o) + ":digest:" + s.kind.String(), Proc: pr.id, View: vi, At: at, Op: -1, Region: r, Page: p, Off: uint64(p) * prog.PageSize,
+		m.col.add(Finding{Oracle: o, Signature: string(o) + ":digest:" + s.fullKind().String(), Proc: pr.id, View: vi, At: at, Op: -1, Region: r, Page: p, Off: uint64(p) * prog.PageSize,
 			Explanation: fmt.Sprintf("%s: r%d (%s) page %d: digest %#x with %d non-zero words, expected %#x with %d (the view's word list was capped, so only digests can be compared)",
 				viewName(pr.id, at), r, s.kind, p, a.digest, a.nonzero, d, nz)})
 		return
@@ -674,7 +674,7 @@ func (m *machine) wordFinding(pr *proc, at, vi int, s *seg, g int, w uint16, e, 
 			fmt.Fprintf(&b, "%s by %s", opRef(m.p, j), procName(m.p.Ops[j].Proc))
 		}
 	}
-	m.col.add(Finding{Oracle: oracle, Signature: string(oracle) + ":" + cause + ":" + s.kind.String(), Proc: pr.id, View: vi, At: at, Op: ja,
+	m.col.add(Finding{Oracle: oracle, Signature: string(oracle) + ":" + cause + ":" + s.fullKind().String(), Proc: pr.id, View: vi, At: at, Op: ja,
 		Region: r, Page: p, Off: off, Expected: e, Actual: a, Explanation: b.String()})
 }
 

@@ -133,7 +133,7 @@ func (m *machine) anonName(pr *proc, i int) {
 			break
 		}
 		if !m.anonNameOK(s) {
-			errno, why = eBADF, fmt.Sprintf("only anonymous mappings can be named (EBADF), r%d is %v", op.Region, s.kind)
+			errno, why = eBADF, fmt.Sprintf("only anonymous mappings can be named (EBADF), r%d is %v", op.Region, s.fullKind())
 			if s.kind == prog.AnonShared {
 				why = "Linux before 6.2 names no shared anonymous (shmem) mapping (EBADF)"
 			}
