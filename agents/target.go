@@ -69,6 +69,12 @@ type Options struct {
 	Timeout time.Duration
 }
 
+// Refused reports whether err says the target refused to run a program
+// it cannot host (a hugetlb region without free huge pages,
+// executor.ErrNoHugetlb): nothing ran, nothing is judged, and it is no
+// harness error.
+func Refused(err error) bool { return errors.Is(err, executor.ErrNoHugetlb) }
+
 // Executor returns the executor's options for opt.
 func (opt Options) Executor() executor.Options {
 	return executor.Options{WordCap: opt.WordCap, Corrupt: opt.Corrupt, ForkImpl: opt.ForkImpl, ForkImplNoEvidence: opt.ForkImplNoEvidence,

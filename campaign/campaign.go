@@ -116,7 +116,10 @@ type Stats struct {
 	// against the kernel; the reason follows each signature.
 	Unconfirmed   []string
 	HarnessErrors int64
-	Elapsed       time.Duration
+	// Refused counts the programs the target refused to run (a hugetlb
+	// region without free huge pages: agents.Refused); not harness errors.
+	Refused int64
+	Elapsed time.Duration
 	// Judged is what the verdicts rested on, over every program.
 	Judged judge.Tally
 	// SignatureRuns counts the failing runs per signature (a signature
@@ -551,6 +554,11 @@ func takePending(ctx context.Context, cfg Config, st *Stats, store *FindingStore
 // stop.
 func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, saved *savedCorpus, harnessErrs *int, i int64, org Origin, p *prog.Program,
 	o *obs.Observation, v *judge.Verdict, herr error, programs, forks *atomic.Int64) ([]*Finding, error) {
+	if herr != nil && agents.Refused(herr) {
+		st.Refused++
+		logf(cfg.Log, "program %d (seed %d): refused by the target, not run: %v", i, org.Seed, herr)
+		return nil, nil
+	}
 	if herr != nil {
 		st.HarnessErrors++
 		st.stats.harnessError()

@@ -642,7 +642,7 @@ func (in *instance) result(m *Msg, nops int, start int64, fromReport func(*repor
 		if kr != nil {
 			return nil, kr
 		}
-		return nil, fmt.Errorf("vm %d: %s", in.idx, m.Err)
+		return nil, &guestError{msg: fmt.Sprintf("vm %d: %s", in.idx, m.Err), is: guestSentinel(m.Err)}
 	}
 	var o obs.Observation
 	if err := json.Unmarshal(m.Observation, &o); err != nil {
@@ -676,4 +676,23 @@ func oomLines(cons []byte) string {
 		}
 	}
 	return strings.Join(out, " | ")
+}
+
+// guestError is an error the guest reported as text; it unwraps to the
+// executor's sentinel error the text names, if any (errors.Is works
+// across the VM boundary for executor.ErrNoHugetlb).
+type guestError struct {
+	msg string
+	is  error
+}
+
+func (e *guestError) Error() string { return e.msg }
+func (e *guestError) Unwrap() error { return e.is }
+
+// guestSentinel is the executor sentinel error named in msg, or nil.
+func guestSentinel(msg string) error {
+	if strings.Contains(msg, executor.ErrNoHugetlb.Error()) {
+		return executor.ErrNoHugetlb
+	}
+	return nil
 }

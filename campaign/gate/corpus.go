@@ -235,6 +235,11 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 				skipped++
 				continue
 			}
+			if agents.Refused(herr) {
+				c.Status, c.Note = "skipped", "refused by the target: "+herr.Error()
+				skipped++
+				continue
+			}
 			g.res.HarnessErrors++
 			continue
 		}

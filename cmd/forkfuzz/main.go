@@ -308,6 +308,9 @@ func printRunSummary(stdout io.Writer, st *campaign.Stats, seed uint64, interrup
 	fmt.Fprintf(stdout, "summary: %d programs, %d forks in %v (%.1f programs/s, %.1f forks/s); %d failing runs, %d unique findings, %d harness errors; seed %d\n",
 		st.Programs, st.Forks, st.Elapsed.Round(time.Millisecond), float64(st.Programs)/st.Elapsed.Seconds(),
 		float64(st.Forks)/st.Elapsed.Seconds(), st.Events, st.Findings, st.HarnessErrors, seed)
+	if st.Refused > 0 {
+		fmt.Fprintf(stdout, "refused: %d programs not run: the target had too few free 2 MiB hugetlb pages for their regions (not judged, not harness errors)\n", st.Refused)
+	}
 	fmt.Fprintf(stdout, "judged: %s\n", st.Judged.String())
 	if s := st.Judged.AtFork.String(); s != "" {
 		fmt.Fprintf(stdout, "at fork: %s\n", s)
