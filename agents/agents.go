@@ -15,6 +15,8 @@ package agents
 import (
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
@@ -48,6 +50,17 @@ func (n *Native) Name() string { return "native" }
 
 func (n *Native) Run(p *prog.Program, opt Options) (*obs.Observation, error) {
 	return n.remote.Run(p, opt.Executor())
+}
+
+// HugetlbPages is the host's free 2 MiB hugetlb pages (agents.HugetlbHost;
+// 0 where none are reserved, as on most hosts).
+func (n *Native) HugetlbPages() int {
+	b, err := os.ReadFile("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages")
+	if err != nil {
+		return 0
+	}
+	v, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return v
 }
 
 // Restarts is how many times the executor process was restarted.

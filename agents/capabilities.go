@@ -91,3 +91,28 @@ type Pending struct {
 	// Note says where it ran ("fork-implementation calibration, run 1").
 	Note string
 }
+
+// HugetlbHost is the capability of a target with 2 MiB hugetlb pages for
+// programs' hugetlb regions (vm.Target: the guest reserves them at boot;
+// Native: the host's free ones). A target without it has none.
+type HugetlbHost interface {
+	// HugetlbPages is how many free 2 MiB hugetlb pages a program may
+	// use (each program runs alone in its VM or executor).
+	HugetlbPages() int
+}
+
+// HugetlbPages is what t (or the target it wraps) offers hugetlb
+// regions: its HugetlbHost answer, 0 without the capability.
+func HugetlbPages(t Target) int {
+	for t != nil {
+		if h, ok := t.(HugetlbHost); ok {
+			return h.HugetlbPages()
+		}
+		w, ok := t.(Wrapper)
+		if !ok {
+			return 0
+		}
+		t = w.Unwrap()
+	}
+	return 0
+}

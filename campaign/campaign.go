@@ -11,6 +11,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -241,6 +242,20 @@ func ArenaWeightsFor(profile string, w gen.Weights) (gen.Weights, string) {
 	return w, fmt.Sprintf("--fork-impl %s: generated programs keep their regions at the top of the address space (no \"arena low\"): a fork that copies them before the runtime's memory looks eager there", profile)
 }
 
+// HugetlbWeights returns w for campaigns on t: generated programs may
+// have hugetlb regions when t has free 2 MiB hugetlb pages
+// (agents.HugetlbPages; w.HugetlbFree already set is kept), with a note
+// saying how many.
+func HugetlbWeights(t agents.Target, w gen.Weights) (gen.Weights, string) {
+	if w.HugetlbFree == 0 {
+		w.HugetlbFree = agents.HugetlbPages(t)
+	}
+	if w.HugetlbFree < 4 || w.HugetlbProb <= 0 {
+		return w, ""
+	}
+	return w, fmt.Sprintf("the target has %d free 2 MiB hugetlb pages: %.0f%% of generated programs get a hugetlb region", w.HugetlbFree, 100*w.HugetlbProb)
+}
+
 // Run runs the campaign until ctx ends or a limit is reached.
 func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	if cfg.Target == nil {
@@ -254,6 +269,10 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	}
 	var arenaNote string
 	cfg.Weights, arenaNote = ArenaWeights(cfg.Target, cfg.Weights)
+	var hugeNote string
+	if cfg.Weights, hugeNote = HugetlbWeights(cfg.Target, cfg.Weights); hugeNote != "" {
+		arenaNote = strings.TrimPrefix(arenaNote+"; "+hugeNote, "; ")
+	}
 	// Minimization honours signals (the caller's ctx), not the duration:
 	// a finding seen in time is minimized even when the clock ran out.
 	sigCtx := ctx

@@ -2,10 +2,12 @@ package checker
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -106,5 +108,30 @@ func TestHugetlbIsolation(t *testing.T) {
 				t.Errorf("finding %q does not name the region kind %s", sig, kind)
 			}
 		})
+	}
+}
+
+// TestHugetlbGeneratedSelfConsistent: the model accepts its own expected
+// observation of generated programs with hugetlb regions (the generator's
+// operations on them are all modelled or forgotten, never contradicted).
+func TestHugetlbGeneratedSelfConsistent(t *testing.T) {
+	w := gen.DefaultWeights()
+	w.HugetlbProb, w.HugetlbFree = 1, 16
+	for i := 0; i < 150; i++ {
+		p := gen.Generate(rand.New(rand.NewPCG(11, uint64(i))), w)
+		s, err := NewSpec(p, "6.1.0")
+		if err != nil {
+			t.Fatalf("program %d: %v", i, err)
+		}
+		if len(s.Findings) > 0 {
+			t.Fatalf("program %d: the expected observation has findings: %+v\n%s", i, s.Findings, p.Format())
+		}
+		for _, f := range Check(p, s.Expected).Findings {
+			// The expected observation has no rollback measurements of
+			// forks with injected faults.
+			if f.Oracle != OracleRollback {
+				t.Fatalf("program %d: Check of the expected observation: %+v\n%s", i, f, p.Format())
+			}
+		}
 	}
 }

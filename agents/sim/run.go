@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 
+	"github.com/forkfuzz/forkfuzz/agents/executor"
+
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -56,7 +58,8 @@ func Run(p *prog.Program, cfg Config, wordCap int) (*obs.Observation, *Kernel, e
 	}
 	for i, r := range p.Regions {
 		if r.Kind.Hugetlb() {
-			return nil, nil, fmt.Errorf("sim: region r%d is %s: the simulated kernel has no hugetlb pages yet (issue 31)", i, r.Kind)
+			// A refusal (agents.Refused), not a harness error.
+			return nil, nil, fmt.Errorf("sim: region r%d is %s: the simulated kernel has no hugetlb pages: %w", i, r.Kind, executor.ErrNoHugetlb)
 		}
 	}
 	k, err := NewKernel(cfg)

@@ -270,6 +270,10 @@ func (t *Target) KernelRelease() string {
 // KernelImage is the path of the kernel image the VMs boot.
 func (t *Target) KernelImage() string { return t.cfg.Kernel }
 
+// HugetlbPages is how many 2 MiB hugetlb pages each guest reserves at
+// boot (agents.HugetlbHost).
+func (t *Target) HugetlbPages() int { return guestHugePages(t.cfg.Memory) }
+
 // ForkImpls are the fork-implementation profiles whose knob the guest
 // kernel has, as the agent reported them at the last boot.
 func (t *Target) ForkImpls() []string {

@@ -53,7 +53,10 @@ func generate(r *rand.Rand, w Weights) *prog.Program {
 	ops := g.prologue()
 	ops = append(ops, g.process(0, 0, between(r, 1, g.w.Steps), true)...)
 	g.p.Ops = ops
-	FixJoins(g.p) // join at the end the threads forkBlock left running
+	FixJoins(g.p)    // join at the end the threads forkBlock left running
+	if g.hugetlb() { // hugetlb.go
+		g.p = Repair(g.p)
+	}
 	g.p.Arena = g.arena()
 	return g.p
 }

@@ -282,10 +282,14 @@ func fixLoops(p *prog.Program) {
 }
 
 func fixRegion(r prog.Region) prog.Region {
-	r.Kind = prog.RegionKind(int(r.Kind) % numRegionKinds)
-	r.Kind = r.Kind.Base() // the generator does not make hugetlb regions yet
+	r.Kind = prog.RegionKind(((int(r.Kind) % prog.NumRegionKinds) + prog.NumRegionKinds) % prog.NumRegionKinds)
 	r.THP = prog.THP(int(r.THP) % numTHP)
 	r.Pages = min(max(r.Pages, 1), prog.MaxRegionPages)
+	if r.Kind.Hugetlb() {
+		// Whole 2 MiB pages (hugetlb.go).
+		r.Pages = min((r.Pages+prog.HugetlbPages-1)/prog.HugetlbPages*prog.HugetlbPages, prog.MaxRegionPages/prog.HugetlbPages*prog.HugetlbPages)
+		r.THP = prog.THPDefault
+	}
 	return r
 }
 

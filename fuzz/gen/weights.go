@@ -141,6 +141,12 @@ type Weights struct {
 	// has finished by the time fork reaches a top arena, and fail_nth
 	// counts the runtime's shifting failure points first.
 	ArenaLowProb, ArenaLowAimedProb float64
+	// HugetlbProb is the probability that a program gets a hugetlb
+	// region (hugetlb.go) where the target has HugetlbFree free 2 MiB
+	// pages; HugetlbFree 0 (the default: the campaign sets it from the
+	// target, agents.HugetlbPages) means none.
+	HugetlbProb float64
+	HugetlbFree int
 }
 
 // MutationWeights weighs the kinds of change Mutate makes.
@@ -204,6 +210,7 @@ func DefaultWeights() Weights {
 		IdiomProb:           0.2,
 		ArenaLowProb:        0.25,
 		ArenaLowAimedProb:   0.9,
+		HugetlbProb:         0.12,
 		// ChildFailProb stays 0 by default: campaigns reach the child's
 		// failure points through sweep --child (every point in turn).
 		MaxChildFail: 48, // the child of a small program passes about 36 under Async-fork (6.1 port)
