@@ -51,6 +51,8 @@ type Body struct {
 	Group Group
 	// Missing says why forkfuzz cannot express the body ("" if it can).
 	Missing string
+	// Pins: the body pins the range (vmsplice, io_uring).
+	Pins bool
 	// emit writes the body's operations on the range m.
 	emit func(b *builder, m rng)
 }
@@ -60,8 +62,9 @@ type Kind struct {
 	Name  string // short name, used in file names
 	Desc  string // cow.c's "... with <Desc>"
 	Group Group
-	// Missing says why forkfuzz cannot express the kind ("" if it can).
-	Missing string
+	// Missing says why forkfuzz cannot express the kind ("" if it can);
+	// PinsMissing why not with a body that pins it.
+	Missing, PinsMissing string
 	// setup declares the regions, populates them and returns the range
 	// the body works on.
 	setup func(b *builder) rng
@@ -180,6 +183,9 @@ func newCase(bd *Body, k *Kind) Case {
 		return c
 	case k.Missing != "":
 		c.Missing = k.Missing
+		return c
+	case bd.Pins && k.PinsMissing != "":
+		c.Missing = k.PinsMissing
 		return c
 	}
 	b := &builder{}

@@ -26,6 +26,9 @@ func TestSimMutants(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if hugetlbRegion(p) {
+			continue // the simulated kernel has no hugetlb pages
+		}
 		progs, names = append(progs, p), append(names, c.File)
 	}
 	caught := func(cfg sim.Config) (n int, first string) {
@@ -64,4 +67,14 @@ func TestSimMutants(t *testing.T) {
 			t.Errorf("%s (%s): no cow.c program catches it", m.Name, m.Desc)
 		}
 	}
+}
+
+// hugetlbRegion says whether p has a hugetlb region.
+func hugetlbRegion(p *prog.Program) bool {
+	for _, r := range p.Regions {
+		if r.Kind.Hugetlb() {
+			return true
+		}
+	}
+	return false
 }
