@@ -507,6 +507,9 @@ func (m *machine) exec(i int) {
 			break
 		}
 		_, errno = sys3(unix.SYS_MADVISE, addr, uintptr(op.Len), uintptr(adv))
+		if errno == 0 && op.Advice == prog.AdvMergeable && !m.inChild {
+			m.ksmSettle() // ksm.go: the next fork meets the merged pages
+		}
 	case prog.OpMlock:
 		_, errno = sys2(unix.SYS_MLOCK, addr, uintptr(op.Len))
 	case prog.OpMunlock:
