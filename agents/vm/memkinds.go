@@ -24,10 +24,11 @@ import (
 // device). The pages still end up in guest RAM, but the kernel's view is
 // real swap: swap entries in the page tables, swap cache, swap-in faults.
 const (
-	guestSwapMiB   = 128
-	guestSwapFile  = "/tmp/forkfuzz.swap"
-	loopCtlGetFree = 0x4C82
-	loopSetFD      = 0x4C00
+	guestSwapMiB      = 128 // with forkfuzz.swap=1
+	guestSwapMiBSmall = 16  // by default
+	guestSwapFile     = "/tmp/forkfuzz.swap"
+	loopCtlGetFree    = 0x4C82
+	loopSetFD         = 0x4C00
 )
 
 // KSM tuning: ksmd wakes every 10 ms and scans up to 4096 pages per wake.
@@ -46,20 +47,23 @@ func guestHugePages(mem int) int { return max(2, mem/64) }
 // setupMemKinds turns swap and KSM on in the guest and says on the
 // console what took effect.
 //
-// Swap is opt-in, with forkfuzz.swap=1 on the kernel command line
-// (--kernel-cmdline, or a target file's cmdline): on by default, a program
-// that dirties a few hundred MiB (the sweep test's 192 MiB parent, then
-// its copy-on-write pass) pushed the 1 GiB guest into swapping onto a
+// Swap is on by default with a small area (guestSwapMiBSmall): enough for
+// the pages a program's MADV_PAGEOUT pushes out, too little for memory
+// pressure to swap the guest into a stall. With 128 MiB by default, a
+// program that dirtied a few hundred MiB (the sweep test's 192 MiB parent,
+// then its copy-on-write pass) pushed the 1 GiB guest into swapping onto a
 // device whose pages are in the same RAM, and the executor stopped
-// answering for over a minute.
+// answering for over a minute. forkfuzz.swap=1 on the kernel command line
+// (--kernel-cmdline, or a target file's cmdline) asks for 128 MiB,
+// forkfuzz.swap=0 for none.
 func setupMemKinds() {
 	cmdline, _ := os.ReadFile("/proc/cmdline")
-	if !swapWanted(string(cmdline)) {
-		consolef("init: no swap (MADV_PAGEOUT will not swap out; forkfuzz.swap=1 on the kernel command line turns it on)")
-	} else if dev, err := setupSwap(); err != nil {
+	if mib := swapMiB(string(cmdline)); mib == 0 {
+		consolef("init: no swap (forkfuzz.swap=0: MADV_PAGEOUT will not swap out)")
+	} else if dev, err := setupSwap(mib); err != nil {
 		consolef("init: no swap (MADV_PAGEOUT will not swap out): %v", err)
 	} else {
-		consolef("init: swap on %s (%d MiB over %s)", dev, guestSwapMiB, guestSwapFile)
+		consolef("init: swap on %s (%d MiB over %s)", dev, mib, guestSwapFile)
 	}
 	if b, err := os.ReadFile("/proc/sys/vm/nr_hugepages"); err != nil || strings.TrimSpace(string(b)) == "0" {
 		consolef("init: no hugetlb pages (hugetlb regions will be skipped): nr_hugepages %q, %v", strings.TrimSpace(string(b)), err)
@@ -75,14 +79,14 @@ func setupMemKinds() {
 	consolef("init: KSM running (pages_to_scan 4096, sleep 10 ms)")
 }
 
-func setupSwap() (string, error) {
+func setupSwap(mib int) (string, error) {
 	f, err := os.OpenFile(guestSwapFile, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
 	const page = 4096
-	pages := guestSwapMiB << 20 / page
+	pages := mib << 20 / page
 	if err := f.Truncate(int64(pages) * page); err != nil {
 		return "", err
 	}
@@ -123,12 +127,18 @@ func setupSwap() (string, error) {
 	return dev, nil
 }
 
-// swapWanted reports whether the kernel command line asks for guest swap.
-func swapWanted(cmdline string) bool {
+// swapMiB is the guest swap area the kernel command line asks for:
+// forkfuzz.swap=0 none, forkfuzz.swap=1 guestSwapMiB, otherwise (the
+// default) guestSwapMiBSmall.
+func swapMiB(cmdline string) int {
+	mib := guestSwapMiBSmall
 	for _, f := range strings.Fields(cmdline) {
-		if f == "forkfuzz.swap=1" {
-			return true
+		switch f {
+		case "forkfuzz.swap=0":
+			mib = 0
+		case "forkfuzz.swap=1":
+			mib = guestSwapMiB
 		}
 	}
-	return false
+	return mib
 }

@@ -2,19 +2,19 @@ package vm
 
 import "testing"
 
-func TestSwapWanted(t *testing.T) {
+func TestSwapMiB(t *testing.T) {
 	for _, c := range []struct {
 		cmdline string
-		want    bool
+		want    int
 	}{
-		{"console=ttyS0 panic=-1", false},
-		{"console=ttyS0 forkfuzz.swap=1 rdinit=/forkfuzz", true},
-		{"forkfuzz.swap=0", false},
-		{"forkfuzz.swap=10", false},
-		{"xforkfuzz.swap=1", false},
+		{"console=ttyS0 panic=-1", guestSwapMiBSmall},
+		{"console=ttyS0 forkfuzz.swap=1 rdinit=/forkfuzz", guestSwapMiB},
+		{"forkfuzz.swap=0", 0},
+		{"forkfuzz.swap=10", guestSwapMiBSmall},
+		{"xforkfuzz.swap=1", guestSwapMiBSmall},
 	} {
-		if got := swapWanted(c.cmdline); got != c.want {
-			t.Errorf("swapWanted(%q) = %v, want %v", c.cmdline, got, c.want)
+		if got := swapMiB(c.cmdline); got != c.want {
+			t.Errorf("swapMiB(%q) = %d, want %d", c.cmdline, got, c.want)
 		}
 	}
 }
