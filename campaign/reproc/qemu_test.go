@@ -312,7 +312,7 @@ func runReproVMWithin(t *testing.T, image, cmdline, accel string, srcs [][]byte,
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "qemu-system-x86_64", "-accel", acc, "-cpu", cpu, "-m", "1024", "-smp", "2",
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-serial", "stdio", "-monitor", "none",
-		"-kernel", image, "-initrd", initrd, "-append", strings.TrimSpace("console=ttyS0 panic=-1 rdinit=/init "+cmdline))
+		"-kernel", image, "-initrd", initrd, "-append", strings.TrimSpace("console=ttyS0 panic=-1 rdinit=/init hugepages=16 "+cmdline))
 	var con bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &con, &con
 	err = cmd.Run()
