@@ -140,26 +140,6 @@ func hugeAdvice(a prog.Advice, s *seg, g, e int) (tri, int, string) {
 	return adviceOK(a, s), e, adviceWhy(a)
 }
 
-// adviceChanges applies an attribute advice to s and says whether it
-// changed anything (the kernel splits a VMA only then).
-func adviceChanges(a prog.Advice, s *seg) bool {
-	switch a {
-	case prog.AdvDontfork:
-		return set(&s.dontfork, true)
-	case prog.AdvDofork:
-		return set(&s.dontfork, false)
-	case prog.AdvWipeonfork:
-		return set(&s.wipe, true)
-	case prog.AdvKeeponfork:
-		return set(&s.wipe, false)
-	case prog.AdvHugepage:
-		return set(&s.thp, prog.THPOn)
-	case prog.AdvNohugepage:
-		return set(&s.thp, prog.THPOff)
-	}
-	return false
-}
-
 // hugeOp handles operation i where it touches hugetlb pages in a way the
 // model follows only partly, and says whether it did.
 func (m *machine) hugeOp(pr *proc, i int) bool {

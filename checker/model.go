@@ -892,22 +892,7 @@ func (m *machine) applyAdvice(pr *proc, i, lo, hi int) {
 			pr.reset[k] = i
 		}
 	case prog.AdvDontfork, prog.AdvDofork, prog.AdvWipeonfork, prog.AdvKeeponfork, prog.AdvHugepage, prog.AdvNohugepage:
-		m.setAttr(pr, lo, hi, func(s *seg) bool {
-			switch op.Advice {
-			case prog.AdvDontfork:
-				return set(&s.dontfork, true)
-			case prog.AdvDofork:
-				return set(&s.dontfork, false)
-			case prog.AdvWipeonfork:
-				return set(&s.wipe, true)
-			case prog.AdvKeeponfork:
-				return set(&s.wipe, false)
-			case prog.AdvHugepage:
-				return set(&s.thp, prog.THPOn)
-			default:
-				return set(&s.thp, prog.THPOff)
-			}
-		})
+		m.setAttr(pr, lo, hi, func(s *seg) bool { return adviceChanges(op.Advice, s) })
 	case prog.AdvMergeable, prog.AdvUnmergeable:
 		// VM_MERGEABLE on private mappings only (ksm_madvise ignores
 		// shared ones); merging by ksmd and unmerging keep content.
@@ -931,6 +916,26 @@ func (m *machine) applyAdvice(pr *proc, i, lo, hi int) {
 		m.col.note("%s: the model has no rule for advice %v (unhandled advice); its effect is not judged", opRef(m.p, i), op.Advice)
 		m.forget(pr, lo, hi, i)
 	}
+}
+
+// adviceChanges applies an attribute advice to s and says whether it
+// changed anything (the kernel splits a VMA only then).
+func adviceChanges(a prog.Advice, s *seg) bool {
+	switch a {
+	case prog.AdvDontfork:
+		return set(&s.dontfork, true)
+	case prog.AdvDofork:
+		return set(&s.dontfork, false)
+	case prog.AdvWipeonfork:
+		return set(&s.wipe, true)
+	case prog.AdvKeeponfork:
+		return set(&s.wipe, false)
+	case prog.AdvHugepage:
+		return set(&s.thp, prog.THPOn)
+	case prog.AdvNohugepage:
+		return set(&s.thp, prog.THPOff)
+	}
+	return false
 }
 
 func set[T comparable](p *T, v T) bool {
