@@ -10,7 +10,7 @@ import "github.com/forkfuzz/forkfuzz/fuzz/prog"
 var FeatureNames = []string{
 	"mlock", "thp", "collapse", "pte-mapped-thp", "pinned", "dontfork", "wipeonfork",
 	"uffd-wp", "ksm", "pageout", "writers", "every-page-store", "every-page-writer",
-	"zeropage", "huge-zeropage",
+	"zeropage", "huge-zeropage", "hugetlb",
 }
 
 // Features returns which of FeatureNames p reaches.
@@ -31,6 +31,11 @@ func Features(p *prog.Program) map[string]bool {
 		}
 	}
 	zeroReads(p, thp, f)
+	for _, r := range p.Regions {
+		if r.Kind.Hugetlb() {
+			f["hugetlb"] = true
+		}
+	}
 	everyPage := func(op prog.Op) bool {
 		return op.Stride == prog.PageSize && op.Region < len(p.Regions) &&
 			op.Count >= min(p.Regions[op.Region].Pages, DefaultWeights().MaxStorePages)
