@@ -649,6 +649,9 @@ func (g *gate) fuzz(ph *Phase, share, fresh time.Duration) *campaign.Stats {
 	}
 	n := fmt.Sprintf("%d programs, %d forks, %d failing runs, %d new signatures, %d harness errors; generation %v, inline minimization up to %v each",
 		got.st.Programs, got.st.Forks, got.st.Events, got.st.Findings, got.st.HarnessErrors, dur.Round(time.Millisecond), minTime.Round(time.Millisecond))
+	if got.st.Refused > 0 {
+		n += fmt.Sprintf("; %d programs refused by the target (too few free hugetlb pages), not run", got.st.Refused)
+	}
 	if r := g.tut.refused.Load(); r > 0 {
 		n += fmt.Sprintf("; %d minimization/replay runs refused at the end of the share", r)
 	}
