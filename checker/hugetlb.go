@@ -197,8 +197,17 @@ func (m *machine) hugeMremap(c *mremapCall) bool {
 			return true
 		}
 	}
+	srcHuge := s != nil && s.huge // s points into pr.segs, which taintOp changes
 	m.result(pr, i, unpredictable("mremap of or onto hugetlb pages is not modelled"))
 	m.col.note("%s: the model does not follow mremap of or onto hugetlb pages; its ranges are not judged", opRef(m.p, i))
 	m.taintOp(pr, i)
+	if srcHuge {
+		// The kernel rounds both lengths up to 2 MiB.
+		up := func(n int) int { return (n + hugePages - 1) / hugePages * hugePages }
+		m.forget(pr, c.src, c.src+up(max(c.oldN, c.newN)), i)
+		if c.dst >= 0 {
+			m.forget(pr, c.dst, c.dst+up(c.newN), i)
+		}
+	}
 	return true
 }

@@ -52,39 +52,62 @@ func (g *generator) hugetlb() bool {
 	if free < 4 || g.w.HugetlbProb <= 0 || !chance(g.r, g.w.HugetlbProb) || len(g.p.Regions) == 0 {
 		return false
 	}
-	i := g.r.IntN(len(g.p.Regions))
-	r := &g.p.Regions[i]
-	kind := hugetlbKind(r.Kind)
-	procs := 1 + g.p.NumForks()
+	r := &g.p.Regions[g.r.IntN(len(g.p.Regions))]
 	huge := 1
 	if chance(g.r, 0.25) {
 		huge = 2
 	}
-	need := func(k prog.RegionKind) int {
-		if k.Shared() {
-			return huge
-		}
-		return huge * procs
-	}
-	for huge > 1 && need(kind) > free/2 {
-		huge--
-	}
-	if need(kind) > free/2 {
-		kind = prog.HugetlbShared // private copies would not fit
-		if r.Kind.Memfd() {
-			kind = prog.MemfdHugetlbShared
-		}
-	}
-	r.Kind, r.THP = kind, prog.THPDefault
+	r.Kind, r.THP = hugetlbKind(r.Kind), prog.THPDefault
 	r.Pages = min(huge*prog.HugetlbPages, prog.MaxRegionPages)
-	ops := g.p.Ops[:0]
-	for _, op := range g.p.Ops {
-		onHuge := usesRegion(op.Kind) && op.Region == i && !hugetlbOK(op.Kind)
-		intoHuge := op.Kind == prog.OpMremap && op.Flags&prog.MremapFixed != 0 && op.To == i
+	fitHugetlb(g.p, free)
+	return true
+}
+
+// fitHugetlb makes p's hugetlb regions fit a target with free huge pages
+// (0: unknown, nothing changes) and says whether it changed p: a private
+// region whose copies (its pages once per process) would need more than
+// half of them shrinks to one huge page, then becomes shared; operations
+// the checker does not model on hugetlb pages are dropped (the caller
+// repairs p). Mutate applies it too: a mutation can add forks and
+// operations to a program with a hugetlb region.
+func fitHugetlb(p *prog.Program, free int) bool {
+	if free <= 0 {
+		return false
+	}
+	changed := false
+	procs := 1 + p.NumForks()
+	for i := range p.Regions {
+		r := &p.Regions[i]
+		if !r.Kind.Hugetlb() {
+			continue
+		}
+		need := func() int {
+			if r.Kind.Shared() {
+				return r.Pages / prog.HugetlbPages
+			}
+			return r.Pages / prog.HugetlbPages * procs
+		}
+		if need() > free/2 && r.Pages > prog.HugetlbPages {
+			r.Pages, changed = prog.HugetlbPages, true
+		}
+		if need() > free/2 {
+			// Private copies would not fit.
+			memfd := r.Kind.Memfd()
+			r.Kind, changed = prog.HugetlbShared, true
+			if memfd {
+				r.Kind = prog.MemfdHugetlbShared
+			}
+		}
+	}
+	ops := p.Ops[:0]
+	for _, op := range p.Ops {
+		onHuge := usesRegion(op.Kind) && op.Region < len(p.Regions) && p.Regions[op.Region].Kind.Hugetlb() && !hugetlbOK(op.Kind)
+		intoHuge := op.Kind == prog.OpMremap && op.Flags&prog.MremapFixed != 0 && op.To < len(p.Regions) && p.Regions[op.To].Kind.Hugetlb()
 		if !onHuge && !intoHuge {
 			ops = append(ops, op)
 		}
 	}
-	g.p.Ops = ops
-	return true
+	changed = changed || len(ops) != len(p.Ops)
+	p.Ops = ops
+	return changed
 }

@@ -61,3 +61,33 @@ func TestGenerateHugetlb(t *testing.T) {
 		}
 	}
 }
+
+// A mutation of a program with a hugetlb region keeps it within the
+// target's pages and drops the operations the checker does not model on
+// it (a mutated mremap of a hugetlb memfd mapping was a false finding).
+func TestMutateHugetlb(t *testing.T) {
+	w := DefaultWeights()
+	w.HugetlbProb, w.HugetlbFree = 1, 16
+	for i := 0; i < 200; i++ {
+		r := rand.New(rand.NewPCG(9, uint64(i)))
+		p := Mutate(r, Generate(r, w), nil, w)
+		if err := p.Validate(); err != nil {
+			t.Fatalf("mutation %d: %v\n%s", i, err, p.Format())
+		}
+		for _, reg := range p.Regions {
+			need := reg.Pages / prog.HugetlbPages
+			if reg.Kind.Hugetlb() && !reg.Kind.Shared() {
+				need *= 1 + p.NumForks()
+			}
+			if reg.Kind.Hugetlb() && need > w.HugetlbFree/2 {
+				t.Errorf("mutation %d: %s region of %d pages with %d forks", i, reg.Kind, reg.Pages, p.NumForks())
+			}
+		}
+		for k, op := range p.Ops {
+			huge := op.Region < len(p.Regions) && p.Regions[op.Region].Kind.Hugetlb()
+			if usesRegion(op.Kind) && huge && !hugetlbOK(op.Kind) {
+				t.Errorf("mutation %d op %d: %s on a hugetlb region", i, k, op.Kind)
+			}
+		}
+	}
+}

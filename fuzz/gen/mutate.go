@@ -33,6 +33,9 @@ func Mutate(r *rand.Rand, p *prog.Program, corpus []*prog.Program, w Weights) *p
 				break
 			}
 		}
+		if fitHugetlb(q, m.w.HugetlbFree) { // hugetlb.go
+			q = Repair(q)
+		}
 		if !equal(q, base) {
 			return q
 		}
