@@ -274,6 +274,13 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 		ri := g.r.IntN(len(g.p.Regions))
 		off, n := g.span(ri)
 		adv := oneOf(g.r, prog.AdvPageout, prog.AdvPageout, prog.AdvMergeable, prog.AdvCollapse, prog.AdvCold, prog.AdvPopulateWrite)
+		if adv == prog.AdvMergeable {
+			// Present zero-filled pages are identical: ksmd merges
+			// them (the executor waits for it), so the fork meets
+			// KSM pages.
+			ops = append(ops, g.fix(prog.Op{Kind: prog.OpMadvise, Region: ri, Off: off, Len: n, Advice: prog.AdvPopulateWrite}))
+			g.nops++
+		}
 		ops = append(ops, g.fix(prog.Op{Kind: prog.OpMadvise, Region: ri, Off: off, Len: n, Advice: adv}))
 		g.nops++
 	}
