@@ -26,9 +26,12 @@ import (
 //   - mremap rounds lengths up to 2 MiB and fails with EINVAL for an
 //     unaligned old or new address and for growth; what else it does on
 //     hugetlb is not modelled (unpredictable, its ranges forgotten);
-//   - mmap on a hugetlb region and the operations of pinned.go and
-//     vmaops.go other than mlock2 are not modelled on hugetlb pages:
-//     unpredictable, their ranges forgotten, with a note.
+//   - vmsplice and io_uring fixed buffers pin hugetlb pages as they pin
+//     others (no VMA is split): the ordinary rules of pinned.go;
+//   - mmap on a hugetlb region and the other operations of pinned.go and
+//     vmaops.go (O_DIRECT, /proc/pid/mem, process_vm_writev, uffd-wp,
+//     migrate, mbind, anonymous names, process_madvise) are not modelled
+//     on hugetlb pages: unpredictable, their ranges forgotten, a note.
 //
 // Fork copies hugetlb page tables (copy_hugetlb_page_range) with the same
 // content semantics as ordinary pages, as long as free huge pages remain
@@ -150,7 +153,10 @@ func (m *machine) hugeOp(pr *proc, i int) bool {
 	huge := op.Region >= 0 && op.Region < len(m.p.Regions) && m.p.Regions[op.Region].Kind.Hugetlb()
 	switch op.Kind {
 	case prog.OpStore, prog.OpStoreLoop, prog.OpCheck, prog.OpFork, prog.OpKill, prog.OpWait, prog.OpJoin,
-		prog.OpMremap, prog.OpMunmap, prog.OpMprotect, prog.OpMadvise, prog.OpMlock, prog.OpMunlock, prog.OpMlockOnfault:
+		prog.OpMremap, prog.OpMunmap, prog.OpMprotect, prog.OpMadvise, prog.OpMlock, prog.OpMunlock, prog.OpMlockOnfault,
+		prog.OpVmsplice, prog.OpReadPipe, prog.OpUringReg, prog.OpUringRead:
+		// Pins by vmsplice and io_uring split no VMA: the ordinary
+		// rules (pinned.go) hold.
 		return false
 	case prog.OpPwrite:
 		if !huge {

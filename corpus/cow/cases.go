@@ -51,8 +51,8 @@ type Body struct {
 	Group Group
 	// Missing says why forkfuzz cannot express the body ("" if it can).
 	Missing string
-	// Pins: the body pins the range (vmsplice, io_uring).
-	Pins bool
+	// Vmsplice: the body splices the range into a pipe.
+	Vmsplice bool
 	// emit writes the body's operations on the range m.
 	emit func(b *builder, m rng)
 }
@@ -63,8 +63,8 @@ type Kind struct {
 	Desc  string // cow.c's "... with <Desc>"
 	Group Group
 	// Missing says why forkfuzz cannot express the kind ("" if it can);
-	// PinsMissing why not with a body that pins it.
-	Missing, PinsMissing string
+	// VmspliceMissing why the vmsplice bodies have no program on it.
+	Missing, VmspliceMissing string
 	// setup declares the regions, populates them and returns the range
 	// the body works on.
 	setup func(b *builder) rng
@@ -184,8 +184,8 @@ func newCase(bd *Body, k *Kind) Case {
 	case k.Missing != "":
 		c.Missing = k.Missing
 		return c
-	case bd.Pins && k.PinsMissing != "":
-		c.Missing = k.PinsMissing
+	case bd.Vmsplice && k.VmspliceMissing != "":
+		c.Missing = k.VmspliceMissing
 		return c
 	}
 	b := &builder{}

@@ -16,8 +16,9 @@ const (
 		"PIN_LONGTERM_TEST_READ): forkfuzz has no such operation (its pins, uringreg and odirect, are R/W; " +
 		"vmsplice takes plain references); the reference kernel has no CONFIG_GUP_TEST either"
 	missingHugetlb1G = "needs 1 GiB hugetlb pages: the guest reserves only 2 MiB ones"
-	missingHugetlbPin = "pins hugetlb pages (vmsplice or io_uring): forkfuzz's model does not follow its pinned " +
-		"operations on hugetlb pages yet and would leave the case unjudged"
+	missingHugetlbVmsplice = "Linux leaks the other side's write through a vmsplice() of hugetlb pages, and cow.c " +
+		"expects it (XFAIL: \"harder to fix and nobody really cares\"); forkfuzz's program fails the same way " +
+		"(pipe:vmsplice-foreign-write:hugetlb-private on 6.1.192), so it stays out of the corpus every gate replays"
 	missingFile = "needs a private mapping of a regular file (cow.c's tmpfile): forkfuzz's file-backed regions " +
 		"are memfds (shmem), which the memfd case covers"
 )
@@ -37,26 +38,26 @@ var Bodies = []Body{
 		b.write("", m)
 		b.op("wait %s", f)
 	}},
-	{Name: "vmsplice-child", Desc: "vmsplice() + unmap in child", Group: Anon, Pins: true, emit: func(b *builder, m rng) {
+	{Name: "vmsplice-child", Desc: "vmsplice() + unmap in child", Group: Anon, Vmsplice: true, emit: func(b *builder, m rng) {
 		vmspliceInChild(b, m, false)
 	}},
-	{Name: "vmsplice-child-mprotect", Desc: "vmsplice() + unmap in child with mprotect() optimization", Group: Anon, Pins: true, emit: func(b *builder, m rng) {
+	{Name: "vmsplice-child-mprotect", Desc: "vmsplice() + unmap in child with mprotect() optimization", Group: Anon, Vmsplice: true, emit: func(b *builder, m rng) {
 		vmspliceInChild(b, m, true)
 	}},
-	{Name: "vmsplice-before-fork", Desc: "vmsplice() before fork(), unmap in parent after fork()", Group: Anon, Pins: true, emit: func(b *builder, m rng) {
+	{Name: "vmsplice-before-fork", Desc: "vmsplice() before fork(), unmap in parent after fork()", Group: Anon, Vmsplice: true, emit: func(b *builder, m rng) {
 		vmspliceInParent(b, m, true)
 	}},
-	{Name: "vmsplice-after-fork", Desc: "vmsplice() + unmap in parent after fork()", Group: Anon, Pins: true, emit: func(b *builder, m rng) {
+	{Name: "vmsplice-after-fork", Desc: "vmsplice() + unmap in parent after fork()", Group: Anon, Vmsplice: true, emit: func(b *builder, m rng) {
 		vmspliceInParent(b, m, false)
 	}},
-	{Name: "iouring-ro", Desc: "R/O-mapping a page registered as iouring fixed buffer", Group: Anon, Pins: true, emit: func(b *builder, m rng) {
+	{Name: "iouring-ro", Desc: "R/O-mapping a page registered as iouring fixed buffer", Group: Anon, emit: func(b *builder, m rng) {
 		reg := uringReg(b, m)
 		b.protectRW(m)
 		b.write("", m)
 		uringReads(b, m, reg)
 		b.op("check")
 	}},
-	{Name: "iouring-fork", Desc: "fork() with an iouring fixed buffer", Group: Anon, Pins: true, emit: func(b *builder, m rng) {
+	{Name: "iouring-fork", Desc: "fork() with an iouring fixed buffer", Group: Anon, emit: func(b *builder, m rng) {
 		reg := uringReg(b, m)
 		f := b.fork()
 		b.op("fork %s", f)
@@ -267,7 +268,7 @@ var Kinds = []Kind{
 		b.op("madvise r0 off=0x1000 len=%#x advice=dofork", thpSize-0x1000)
 		return m
 	}},
-	{Name: "hugetlb-2m", Desc: "hugetlb (2048 kB)", Group: Anon, PinsMissing: missingHugetlbPin, setup: func(b *builder) rng {
+	{Name: "hugetlb-2m", Desc: "hugetlb (2048 kB)", Group: Anon, VmspliceMissing: missingHugetlbVmsplice, setup: func(b *builder) rng {
 		// cow.c populates the huge page with a memset.
 		b.op("region r0 hugetlb-private pages=%d", prog.HugetlbPages)
 		m := rng{r: 0, size: hugetlbSize}
@@ -297,7 +298,7 @@ var Kinds = []Kind{
 	{Name: "huge-zeropage", Desc: "huge zeropage", Group: NonAnon, setup: func(b *builder) rng {
 		return zeropages(b, thpSize/4096, "on")
 	}},
-	{Name: "memfd-hugetlb-2m", Desc: "memfd hugetlb (2048 kB)", Group: NonAnon, PinsMissing: missingHugetlbPin, setup: func(b *builder) rng {
+	{Name: "memfd-hugetlb-2m", Desc: "memfd hugetlb (2048 kB)", Group: NonAnon, setup: func(b *builder) rng {
 		// The private mapping of a hugetlbfs memfd, its page faulted
 		// in by a read (the view). cow.c reads the file back through
 		// a second, shared mapping; hugetlbfs has no write(), so
