@@ -15,7 +15,7 @@ const (
 		"FOLL_PIN|FOLL_LONGTERM without FOLL_WRITE, through GUP or GUP-fast, and reads it back with " +
 		"PIN_LONGTERM_TEST_READ): forkfuzz has no such operation (its pins, uringreg and odirect, are R/W; " +
 		"vmsplice takes plain references); the reference kernel has no CONFIG_GUP_TEST either"
-	missingHugetlb1G = "needs 1 GiB hugetlb pages: the guest reserves only 2 MiB ones"
+	missingHugetlb1G       = "needs 1 GiB hugetlb pages: the guest reserves only 2 MiB ones"
 	missingHugetlbVmsplice = "Linux leaks the other side's write through a vmsplice() of hugetlb pages, and cow.c " +
 		"expects it (XFAIL: \"harder to fix and nobody really cares\"); forkfuzz's program fails the same way " +
 		"(pipe:vmsplice-foreign-write:hugetlb-private on 6.1.192), so it stays out of the corpus every gate replays"
