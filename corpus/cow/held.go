@@ -13,8 +13,8 @@ import (
 // not populate or whose page did not swap out, while a forkfuzz program
 // runs anyway, on whatever pages it got. note is "" when they were there
 // (or the kind requires nothing), else what was missing: "not swapped",
-// "no THP", "not PMD-mapped", "not PTE-mapped", or "unchecked" for a
-// program without a fork (no census).
+// "no THP", "not PMD-mapped", "not PTE-mapped", "no hugetlb", or
+// "unchecked" for a program without a fork (no census).
 func Held(c *Case, o *obs.Observation) (summary, note string) {
 	need := c.Kind.Group != NonAnon && c.Kind.Name != "base"
 	if o == nil || len(o.ForkPages) == 0 {
@@ -31,11 +31,17 @@ func Held(c *Case, o *obs.Observation) (summary, note string) {
 	}
 	summary = fmt.Sprintf("at f%d: %d resident, %d swapped", fp.Fork, fp.Present, fp.Swapped)
 	if fp.Flags {
-		summary += fmt.Sprintf(", %d THP (%d PMD-mapped)", fp.THP, fp.PMDMapped)
+		summary += fmt.Sprintf(", %d THP (%d PMD-mapped), %d hugetlb", fp.THP, fp.PMDMapped, fp.Hugetlb)
 	}
 	name := c.Kind.Name
 	switch {
 	case !need:
+	case strings.Contains(name, "hugetlb"):
+		if fp.Flags && fp.Hugetlb == 0 {
+			note = "no hugetlb"
+		} else if !fp.Flags {
+			note = "unchecked"
+		}
 	case strings.HasSuffix(name, "-swap"):
 		if fp.Swapped == 0 {
 			note = "not swapped"
