@@ -25,6 +25,7 @@ var capabilities = map[string]reflect.Type{
 	"KernelImager":   reflect.TypeFor[agents.KernelImager](),
 	"ForkImplLister": reflect.TypeFor[agents.ForkImplLister](),
 	"PendingEvents":  reflect.TypeFor[agents.PendingEvents](),
+	"HugetlbHost":    reflect.TypeFor[agents.HugetlbHost](),
 }
 
 // targets are the real targets with the capabilities each claims.
@@ -32,9 +33,9 @@ var targets = []struct {
 	target agents.Target
 	has    []string
 }{
-	{(*vm.Target)(nil), []string{"Parallel", "KernelImager", "ForkImplLister"}},
+	{(*vm.Target)(nil), []string{"Parallel", "KernelImager", "ForkImplLister", "HugetlbHost"}},
 	{(*sim.Target)(nil), nil},
-	{(*agents.Native)(nil), []string{"ForkImplLister"}},
+	{(*agents.Native)(nil), []string{"ForkImplLister", "HugetlbHost"}},
 	{(*agents.ForkImplTarget)(nil), []string{"Parallel", "Wrapper", "PendingEvents"}},
 }
 
@@ -44,6 +45,8 @@ var (
 	_ agents.KernelImager   = (*vm.Target)(nil)
 	_ agents.ForkImplLister = (*vm.Target)(nil)
 	_ agents.ForkImplLister = (*agents.Native)(nil)
+	_ agents.HugetlbHost    = (*vm.Target)(nil)
+	_ agents.HugetlbHost    = (*agents.Native)(nil)
 	_ agents.Parallel       = (*agents.ForkImplTarget)(nil)
 	_ agents.Wrapper        = (*agents.ForkImplTarget)(nil)
 	_ agents.PendingEvents  = (*agents.ForkImplTarget)(nil)
