@@ -49,6 +49,9 @@ type Options struct {
 	// picks, including the forking thread's, and the Go collector on
 	// while they run (threads.go; for measuring the difference).
 	NoWriterSpread bool `json:"no_writer_spread,omitempty"`
+	// HeapTHP puts the executor's own heap mappings on transparent huge
+	// pages after the trim (heapthp.go; for measuring its effect).
+	HeapTHP bool `json:"heap_thp,omitempty"`
 	// TimeoutMs bounds this run (0: the Remote's Timeout). The host
 	// scales it with the program and the guest's measured speed, and
 	// gives a run that decides a harness event a longer one.
@@ -223,6 +226,10 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	ph := newPhases()
 	trimHeap()
 	ph.mark("trim")
+	if opt.HeapTHP {
+		heapOnHugePages()
+		ph.mark("heap-thp")
+	}
 	m.reset(p, wordCap)
 	m.rb = newRollbackState()
 	m.rb.corrupt = opt.Corrupt

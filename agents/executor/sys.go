@@ -20,3 +20,13 @@ func blockingWait4(pid int, status *int32) uintptr {
 // storeTimed is a plain store between fenced TSC timestamps
 // (sys_linux_amd64.s), for the writer threads' logs (threads.go).
 func storeTimed(addr uintptr, v uint64) (inv, resp uint64)
+
+// madvise advises [addr, addr+n) through the runtime's syscall path (the
+// executor's own memory, heapthp.go). Main process only.
+func madvise(addr, n uint64, advice int) error {
+	_, _, e := unix.Syscall(unix.SYS_MADVISE, uintptr(addr), uintptr(n), uintptr(advice))
+	if e != 0 {
+		return e
+	}
+	return nil
+}

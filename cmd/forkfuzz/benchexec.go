@@ -29,6 +29,7 @@ var execCosts = []struct {
 	{"no census", func(o *agents.Options) { o.NoForkPages = true }},
 	{"neither", func(o *agents.Options) { o.NoCover, o.NoForkPages = true, true }},
 	{"1 word/view", func(o *agents.Options) { o.WordCap = 1 }},
+	{"heap THP", func(o *agents.Options) { o.HeapTHP = true }},
 }
 
 // execRow is one configuration's measurements.
