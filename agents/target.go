@@ -74,9 +74,12 @@ type Options struct {
 
 // Refused reports whether err says the target refused to run a program
 // it cannot host (a hugetlb region without free huge pages,
-// executor.ErrNoHugetlb): nothing ran, nothing is judged, and it is no
+// executor.ErrNoHugetlb; a file region without its file system,
+// executor.ErrNoFileSystem): nothing ran, nothing is judged, and it is no
 // harness error.
-func Refused(err error) bool { return errors.Is(err, executor.ErrNoHugetlb) }
+func Refused(err error) bool {
+	return errors.Is(err, executor.ErrNoHugetlb) || errors.Is(err, executor.ErrNoFileSystem)
+}
 
 // Executor returns the executor's options for opt.
 func (opt Options) Executor() executor.Options {

@@ -43,8 +43,11 @@ import (
 const hugePages = prog.HugetlbPages
 
 // fullKind is the segment's region kind as programs name it (the
-// hugetlb kind for a hugetlb segment).
+// hugetlb kind for a hugetlb segment, the file kind for a file's).
 func (s *seg) fullKind() prog.RegionKind {
+	if s.fs != prog.NoFS {
+		return fileKind(s.fs, s.kind.Shared())
+	}
 	if !s.huge {
 		return s.kind
 	}

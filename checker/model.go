@@ -165,7 +165,7 @@ func (m *machine) setup() {
 	main := m.procs[0]
 	for i, r := range m.p.Regions {
 		m.memfd[i] = -1
-		s := seg{start: gpage(i, 0), end: gpage(i, 0) + r.Pages, kind: r.Kind.Base(), huge: r.Kind.Hugetlb(), obj: -1, prot: prog.ProtRW,
+		s := seg{start: gpage(i, 0), end: gpage(i, 0) + r.Pages, kind: r.Kind.Base(), huge: r.Kind.Hugetlb(), fs: r.Kind.FS(), obj: -1, prot: prog.ProtRW,
 			thp: r.THP, origin: -1, originWhy: "program set-up"}
 		switch s.kind {
 		case prog.AnonShared:
@@ -574,7 +574,7 @@ func (m *machine) mmap(pr *proc, i int) {
 	m.setRet(i, addr)
 	pr.unmap(lo, hi)
 	kind := m.p.Regions[op.Region].Kind.Base()
-	s := seg{start: lo, end: hi, kind: kind, obj: -1, prot: prog.ProtRW, origin: i, originWhy: "mmap"}
+	s := seg{start: lo, end: hi, kind: kind, fs: m.p.Regions[op.Region].Kind.FS(), obj: -1, prot: prog.ProtRW, origin: i, originWhy: "mmap"}
 	switch kind {
 	case prog.AnonShared:
 		s.obj = m.newObject(false, op.Region, hi-lo, i)

@@ -520,6 +520,12 @@ func (m *machine) uringReg(pr *proc, i int) {
 		pd = either("part of the range is not writable (and kernels before 6.3 refuse file-backed buffers)", eFAULT, eOPNOTSUPP)
 	case !all:
 		pd = certain(eFAULT, "part of the range is not mapped writable")
+	case nonShmemFile(pr, lo, hi) && m.kernelBefore(6, 5) && !m.mixedFiles(pr, lo, hi):
+		pd = certain(eOPNOTSUPP, "before Linux 6.5 io_uring refuses a buffer in a file that is neither shmem nor hugetlbfs (ext4) with EOPNOTSUPP")
+	case nonShmemFile(pr, lo, hi):
+		// Since 6.5 GUP refuses a long-term writable pin of a shared
+		// mapping of such a file (EFAULT) and pins a private one.
+		pd = either("io_uring and GUP refuse ext4-backed buffers in ways that changed across versions (EOPNOTSUPP before 6.5, EFAULT for shared mappings since, EINVAL for mixed files)", eOK, eOPNOTSUPP, eFAULT, eINVAL)
 	case m.kernelBefore(6, 5) && m.mixedFiles(pr, lo, hi):
 		// io_pin_pages pinned every page, then compared each page's
 		// vm_file with the first one ("io_uring/rsrc: disallow

@@ -36,9 +36,12 @@ const (
 // kernel (vma merging depends on anon_vma identity, which is not modelled).
 type seg struct {
 	start, end int             // global pages [start, end)
-	kind       prog.RegionKind // for hugetlb: the kind's Base()
+	kind       prog.RegionKind // for hugetlb and file kinds: the kind's Base()
 	// huge: backed by 2 MiB hugetlb pages (hugetlb.go).
-	huge      bool
+	huge bool
+	// fs: the file system of the regular file behind a file kind's
+	// segment (tmpfs, ext4); its content rules are the memfd's.
+	fs        prog.FS
 	obj       int // backing object (shmem or memfd) or -1
 	pgoff     int // object page of start
 	prot      prog.Prot
@@ -72,7 +75,7 @@ func sameAttrs(a, b *seg) bool {
 	if a.unknown || b.unknown || a.lock == maybe || b.lock == maybe {
 		return true
 	}
-	if a.kind != b.kind || a.huge != b.huge || a.obj != b.obj || a.prot != b.prot || a.dontfork != b.dontfork ||
+	if a.kind != b.kind || a.huge != b.huge || a.fs != b.fs || a.obj != b.obj || a.prot != b.prot || a.dontfork != b.dontfork ||
 		a.wipe != b.wipe || a.mergeable != b.mergeable || a.lock != b.lock || a.thp != b.thp || a.uffd != b.uffd ||
 		a.pol != b.pol || a.name != b.name || a.lock == yes && a.onfault != b.onfault {
 		return false

@@ -31,6 +31,8 @@ const (
 
 // Bits of a /proc/kpageflags entry.
 const (
+	kpfAnon    = 1 << 12
+	kpfSwapBk  = 1 << 14
 	kpfHuge    = 1 << 17
 	kpfKSM     = 1 << 21
 	kpfTHP     = 1 << 22
@@ -168,6 +170,9 @@ func countFlags(cur *obs.ForkPages, fl uint64, n int) {
 		cur.Hugetlb += n
 	case fl&kpfTHP != 0:
 		cur.THP += n
+	}
+	if fl&(kpfAnon|kpfSwapBk|kpfZero|kpfHuge) == 0 {
+		cur.File += n
 	}
 	if fl&kpfKSM != 0 {
 		cur.KSM += n

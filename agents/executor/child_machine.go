@@ -125,10 +125,15 @@ func (m *machine) parseMaps(b []byte) {
 		if v.off, pos, ok = hexField(line, pos, ' '); !ok {
 			continue
 		}
-		for pos < len(line) && line[pos] != ' ' { // device
-			pos++
+		// The device, MAJOR:MINOR in hex.
+		var major, minor uint64
+		if major, pos, ok = hexField(line, pos, ':'); !ok {
+			continue
 		}
-		pos++
+		if minor, pos, ok = hexField(line, pos, ' '); !ok {
+			continue
+		}
+		v.dev = major<<32 | minor
 		for pos < len(line) && line[pos] >= '0' && line[pos] <= '9' {
 			v.inode = v.inode*10 + uint64(line[pos]-'0')
 			pos++
@@ -180,9 +185,9 @@ func (m *machine) findVMA(addr uint64) int {
 }
 
 //forkfuzz:childsafe
-func (m *machine) objSize(inode uint64) (uint64, bool) {
+func (m *machine) objSize(dev, inode uint64) (uint64, bool) {
 	for i := 0; i < m.nobj; i++ {
-		if m.objs[i].inode == inode {
+		if m.objs[i].dev == dev && m.objs[i].inode == inode {
 			return m.objs[i].size, true
 		}
 	}
@@ -190,15 +195,15 @@ func (m *machine) objSize(inode uint64) (uint64, bool) {
 }
 
 //forkfuzz:childsafe
-func (m *machine) addObj(inode, size uint64) {
+func (m *machine) addObj(dev, inode, size uint64) {
 	for i := 0; i < m.nobj; i++ {
-		if m.objs[i].inode == inode {
+		if m.objs[i].dev == dev && m.objs[i].inode == inode {
 			m.objs[i].size = size
 			return
 		}
 	}
 	if m.nobj < maxObjs {
-		m.objs[m.nobj] = obj{inode, size}
+		m.objs[m.nobj] = obj{dev, inode, size}
 		m.nobj++
 	}
 }
@@ -211,7 +216,7 @@ func (m *machine) pageState(v *vma, addr uint64) obs.PageState {
 		return obs.NoAccess
 	}
 	if v.inode != 0 {
-		size, ok := m.objSize(v.inode)
+		size, ok := m.objSize(v.dev, v.inode)
 		if !ok || v.off+(addr-v.start) >= size {
 			return obs.BeyondEOF
 		}
@@ -332,7 +337,7 @@ func (m *machine) noteShared(addr, size uint64) {
 	for i := 0; i < m.nvma; i++ {
 		v := &m.vmas[i]
 		if v.end > addr && v.start < addr+size && v.inode != 0 && v.off == v.start-addr {
-			m.addObj(v.inode, size)
+			m.addObj(v.dev, v.inode, size)
 			return
 		}
 	}

@@ -26,10 +26,13 @@ var arena prog.Arena
 type vma struct {
 	start, end, off, inode uint64
 	prot                   uint64 // obs.VMA* bits
+	dev                    uint64 // major<<32 | minor, as /proc/self/maps shows it
 }
 
-// obj is a shared backing object (memfd or shmem) and its size.
-type obj struct{ inode, size uint64 }
+// obj is a shared backing object (memfd, shmem or a regular file) and its
+// size. An inode number names it only with its device: a tmpfs file, an
+// ext4 file and a memfd may have the same number.
+type obj struct{ dev, inode, size uint64 }
 
 // machine is the interpreter state of one program. It is allocated in full
 // before the program starts; forked children use it as their own copy.

@@ -415,23 +415,19 @@ func (m *machine) setup() error {
 		base := arena.RegionBase(i)
 		length := uint64(r.Pages) * prog.PageSize
 		if r.Kind.Memfd() {
-			flags := unix.MFD_CLOEXEC
-			if r.Kind.Hugetlb() {
-				flags |= unix.MFD_HUGETLB | unix.MFD_HUGE_2MB
-			}
-			fd, err := unix.MemfdCreate(fmt.Sprintf("forkfuzz-r%d", i), flags)
+			fd, err := m.regionFile(r.Kind, i)
 			if err != nil {
-				return fmt.Errorf("executor: memfd for r%d: %w", i, err)
+				return err
 			}
 			m.memfd[i] = fd
 			if err := unix.Ftruncate(fd, prog.SpanBytes); err != nil {
-				return fmt.Errorf("executor: size memfd of r%d: %w", i, err)
+				return fmt.Errorf("executor: size file of r%d: %w", i, err)
 			}
 			var st unix.Stat_t
 			if err := unix.Fstat(fd, &st); err != nil {
-				return fmt.Errorf("executor: stat memfd of r%d: %w", i, err)
+				return fmt.Errorf("executor: stat file of r%d: %w", i, err)
 			}
-			m.addObj(st.Ino, prog.SpanBytes)
+			m.addObj(uint64(unix.Major(st.Dev))<<32|uint64(unix.Minor(st.Dev)), st.Ino, prog.SpanBytes)
 		}
 		a, e := sysMmap(uintptr(base), uintptr(length), unix.PROT_READ|unix.PROT_WRITE, mapFlags(r.Kind)|unix.MAP_FIXED_NOREPLACE, m.memfd[i], 0)
 		if e != 0 && r.Kind.Hugetlb() {
@@ -457,6 +453,23 @@ func (m *machine) setup() error {
 		}
 	}
 	return nil
+}
+
+// regionFile opens the file behind region i of kind k: a memfd, or a
+// regular file on the kind's file system (filekinds.go).
+func (m *machine) regionFile(k prog.RegionKind, i int) (int, error) {
+	if k.FS() != prog.NoFS {
+		return openRegionFile(k, i)
+	}
+	flags := unix.MFD_CLOEXEC
+	if k.Hugetlb() {
+		flags |= unix.MFD_HUGETLB | unix.MFD_HUGE_2MB
+	}
+	fd, err := unix.MemfdCreate(fmt.Sprintf("forkfuzz-r%d", i), flags)
+	if err != nil {
+		return -1, fmt.Errorf("executor: memfd for r%d: %w", i, err)
+	}
+	return fd, nil
 }
 
 // noteMoved remembers a mapping an mremap moved out of the arena. Main process only.

@@ -61,6 +61,12 @@ func Run(p *prog.Program, cfg Config, wordCap int) (*obs.Observation, *Kernel, e
 			// A refusal (agents.Refused), not a harness error.
 			return nil, nil, fmt.Errorf("sim: region r%d is %s: the simulated kernel has no hugetlb pages: %w", i, r.Kind, executor.ErrNoHugetlb)
 		}
+		if r.Kind.FS() == prog.Ext4 {
+			// tmpfs files are shmem, as memfds are; ext4's page cache
+			// rules (io_uring refuses it, userfaultfd cannot register
+			// it) are not simulated.
+			return nil, nil, fmt.Errorf("sim: region r%d is %s: the simulated kernel has no ext4: %w", i, r.Kind, executor.ErrNoFileSystem)
+		}
 	}
 	k, err := NewKernel(cfg)
 	if err != nil {
@@ -115,7 +121,7 @@ func (x *machine) setup(m *MM) {
 		base := prog.Base(i)
 		length := uint64(r.Pages) * prog.PageSize
 		v := &VMA{Start: base, End: base + length, Flags: VMRead | VMWrite}
-		switch r.Kind {
+		switch r.Kind.Base() {
 		case prog.AnonPrivate:
 			v.PgOff = base
 		case prog.AnonShared:

@@ -680,7 +680,7 @@ func oomLines(cons []byte) string {
 
 // guestError is an error the guest reported as text; it unwraps to the
 // executor's sentinel error the text names, if any (errors.Is works
-// across the VM boundary for executor.ErrNoHugetlb).
+// across the VM boundary for executor.ErrNoHugetlb and ErrNoFileSystem).
 type guestError struct {
 	msg string
 	is  error
@@ -691,8 +691,10 @@ func (e *guestError) Unwrap() error { return e.is }
 
 // guestSentinel is the executor sentinel error named in msg, or nil.
 func guestSentinel(msg string) error {
-	if strings.Contains(msg, executor.ErrNoHugetlb.Error()) {
-		return executor.ErrNoHugetlb
+	for _, e := range []error{executor.ErrNoHugetlb, executor.ErrNoFileSystem} {
+		if strings.Contains(msg, e.Error()) {
+			return e
+		}
 	}
 	return nil
 }

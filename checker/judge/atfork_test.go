@@ -33,12 +33,12 @@ func TestAtFork(t *testing.T) {
 			[]string{"1 of 1 forks with writer threads", "2 of 3 forks with migrating threads had page moves overlapping the fork call (104 pages moved in 4 passes)"}},
 		{"census", obs.Observation{ForkPages: []obs.ForkPages{
 			{Fork: 0, Present: 8, Swapped: 2, Flags: true, THP: 512, PMDMapped: 512, KSM: 3, Shared: 6, Exclusive: 2, Zero: 5},
-			{Fork: 1, Present: 4, Shared: 4, Flags: true, HugeZero: 512, Hugetlb: 1024, Zero: 1},
+			{Fork: 1, Present: 4, Shared: 4, Flags: true, HugeZero: 512, Hugetlb: 1024, Zero: 1, File: 7},
 		}}, &AtFork{Censused: 2, Pages: obs.ForkPages{Present: 12, Swapped: 2, Flags: true, THP: 512, PMDMapped: 512, KSM: 3, Shared: 10, Exclusive: 2,
-			Zero: 6, HugeZero: 512, Hugetlb: 1024}},
+			Zero: 6, HugeZero: 512, Hugetlb: 1024, File: 7}},
 			[]string{"pages at 2 forks: 12 resident before (2 swapped out", "512 THP of which 512 PMD-mapped, 3 KSM",
-				"6 zeropage, 512 huge zeropage, 1024 hugetlb", "10 shared with the child, 2 exclusive",
-				"forks with such pages: swapped 1, ksm 1, thp 1, pmd-thp 1, pte-thp 0, mlocked 0, uffd-wp 0, exclusive 1, zero 2, huge-zero 1, hugetlb 1 (of 2)"}},
+				"6 zeropage, 512 huge zeropage, 1024 hugetlb, 7 file page cache", "10 shared with the child, 2 exclusive",
+				"forks with such pages: swapped 1, ksm 1, thp 1, pmd-thp 1, pte-thp 0, mlocked 0, uffd-wp 0, exclusive 1, zero 2, huge-zero 1, hugetlb 1, file 1 (of 2)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := atFork(&tc.o)

@@ -107,17 +107,18 @@ type AtFork struct {
 	// Held counts, per page kind, the censused forks at which at least
 	// one page of that kind was there: how often the special kinds the
 	// generator aims at really held (swapped, ksm, thp, pmd-thp,
-	// pte-thp, mlocked, uffd-wp, exclusive, zero, huge-zero, hugetlb).
+	// pte-thp, mlocked, uffd-wp, exclusive, zero, huge-zero, hugetlb,
+	// file).
 	Held map[string]int `json:"held,omitempty"`
 }
 
 // heldKinds are the keys of AtFork.Held, in the order the summary says them.
-var heldKinds = []string{"swapped", "ksm", "thp", "pmd-thp", "pte-thp", "mlocked", "uffd-wp", "exclusive", "zero", "huge-zero", "hugetlb"}
+var heldKinds = []string{"swapped", "ksm", "thp", "pmd-thp", "pte-thp", "mlocked", "uffd-wp", "exclusive", "zero", "huge-zero", "hugetlb", "file"}
 
 func held(c obs.ForkPages) map[string]bool {
 	return map[string]bool{"swapped": c.Swapped > 0, "ksm": c.KSM > 0, "thp": c.THP > 0, "pmd-thp": c.PMDMapped > 0,
 		"pte-thp": c.THP > c.PMDMapped, "mlocked": c.Mlocked > 0, "uffd-wp": c.UffdWP > 0, "exclusive": c.Exclusive > 0,
-		"zero": c.Zero > 0, "huge-zero": c.HugeZero > 0, "hugetlb": c.Hugetlb > 0}
+		"zero": c.Zero > 0, "huge-zero": c.HugeZero > 0, "hugetlb": c.Hugetlb > 0, "file": c.File > 0}
 }
 
 // atFork collects o's per-fork evidence (nil: none).
@@ -212,8 +213,8 @@ func (a *AtFork) String() string {
 		p := a.Pages
 		s := fmt.Sprintf("pages at %d forks: %d resident before (%d swapped out, %d uffd-wp", a.Censused, p.Present, p.Swapped, p.UffdWP)
 		if p.Flags {
-			s += fmt.Sprintf(", %d THP of which %d PMD-mapped, %d KSM, %d mlocked, %d zeropage, %d huge zeropage, %d hugetlb",
-				p.THP, p.PMDMapped, p.KSM, p.Mlocked, p.Zero, p.HugeZero, p.Hugetlb)
+			s += fmt.Sprintf(", %d THP of which %d PMD-mapped, %d KSM, %d mlocked, %d zeropage, %d huge zeropage, %d hugetlb, %d file page cache",
+				p.THP, p.PMDMapped, p.KSM, p.Mlocked, p.Zero, p.HugeZero, p.Hugetlb, p.File)
 		} else {
 			s += "; THP/KSM/mlock not readable"
 		}

@@ -105,6 +105,10 @@ type ForkPages struct {
 	Zero      int  `json:"zero,omitempty"`
 	HugeZero  int  `json:"huge_zero,omitempty"`
 	Hugetlb   int  `json:"hugetlb,omitempty"`
+	// File is the resident pages of a regular file's page cache (neither
+	// anonymous nor swap-backed: not shmem, not a memfd; an ext4 file),
+	// whether mapped shared or not yet copied in a private mapping.
+	File int `json:"file,omitempty"`
 	// After the call (pagemap of the parent): resident pages mapped
 	// exclusively (not shared with the child: copied at fork because
 	// pinned, not inherited, or written again since) and shared ones
@@ -128,6 +132,7 @@ func (a *ForkPages) Add(b ForkPages) {
 	a.Zero += b.Zero
 	a.HugeZero += b.HugeZero
 	a.Hugetlb += b.Hugetlb
+	a.File += b.File
 	a.Exclusive += b.Exclusive
 	a.Shared += b.Shared
 }

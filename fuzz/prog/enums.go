@@ -218,23 +218,61 @@ type RegionKindInfo struct {
 	Linux string
 	// Shared: writes through the mapping reach the backing object.
 	Shared bool
-	// Memfd: backed by a memfd (memfd_create) rather than anonymous.
+	// Memfd: backed by a file the executor holds open (a memfd, or a
+	// regular file on FS) rather than anonymous: pwrite writes it.
 	Memfd bool
 	// Hugetlb: backed by 2 MiB hugetlb pages (MAP_HUGETLB|MAP_HUGE_2MB,
 	// or a memfd created with MFD_HUGETLB|MFD_HUGE_2MB).
 	Hugetlb bool
+	// FS: the file system of a regular file behind the region (NoFS
+	// for anonymous memory and memfds).
+	FS FS
 }
 
 var regionKindTable = [numRegionKinds]RegionKindInfo{
-	AnonPrivate:         {"anon-private", "MAP_PRIVATE|MAP_ANONYMOUS", false, false, false},
-	AnonShared:          {"anon-shared", "MAP_SHARED|MAP_ANONYMOUS", true, false, false},
-	MemfdPrivate:        {"memfd-private", "MAP_PRIVATE", false, true, false},
-	MemfdShared:         {"memfd-shared", "MAP_SHARED", true, true, false},
-	HugetlbPrivate:      {"hugetlb-private", "MAP_PRIVATE|MAP_ANONYMOUS|MAP_HUGETLB|MAP_HUGE_2MB", false, false, true},
-	HugetlbShared:       {"hugetlb-shared", "MAP_SHARED|MAP_ANONYMOUS|MAP_HUGETLB|MAP_HUGE_2MB", true, false, true},
-	MemfdHugetlbPrivate: {"memfd-hugetlb-private", "MAP_PRIVATE (memfd MFD_HUGETLB|MFD_HUGE_2MB)", false, true, true},
-	MemfdHugetlbShared:  {"memfd-hugetlb-shared", "MAP_SHARED (memfd MFD_HUGETLB|MFD_HUGE_2MB)", true, true, true},
+	AnonPrivate:         {"anon-private", "MAP_PRIVATE|MAP_ANONYMOUS", false, false, false, NoFS},
+	AnonShared:          {"anon-shared", "MAP_SHARED|MAP_ANONYMOUS", true, false, false, NoFS},
+	MemfdPrivate:        {"memfd-private", "MAP_PRIVATE", false, true, false, NoFS},
+	MemfdShared:         {"memfd-shared", "MAP_SHARED", true, true, false, NoFS},
+	HugetlbPrivate:      {"hugetlb-private", "MAP_PRIVATE|MAP_ANONYMOUS|MAP_HUGETLB|MAP_HUGE_2MB", false, false, true, NoFS},
+	HugetlbShared:       {"hugetlb-shared", "MAP_SHARED|MAP_ANONYMOUS|MAP_HUGETLB|MAP_HUGE_2MB", true, false, true, NoFS},
+	MemfdHugetlbPrivate: {"memfd-hugetlb-private", "MAP_PRIVATE (memfd MFD_HUGETLB|MFD_HUGE_2MB)", false, true, true, NoFS},
+	MemfdHugetlbShared:  {"memfd-hugetlb-shared", "MAP_SHARED (memfd MFD_HUGETLB|MFD_HUGE_2MB)", true, true, true, NoFS},
+	TmpfsPrivate:        {"tmpfs-private", "MAP_PRIVATE (a file on tmpfs)", false, true, false, Tmpfs},
+	TmpfsShared:         {"tmpfs-shared", "MAP_SHARED (a file on tmpfs)", true, true, false, Tmpfs},
+	Ext4Private:         {"ext4-private", "MAP_PRIVATE (a file on ext4)", false, true, false, Ext4},
+	Ext4Shared:          {"ext4-shared", "MAP_SHARED (a file on ext4)", true, true, false, Ext4},
 }
+
+// FSInfo describes a file system a file kind's region lives on.
+type FSInfo struct {
+	Name string
+	// Magic is the file system's f_type in statfs (linux/magic.h).
+	Magic int64
+}
+
+var fsTable = [numFS]FSInfo{
+	NoFS:  {"", 0},
+	Tmpfs: {"tmpfs", 0x01021994},
+	Ext4:  {"ext4", 0xEF53},
+}
+
+// Info describes the file system (zero for a value out of range).
+func (f FS) Info() FSInfo {
+	if int(f) < int(numFS) {
+		return fsTable[f]
+	}
+	return FSInfo{}
+}
+
+func (f FS) String() string { return f.Info().Name }
+
+// FileSystems lists the file systems of the file kinds.
+func FileSystems() []FS { return []FS{Tmpfs, Ext4} }
+
+// FS is the file system of the regular file behind a region of kind k
+// (NoFS: anonymous memory or a memfd).
+func (k RegionKind) FS() FS { return k.Info().FS }
 
 // Info describes the kind (zero for a value out of range).
 func (k RegionKind) Info() RegionKindInfo {
@@ -254,16 +292,18 @@ func (k RegionKind) String() string {
 // Shared reports whether writes through the mapping reach the backing object.
 func (k RegionKind) Shared() bool { return k.Info().Shared }
 
-// Memfd reports whether the region is backed by a memfd.
+// Memfd reports whether the region is backed by a file the executor
+// holds open: a memfd, or a regular file (the file kinds).
 func (k RegionKind) Memfd() bool { return k.Info().Memfd }
 
 // Hugetlb reports whether the region is backed by 2 MiB hugetlb pages.
 func (k RegionKind) Hugetlb() bool { return k.Info().Hugetlb }
 
-// Base is the ordinary (not hugetlb) kind with the same sharing and
-// backing: the kind itself for the ordinary kinds.
+// Base is the ordinary kind with the same sharing and backing: the memfd
+// kind for a hugetlb memfd or a file kind, the anonymous kind for an
+// anonymous hugetlb kind, the kind itself for the ordinary kinds.
 func (k RegionKind) Base() RegionKind {
-	if !k.Hugetlb() {
+	if !k.Hugetlb() && k.FS() == NoFS {
 		return k
 	}
 	switch d := k.Info(); {

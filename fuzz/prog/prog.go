@@ -30,7 +30,8 @@
 // rest of its span free so mremap can grow in place and MAP_FIXED can land
 // anywhere in it. All offsets in operations are byte offsets from the region's
 // base. Memfd regions are backed by a memfd of SpanBytes bytes, mapped at file
-// offset equal to the region offset.
+// offset equal to the region offset; the file kinds (tmpfs-*, ext4-*) by an
+// unlinked regular file of the same size on that file system.
 //
 // # Threads
 //
@@ -141,7 +142,26 @@ const (
 	HugetlbShared
 	MemfdHugetlbPrivate
 	MemfdHugetlbShared
+	// file kinds: a regular file of SpanBytes bytes on a file system
+	// (FS), created and unlinked by the executor, mapped like a memfd
+	// (Base gives the memfd kind with the same sharing). On tmpfs the
+	// file is shmem, as a memfd is; on ext4 its pages are page cache
+	// with page_mkwrite and writeback.
+	TmpfsPrivate
+	TmpfsShared
+	Ext4Private
+	Ext4Shared
 	numRegionKinds
+)
+
+// FS is the file system behind a file kind's region.
+type FS uint8
+
+const (
+	NoFS  FS = iota // anonymous memory or a memfd
+	Tmpfs           // a file on a tmpfs mount
+	Ext4            // a file on an ext4 mount
+	numFS
 )
 
 // HugetlbPages is the number of base pages in one 2 MiB hugetlb page: a
