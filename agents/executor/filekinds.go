@@ -23,13 +23,13 @@ const GuestExt4Dir = "/run/forkfuzz/ext4"
 // directory on its file system: nothing ran, nothing is judged.
 var ErrNoFileSystem = errors.New("no writable directory on the region's file system (FORKFUZZ_TMPFS_DIR, FORKFUZZ_EXT4_DIR); file region skipped, program not run")
 
-// fsDirEnv is the environment variable naming a directory on f.
-func fsDirEnv(f prog.FS) string { return "FORKFUZZ_" + strings.ToUpper(f.String()) + "_DIR" }
+// FSDirEnv is the environment variable naming a directory on f.
+func FSDirEnv(f prog.FS) string { return "FORKFUZZ_" + strings.ToUpper(f.String()) + "_DIR" }
 
 // fsCandidates lists where FileDir looks for a directory on f, in order.
 func fsCandidates(f prog.FS) []string {
 	var c []string
-	if d := os.Getenv(fsDirEnv(f)); d != "" {
+	if d := os.Getenv(FSDirEnv(f)); d != "" {
 		c = append(c, d)
 	}
 	if f == prog.Ext4 {
@@ -79,4 +79,16 @@ func openRegionFile(k prog.RegionKind, i int) (int, error) {
 		return -1, fmt.Errorf("executor: unlink file of r%d: %w", i, err)
 	}
 	return fd, nil
+}
+
+// AvailableFileSystems names the file systems of the file kinds this
+// process has a directory on (FileDir).
+func AvailableFileSystems() []string {
+	var fs []string
+	for _, f := range prog.FileSystems() {
+		if _, err := FileDir(f); err == nil {
+			fs = append(fs, f.String())
+		}
+	}
+	return fs
 }

@@ -84,6 +84,7 @@ func initMain() {
 		}
 	}
 	setupMemKinds()
+	setupFileSystems()
 	os.Setenv("PATH", "/bin:/sbin:/usr/bin:/usr/sbin")
 	os.Setenv("HOME", "/")
 	os.Setenv("TMPDIR", "/tmp")
@@ -203,7 +204,8 @@ func serve() error {
 			steps = append(steps, fmt.Sprintf("executor: started in %v", time.Since(t0).Round(time.Millisecond)))
 		}
 	}
-	if err := a.send(&Msg{Type: MsgHello, Uname: uname, Uptime: uptime(), Steps: steps, ForkImpls: executor.AvailableForkImpls()}); err != nil {
+	if err := a.send(&Msg{Type: MsgHello, Uname: uname, Uptime: uptime(), Steps: steps, ForkImpls: executor.AvailableForkImpls(),
+		FileSystems: executor.AvailableFileSystems()}); err != nil {
 		return err
 	}
 	go func() {

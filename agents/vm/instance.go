@@ -82,6 +82,7 @@ type instance struct {
 	uname   string
 	steps   []string
 	impls   []string
+	fss     []string // file systems of the file region kinds (the hello's)
 	boots   int
 	sock    string // the agent's socket of the running VM
 	started time.Time
@@ -289,8 +290,10 @@ func (in *instance) hello() error {
 				continue
 			}
 			d := time.Since(in.started)
-			cons := in.ready(m.Uname, m.Steps, m.ForkImpls, d, fmt.Sprintf("booted %s under %s in %v", strings.Fields(m.Uname + " ?")[0], in.t.accel, d.Round(time.Millisecond)))
-			in.saveState(snapMeta{Uname: m.Uname, Steps: m.Steps, Impls: m.ForkImpls, Boot: d, Console: string(cons)})
+			meta := snapMeta{Uname: m.Uname, Steps: m.Steps, Impls: m.ForkImpls, FileSystems: m.FileSystems, Boot: d}
+			cons := in.ready(meta, d, fmt.Sprintf("booted %s under %s in %v", strings.Fields(m.Uname + " ?")[0], in.t.accel, d.Round(time.Millisecond)))
+			meta.Console = string(cons)
+			in.saveState(meta)
 			return nil
 		case err := <-in.readErr:
 			<-waitOr(in.proc.exited(), 5*time.Second)
@@ -334,7 +337,7 @@ func (in *instance) restored(meta *snapMeta) error {
 	in.pipe.catchUp(100 * time.Millisecond)
 	fmt.Fprintf(in.con, "=== forkfuzz: the console of the boot whose state was loaded (saved %s) ===\n%s=== forkfuzz: end of the saved boot's console ===\n",
 		meta.Saved.Format(time.RFC3339), meta.Console)
-	in.ready(meta.Uname, meta.Steps, meta.Impls, d, fmt.Sprintf("restored %s under %s in %v from the state saved after a %v boot", strings.Fields(meta.Uname + " ?")[0], in.t.accel, d.Round(time.Millisecond), meta.Boot.Round(time.Millisecond)))
+	in.ready(*meta, d, fmt.Sprintf("restored %s under %s in %v from the state saved after a %v boot", strings.Fields(meta.Uname + " ?")[0], in.t.accel, d.Round(time.Millisecond), meta.Boot.Round(time.Millisecond)))
 	return nil
 }
 
@@ -344,10 +347,10 @@ const restoreTimeout = 30 * time.Second
 
 // ready records a VM that is up: what its agent said, the time it took,
 // the boot's console reports and set-up steps in the log.
-func (in *instance) ready(uname string, steps, impls []string, d time.Duration, line string) (console []byte) {
+func (in *instance) ready(meta snapMeta, d time.Duration, line string) (console []byte) {
 	c := in.t.cfg
 	in.t.mu.Lock()
-	in.uname, in.steps, in.impls = uname, steps, impls
+	in.uname, in.steps, in.impls, in.fss = meta.Uname, meta.Steps, meta.Impls, meta.FileSystems
 	in.t.Boots = append(in.t.Boots, d)
 	in.t.mu.Unlock()
 	fmt.Fprintf(c.Log, "vm %d: %s\n", in.idx, line)

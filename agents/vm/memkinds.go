@@ -79,6 +79,10 @@ func setupMemKinds() {
 	consolef("init: KSM running (pages_to_scan 4096, sleep 10 ms)")
 }
 
+// setupFileSystems mounts the guest's ext4 (ext4img.go); /tmp is the
+// tmpfs of the tmpfs-* regions.
+func setupFileSystems() { consolef("%s", setupExt4()) }
+
 func setupSwap(mib int) (string, error) {
 	f, err := os.OpenFile(guestSwapFile, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -99,6 +103,22 @@ func setupSwap(mib int) (string, error) {
 	if _, err := f.WriteAt(hdr, 0); err != nil {
 		return "", err
 	}
+	dev, err := attachLoop(f)
+	if err != nil {
+		return "", err
+	}
+	p, err := unix.BytePtrFromString(dev)
+	if err != nil {
+		return "", err
+	}
+	if _, _, e := unix.Syscall(unix.SYS_SWAPON, uintptr(unsafe.Pointer(p)), 0, 0); e != 0 {
+		return "", fmt.Errorf("swapon %s: %w", dev, e)
+	}
+	return dev, nil
+}
+
+// attachLoop attaches a free loop device to f and returns its path.
+func attachLoop(f *os.File) (string, error) {
 	ctl, err := unix.Open("/dev/loop-control", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", fmt.Errorf("loop device: %w", err)
@@ -116,13 +136,6 @@ func setupSwap(mib int) (string, error) {
 	defer unix.Close(lfd)
 	if err := unix.IoctlSetInt(lfd, loopSetFD, int(f.Fd())); err != nil {
 		return "", fmt.Errorf("LOOP_SET_FD %s: %w", dev, err)
-	}
-	p, err := unix.BytePtrFromString(dev)
-	if err != nil {
-		return "", err
-	}
-	if _, _, e := unix.Syscall(unix.SYS_SWAPON, uintptr(unsafe.Pointer(p)), 0, 0); e != 0 {
-		return "", fmt.Errorf("swapon %s: %w", dev, e)
 	}
 	return dev, nil
 }

@@ -51,6 +51,8 @@ type snapMeta struct {
 	Uname string        `json:"uname"`
 	Steps []string      `json:"steps"`
 	Impls []string      `json:"impls"`
+	// FileSystems: the hello's (file region kinds the guest can host).
+	FileSystems []string `json:"file_systems,omitempty"`
 	Boot  time.Duration `json:"boot"`
 	Saved time.Time     `json:"saved"`
 	// Console is the boot's console up to the hello.

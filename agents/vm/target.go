@@ -287,6 +287,33 @@ func (t *Target) ForkImpls() []string {
 	return nil
 }
 
+// FileSystems are the file systems of the file region kinds the guest
+// has (agents.FileSystemHost), as the agent reported them at the last
+// boot; nil before the first.
+func (t *Target) FileSystems() []prog.FS {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, in := range t.all {
+		if in.uname != "" {
+			return parseFileSystems(in.fss)
+		}
+	}
+	return nil
+}
+
+// parseFileSystems maps names to prog's file systems, dropping unknown ones.
+func parseFileSystems(names []string) []prog.FS {
+	var fs []prog.FS
+	for _, n := range names {
+		for _, f := range prog.FileSystems() {
+			if f.String() == n {
+				fs = append(fs, f)
+			}
+		}
+	}
+	return fs
+}
+
 // Accel is the accelerator in use ("kvm" or "tcg").
 func (t *Target) Accel() string { return t.accel }
 
@@ -351,8 +378,8 @@ func (t *Target) cleanup() {
 }
 
 // buildInitramfs writes the guest's initramfs: the agent binary (and its
-// libraries if it is not static), the modules, the agent's configuration
-// and the target file's files.
+// libraries if it is not static), the modules, the agent's configuration,
+// the target file's files and the ext4 image (ext4img.go).
 func (t *Target) buildInitramfs() error {
 	agent := t.cfg.Agent
 	if agent == "" {
@@ -388,6 +415,11 @@ func (t *Target) buildInitramfs() error {
 			}
 			f.HostFile(file.Guest, 0o755, file.Host)
 		}
+	}
+	if img, err := buildExt4Image(t.cfg.Workdir); err != nil {
+		fmt.Fprintf(t.cfg.Log, "vm: no ext4 image for the guest (ext4 regions will be refused): %v\n", err)
+	} else {
+		f.File(guestExt4Image, 0o600, img)
 	}
 	b, _ := json.MarshalIndent(cfg, "", " ")
 	f.File(AgentConfigPath, 0o644, b)

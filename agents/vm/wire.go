@@ -81,6 +81,9 @@ type Msg struct {
 	// ForkImpls are the fork-implementation profiles whose knob the guest
 	// kernel has (executor.AvailableForkImpls; "stock" always).
 	ForkImpls []string `json:"fork_impls,omitempty"`
+	// FileSystems are the file systems of the file region kinds the
+	// guest has a directory on (executor.AvailableFileSystems).
+	FileSystems []string `json:"file_systems,omitempty"`
 
 	// log
 	Text string `json:"text,omitempty"`
