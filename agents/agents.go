@@ -63,6 +63,18 @@ func (n *Native) HugetlbPages() int {
 	return v
 }
 
+// FileSystems are the file systems of the file region kinds the host has
+// a writable directory on (agents.FileSystemHost; executor.FileDir).
+func (n *Native) FileSystems() []prog.FS {
+	var fs []prog.FS
+	for _, f := range prog.FileSystems() {
+		if _, err := executor.FileDir(f); err == nil {
+			fs = append(fs, f)
+		}
+	}
+	return fs
+}
+
 // Restarts is how many times the executor process was restarted.
 func (n *Native) Restarts() int { return n.remote.Restarts }
 

@@ -116,3 +116,27 @@ func HugetlbPages(t Target) int {
 	}
 	return 0
 }
+
+// FileSystemHost is the capability of a target with directories on the
+// file systems of the file region kinds (vm.Target: the guest's /tmp and
+// its ext4 image, as the agent reported them at boot; Native: the host's,
+// executor.FileDir). A target without it has none.
+type FileSystemHost interface {
+	FileSystems() []prog.FS
+}
+
+// FileSystemsOf is what t (or the target it wraps) offers file regions:
+// its FileSystemHost answer, none without the capability.
+func FileSystemsOf(t Target) []prog.FS {
+	for t != nil {
+		if h, ok := t.(FileSystemHost); ok {
+			return h.FileSystems()
+		}
+		w, ok := t.(Wrapper)
+		if !ok {
+			return nil
+		}
+		t = w.Unwrap()
+	}
+	return nil
+}

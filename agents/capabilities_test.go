@@ -26,6 +26,7 @@ var capabilities = map[string]reflect.Type{
 	"ForkImplLister": reflect.TypeFor[agents.ForkImplLister](),
 	"PendingEvents":  reflect.TypeFor[agents.PendingEvents](),
 	"HugetlbHost":    reflect.TypeFor[agents.HugetlbHost](),
+	"FileSystemHost": reflect.TypeFor[agents.FileSystemHost](),
 }
 
 // targets are the real targets with the capabilities each claims.
@@ -33,9 +34,9 @@ var targets = []struct {
 	target agents.Target
 	has    []string
 }{
-	{(*vm.Target)(nil), []string{"Parallel", "KernelImager", "ForkImplLister", "HugetlbHost"}},
+	{(*vm.Target)(nil), []string{"Parallel", "KernelImager", "ForkImplLister", "HugetlbHost", "FileSystemHost"}},
 	{(*sim.Target)(nil), nil},
-	{(*agents.Native)(nil), []string{"ForkImplLister", "HugetlbHost"}},
+	{(*agents.Native)(nil), []string{"ForkImplLister", "HugetlbHost", "FileSystemHost"}},
 	{(*agents.ForkImplTarget)(nil), []string{"Parallel", "Wrapper", "PendingEvents"}},
 }
 
@@ -47,6 +48,8 @@ var (
 	_ agents.ForkImplLister = (*agents.Native)(nil)
 	_ agents.HugetlbHost    = (*vm.Target)(nil)
 	_ agents.HugetlbHost    = (*agents.Native)(nil)
+	_ agents.FileSystemHost = (*vm.Target)(nil)
+	_ agents.FileSystemHost = (*agents.Native)(nil)
 	_ agents.Parallel       = (*agents.ForkImplTarget)(nil)
 	_ agents.Wrapper        = (*agents.ForkImplTarget)(nil)
 	_ agents.PendingEvents  = (*agents.ForkImplTarget)(nil)

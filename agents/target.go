@@ -29,8 +29,9 @@ import (
 // declared in capabilities.go: Parallel (how many programs may run at
 // once), Wrapper (a target that runs on another), KernelImager (a target
 // that boots a kernel image), ForkImplLister (the fork implementations the
-// kernel has), PendingEvents (events seen while the target opened) and
-// HugetlbHost (free 2 MiB hugetlb pages for programs' hugetlb regions).
+// kernel has), PendingEvents (events seen while the target opened),
+// HugetlbHost (free 2 MiB hugetlb pages for programs' hugetlb regions) and
+// FileSystemHost (file systems for programs' file regions).
 //
 // Targets today: Native (host kernel), vm.Target (QEMU VMs), sim.Target
 // (the simulated kernel). Adding one: implement Target, make every event

@@ -256,6 +256,23 @@ func HugetlbWeights(t agents.Target, w gen.Weights) (gen.Weights, string) {
 	return w, fmt.Sprintf("the target has %d free 2 MiB hugetlb pages: %.0f%% of generated programs get a hugetlb region", w.HugetlbFree, 100*w.HugetlbProb)
 }
 
+// FileWeights returns w for campaigns on t: generated programs may have
+// file regions on the file systems t has (agents.FileSystemsOf;
+// w.FileSystems already set is kept), with a note naming them.
+func FileWeights(t agents.Target, w gen.Weights) (gen.Weights, string) {
+	if len(w.FileSystems) == 0 {
+		w.FileSystems = agents.FileSystemsOf(t)
+	}
+	if len(w.FileSystems) == 0 || w.FileProb <= 0 {
+		return w, ""
+	}
+	names := make([]string, len(w.FileSystems))
+	for i, f := range w.FileSystems {
+		names[i] = f.String()
+	}
+	return w, fmt.Sprintf("the target has %s: %.0f%% of generated programs get a file region on one of them", strings.Join(names, " and "), 100*w.FileProb)
+}
+
 // Run runs the campaign until ctx ends or a limit is reached.
 func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	if cfg.Target == nil {
@@ -272,6 +289,10 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	var hugeNote string
 	if cfg.Weights, hugeNote = HugetlbWeights(cfg.Target, cfg.Weights); hugeNote != "" {
 		arenaNote = strings.TrimPrefix(arenaNote+"; "+hugeNote, "; ")
+	}
+	var fileNote string
+	if cfg.Weights, fileNote = FileWeights(cfg.Target, cfg.Weights); fileNote != "" {
+		arenaNote = strings.TrimPrefix(arenaNote+"; "+fileNote, "; ")
 	}
 	// Minimization honours signals (the caller's ctx), not the duration:
 	// a finding seen in time is minimized even when the clock ran out.

@@ -541,6 +541,10 @@ func runDist(t agents.Target, kind string, cfg campaign.Config, minRuns int, min
 		cfg.Weights = w
 		fmt.Fprintf(stdout, "campaign: %s\n", note)
 	}
+	if w, note := campaign.FileWeights(t, cfg.Weights); note != "" {
+		cfg.Weights = w
+		fmt.Fprintf(stdout, "campaign: %s\n", note)
+	}
 	cs, err := dist.RunCoordinator(cctx, dist.CoordinatorConfig{Store: st, Campaign: "run", Seed: cfg.Seed,
 		Programs: cfg.Programs, Duration: cfg.Duration, Target: kind, Corrupt: cfg.Corrupt, Weights: cfg.Weights,
 		Workdir: cfg.Workdir, Blind: cfg.Blind, Queue: 4, Progress: cfg.Progress, ProgressLines: cfg.ProgressLines, ProgressEvery: cfg.ProgressEvery, Log: log})

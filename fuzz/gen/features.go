@@ -10,7 +10,7 @@ import "github.com/forkfuzz/forkfuzz/fuzz/prog"
 var FeatureNames = []string{
 	"mlock", "thp", "collapse", "pte-mapped-thp", "pinned", "dontfork", "wipeonfork",
 	"uffd-wp", "ksm", "pageout", "writers", "every-page-store", "every-page-writer",
-	"zeropage", "huge-zeropage", "hugetlb",
+	"zeropage", "huge-zeropage", "hugetlb", "file",
 }
 
 // Features returns which of FeatureNames p reaches.
@@ -34,6 +34,9 @@ func Features(p *prog.Program) map[string]bool {
 	for _, r := range p.Regions {
 		if r.Kind.Hugetlb() {
 			f["hugetlb"] = true
+		}
+		if r.Kind.FS() != prog.NoFS {
+			f["file"] = true
 		}
 	}
 	everyPage := func(op prog.Op) bool {

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
 // TestFeatureFrequencies generates programs under each profile and
@@ -29,7 +31,8 @@ func TestFeatureFrequencies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.HugetlbFree = 16 // as on a VM target (a 1 GiB guest's reserve)
+		w.HugetlbFree = 16                               // as on a VM target (a 1 GiB guest's reserve)
+		w.FileSystems = []prog.FS{prog.Tmpfs, prog.Ext4} // as on a VM target with its ext4 image
 		count := map[string]int{}
 		for i := 0; i < n; i++ {
 			r := rand.New(rand.NewPCG(uint64(i), 42))

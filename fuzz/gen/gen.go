@@ -57,6 +57,7 @@ func generate(r *rand.Rand, w Weights) *prog.Program {
 	if g.hugetlb() { // hugetlb.go
 		g.p = Repair(g.p)
 	}
+	g.fileRegion() // files.go
 	g.p.Arena = g.arena()
 	return g.p
 }

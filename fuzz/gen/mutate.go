@@ -36,6 +36,7 @@ func Mutate(r *rand.Rand, p *prog.Program, corpus []*prog.Program, w Weights) *p
 		if fitHugetlb(q, m.w.HugetlbFree) { // hugetlb.go
 			q = Repair(q)
 		}
+		fitFiles(q, m.w.FileSystems) // files.go
 		if !equal(q, base) {
 			return q
 		}

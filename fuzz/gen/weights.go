@@ -147,6 +147,12 @@ type Weights struct {
 	// target, agents.HugetlbPages) means none.
 	HugetlbProb float64
 	HugetlbFree int
+	// FileProb is the probability that a program gets a file region
+	// (files.go) on one of FileSystems, the file systems the target has
+	// a directory on (none by default: the campaign sets them from the
+	// target, agents.FileSystemsOf).
+	FileProb    float64
+	FileSystems []prog.FS
 }
 
 // MutationWeights weighs the kinds of change Mutate makes.
@@ -211,6 +217,7 @@ func DefaultWeights() Weights {
 		ArenaLowProb:        0.25,
 		ArenaLowAimedProb:   0.9,
 		HugetlbProb:         0.12,
+		FileProb:            0.15,
 		// ChildFailProb stays 0 by default: campaigns reach the child's
 		// failure points through sweep --child (every point in turn).
 		MaxChildFail: 48, // the child of a small program passes about 36 under Async-fork (6.1 port)
