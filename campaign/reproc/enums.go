@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -53,13 +54,28 @@ func emitEnums(b *bytes.Buffer) {
 		fmt.Fprintf(b, "_Static_assert((%s) == %d, %s);\n", d.Linux, d.Value, cstr("prog: prot "+d.Name+" is "+d.Linux))
 	}
 
-	fmt.Fprintf(b, "struct regionkind { int shared, memfd, hugetlb; };\n#define NUM_REGION_KINDS %d\nstatic const struct regionkind REGION_KINDS[] = {\n", prog.NumRegionKinds)
+	fmt.Fprintf(b, "struct regionkind { int shared, memfd, hugetlb, fs; };\n#define NUM_REGION_KINDS %d\nstatic const struct regionkind REGION_KINDS[] = {\n", prog.NumRegionKinds)
 	for k := prog.RegionKind(0); int(k) < prog.NumRegionKinds; k++ {
 		d := k.Info()
-		fmt.Fprintf(b, "\t{%d, %d, %d}, /* %s: %s */\n", b2i(d.Shared), b2i(d.Memfd), b2i(d.Hugetlb), d.Name, d.Linux)
+		fmt.Fprintf(b, "\t{%d, %d, %d, %d}, /* %s: %s */\n", b2i(d.Shared), b2i(d.Memfd), b2i(d.Hugetlb), d.FS, d.Name, d.Linux)
 	}
 	b.WriteString("};\n")
 	staticLen(b, "REGION_KINDS", "NUM_REGION_KINDS", "one entry per prog.RegionKind")
+
+	// The file systems of the file kinds: where the executor looks for a
+	// directory (executor.FileDir), the same order here.
+	fmt.Fprintf(b, "struct filesystem { const char *name, *env; long magic; };\n#define NUM_FS %d\nstatic const struct filesystem FILE_SYSTEMS[] = {\n", prog.NumFS)
+	for f := prog.FS(0); int(f) < prog.NumFS; f++ {
+		d := f.Info()
+		env := "0"
+		if d.Name != "" {
+			env = cstr(executor.FSDirEnv(f))
+		}
+		fmt.Fprintf(b, "\t{%s, %s, %#x},\n", cstr(d.Name), env, d.Magic)
+	}
+	b.WriteString("};\n")
+	staticLen(b, "FILE_SYSTEMS", "NUM_FS", "one entry per prog.FS")
+	fmt.Fprintf(b, "#define GUEST_EXT4_DIR %s\n", cstr(executor.GuestExt4Dir))
 
 	fmt.Fprintf(b, "#define NUM_THPS %d\nstatic const int THP_ADVICE[] = { /* the madvise at creation, -1: none */\n", prog.NumTHPs)
 	for t := prog.THP(0); int(t) < prog.NumTHPs; t++ {

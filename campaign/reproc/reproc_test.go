@@ -170,6 +170,9 @@ func hostCannot(tg agents.Target, p *prog.Program) string {
 		if r.Kind.Hugetlb() && agents.HugetlbPages(tg) < 8 {
 			return fmt.Sprintf("a %s region needs free 2 MiB hugetlb pages; the host has %d", r.Kind, agents.HugetlbPages(tg))
 		}
+		if f := r.Kind.FS(); f != prog.NoFS && !slices.Contains(agents.FileSystemsOf(tg), f) {
+			return fmt.Sprintf("a %s region needs a writable directory on %s; the host has none", r.Kind, f)
+		}
 	}
 	return ""
 }

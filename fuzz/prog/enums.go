@@ -22,6 +22,7 @@ const (
 	NumMremapFlags = 3 // bits of MremapFlags
 	NumPolicies    = int(numPolicies)
 	NumAnonNames   = int(numAnonNames)
+	NumFS          = int(numFS)
 )
 
 // OpInfo describes an operation kind.
