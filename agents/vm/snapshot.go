@@ -48,13 +48,13 @@ type snapshots struct {
 // snapMeta is what the agent's hello said when the state was saved: a
 // restored VM sends no hello.
 type snapMeta struct {
-	Uname string        `json:"uname"`
-	Steps []string      `json:"steps"`
-	Impls []string      `json:"impls"`
+	Uname string   `json:"uname"`
+	Steps []string `json:"steps"`
+	Impls []string `json:"impls"`
 	// FileSystems: the hello's (file region kinds the guest can host).
-	FileSystems []string `json:"file_systems,omitempty"`
-	Boot  time.Duration `json:"boot"`
-	Saved time.Time     `json:"saved"`
+	FileSystems []string      `json:"file_systems,omitempty"`
+	Boot        time.Duration `json:"boot"`
+	Saved       time.Time     `json:"saved"`
 	// Console is the boot's console up to the hello.
 	Console string `json:"console"`
 }
