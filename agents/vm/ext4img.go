@@ -40,9 +40,15 @@ const (
 // mkfsArgs makes a small-metadata ext4: few inodes (a program has at most
 // 16 files), a 4 MiB journal, no blocks reserved for growing it (2 MiB of
 // them otherwise), inode tables and journal not zeroed (a new file
-// system's are zero already: the sparse file's holes).
+// system's are zero already: the sparse file's holes). A fixed UUID, hash
+// seed and time (mkfsEnv) make the image the same on every build, so the
+// initramfs, and the saved VM states keyed by it, stay the same.
 var mkfsArgs = []string{"-q", "-F", "-t", "ext4", "-b", "4096", "-N", "256", "-J", "size=4", "-O", "^resize_inode",
-	"-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", "-L", "forkfuzz"}
+	"-U", "666f726b-6675-7a7a-0000-000000000001",
+	"-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard,hash_seed=666f726b-6675-7a7a-0000-000000000002", "-L", "forkfuzz"}
+
+// mkfsEnv fixes the time mkfs.ext4 writes into the image.
+const mkfsEnv = "E2FSPROGS_FAKE_TIME=1733356800"
 
 // buildExt4Image runs mkfs.ext4 on a sparse file in dir and returns the
 // image in the sparse format. The error says why there is none (no
@@ -71,7 +77,9 @@ func buildExt4Image(dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := exec.Command(mkfs, append(mkfsArgs, img)...).CombinedOutput()
+	cmd := exec.Command(mkfs, append(mkfsArgs, img)...)
+	cmd.Env = append(os.Environ(), mkfsEnv)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %s", mkfs, err, strings.TrimSpace(string(out)))
 	}
