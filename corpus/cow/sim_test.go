@@ -26,8 +26,8 @@ func TestSimMutants(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if hugetlbRegion(p) {
-			continue // the simulated kernel has no hugetlb pages
+		if simLacks(p) {
+			continue // the simulated kernel has no hugetlb pages and no ext4
 		}
 		progs, names = append(progs, p), append(names, c.File)
 	}
@@ -69,10 +69,11 @@ func TestSimMutants(t *testing.T) {
 	}
 }
 
-// hugetlbRegion says whether p has a hugetlb region.
-func hugetlbRegion(p *prog.Program) bool {
+// simLacks says whether p has a region the simulated kernel lacks
+// (hugetlb pages, ext4).
+func simLacks(p *prog.Program) bool {
 	for _, r := range p.Regions {
-		if r.Kind.Hugetlb() {
+		if r.Kind.Hugetlb() || r.Kind.FS() == prog.Ext4 {
 			return true
 		}
 	}
