@@ -39,6 +39,7 @@ import (
 //	vmsplice r0 off=0x0 len=0x2000 pipe=p0
 //	readpipe p0
 //	migrate r0 off=0x0 len=0x4000                        # move pages to the next NUMA node
+//	remapfile r1 off=0x0 len=0x2000 pgoff=0x10           # remap_file_pages: file page 0x10 on
 //	t2: migrateloop r0 off=0x0 len=0x4000 until=f4       # ... back and forth while f4 forks
 //
 // The header line comes first; region lines come before operations and are
@@ -91,6 +92,8 @@ func (op Op) String() string {
 		fmt.Fprintf(&b, " r%d off=%#x len=%#x policy=%v", op.Region, op.Off, op.Len, op.Policy)
 	case OpAnonName:
 		fmt.Fprintf(&b, " r%d off=%#x len=%#x name=%v", op.Region, op.Off, op.Len, op.Name)
+	case OpRemapFile:
+		fmt.Fprintf(&b, " r%d off=%#x len=%#x pgoff=%#x", op.Region, op.Off, op.Len, op.PgOff)
 	case OpMprotect:
 		fmt.Fprintf(&b, " r%d off=%#x len=%#x prot=%v", op.Region, op.Off, op.Len, op.Prot)
 	case OpMadvise, OpPMadvise:
@@ -508,6 +511,8 @@ func opWant(k OpKind) map[string]bool {
 		want = map[string]bool{"off": true, "len": true, "policy": true}
 	case OpAnonName:
 		want = map[string]bool{"off": true, "len": true, "name": true}
+	case OpRemapFile:
+		want = map[string]bool{"off": true, "len": true, "pgoff": true}
 	case OpMremap:
 		want = map[string]bool{"off": true, "len": true, "newlen": true, "flags": false, "to": false, "tooff": false}
 	}
@@ -516,7 +521,7 @@ func opWant(k OpKind) map[string]bool {
 
 // opNums sets op's numbers and references (fork, pipe) from kv.
 func (ps *parser) opNums(op *Op, kv map[string]kvTok) error {
-	nums := map[string]*uint64{"off": &op.Off, "len": &op.Len, "newlen": &op.NewLen, "stride": &op.Stride, "tooff": &op.ToOff}
+	nums := map[string]*uint64{"off": &op.Off, "len": &op.Len, "newlen": &op.NewLen, "stride": &op.Stride, "tooff": &op.ToOff, "pgoff": &op.PgOff}
 	for k, dst := range nums {
 		if t, ok := kv[k]; ok {
 			v, err := ps.num(t)

@@ -229,6 +229,9 @@ const (
 	OpMbind
 	OpAnonName
 	OpPMadvise
+	// remap_file_pages(2) of a shared mapping (vmaops.go): the range
+	// becomes a fresh mapping of the same file at page PgOff.
+	OpRemapFile
 	numOpKinds
 )
 
@@ -290,6 +293,7 @@ const (
 //	madvise, pmadvise        Region, Off, Len, Advice (pmadvise: cold or pageout)
 //	mbind                    Region, Off, Len, Policy
 //	anonname                 Region, Off, Len, Name
+//	remapfile                Region, Off, Len, PgOff (file page, at most MaxPgOff)
 //	mremap                   Region, Off, Len, NewLen, Flags, To, ToOff (To/ToOff with MremapFixed)
 //	fork                     Fork, FailNth, OOMMemcg, ChildFail, ChildOOM (optional fault injection, main process only),
 //	                         Hold (the child stays off the CPU for the parent's next Hold operations)
@@ -324,6 +328,9 @@ type Op struct {
 	Pipe   int
 	Policy Policy   // mbind: the memory policy (on node 0)
 	Name   AnonName // anonname: the name (AnonNone clears it)
+	// PgOff, on a remapfile, is the page of the mapped file (or shmem
+	// object) that the range's first page shows after it.
+	PgOff uint64
 	// FailNth, on a fork, makes the FailNth-th fault-injection point the
 	// forking thread reaches inside fork() fail (/proc/thread-self/fail-nth;
 	// 0: no injection). See docs/rollback.md.

@@ -159,7 +159,7 @@ func (v *validator) op(i int) error {
 	case OpStoreLoop, OpStore, OpPwrite:
 		err = v.store(i, &op)
 	case OpMmap, OpMunmap, OpMprotect, OpMadvise, OpMremap, OpMlock, OpMunlock,
-		OpMlockOnfault, OpMbind, OpAnonName, OpPMadvise:
+		OpMlockOnfault, OpMbind, OpAnonName, OpPMadvise, OpRemapFile:
 		err = v.mapping(i, &op)
 	case OpFork, OpWait, OpKill:
 		err = v.fork(i, &op)
@@ -265,6 +265,9 @@ func (v *validator) mapping(i int, op *Op) error {
 	}
 	if op.Kind == OpAnonName && op.Name >= numAnonNames {
 		return opErr(i, "bad name %d", op.Name)
+	}
+	if op.Kind == OpRemapFile && op.PgOff > MaxPgOff {
+		return opErr(i, "pgoff %#x past the limit %#x", op.PgOff, MaxPgOff)
 	}
 	if op.Kind != OpMremap {
 		return nil

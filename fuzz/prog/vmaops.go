@@ -1,8 +1,8 @@
 package prog
 
 // VMA changes that go through neither mprotect, madvise nor mremap (issue
-// 31). Each splits a VMA where it changes an attribute, none changes
-// content, and each may run on a thread racing a fork:
+// 31). Each splits a VMA where it changes an attribute, none but
+// remapfile changes content, and each may run on a thread racing a fork:
 //
 //	mlockonfault r off len
 //	    mlock2(MLOCK_ONFAULT): VM_LOCKED|VM_LOCKONFAULT without faulting
@@ -23,6 +23,24 @@ package prog
 //	    itself, with MADV_COLD or MADV_PAGEOUT: madvise's rules; the
 //	    result is the bytes advised. Skipped where the kernel has no
 //	    process_madvise (Linux 5.10) or refuses it to the executor.
+//	remapfile r off len pgoff=N
+//	    remap_file_pages(2) (deprecated, emulated since Linux 3.16) with
+//	    prot 0, no flags and file page N: start and len are rounded
+//	    down to pages (less than a page: EINVAL). The VMA at start must
+//	    be a shared mapping (memfd, file or shared anonymous: shmem),
+//	    and any VMA the range runs on into must follow without a hole,
+//	    map the same file and have the same VM_ flags (so mprotect,
+//	    mlock, dontfork or hugepage advice between them is EINVAL;
+//	    mbind and anonymous names are not flags). The range then becomes
+//	    a fresh MAP_SHARED|MAP_FIXED|MAP_POPULATE mapping of that file
+//	    at page N with the first VMA's protection, locked (MAP_LOCKED)
+//	    if it was: advice, policy, name and uffd registration are gone,
+//	    and the pages show the file's pages N, N+1, ... (past the end of
+//	    the file: beyond EOF, as a mapping there would be).
+
+// MaxPgOff bounds a remapfile's pgoff: twice the pages of a memfd or
+// file region's file (SpanPages), so a range may lie past its end.
+const MaxPgOff = 2 * SpanPages
 
 // Policy is an mbind memory policy.
 type Policy uint8
