@@ -10,8 +10,8 @@ import (
 // The VMA operations of fuzz/prog/vmaops.go, as the main process, its
 // threads and its children run them. Raw system calls only (doc.go).
 
-// vmaOp runs operation op (of kind mlockonfault, mbind, anonname or
-// pmadvise) at addr. skip is the obs.Skip code when the kernel cannot do
+// vmaOp runs operation op (of kind mlockonfault, mbind, anonname,
+// pmadvise or remapfile) at addr. skip is the obs.Skip code when the kernel cannot do
 // it (found out once: vmaops.go), with the errno that says why.
 //
 //forkfuzz:childsafe
@@ -50,6 +50,8 @@ func (m *machine) vmaOp(op *prog.Op, addr uintptr) (errno uintptr, ret uint64, s
 		if errno == 0 {
 			ret = uint64(n)
 		}
+	case prog.OpRemapFile:
+		_, errno = remapFileSys(addr, uintptr(op.Len), uintptr(op.PgOff))
 	default:
 		return uintptr(unix.ENOSYS), 0, obs.SkipUnhandled
 	}

@@ -57,3 +57,10 @@ func pmadviseSys(iov *[2]uint64, addr, n uintptr, adv int) (uintptr, uintptr) {
 	sys1(unix.SYS_CLOSE, fd)
 	return r, e
 }
+
+// remapFileSys is remap_file_pages(addr, n, prot 0, pgoff, flags 0).
+//
+//forkfuzz:childsafe
+func remapFileSys(addr, n, pgoff uintptr) (uintptr, uintptr) {
+	return rawSyscall6(unix.SYS_REMAP_FILE_PAGES, addr, n, 0, pgoff, 0, 0)
+}
