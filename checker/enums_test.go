@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -46,6 +47,9 @@ func TestEveryArgumentModelled(t *testing.T) {
 			progs = append(progs, "pmadvise r0 off=0x0 len=0x1000 advice="+a.String())
 		}
 	}
+	for _, pgoff := range []uint64{0, 1, 4, prog.SpanPages - 1, prog.MaxPgOff} {
+		progs = append(progs, fmt.Sprintf("remapfile r1 off=0x0 len=0x2000 pgoff=%#x", pgoff))
+	}
 	for f := prog.MremapFlags(0); int(f) < 1<<prog.NumMremapFlags; f++ {
 		to := ""
 		if f&prog.MremapFixed != 0 {
@@ -54,7 +58,7 @@ func TestEveryArgumentModelled(t *testing.T) {
 		progs = append(progs, "mremap r0 off=0x0 len=0x1000 newlen=0x1000 flags="+f.String()+to)
 	}
 	for _, text := range progs {
-		p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4 thp=default\n" + text + "\ncheck\n"))
+		p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4 thp=default\nregion r1 memfd-shared pages=4 thp=default\n" + text + "\ncheck\n"))
 		if err != nil {
 			t.Fatalf("%s: %v", text, err)
 		}

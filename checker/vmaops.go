@@ -6,8 +6,8 @@ import (
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
-// The model of the VMA operations of fuzz/prog/vmaops.go. None changes
-// content; each changes an attribute that keeps a VMA from merging with
+// The model of the VMA operations of fuzz/prog/vmaops.go but remapfile
+// (remapfile.go). None changes content; each changes an attribute that keeps a VMA from merging with
 // its neighbours (so a later mremap across the boundary fails), and fork
 // copies the policy and the name but not the lock:
 //
@@ -43,6 +43,8 @@ func (m *machine) vmaOp(pr *proc, i int) {
 		m.anonName(pr, i)
 	case prog.OpPMadvise:
 		m.pmadvise(pr, i)
+	case prog.OpRemapFile:
+		m.remapFile(pr, i) // remapfile.go
 	default:
 		m.unhandled(pr, i)
 	}

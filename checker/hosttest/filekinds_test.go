@@ -33,6 +33,9 @@ var fileCases = []fileCase{
 	{"pageout-populate-mlock", "store r1 off=0x0 count=8 stride=0x1000\nmadvise r1 off=0x0 len=0x8000 advice=pageout\nmadvise r0 off=0x0 len=0x8000 advice=populate_write\nmlock r0 off=0x0 len=0x4000\nfork f0\nf0: check\nwait f0\ncheck", -1, 0},
 	{"uringreg", "pwrite r0 off=0x0 count=2 stride=0x1000\nuringreg r0 off=0x0 len=0x2000\nfork f0\nf0: check\nwait f0\npwrite r0 off=0x8 count=2 stride=0x1000\ncheck", -1, 0},
 	{"odirect-vmsplice", "store r1 off=0x0 count=4 stride=0x1000\nvmsplice r1 off=0x0 len=0x2000 pipe=p0\nfork f0\nstore r1 off=0x8 count=4 stride=0x1000\nf0: check\nwait f0\nreadpipe p0\nodirect r0 off=0x0 len=0x1000\ncheck", -1, 0},
+	{"remapfile", "store r1 off=0x5010 count=1 stride=0x8\nremapfile r1 off=0x0 len=0x2000 pgoff=0x5\nstore r1 off=0x18 count=1 stride=0x8\nfork f0\nf0: check\nwait f0\ncheck", 1, 0},
+	{"remapfile-private-einval", "remapfile r0 off=0x0 len=0x1000 pgoff=0x1", 0, syscall.EINVAL},
+	{"remapfile-past-eof", "remapfile r1 off=0x0 len=0x2000 pgoff=0x7fff\nstore r1 off=0x0 count=2 stride=0x1000\ncheck\nfork f0\nf0: check\nwait f0", 0, 0},
 	{"threads-at-fork", "store r0 off=0x0 count=8 stride=0x1000\nt1: storeloop r1 off=0x0 count=4 stride=0x1000 until=f0\nfork f0\nstore r0 off=0x8 count=8 stride=0x1000\nf0: check\nwait f0\njoin t1\ncheck", -1, 0},
 }
 

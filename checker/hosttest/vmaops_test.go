@@ -58,6 +58,30 @@ var vmaOpCases = []vmaOpCase{
 	{"pmadvise-locked", "mlock r0 off=0x0 len=0x1000\npmadvise r0 off=0x0 len=0x8000 advice=cold", 1, syscall.EINVAL},
 	{"pmadvise-hole", "munmap r2 off=0x1000 len=0x1000\npmadvise r2 off=0x0 len=0x8000 advice=cold", 1, syscall.ENOMEM},
 	{"pmadvise-child", "store r3 off=0x0 count=8 stride=0x1000\nfork f0\nf0: pmadvise r3 off=0x0 len=0x8000 advice=pageout\nf0: check\nwait f0", 2, 0},
+	// remap_file_pages: shared mappings only; the range must be one
+	// file's mappings with the same flags and no hole; the pages then
+	// show the object from pgoff on (past its end: beyond EOF).
+	{"remapfile-memfd-shared", "pwrite r2 off=0x5008 count=1 stride=0x8\nremapfile r2 off=0x0 len=0x2000 pgoff=0x5\nstore r2 off=0x10 count=1 stride=0x8\ncheck", 1, 0},
+	{"remapfile-anon-shared", "store r3 off=0x7010 count=1 stride=0x8\nremapfile r3 off=0x0 len=0x1000 pgoff=0x7\nstore r3 off=0x18 count=1 stride=0x8\ncheck", 1, 0},
+	{"remapfile-anon-private", "remapfile r0 off=0x0 len=0x1000 pgoff=0x0", 0, syscall.EINVAL},
+	{"remapfile-memfd-private", "remapfile r1 off=0x0 len=0x1000 pgoff=0x1", 0, syscall.EINVAL},
+	{"remapfile-short", "remapfile r2 off=0x0 len=0x800 pgoff=0x1", 0, syscall.EINVAL},
+	{"remapfile-across-mprotect", "mprotect r2 off=0x1000 len=0x1000 prot=r\nremapfile r2 off=0x0 len=0x4000 pgoff=0x0", 1, syscall.EINVAL},
+	{"remapfile-from-readonly", "mprotect r2 off=0x0 len=0x1000 prot=r\nremapfile r2 off=0x0 len=0x1000 pgoff=0x4\nstore r2 off=0x0 count=2 stride=0x1000\ncheck", 1, 0},
+	{"remapfile-across-dontfork", "madvise r3 off=0x1000 len=0x1000 advice=dontfork\nremapfile r3 off=0x0 len=0x4000 pgoff=0x0", 1, syscall.EINVAL},
+	{"remapfile-drops-dontfork", "store r3 off=0x0 count=8 stride=0x1000\nmadvise r3 off=0x1000 len=0x1000 advice=dontfork\nremapfile r3 off=0x1000 len=0x1000 pgoff=0x1\nremapfile r3 off=0x0 len=0x4000 pgoff=0x0\nfork f0\nf0: check\nwait f0", 3, 0},
+	{"remapfile-across-mbind", "mbind r2 off=0x1000 len=0x1000 policy=bind\nremapfile r2 off=0x0 len=0x4000 pgoff=0x0\ncheck", 1, 0},
+	{"remapfile-across-hole", "munmap r2 off=0x2000 len=0x1000\nremapfile r2 off=0x0 len=0x4000 pgoff=0x0", 1, syscall.EINVAL},
+	{"remapfile-into-end-hole", "remapfile r2 off=0x6000 len=0x4000 pgoff=0x0", 0, syscall.EINVAL},
+	{"remapfile-across-another-object", "munmap r3 off=0x4000 len=0x4000\nmmap r3 off=0x4000 len=0x4000\nremapfile r3 off=0x3000 len=0x2000 pgoff=0x0", 2, syscall.EINVAL},
+	{"remapfile-across-remapped", "store r2 off=0x0 count=8 stride=0x1000\nremapfile r2 off=0x1000 len=0x1000 pgoff=0x20\nremapfile r2 off=0x0 len=0x4000 pgoff=0x2\ncheck", 2, 0},
+	{"remapfile-past-eof", "store r3 off=0x0 count=8 stride=0x1000\nremapfile r3 off=0x4000 len=0x4000 pgoff=0x6\nstore r3 off=0x4008 count=4 stride=0x1000\ncheck\nfork f0\nf0: check\nwait f0", 1, 0},
+	{"remapfile-locked", "store r2 off=0x0 count=8 stride=0x1000\nmlock r2 off=0x0 len=0x4000\nremapfile r2 off=0x0 len=0x4000 pgoff=0x4\nmadvise r2 off=0x0 len=0x1000 advice=dontneed\ncheck", 2, 0},
+	{"remapfile-across-locked", "mlock r2 off=0x0 len=0x1000\nremapfile r2 off=0x0 len=0x2000 pgoff=0x0", 1, syscall.EINVAL},
+	{"remapfile-drops-onfault", "mlockonfault r3 off=0x0 len=0x1000\nremapfile r3 off=0x0 len=0x1000 pgoff=0x2\nmlock r3 off=0x1000 len=0x1000\nremapfile r3 off=0x0 len=0x2000 pgoff=0x0\ncheck", 3, 0},
+	{"remapfile-before-fork", "pwrite r2 off=0x3008 count=1 stride=0x8\nremapfile r2 off=0x0 len=0x1000 pgoff=0x3\nfork f0\nf0: check\nf0: store r2 off=0x10 count=1 stride=0x8\nwait f0\ncheck", 1, 0},
+	{"remapfile-in-child", "pwrite r2 off=0x6008 count=1 stride=0x8\nstore r3 off=0x5000 count=1 stride=0x8\nfork f0\nf0: remapfile r2 off=0x0 len=0x2000 pgoff=0x6\nf0: remapfile r3 off=0x0 len=0x1000 pgoff=0x5\nf0: store r2 off=0x10 count=1 stride=0x8\nf0: check\nwait f0\ncheck", 3, 0},
+	{"remapfile-threads-racing-fork", "store r2 off=0x0 count=8 stride=0x1000\nt1: remapfile r2 off=0x0 len=0x4000 pgoff=0x4\nt2: remapfile r3 off=0x2000 len=0x2000 pgoff=0x0\nfork f0\nstore r0 off=0x8 count=8 stride=0x1000\nf0: check\nwait f0\njoin t1\njoin t2\ncheck", 1, 0},
 	// On a thread while the main thread forks.
 	{"threads-racing-fork", "store r0 off=0x0 count=8 stride=0x1000\nt1: mbind r0 off=0x2000 len=0x2000 policy=bind\nt2: mlockonfault r1 off=0x0 len=0x4000\nt1: pmadvise r0 off=0x0 len=0x8000 advice=pageout\nt2: madvise r2 off=0x0 len=0x8000 advice=populate_write\nt3: anonname r0 off=0x0 len=0x1000 name=b\nfork f0\nstore r0 off=0x8 count=8 stride=0x1000\nf0: check\nwait f0\njoin t1\njoin t2\njoin t3\ncheck", 6, 0},
 }
