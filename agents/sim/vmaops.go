@@ -5,7 +5,8 @@ import "github.com/forkfuzz/forkfuzz/fuzz/prog"
 // The VMA operations of fuzz/prog/vmaops.go that are not a flag of mlock
 // (MlockOnfault) or madvise: the simulated kernel keeps each VMA's memory
 // policy and anonymous name, so VMAs split and merge where Linux's do. It
-// keeps no page placement, so a policy moves nothing.
+// keeps no page placement, so a policy moves nothing. remap_file_pages
+// (RemapFile) maps a shared range afresh at another file offset.
 
 // EBADF is PR_SET_VMA_ANON_NAME's answer for a file mapping.
 const EBADF = 9
@@ -112,13 +113,52 @@ func (m *MM) PMadvise(a, length uint64, adv prog.Advice) (uint64, int) {
 	return length, 0
 }
 
-// vmaOp runs an mbind, anonname or pmadvise of op at addr in m.
+// RemapFile is remap_file_pages(2) with prot 0, no flags and file page
+// pgoff (Linux 6.1 mm/mmap.c): start and length rounded down to pages;
+// the VMA at a must be shared, and the VMAs the range runs into must
+// follow it without a hole, with the same file and the same flags; then
+// the range is mapped afresh (MAP_SHARED|MAP_FIXED, MAP_LOCKED if the
+// first VMA is locked) from that file at pgoff with the first VMA's
+// protection: no advice, policy or name survives. Populating a shared
+// mapping faults nothing private in.
+func (m *MM) RemapFile(a, length, pgoff uint64) int {
+	a &^= pageMask
+	length &^= pageMask
+	if length == 0 {
+		return EINVAL
+	}
+	e := a + length
+	v := m.vmaAt(a)
+	if v == nil || v.Flags&VMShared == 0 {
+		return EINVAL
+	}
+	prev := v
+	for _, w := range m.overlapping(v.End, e) {
+		if w.Start != prev.End || w.File != v.File || w.Flags != v.Flags {
+			return EINVAL
+		}
+		prev = w
+	}
+	if prev.End < e {
+		return EINVAL
+	}
+	nv := &VMA{Start: a, End: e, Flags: v.Flags&(VMRead|VMWrite|VMLocked) | VMShared, File: v.File, PgOff: pgoff * pageSize}
+	m.k.syncVMAs(m, a, e, 0)
+	m.unmapRange(a, e)
+	m.insertVMA(nv)
+	m.mergeAround(a, e)
+	return 0
+}
+
+// vmaOp runs an mbind, anonname, pmadvise or remapfile of op at addr in m.
 func (x *machine) vmaOp(m *MM, op *prog.Op, addr uint64) (ret uint64, errno int) {
 	switch op.Kind {
 	case prog.OpMbind:
 		return 0, m.Mbind(addr, op.Len, op.Policy)
 	case prog.OpAnonName:
 		return 0, m.AnonName(addr, op.Len, op.Name)
+	case prog.OpRemapFile:
+		return 0, m.RemapFile(addr, op.Len, op.PgOff)
 	default:
 		return m.PMadvise(addr, op.Len, op.Advice)
 	}
