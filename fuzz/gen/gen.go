@@ -274,8 +274,21 @@ func (g *generator) forkBlock(proc, depth int) (ops []prog.Op, deferred int) {
 	if proc == 0 && g.w.PreForkAdviceProb > 0 && chance(g.r, g.w.PreForkAdviceProb) {
 		ri := g.r.IntN(len(g.p.Regions))
 		off, n := g.span(ri)
-		adv := oneOf(g.r, prog.AdvPageout, prog.AdvPageout, prog.AdvMergeable, prog.AdvCollapse, prog.AdvCold, prog.AdvPopulateWrite)
+		adv := oneOf(g.r, prog.AdvPageout, prog.AdvPageout, prog.AdvMergeable, prog.AdvMergeable, prog.AdvCollapse, prog.AdvCold, prog.AdvPopulateWrite)
 		if adv == prog.AdvMergeable {
+			// KSM merges private anonymous pages only: aim at such a
+			// region where there is one (a default campaign's census
+			// saw no KSM page at 146 forks without this).
+			var anon []int
+			for i, r := range g.p.Regions {
+				if r.Kind == prog.AnonPrivate {
+					anon = append(anon, i)
+				}
+			}
+			if len(anon) > 0 {
+				ri = anon[g.r.IntN(len(anon))]
+				off, n = g.span(ri)
+			}
 			// Present zero-filled pages are identical: ksmd merges
 			// them (the executor waits for it), so the fork meets
 			// KSM pages.
