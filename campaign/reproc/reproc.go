@@ -341,6 +341,7 @@ struct op {
 	int childfail;
 	uint64_t childoom;
 	int hold, policy, name;
+	uint64_t pgoff;
 	const char *text;
 };
 enum { RET_NONE, RET_EXACT, RET_KILLED, RET_EXIT0, RET_MREMAP };
@@ -386,10 +387,10 @@ func (g *gen) emit() []byte {
 	scratch, memcg, failnth, ring, uffd, numa := 0, 0, 0, 0, 0, 0
 	fmt.Fprintf(&b, "\n#define NOPS %d\nstatic const struct op OPS[] = {\n", len(p.Ops))
 	for i, op := range p.Ops {
-		fmt.Fprintf(&b, "\t{%d, %d, %d, %d, %#x, %#x, %d, %#x, %d, %d, %#x, %d, %d, %#x, %d, %d, %d, %d, %d, %#x, %d, %#x, %d, %d, %d, %s},\n",
+		fmt.Fprintf(&b, "\t{%d, %d, %d, %d, %#x, %#x, %d, %#x, %d, %d, %#x, %d, %d, %#x, %d, %d, %d, %d, %d, %#x, %d, %#x, %d, %d, %d, %#x, %s},\n",
 			op.Proc, op.Thread, int(op.Kind), op.Region, op.Off, op.Len, op.Count, op.Stride, int(op.Prot), int(op.Advice),
 			op.NewLen, int(op.Flags), op.To, op.ToOff, op.Fork, op.Peer, op.Into, op.Pipe, op.FailNth, op.OOMMemcg, op.ChildFail, op.ChildOOM, op.Hold,
-			int(op.Policy), int(op.Name), cstr(opText(p, i)))
+			int(op.Policy), int(op.Name), op.PgOff, cstr(opText(p, i)))
 		switch op.Kind {
 		case prog.OpVmsplice, prog.OpReadPipe:
 			usesPipe[op.Pipe] = 1

@@ -40,7 +40,7 @@ const numOrdinaryKinds = prog.HugetlbPrivate
 // valuePrograms are the programs every interpreter's table test runs, for
 // the C reproducer: every operation kind's example, and for every value
 // of every enum argument (advice, protection, THP, region kind, mremap
-// flags, mbind policy, anonymous VMA name) a program that passes it to the
+// flags, mbind policy, anonymous VMA name, remapfile pgoff) a program that passes it to the
 // kernel, on every region kind where it is a region's argument. Then the regression program of issue
 // 30: the reproducer indexed its hand-written advice table past its end
 // for mergeable and unmergeable.
@@ -111,6 +111,8 @@ func valuePrograms(t *testing.T) []entry {
 		}
 	}
 	vma("mlockonfault", "mlockonfault r%d off=0x1000 len=0x2000")
+	vma("remapfile", "remapfile r%d off=0x1000 len=0x2000 pgoff=0x2")
+	vma("remapfile/past-eof", "remapfile r%d off=0x0 len=0x2000 pgoff=0x3")
 	const ksm = "regress/ksm-mergeable-every-page.ffz"
 	b, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "corpus", ksm))
 	if err != nil {
