@@ -50,10 +50,13 @@ var mkfsArgs = []string{"-q", "-F", "-t", "ext4", "-b", "4096", "-N", "256", "-J
 // mkfsEnv fixes the time mkfs.ext4 writes into the image.
 const mkfsEnv = "E2FSPROGS_FAKE_TIME=1733356800"
 
-// buildExt4Image runs mkfs.ext4 on a sparse file in dir and returns the
-// image in the sparse format. The error says why there is none (no
-// mkfs.ext4 on the host).
-func buildExt4Image(dir string) ([]byte, error) {
+// BuildExt4Image runs mkfs.ext4 on a sparse file in dir and returns the
+// guest's ext4 image in the sparse format (the magic "FFSPARSE", the
+// image's size as a little-endian u64, then runs of offset u64, length
+// u32 and the bytes), for VMs booted without the agent (the C
+// reproducers' VMs mount it the same way). The error says why there is
+// none (no mkfs.ext4 on the host).
+func BuildExt4Image(dir string) ([]byte, error) {
 	mkfs, err := exec.LookPath("mkfs.ext4")
 	if err != nil {
 		for _, p := range []string{"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"} {

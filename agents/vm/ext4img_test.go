@@ -95,7 +95,7 @@ func TestSparseDecodeErrors(t *testing.T) {
 // without it): a few hundred KiB carry a 4 GiB file system whose
 // superblock has the ext4 magic.
 func TestExt4Image(t *testing.T) {
-	enc, err := buildExt4Image(t.TempDir())
+	enc, err := BuildExt4Image(t.TempDir())
 	if err != nil {
 		t.Skipf("no ext4 image on this host: %v", err)
 	}
@@ -116,7 +116,7 @@ func TestExt4Image(t *testing.T) {
 		t.Fatalf("no ext4 superblock magic at byte 1080")
 	}
 	t.Logf("sparse image: %d bytes for %d GiB", len(enc), size>>30)
-	again, err := buildExt4Image(t.TempDir())
+	again, err := BuildExt4Image(t.TempDir())
 	if err != nil || !bytes.Equal(again, enc) {
 		t.Errorf("a second image differs (%v): the initramfs, and the saved VM states keyed by it, would change on every build", err)
 	}

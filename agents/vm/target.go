@@ -416,7 +416,7 @@ func (t *Target) buildInitramfs() error {
 			f.HostFile(file.Guest, 0o755, file.Host)
 		}
 	}
-	if img, err := buildExt4Image(t.cfg.Workdir); err != nil {
+	if img, err := BuildExt4Image(t.cfg.Workdir); err != nil {
 		fmt.Fprintf(t.cfg.Log, "vm: no ext4 image for the guest (ext4 regions will be refused): %v\n", err)
 	} else {
 		f.File(guestExt4Image, 0o600, img)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/agents/vm"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
@@ -30,11 +31,50 @@ const initC = `#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <linux/loop.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+/* setup_ext4 mounts /ext4.sparse (vm.BuildExt4Image's format) on
+ * GUEST_EXT4_DIR through a loop device over a file on a tmpfs, as the
+ * forkfuzz agent does, for the reproducers' ext4 regions. */
+static void setup_ext4(void) {
+	int in = open("/ext4.sparse", O_RDONLY);
+	if (in < 0) { printf("@@EXT4 none\n"); return; }
+	struct stat st;
+	fstat(in, &st);
+	char *b = malloc(st.st_size);
+	ssize_t n = 0;
+	while (b && n < st.st_size) { ssize_t r = read(in, b + n, st.st_size - n); if (r <= 0) break; n += r; }
+	close(in);
+	if (!b || n < 16 || memcmp(b, "FFSPARSE", 8)) { printf("@@EXT4 bad image\n"); return; }
+	uint64_t size;
+	memcpy(&size, b + 8, 8);
+	mkdir("/run", 0755); mkdir("/run/forkfuzz", 0755); mkdir(BACKING, 0700); mkdir(GUEST_EXT4_DIR, 0755);
+	char opt[64];
+	snprintf(opt, sizeof opt, "size=%llu", (unsigned long long)size + (64 << 20));
+	if (mount("tmpfs", BACKING, "tmpfs", 0, opt)) { perror("@@EXT4 tmpfs"); return; }
+	int out = open(BACKING "/ext4.img", O_CREAT | O_RDWR, 0600);
+	for (ssize_t pos = 16; out >= 0 && pos + 12 <= n;) {
+		uint64_t off; uint32_t len;
+		memcpy(&off, b + pos, 8); memcpy(&len, b + pos + 8, 4);
+		if (len > n - pos - 12 || pwrite(out, b + pos + 12, len, off) != (ssize_t)len) { printf("@@EXT4 bad run\n"); return; }
+		pos += 12 + len;
+	}
+	free(b);
+	if (out < 0 || ftruncate(out, size)) { perror("@@EXT4 image"); return; }
+	int ctl = open("/dev/loop-control", O_RDWR), nr = ctl < 0 ? -1 : ioctl(ctl, LOOP_CTL_GET_FREE);
+	char dev[32];
+	snprintf(dev, sizeof dev, "/dev/loop%d", nr);
+	int l = nr < 0 ? -1 : open(dev, O_RDWR);
+	if (l < 0 || ioctl(l, LOOP_SET_FD, out)) { perror("@@EXT4 loop"); return; }
+	if (mount(dev, GUEST_EXT4_DIR, "ext4", 0, "discard,noinit_itable")) { perror("@@EXT4 mount"); return; }
+	printf("@@EXT4 mounted\n");
+}
 int main(void) {
 	mount("devtmpfs", "/dev", "devtmpfs", 0, 0);
 	int fd = open("/dev/ttyS0", O_RDWR);
@@ -46,6 +86,7 @@ int main(void) {
 	mount("debugfs", "/sys/kernel/debug", "debugfs", 0, 0);
 	mount("tmpfs", "/tmp", "tmpfs", 0, 0);
 	mount("cgroup2", "/sys/fs/cgroup", "cgroup2", 0, 0);
+	setup_ext4();
 	for (int i = 0;; i++) {
 		char path[64];
 		snprintf(path, sizeof path, "/r/%d", i);
@@ -63,6 +104,11 @@ int main(void) {
 	return 0;
 }
 `
+
+// initSource is initC with the paths it needs defined.
+func initSource() string {
+	return fmt.Sprintf("#define GUEST_EXT4_DIR %q\n#define BACKING \"/run/forkfuzz/ext4-backing\"\n", executor.GuestExt4Dir) + initC
+}
 
 func needQEMU(t *testing.T) string {
 	t.Helper()
@@ -291,7 +337,12 @@ func runReproVMWithin(t *testing.T, image, cmdline, accel string, srcs [][]byte,
 	for _, d := range []string{"dev", "proc", "sys", "tmp", "r"} {
 		ird.Dir(d)
 	}
-	ird.HostFile("init", 0o755, staticC(t, []byte(initC), "init"))
+	ird.HostFile("init", 0o755, staticC(t, []byte(initSource()), "init"))
+	if img, err := vm.BuildExt4Image(t.TempDir()); err != nil {
+		t.Logf("the reproducer VM has no ext4 (its programs' ext4 regions fail): %v", err)
+	} else {
+		ird.File("ext4.sparse", 0o600, img)
+	}
 	for i, src := range srcs {
 		ird.HostFile("r/"+strconv.Itoa(i), 0o755, staticC(t, src, "r"+strconv.Itoa(i)))
 	}
