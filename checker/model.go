@@ -644,6 +644,10 @@ func (m *machine) mprotect(pr *proc, i int) {
 	switch {
 	case unsure:
 		pd = unpredictable("the range covers pages the model lost track of")
+	case m.hugeCut(pr, lo) == maybe || m.hugeCut(pr, hi) == maybe:
+		// A hugetlb VMA may or may not have to be split at an end.
+		unsure = true
+		pd = unpredictable("the range ends next to pages the model lost track of, in a program with hugetlb regions")
 	case m.hugeProtCut(pr, lo, op.Prot):
 		// The first VMA cannot be split: nothing changes.
 		m.result(pr, i, certain(eINVAL, hugeBadSplit("mprotect", lo)))
