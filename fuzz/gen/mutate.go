@@ -237,6 +237,12 @@ func (m *mutator) change(q *prog.Program) *prog.Program {
 				op.Advice = prog.Advice(pick(m.r, m.w.Advices))
 			case prog.OpMbind, prog.OpAnonName, prog.OpPMadvise:
 				g.vmaArgs(op)
+			case prog.OpRemapFile:
+				if chance(m.r, 0.5) {
+					g.vmaArgs(op)
+				} else {
+					op.PgOff = oneOf(m.r, op.PgOff+1, op.PgOff-min(op.PgOff, 1), op.Off/page, op.PgOff+uint64(op.Len/page))
+				}
 			case prog.OpMremap:
 				if chance(m.r, 0.5) {
 					*op = g.mremap(*op)

@@ -28,6 +28,9 @@ func (g *generator) simple(proc int, k prog.OpKind) []prog.Op {
 	if k == prog.OpMigrate {
 		return []prog.Op{g.migrateOp(proc, g.region())}
 	}
+	if k == prog.OpRemapFile {
+		return g.rangeOp(proc, k, g.sharedRegion())
+	}
 	return g.rangeOp(proc, k, g.region())
 }
 
@@ -35,6 +38,21 @@ func (g *generator) simple(proc int, k prog.OpKind) []prog.Op {
 func (g *generator) fix(op prog.Op) prog.Op { return fixOp(op, g.p.Regions) }
 
 func (g *generator) region() int { return g.r.IntN(len(g.p.Regions)) }
+
+// sharedRegion returns, mostly, a random shared region (remap_file_pages
+// refuses private mappings with EINVAL), else any region.
+func (g *generator) sharedRegion() int {
+	var rs []int
+	for i, r := range g.p.Regions {
+		if r.Kind.Shared() {
+			rs = append(rs, i)
+		}
+	}
+	if len(rs) == 0 || chance(g.r, 0.15) {
+		return g.region()
+	}
+	return oneOf(g.r, rs...)
+}
 
 // memfdRegion returns a random memfd region, or -1 if there is none.
 func (g *generator) memfdRegion() int {
@@ -278,5 +296,35 @@ func (g *generator) vmaArgs(op *prog.Op) {
 		op.Name = prog.AnonName(g.r.IntN(prog.NumAnonNames))
 	case prog.OpPMadvise:
 		op.Advice = oneOf(g.r, prog.AdvCold, prog.AdvPageout)
+	case prog.OpRemapFile:
+		op.PgOff = g.pgoff(*op)
 	}
+}
+
+// pgoff draws the file page a remapfile of op's range maps there: where
+// the range is (it maps back and merges), another page of the region,
+// further into a memfd or file, or across and past the end of the object
+// (the region's pages for shared anonymous memory, SpanPages for a memfd
+// or file), where the pages are beyond EOF.
+func (g *generator) pgoff(op prog.Op) uint64 {
+	pages := g.pages(op.Region)
+	n := max(int(op.Len/page), 1)
+	end := pages
+	if g.p.Regions[op.Region].Kind.Memfd() {
+		end = prog.SpanPages
+	}
+	var pg int
+	switch g.r.IntN(8) {
+	case 0, 1: // the identity
+		pg = int(op.Off / page)
+	case 2, 3, 4: // another page of the region
+		pg = g.r.IntN(pages)
+	case 5: // up to as far again past the region (inside a memfd)
+		pg = g.r.IntN(2 * pages)
+	case 6: // across the end of the object
+		pg = end - between(g.r, 1, n)
+	default: // a few pages past it
+		pg = end + g.r.IntN(4)
+	}
+	return uint64(min(max(pg, 0), prog.MaxPgOff))
 }

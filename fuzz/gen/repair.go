@@ -377,6 +377,8 @@ func fixOp(op prog.Op, regions []prog.Region) prog.Op {
 		q.Policy = prog.Policy(int(op.Policy) % prog.NumPolicies)
 	case prog.OpAnonName:
 		q.Name = prog.AnonName(int(op.Name) % prog.NumAnonNames)
+	case prog.OpRemapFile:
+		q.PgOff = min(op.PgOff, prog.MaxPgOff)
 	case prog.OpMremap:
 		q.Flags = op.Flags & mremapAll
 		if q.Flags&prog.MremapFixed != 0 {

@@ -17,8 +17,9 @@ type Weights struct {
 	// has two nodes; elsewhere the executor skips it).
 	Migrate int
 	// VMA changes outside mprotect, madvise and mremap (prog/vmaops.go):
-	// mlock2(MLOCK_ONFAULT), mbind, anonymous VMA names, process_madvise.
-	MlockOnfault, Mbind, AnonName, PMadvise int
+	// mlock2(MLOCK_ONFAULT), mbind, anonymous VMA names, process_madvise,
+	// remap_file_pages (mostly on shared regions, ops.go).
+	MlockOnfault, Mbind, AnonName, PMadvise, RemapFile int
 	// Policies weighs each prog.Policy (mbind), indexed by its value.
 	Policies [prog.NumPolicies]int
 
@@ -174,7 +175,7 @@ func DefaultWeights() Weights {
 		Mlock: 3, Munlock: 2, Fork: 14, Kill: 2, Check: 4,
 		ProcMem: 3, PVWrite: 2, ODirect: 2, Vmsplice: 2, ReadPipe: 2, UringReg: 1, UringRead: 2, UffdWP: 1,
 		Migrate:      2,
-		MlockOnfault: 2, Mbind: 2, AnonName: 2, PMadvise: 1,
+		MlockOnfault: 2, Mbind: 2, AnonName: 2, PMadvise: 1, RemapFile: 2,
 		Policies:    [prog.NumPolicies]int{2, 1, 2, 1, 1},
 		RegionKinds: [4]int{4, 2, 2, 2},
 		THP:         [3]int{2, 2, 1},
@@ -274,5 +275,6 @@ func (w *Weights) opWeights() []int {
 	ws[prog.OpMbind] = w.Mbind
 	ws[prog.OpAnonName] = w.AnonName
 	ws[prog.OpPMadvise] = w.PMadvise
+	ws[prog.OpRemapFile] = w.RemapFile
 	return ws
 }
