@@ -82,15 +82,24 @@ func cmdBenchExec(args []string, stdout, stderr io.Writer) int {
 // benchExec runs every program under every configuration of execCosts,
 // rounds times, interleaved (program by program, configuration by
 // configuration) so that a change of the machine's load weighs on all
-// alike, and returns each configuration's figures.
+// alike, and returns each configuration's figures. Each program runs once
+// unmeasured first (its first run pays for memory the executor then
+// reuses), and the configuration that goes first rotates from program to
+// program and round to round: with a fixed order the first configuration
+// was the slowest row even when it equalled another (docs/throughput.md).
 func benchExec(t agents.Target, progs []*prog.Program, rounds int, each func(r, i int, c string, d time.Duration, err error)) []*execRow {
 	rows := make([]*execRow, len(execCosts))
 	for k, c := range execCosts {
 		rows[k] = &execRow{name: c.name, phases: map[string]int64{}, work: map[string]int64{}}
 	}
+	for _, p := range progs {
+		t.Run(p, agents.Options{}) // warm-up, not counted
+	}
 	for r := 0; r < rounds; r++ {
 		for i, p := range progs {
-			for k, c := range execCosts {
+			for j := range execCosts {
+				k := (j + i + r) % len(execCosts)
+				c := execCosts[k]
 				var opt agents.Options
 				c.set(&opt)
 				t0 := time.Now()

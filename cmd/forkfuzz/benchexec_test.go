@@ -4,6 +4,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
 // bench exec runs a fixed set of programs under each configuration and
@@ -19,6 +23,50 @@ func TestBenchExec(t *testing.T) {
 	for _, want := range []string{"3 programs (seed 1, profile default) x 1 rounds", "1.00x", "no kcov", "no census", "neither", "1 word/view"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// orderTarget records the options of every run.
+type orderTarget struct{ runs []agents.Options }
+
+func (o *orderTarget) Name() string { return "order" }
+func (o *orderTarget) Close() error { return nil }
+func (o *orderTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	o.runs = append(o.runs, opt)
+	return &obs.Observation{}, nil
+}
+
+// TestBenchExecOrder: every program first runs once unmeasured, then no
+// configuration always goes first: over as many programs as there are
+// configurations, each goes first once per round.
+func TestBenchExecOrder(t *testing.T) {
+	n := len(execCosts)
+	progs := make([]*prog.Program, n)
+	for i := range progs {
+		progs[i] = &prog.Program{Regions: []prog.Region{{Kind: prog.AnonPrivate, Pages: 1}}}
+	}
+	tg := &orderTarget{}
+	rows := benchExec(tg, progs, 2, nil)
+	if len(tg.runs) != n+2*n*n {
+		t.Fatalf("%d runs, want %d warm-ups and %d measured", len(tg.runs), n, 2*n*n)
+	}
+	for _, r := range rows {
+		if r.runs != 2*n {
+			t.Errorf("%s: %d measured runs, want %d", r.name, r.runs, 2*n)
+		}
+	}
+	first := map[agents.Options]int{}
+	for r := 0; r < 2; r++ {
+		for i := 0; i < n; i++ {
+			first[tg.runs[n+(r*n+i)*n]]++
+		}
+	}
+	for _, c := range execCosts {
+		var opt agents.Options
+		c.set(&opt)
+		if first[opt] != 2 {
+			t.Errorf("%s went first %d times in 2 rounds of %d programs, want 2", c.name, first[opt], n)
 		}
 	}
 }
