@@ -12,6 +12,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/checker"
 	"github.com/forkfuzz/forkfuzz/checker/internal/randprog"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -91,10 +92,30 @@ func TestRandomGenBites(t *testing.T) {
 			continue
 		}
 		for vi := range o.Views {
-			if len(o.Views[vi].Words) == 0 {
+			// Where the verdict says shared memory went unjudged (the
+			// model lost a write that may have reached it: a skipped
+			// operation, a crash), flip a word of anonymous private
+			// memory only.
+			words := o.Views[vi].Words
+			if v.Stats.SharedUnjudged {
+				words = nil
+				for k, w := range o.Views[vi].Words {
+					if p.Regions[w.Region].Kind.Base() == prog.AnonPrivate {
+						words = append(words, o.Views[vi].Words[k])
+					}
+				}
+			}
+			if len(words) == 0 {
 				continue
 			}
-			w := &o.Views[vi].Words[len(o.Views[vi].Words)/2]
+			pick := words[len(words)/2]
+			var w *obs.Word
+			for k := range o.Views[vi].Words {
+				if o.Views[vi].Words[k] == pick {
+					w = &o.Views[vi].Words[k]
+					break
+				}
+			}
 			old := w.Value
 			w.Value ^= 1 << 20
 			flips++
