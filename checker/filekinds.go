@@ -15,16 +15,6 @@ import "github.com/forkfuzz/forkfuzz/fuzz/prog"
 //     is unpredictable on every kind already.
 // A tmpfs file is shmem: every rule is the memfd's.
 
-// fileKind is the file kind on f with the given sharing.
-func fileKind(f prog.FS, shared bool) prog.RegionKind {
-	for k := prog.RegionKind(0); int(k) < prog.NumRegionKinds; k++ {
-		if k.FS() == f && k.Shared() == shared {
-			return k
-		}
-	}
-	return prog.MemfdPrivate
-}
-
 // nonShmemFile reports whether a page in [lo, hi) of pr is mapped from a
 // file that is neither shmem nor hugetlbfs (ext4).
 func nonShmemFile(pr *proc, lo, hi int) bool {

@@ -16,7 +16,7 @@ import (
 // EOPNOTSUPP before 6.5 is predicted.
 func TestFileKindsBite(t *testing.T) {
 	for _, f := range prog.FileSystems() {
-		priv, shared := fileKind(f, false), fileKind(f, true)
+		priv, shared := prog.FileKind(f, false), prog.FileKind(f, true)
 		text := "forkfuzz v1\nregion r0 " + priv.String() + " pages=2\nregion r1 " + shared.String() + " pages=2\n" +
 			"pwrite r0 off=0x0 count=1 stride=0x8\nstore r0 off=0x1000 count=1 stride=0x8\nfork f0\n" +
 			"pwrite r0 off=0x1000 count=1 stride=0x8\nstore r1 off=0x8 count=1 stride=0x8\nf0: check\nwait f0\n"

@@ -46,7 +46,7 @@ const hugePages = prog.HugetlbPages
 // hugetlb kind for a hugetlb segment, the file kind for a file's).
 func (s *seg) fullKind() prog.RegionKind {
 	if s.fs != prog.NoFS {
-		return fileKind(s.fs, s.kind.Shared())
+		return prog.FileKind(s.fs, s.kind.Shared())
 	}
 	if !s.huge {
 		return s.kind

@@ -20,16 +20,6 @@ import (
 // image behind the file system, agents/vm/ext4img.go).
 const MaxFilePages = 4096
 
-// fileKindOn is the file kind on f with the given sharing.
-func fileKindOn(f prog.FS, shared bool) prog.RegionKind {
-	for k := prog.RegionKind(0); int(k) < prog.NumRegionKinds; k++ {
-		if k.FS() == f && k.Shared() == shared {
-			return k
-		}
-	}
-	return prog.MemfdPrivate
-}
-
 // fileRegion turns one region of the finished program into a file region
 // and says whether it did. It draws nothing when the target has no file
 // system, so such campaigns generate the programs they always did.
@@ -42,7 +32,7 @@ func (g *generator) fileRegion() bool {
 	if r.Kind.Hugetlb() {
 		return false
 	}
-	r.Kind = fileKindOn(fs, r.Kind.Shared())
+	r.Kind = prog.FileKind(fs, r.Kind.Shared())
 	r.Pages = min(r.Pages, MaxFilePages)
 	return true
 }

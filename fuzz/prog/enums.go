@@ -277,6 +277,17 @@ func FileSystems() []FS { return []FS{Tmpfs, Ext4} }
 // (NoFS: anonymous memory or a memfd).
 func (k RegionKind) FS() FS { return k.Info().FS }
 
+// FileKind is the file kind on f with the given sharing (MemfdPrivate or
+// MemfdShared for NoFS).
+func FileKind(f FS, shared bool) RegionKind {
+	for k := RegionKind(0); k < numRegionKinds; k++ {
+		if d := k.Info(); d.FS == f && d.Shared == shared && d.Memfd && !d.Hugetlb {
+			return k
+		}
+	}
+	return MemfdPrivate
+}
+
 // Info describes the kind (zero for a value out of range).
 func (k RegionKind) Info() RegionKindInfo {
 	if int(k) < NumRegionKinds {

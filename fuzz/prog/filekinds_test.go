@@ -21,6 +21,9 @@ func TestFileKinds(t *testing.T) {
 			}
 			continue
 		}
+		if FileKind(w.fs, k.Shared()) != k {
+			t.Errorf("FileKind(%v, %v) = %v, want %v", w.fs, k.Shared(), FileKind(w.fs, k.Shared()), k)
+		}
 		if k.FS() != w.fs || k.Base() != w.base || k.Shared() != w.base.Shared() || !k.Memfd() || k.Hugetlb() {
 			t.Errorf("%v: FS %v Base %v shared %v memfd %v hugetlb %v", k, k.FS(), k.Base(), k.Shared(), k.Memfd(), k.Hugetlb())
 		}
@@ -43,6 +46,9 @@ func TestFileKinds(t *testing.T) {
 		if f.String() == "" || f.Info().Magic == 0 {
 			t.Errorf("file system %d: %+v", f, f.Info())
 		}
+	}
+	if FileKind(NoFS, true) != MemfdShared || FileKind(NoFS, false) != MemfdPrivate {
+		t.Errorf("FileKind(NoFS) = %v, %v", FileKind(NoFS, true), FileKind(NoFS, false))
 	}
 	if NoFS.String() != "" || FS(99).String() != "" {
 		t.Errorf("NoFS %q, FS(99) %q", NoFS, FS(99))
