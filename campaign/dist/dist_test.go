@@ -91,8 +91,10 @@ func simTarget(t testing.TB, mutant string) *sim.Target {
 // directories, and the status shows it.
 func TestInProcessCampaign(t *testing.T) {
 	_, st := testConnected(t)
-	const n = 150
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// 300 programs: the mutant is rare in generated programs (150 of
+	// seed 3 sometimes missed it once the generator drew remapfile).
+	const n = 300
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	actx, stopAgents := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -120,7 +122,7 @@ func TestInProcessCampaign(t *testing.T) {
 		t.Fatalf("done %d, programs %d, harness errors %d; want %d done", cs.Done, cs.Programs, cs.HarnessErrors, n)
 	}
 	if cs.Findings == 0 {
-		t.Fatal("the mutant async-mprotect-nosync was not found in 150 programs")
+		t.Fatalf("the mutant async-mprotect-nosync was not found in %d programs", n)
 	}
 	keys := doneKeys(t, st, "t1")
 	for i := int64(0); i < n; i++ {
