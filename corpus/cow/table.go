@@ -21,6 +21,20 @@ const (
 		"(pipe:vmsplice-foreign-write:hugetlb-private on 6.1.192), so it stays out of the corpus every gate replays"
 )
 
+// privateFile sets up cow.c's non-anonymous file cases on a region of
+// kind: a private mapping of a file page written with pwrite and faulted
+// in by a read (the view). cow.c's second, shared mapping of the file is
+// the file itself here: a pwrite after the private write must not show
+// through the (now private) page.
+func privateFile(b *builder, kind string) rng {
+	b.op("region r0 %s pages=1", kind)
+	m := rng{r: 0, size: 0x1000}
+	b.op("pwrite r0 off=0x0 count=8 stride=0x200")
+	b.op("check")
+	m.after = func(b *builder) { b.op("pwrite r0 off=0x0 count=8 stride=0x200") }
+	return m
+}
+
 // Bodies are cow.c's test functions, in its order.
 var Bodies = []Body{
 	{Name: "cow", Desc: "Basic COW after fork()", Group: Anon, emit: func(b *builder, m rng) {
@@ -280,30 +294,14 @@ var Kinds = []Kind{
 	{Name: "zeropage", Desc: "shared zeropage", Group: NonAnon, setup: func(b *builder) rng {
 		return zeropages(b, 1, "off")
 	}},
-	{Name: "memfd", Desc: "memfd", Group: NonAnon, setup: func(b *builder) rng {
-		// The private mapping's page cache page, faulted in by a read
-		// (the view); cow.c's second, shared mapping of the file is
-		// the file itself here: a pwrite after the private write must
-		// not show through the (now private) page.
-		b.op("region r0 memfd-private pages=1")
-		m := rng{r: 0, size: 0x1000}
-		b.op("pwrite r0 off=0x0 count=8 stride=0x200")
-		b.op("check")
-		m.after = func(b *builder) { b.op("pwrite r0 off=0x0 count=8 stride=0x200") }
-		return m
-	}},
-	{Name: "tmpfile", Desc: "tmpfile", Group: NonAnon, setup: func(b *builder) rng {
-		// cow.c's tmpfile() is a regular file in $TMPDIR (a tmpfs in
-		// forkfuzz's VMs, where the memfd case already covers shmem);
-		// here the file is on ext4, so its page is page cache with
-		// page_mkwrite, as on a disk. Otherwise as the memfd case.
-		b.op("region r0 ext4-private pages=1")
-		m := rng{r: 0, size: 0x1000}
-		b.op("pwrite r0 off=0x0 count=8 stride=0x200")
-		b.op("check")
-		m.after = func(b *builder) { b.op("pwrite r0 off=0x0 count=8 stride=0x200") }
-		return m
-	}},
+	// cow.c's memfd case: the private mapping's page cache page, faulted
+	// in by a read (the view).
+	{Name: "memfd", Desc: "memfd", Group: NonAnon, setup: func(b *builder) rng { return privateFile(b, "memfd-private") }},
+	// cow.c's tmpfile() is a regular file in $TMPDIR (a tmpfs in
+	// forkfuzz's VMs, where the memfd case already covers shmem); here
+	// the file is on ext4, so its page is page cache with page_mkwrite,
+	// as on a disk.
+	{Name: "tmpfile", Desc: "tmpfile", Group: NonAnon, setup: func(b *builder) rng { return privateFile(b, "ext4-private") }},
 	{Name: "huge-zeropage", Desc: "huge zeropage", Group: NonAnon, setup: func(b *builder) rng {
 		return zeropages(b, thpSize/4096, "on")
 	}},
