@@ -307,8 +307,7 @@ func (g *generator) vmaArgs(op *prog.Op) {
 // the end of the object (the region's pages for shared anonymous memory,
 // SpanPages for a memfd or file), where the pages are beyond EOF. Past
 // EOF a later store kills its process and leaves the shared memory it
-// wrote unjudged (a quarter of the draws took 9 of 14 word flips out of
-// TestRandomGenBites' reach in one program), so it stays rare.
+// wrote unjudged, so it stays rare.
 func (g *generator) pgoff(op prog.Op) uint64 {
 	pages := g.pages(op.Region)
 	n := max(int(op.Len/page), 1)
