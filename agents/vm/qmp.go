@@ -3,8 +3,11 @@ package vm
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"syscall"
 	"time"
 )
 
@@ -17,15 +20,27 @@ type qmpConn struct {
 }
 
 // dialQMP connects to the QMP socket at path and negotiates
-// capabilities. QEMU creates the socket before the guest runs, so a
-// missing socket is an error at once.
+// capabilities. QEMU creates the socket before the guest runs, but a
+// moment after the agent's channel socket (what start waits for): a
+// socket not there or not listening yet is waited for, up to
+// qmpAppear (a QEMU that is gone is not waited for long).
 func dialQMP(path string, timeout time.Duration) (*qmpConn, error) {
-	c, err := net.DialTimeout("unix", path, timeout)
+	deadline := time.Now().Add(min(timeout, qmpAppear))
+	var c net.Conn
+	var err error
+	for {
+		c, err = net.DialTimeout("unix", path, time.Until(deadline))
+		if err == nil || !(errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED)) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("qmp: %w", err)
 	}
+	deadline = time.Now().Add(timeout)
 	q := &qmpConn{c: c, r: bufio.NewReader(c)}
-	c.SetDeadline(time.Now().Add(timeout))
+	c.SetDeadline(deadline)
 	if _, err := q.read(); err != nil { // the greeting
 		c.Close()
 		return nil, fmt.Errorf("qmp greeting: %w", err)
@@ -36,6 +51,9 @@ func dialQMP(path string, timeout time.Duration) (*qmpConn, error) {
 	}
 	return q, nil
 }
+
+// qmpAppear bounds the wait for QMP's socket to appear.
+const qmpAppear = 5 * time.Second
 
 func (q *qmpConn) close() { q.c.Close() }
 
