@@ -391,6 +391,39 @@ func TestFakeBootStallRetried(t *testing.T) {
 	}
 }
 
+// A boot whose console stays silent for bootSilence is given up and
+// retried long before its boot timeout (a TCG guest that stalled without
+// a report; the gate's budget cannot wait out five minutes).
+func TestFakeSilentBootRetried(t *testing.T) {
+	defer func(d time.Duration) { bootSilence = d }(bootSilence)
+	bootSilence = time.Second
+	cfg := fakeConfig(t, "ok")
+	cfg.BootTimeout = time.Minute
+	inner, boots := cfg.Command, 0
+	cfg.Command = func(name string, args ...string) *exec.Cmd {
+		boots++
+		cmd := inner(name, args...)
+		if boots == 1 {
+			cmd.Env = append(cmd.Env, "FORKFUZZ_FAKE_QEMU=silent")
+		}
+		return cmd
+	}
+	var log strings.Builder
+	cfg.Log = &log
+	t0 := time.Now()
+	tg, err := New(cfg)
+	if err != nil {
+		t.Fatalf("a silent first boot was not retried: %v", err)
+	}
+	defer tg.Close()
+	if boots != 2 || !strings.Contains(log.String(), "the guest printed nothing for 1s") {
+		t.Errorf("%d boots, log %q: want a first attempt given up for its silence and a second boot", boots, log.String())
+	}
+	if d := time.Since(t0); d > 30*time.Second {
+		t.Errorf("the silent boot was given up after %v: the boot timeout, not the silence, ended it", d)
+	}
+}
+
 func TestConsoleSince(t *testing.T) {
 	c := newConsole("")
 	c.Write([]byte("abc"))
@@ -528,6 +561,25 @@ func TestInitramfsContents(t *testing.T) {
 	for _, want := range []string{"forkfuzz", "etc/forkfuzz/agent.json", "lib/modules/00-virtio_console.ko", "bin/busybox", "proc", "tmp"} {
 		if !strings.Contains("\n"+string(out), "\n"+want+"\n") {
 			t.Errorf("initramfs lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+func TestQuietConsole(t *testing.T) {
+	for _, c := range []struct {
+		cmdline string
+		quiet   bool
+	}{
+		{"", false},
+		{"async_fork.seq_fix=1 forkfuzz.swap=1", false},
+		{"quiet", true},
+		{"loglevel=3", true},
+		{"console=ttyS1", true},
+		{"console=ttyS0", false},
+		{"noquiet", false},
+	} {
+		if got := quietConsole(c.cmdline); got != c.quiet {
+			t.Errorf("quietConsole(%q) = %v, want %v", c.cmdline, got, c.quiet)
 		}
 	}
 }

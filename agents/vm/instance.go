@@ -132,6 +132,24 @@ func (in *instance) running() bool {
 // get the host's CPUs).
 const bootAttempts = 2
 
+// bootSilence: a cold boot whose console stays silent this long before
+// the agent's hello has stalled (a boot prints all along: the kernel,
+// then the agent's set-up steps; 10-45 s in all under TCG) and is
+// retried instead of waiting out the boot timeout; not where the
+// command line quiets the console (quietConsole).
+var bootSilence = 2 * time.Minute // a variable for the fake tests
+
+// quietConsole: the kernel command line keeps boot messages off the
+// console, so silence says nothing about a stall.
+func quietConsole(cmdline string) bool {
+	for _, f := range strings.Fields(cmdline) {
+		if f == "quiet" || strings.HasPrefix(f, "loglevel=") || strings.HasPrefix(f, "console=") && f != "console=ttyS0" {
+			return true
+		}
+	}
+	return false
+}
+
 // boot boots the VM, retrying a boot that timed out or broke.
 func (in *instance) boot() error {
 	var err error
@@ -283,8 +301,20 @@ func (in *instance) hello() error {
 	hv := in.t.hypervisor()
 	timer := time.NewTimer(time.Until(in.deadline))
 	defer timer.Stop()
+	tick := time.NewTicker(bootSilence / 8)
+	defer tick.Stop()
+	printed, heard := in.con.Len(), time.Now()
 	for {
 		select {
+		case <-tick.C:
+			if quietConsole(c.Cmdline) {
+				continue
+			}
+			if n := in.con.Len(); n != printed {
+				printed, heard = n, time.Now()
+			} else if time.Since(heard) >= bootSilence {
+				return in.bootErr(fmt.Sprintf("the guest printed nothing for %v before its agent's hello (a stalled boot)", bootSilence))
+			}
 		case m := <-in.msgs:
 			if m.Type != MsgHello {
 				continue
@@ -309,7 +339,7 @@ func (in *instance) hello() error {
 // restored runs a VM that is loading a saved state and waits for the
 // agent's first message.
 func (in *instance) restored(meta *snapMeta) error {
-	if err := resume(qmpPath(in.sock), time.Until(in.deadline)); err != nil {
+	if err := resume(qmpPath(in.sock), min(time.Until(in.deadline), restoreTimeout)); err != nil {
 		in.stop()
 		return err
 	}
@@ -341,8 +371,10 @@ func (in *instance) restored(meta *snapMeta) error {
 	return nil
 }
 
-// restoreTimeout bounds the wait for a restored agent's first heartbeat
-// (it sends one a second).
+// restoreTimeout bounds the load of a saved state (about a second) and
+// then the wait for the restored agent's first heartbeat (it sends one
+// a second): a restore that stalls falls back to a cold boot instead of
+// spending the whole boot timeout.
 const restoreTimeout = 30 * time.Second
 
 // ready records a VM that is up: what its agent said, the time it took,

@@ -261,7 +261,7 @@ func resume(qmpPath string, timeout time.Duration) error {
 		switch st {
 		case "inmigrate":
 			if time.Now().After(deadline) {
-				return fmt.Errorf("the saved state did not load within %v", timeout)
+				return &slowRestore{fmt.Errorf("the saved state did not load within %v", timeout)}
 			}
 			time.Sleep(20 * time.Millisecond)
 			continue
