@@ -30,60 +30,18 @@ func Check(p *prog.Program, o *obs.Observation) *Verdict {
 	m := newMachine(p, o)
 	m.col.excuse = newInjectedExcuses(p, o)
 	m.run()
-	m.checkRollbacks() // rollback.go
-	m.checkForkImpl()  // forkimpl.go
-	if m.hasThreads() {
-		dropped := 0
-		for _, tl := range o.Threads {
-			dropped += tl.Dropped
-		}
-		if dropped > 0 {
-			// The cut search needs every store of the history: the
-			// check is undecided, which is never a pass.
-			m.col.add(Finding{Oracle: OracleLinUnknown, Signature: "linearizability-unknown:log-overflow", View: -1, Op: -1, Region: -1,
-				Explanation: fmt.Sprintf("threads dropped %d stores from their logs (capacity exceeded): the consistent-cut oracle could not judge the child snapshots", dropped)})
-		} else {
-			// An undecided search (porcupine's timeout or memory cap)
-			// is a finding of its own kind: never a pass.
-			c := newConcurrency(p)
-			m.col.v.Stats.Cells = len(judgedCells(p, c))
-			for _, f := range cutFindings(p, o, c, cutTimeout) {
-				m.col.add(f)
-			}
-		}
-	}
-	for vi, used := range m.usedView {
-		if used || m.racyFault {
-			// After the main process stopped racily (a thread changed
-			// its mappings under it), children it had released may have
-			// taken views the model never reached.
-			continue
-		}
-		v := &o.Views[vi]
-		why := "no process of the program takes this view"
-		if v.Proc > 0 && v.Proc < len(m.procs) {
-			switch {
-			case m.procs[v.Proc].state == forkFailed:
-				why = "the fork that would create the process failed"
-			case m.procs[v.Proc].copyKilled:
-				why = "the process " + m.killedHow(v.Proc-1)
-			case m.killOp(v.Proc-1) >= 0:
-				why = fmt.Sprintf("the process was killed by %s before it was released", opRef(p, m.killOp(v.Proc-1)))
-			}
-		}
-		if len(m.views[viewKey{v.Proc, v.At}]) > 1 {
-			why = "the view appears more than once"
-		}
-		m.col.add(Finding{Oracle: OracleUnexpectedView, Signature: "unexpected-view", Proc: v.Proc, View: vi, At: v.At, Op: -1, Region: -1,
-			Explanation: fmt.Sprintf("the observation has a %s, but %s", viewName(v.Proc, v.At), why)})
-	}
-	m.judgeEvents(o) // events.go
+	c := m.cmp
+	c.checkRollbacks() // rollback.go
+	c.checkForkImpl()  // forkimpl.go
+	c.threads()
+	c.unmatchedViews()
+	c.judgeEvents() // events.go
 	if o.Truncated {
-		m.col.note("the observation is truncated (report buffer full): missing records are not judged")
+		c.col.note("the observation is truncated (report buffer full): missing records are not judged")
 	}
-	m.col.v.Stats.SharedUnjudged = m.taintShared
+	c.col.v.Stats.SharedUnjudged = m.taintShared
 	if m.taintShared {
-		m.col.note("the model lost track of a write that may have reached shared memory; shared memory was not judged after that")
+		c.col.note("the model lost track of a write that may have reached shared memory; shared memory was not judged after that")
 	}
 	return &m.col.v
 }
@@ -134,21 +92,6 @@ func (m *machine) opSig(i int) string {
 		s += ":" + m.p.Regions[op.Region].Kind.String()
 	}
 	return s
-}
-
-func (m *machine) errnoFinding(pr *proc, i int, pd pred, got int) {
-	var want []string
-	for _, e := range pd.errnos {
-		want = append(want, errnoName(e))
-	}
-	m.col.add(Finding{Oracle: OracleErrno, Signature: "errno:" + m.opSig(i), Proc: pr.id, View: -1, Op: i, Region: m.regionOf(i),
-		Explanation: fmt.Sprintf("%s: %s returned %s, expected %s: %s", procName(pr.id), opRef(m.p, i), errnoName(got), strings.Join(want, " or "), pd.why)})
-}
-
-func (m *machine) skippedFinding(pr *proc, i int, want, got int) {
-	m.col.add(Finding{Oracle: OracleSkipped, Signature: "skipped:" + m.opSig(i), Proc: pr.id, View: -1, Op: i, Region: m.regionOf(i),
-		Explanation: fmt.Sprintf("%s: %s skipped %d slots, expected %d: the executor skips slots whose page /proc/self/maps shows as not writable or past the end of its object; the model's mappings say %d",
-			procName(pr.id), opRef(m.p, i), got, want, want)})
 }
 
 func (m *machine) regionOf(i int) int {

@@ -3,6 +3,17 @@
 // (program, observation) to a Verdict; Expected is the same reference
 // model run forwards, predicting a clean observation (a simulated target).
 //
+// # The model and the comparisons
+//
+// One reference model (type machine: model.go and the rule files) runs
+// in both directions. Check gives it a comparer (compare.go): at every
+// view and operation result the model reaches, the comparer reads the
+// model's state and the observation and writes findings; after the run
+// it judges what the model never reached (unmatched views, rollbacks,
+// fork-implementation evidence, events, the threads' consistent cut).
+// A comparer never changes the model (TestComparerReadsTheModel).
+// Expected runs the model without one and writes its predictions.
+//
 // # The reference model
 //
 // The model replays the program in the order the executor runs it

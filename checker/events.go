@@ -32,15 +32,15 @@ var eventRules = map[obs.EventKind]eventRule{
 }
 
 // judgeEvents turns o's events into findings and notes.
-func (m *machine) judgeEvents(o *obs.Observation) {
-	for _, e := range o.Events {
+func (c *comparer) judgeEvents() {
+	for _, e := range c.o.Events {
 		r, ok := eventRules[e.Kind]
 		switch {
 		case !ok:
-			m.col.add(Finding{Oracle: OracleObservation, Signature: "observation:event-kind", View: -1, Op: -1, Region: -1,
+			c.col.add(Finding{Oracle: OracleObservation, Signature: "observation:event-kind", View: -1, Op: -1, Region: -1,
 				Explanation: fmt.Sprintf("the observation has an event of unknown kind %q: %s", e.Kind, e.Text)})
-		case r.oracle == OracleCrash && m.racyFault:
-			m.col.note("executor event (after a racy stop, not judged): %s", e.Text)
+		case r.oracle == OracleCrash && c.m.racyFault:
+			c.col.note("executor event (after a racy stop, not judged): %s", e.Text)
 		case r.oracle != "":
 			var expl string
 			switch e.Kind {
@@ -49,9 +49,9 @@ func (m *machine) judgeEvents(o *obs.Observation) {
 			default:
 				expl = e.Text
 			}
-			m.col.add(Finding{Oracle: r.oracle, Signature: r.sig, View: -1, Op: forkOpOr(m.p, e.Fork), Region: -1, Explanation: expl})
+			c.col.add(Finding{Oracle: r.oracle, Signature: r.sig, View: -1, Op: forkOpOr(c.p, e.Fork), Region: -1, Explanation: expl})
 		default:
-			m.col.note("%s event: %s", e.Kind, e.Text)
+			c.col.note("%s event: %s", e.Kind, e.Text)
 		}
 	}
 }

@@ -15,8 +15,8 @@ import (
 //
 // Whether the implementation took effect at all is not judged here: that
 // is a harness question (obs.CheckForkImpl, agents.ForkImplTarget).
-func (m *machine) checkForkImpl() {
-	fi := m.o.ForkImpl
+func (c *comparer) checkForkImpl() {
+	fi := c.o.ForkImpl
 	if fi == nil {
 		return
 	}
@@ -28,7 +28,7 @@ func (m *machine) checkForkImpl() {
 		for _, a := range f.WPAfterWait {
 			addrs = append(addrs, fmt.Sprintf("%#x", a))
 		}
-		m.col.add(Finding{Oracle: OraclePageTable, Signature: "pagetable:pmd-rw-not-restored-after-wait", View: -1, Op: f.AtWait, Region: -1,
+		c.col.add(Finding{Oracle: OraclePageTable, Signature: "pagetable:pmd-rw-not-restored-after-wait", View: -1, Op: f.AtWait, Region: -1,
 			Explanation: fmt.Sprintf("fork f%d (op %d, %s): right after its child was reaped by op %d, %d PTE-table PMDs of the parent over the arena are still write-protected (forkfuzz_pmd): %s; it was the latest fork, so no copy of the parent's page tables can be in flight",
 				f.Fork, f.Op, fi.Profile, f.AtWait, f.PMDsWPAfterWait, strings.Join(addrs, " "))})
 	}

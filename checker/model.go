@@ -77,9 +77,10 @@ type machine struct {
 	// shared memory is no longer judged.
 	taintShared bool
 
-	views    map[viewKey][]int
-	usedView []bool
-	col      *collector
+	// cmp judges the observation (Check); nil when the model predicts
+	// (Expected). compare.go.
+	cmp *comparer
+	col *collector
 
 	th  threadState
 	pin pinState // pinned.go
@@ -128,19 +129,15 @@ func newMachine(p *prog.Program, o *obs.Observation) *machine {
 		m.procs[i].parent = p.Ops[m.procs[i].forkOp].Proc
 	}
 	if o != nil {
-		m.views = map[viewKey][]int{}
-		m.usedView = make([]bool, len(o.Views))
-		for i, v := range o.Views {
-			k := viewKey{v.Proc, v.At}
-			m.views[k] = append(m.views[k], i)
-		}
+		m.cmp = newComparer(m, p, o)
 	} else {
 		m.exp = &obs.Observation{Version: obs.Version, Ops: make([]obs.OpResult, len(p.Ops))}
 	}
 	return m
 }
 
-func (m *machine) checking() bool { return m.o != nil }
+// checking: the model judges an observation (Check), not predicts.
+func (m *machine) checking() bool { return m.cmp != nil }
 
 // kernelBefore reports whether the observation comes from a Linux older
 // than major.minor. Without a release (the expected observation, the
@@ -232,7 +229,7 @@ func (m *machine) result(pr *proc, i int, pd pred) obs.OpResult {
 		m.spec.op(i, pd)
 	}
 	if !pd.allows(r.Errno) {
-		m.errnoFinding(pr, i, pd, r.Errno)
+		m.cmp.errnoFinding(pr, i, pd, r.Errno)
 	}
 	return r
 }
@@ -360,9 +357,7 @@ func (m *machine) notRun(pr *proc, i int) {
 	// have left a partial view.
 	m.taintOp(pr, i)
 	if op.Kind == prog.OpCheck {
-		for _, j := range m.views[viewKey{pr.id, i}] {
-			m.usedView[j] = true
-		}
+		m.cmp.forgetViews(pr.id, i)
 	}
 	if !later && !m.o.Truncated && op.Thread == 0 {
 		pr.crashed = true
@@ -479,7 +474,7 @@ func (m *machine) store(pr *proc, i int) {
 		m.taintShared = true
 		op.SlotOffsets(func(k int, off uint64) { m.taintContent(pr, gpage(op.Region, off)) })
 	} else if r.Skipped != skipped {
-		m.skippedFinding(pr, i, skipped, r.Skipped)
+		m.cmp.skippedFinding(pr, i, skipped, r.Skipped)
 		op.SlotOffsets(func(k int, off uint64) {
 			g := gpage(op.Region, off)
 			if pr.segAt(g) == nil {

@@ -170,55 +170,55 @@ func injectedWhere(p *prog.Program, rb *obs.Rollback) string {
 }
 
 // checkRollbacks judges every rollback measurement of the observation.
-func (m *machine) checkRollbacks() {
+func (c *comparer) checkRollbacks() {
 	seen := map[int]bool{}
 	pmdNoted := false
-	for k := range m.o.Rollbacks {
-		rb := &m.o.Rollbacks[k]
-		if rb.Op < 0 || rb.Op >= len(m.p.Ops) || m.p.Ops[rb.Op].Kind != prog.OpFork || m.p.Ops[rb.Op].Fork != rb.Fork ||
-			rb.At < rb.Op || rb.At >= len(m.p.Ops) || seen[rb.Op] {
-			m.col.add(Finding{Oracle: OracleObservation, Signature: "observation:rollback-record", View: -1, Op: -1, Region: -1,
+	for k := range c.o.Rollbacks {
+		rb := &c.o.Rollbacks[k]
+		if rb.Op < 0 || rb.Op >= len(c.p.Ops) || c.p.Ops[rb.Op].Kind != prog.OpFork || c.p.Ops[rb.Op].Fork != rb.Fork ||
+			rb.At < rb.Op || rb.At >= len(c.p.Ops) || seen[rb.Op] {
+			c.col.add(Finding{Oracle: OracleObservation, Signature: "observation:rollback-record", View: -1, Op: -1, Region: -1,
 				Explanation: fmt.Sprintf("rollback measurement %d names fork f%d at op %d (after op %d), which does not match the program", k, rb.Fork, rb.Op, rb.At)})
 			continue
 		}
 		seen[rb.Op] = true
 		if strings.HasPrefix(rb.Memcg, "unsupported") {
-			m.col.note("fork f%d: oom_memcg was not applied, the fork ran without a memory limit: %s", rb.Fork, rb.Memcg)
+			c.col.note("fork f%d: oom_memcg was not applied, the fork ran without a memory limit: %s", rb.Fork, rb.Memcg)
 		}
-		if c := rb.Child; c != nil && c.Injection == obs.InjUnsupported {
-			m.col.note("fork f%d: the fault into the child's side (childfail=%d, child_oom=%d) was not applied, the child ran without it: %s", rb.Fork, c.FailNth, c.ChildOOM, c.Reason)
+		if ch := rb.Child; ch != nil && ch.Injection == obs.InjUnsupported {
+			c.col.note("fork f%d: the fault into the child's side (childfail=%d, child_oom=%d) was not applied, the child ran without it: %s", rb.Fork, ch.FailNth, ch.ChildOOM, ch.Reason)
 		}
-		if c := rb.Child; c != nil && c.Ran != "" {
-			m.col.note("fork f%d: the child had run before it was armed (%s): the fault may have missed the start of its copy", rb.Fork, c.Ran)
+		if ch := rb.Child; ch != nil && ch.Ran != "" {
+			c.col.note("fork f%d: the child had run before it was armed (%s): the fault may have missed the start of its copy", rb.Fork, ch.Ran)
 		}
-		if c := rb.Child; c != nil && c.Injection == obs.InjInjected && c.Outcome == obs.ChildStopped {
-			m.col.note("fork f%d: the fault injected into the child (%s, %s) did not kill it: it reached user space, and its views judge what it got", rb.Fork, phaseName(c.Phase), c.Site)
+		if ch := rb.Child; ch != nil && ch.Injection == obs.InjInjected && ch.Outcome == obs.ChildStopped {
+			c.col.note("fork f%d: the fault injected into the child (%s, %s) did not kill it: it reached user space, and its views judge what it got", rb.Fork, phaseName(ch.Phase), ch.Site)
 		}
 		if rb.Cause == obs.CauseFailNth && rb.Injection == obs.InjUnsupported {
-			m.col.note("fork f%d: fail_nth=%d was not injected, the fork ran without it: %s", rb.Fork, rb.FailNth, rb.Reason)
+			c.col.note("fork f%d: fail_nth=%d was not injected, the fork ran without it: %s", rb.Fork, rb.FailNth, rb.Reason)
 		}
 		if rb.MemoryNote != "" {
-			m.col.note("fork f%d: content and write-pass checks: %s", rb.Fork, rb.MemoryNote)
+			c.col.note("fork f%d: content and write-pass checks: %s", rb.Fork, rb.MemoryNote)
 		}
 		if rb.PageTablesNote != "" && !pmdNoted {
-			m.col.note("fork f%d: page-table leak check: %s", rb.Fork, rb.PageTablesNote)
+			c.col.note("fork f%d: page-table leak check: %s", rb.Fork, rb.PageTablesNote)
 		}
 		if strings.HasPrefix(rb.PMDSource, "absent") && !pmdNoted {
 			pmdNoted = true
-			m.col.note("PMD flags were not read (%s); the rollback oracle relied on its behavioural checks", rb.PMDSource)
+			c.col.note("PMD flags were not read (%s); the rollback oracle relied on its behavioural checks", rb.PMDSource)
 		}
-		if others := othersAlive(m.p, m.o, rb); len(others) > 0 && !rb.OthersMeasured && rb.PageTablesBefore >= 0 {
-			m.col.note("fork f%d: page-table leak check: not judged: %s alive at a measurement, and their page tables count in the machine-wide PageTables too (this executor did not measure them)",
+		if others := othersAlive(c.p, c.o, rb); len(others) > 0 && !rb.OthersMeasured && rb.PageTablesBefore >= 0 {
+			c.col.note("fork f%d: page-table leak check: not judged: %s alive at a measurement, and their page tables count in the machine-wide PageTables too (this executor did not measure them)",
 				rb.Fork, forkList(others))
 		}
-		for _, f := range judgeRollback(m.p, m.o, rb) {
-			m.col.add(f)
+		for _, f := range judgeRollback(c.p, c.o, rb) {
+			c.col.add(f)
 		}
 	}
-	for _, i := range m.p.Injected() {
-		if m.o.Ops[i].Ran && !seen[i] && !m.racyFault {
-			m.col.add(Finding{Oracle: OracleRollback, Signature: "rollback:missing", View: -1, Op: i, Region: -1,
-				Explanation: fmt.Sprintf("%s ran with fault injection, but the observation has no rollback measurement of it: the injection and the parent's state after it cannot be judged", opRef(m.p, i))})
+	for _, i := range c.p.Injected() {
+		if c.o.Ops[i].Ran && !seen[i] && !c.m.racyFault {
+			c.col.add(Finding{Oracle: OracleRollback, Signature: "rollback:missing", View: -1, Op: i, Region: -1,
+				Explanation: fmt.Sprintf("%s ran with fault injection, but the observation has no rollback measurement of it: the injection and the parent's state after it cannot be judged", opRef(c.p, i))})
 		}
 	}
 }
