@@ -72,3 +72,21 @@ func TestDiffObservationsIntoKilledChild(t *testing.T) {
 		}
 	}
 }
+
+// move_pages's count of pages it could not move depends on passing
+// page references: not compared; its errno is.
+func TestDiffObservationsMigrateCount(t *testing.T) {
+	p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4\nfork f0\nmigrate r0 off=0x0 len=0x4000\nwait f0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(ret uint64, errno int) *obs.Observation {
+		return &obs.Observation{Ops: []obs.OpResult{{Ran: true, Ret: 100}, {Ran: true, Ret: ret, Errno: errno}, {Ran: true}}}
+	}
+	if d := DiffObservations(p, mk(4, 0), mk(0, 0)); d != "" {
+		t.Errorf("pages left 4 vs 0: DiffObservations = %q, want none", d)
+	}
+	if d := DiffObservations(p, mk(0, 12), mk(0, 0)); !strings.Contains(d, "op 1 (migrate): errno 12 vs 0") {
+		t.Errorf("ENOMEM vs success: DiffObservations = %q, want the errno difference", d)
+	}
+}

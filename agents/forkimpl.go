@@ -232,6 +232,15 @@ func DiffObservations(p *prog.Program, a, b *obs.Observation) string {
 			// the place differs from run to run, whatever the fork.
 			ret = false
 		}
+		if k := p.Ops[i].Kind; k == prog.OpMigrate || k == prog.OpMigrateLoop {
+			// move_pages moves what it can: a page with a passing
+			// extra reference (a deferred copy in flight, a pipe's, an
+			// LRU batch's) stays, and the count of pages left differs
+			// from run to run (a gate on the fixed Async-fork kernel:
+			// 0xa4 vs 0x0, 1 of 3 runs on the baseline, 1 of 5 on the
+			// patched kernel). Its errno is still compared.
+			ret = false
+		}
 		switch {
 		case x.Ran != y.Ran:
 			return fmt.Sprintf("op %d (%s): ran %v vs %v", i, p.Ops[i].Kind, x.Ran, y.Ran)
