@@ -236,9 +236,8 @@ func DiffObservations(p *prog.Program, a, b *obs.Observation) string {
 			// move_pages moves what it can: a page with a passing
 			// extra reference (a deferred copy in flight, a pipe's, an
 			// LRU batch's) stays, and the count of pages left differs
-			// from run to run (a gate on the fixed Async-fork kernel:
-			// 0xa4 vs 0x0, 1 of 3 runs on the baseline, 1 of 5 on the
-			// patched kernel). Its errno is still compared.
+			// from run to run (docs/asyncfork/report.md, the gate of
+			// 0004). Its errno is still compared.
 			ret = false
 		}
 		switch {

@@ -136,8 +136,7 @@ func TestAsyncForkKernel(t *testing.T) {
 	// the CPU right after the long stock copy, for reasons not found;
 	// GODEBUG=asyncpreemptoff=1 did not change it; nor is it RT
 	// throttling: no "RT throttling activated" on the console), so run
-	// up to 25 times until one shows "eager" (under a CI's load 10 runs
-	// once showed none; a forkfuzz exec's calibration needed 7).
+	// up to 25 times until one shows "eager".
 	var off *obs.Observation
 	const stockTries = 25
 	for try := 1; try <= stockTries; try++ {
