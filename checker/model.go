@@ -470,8 +470,10 @@ func (m *machine) store(pr *proc, i int) {
 		m.spec.skipped(i, !unsure, skipped)
 	}
 	if unsure {
-		// Slots on pages the model lost track of: their fate is unknown.
+		// Slots on pages the model lost track of: their fate is unknown,
+		// and their values may show wherever a shared page can.
 		m.taintShared = true
+		m.writes[i] |= wrotePrivate | wroteShared
 		op.SlotOffsets(func(k int, off uint64) { m.taintContent(pr, gpage(op.Region, off)) })
 	} else if r.Skipped != skipped {
 		m.cmp.skippedFinding(pr, i, skipped, r.Skipped)
