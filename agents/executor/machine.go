@@ -47,8 +47,11 @@ type machine struct {
 	ctl  []byte // shared control words: release flag per fork
 	maps []byte // /proc/self/maps contents
 
-	nvma  int
-	vmas  [maxVMAs]vma
+	nvma int
+	// vmas is allocated apart and never copied whole, so only the entries
+	// a parse wrote are resident: every fork copies the page tables of
+	// the executor's resident memory.
+	vmas  *[maxVMAs]vma
 	nobj  int
 	objs  [maxObjs]obj
 	memfd [prog.MaxRegions]int
@@ -95,7 +98,7 @@ type span struct{ addr, length uint64 }
 // newMachine allocates a machine; reset prepares it for each program, so
 // the large fixed arrays are allocated once per executor.
 func newMachine(rep, ctl, maps []byte) *machine {
-	m := &machine{rep: rep, ctl: ctl, maps: maps, sigAll: ^uint64(0), th: new(threadSet)}
+	m := &machine{rep: rep, ctl: ctl, maps: maps, vmas: new([maxVMAs]vma), sigAll: ^uint64(0), th: new(threadSet)}
 	m.pin.uffd = -1
 	copy(m.mapsPath[:], "/proc/self/maps\x00")
 	return m

@@ -80,9 +80,9 @@ func (ts *threadSet) worker(id int, main *machine) *worker {
 	}
 	if !w.used {
 		// First use in this program: take the main machine's program state.
-		maps := w.m.maps
+		maps, vmas := w.m.maps, w.m.vmas
 		*w.m = *main
-		w.m.maps = maps
+		w.m.maps, w.m.vmas = maps, vmas
 		w.m.moved = nil
 		w.m.ks = threadSlot(id)
 		w.log = obs.ThreadLog{Thread: id}
@@ -138,7 +138,9 @@ func (m *machine) finishThreads() []obs.ThreadLog {
 		w.wg.Wait()
 		logs = append(logs, w.log)
 		m.moved = append(m.moved, w.m.moved...)
-		w.used = false
+		// The observation owns the log now: a worker that kept it would
+		// keep it resident through the next program's forks.
+		w.log, w.used = obs.ThreadLog{}, false
 	}
 	for f := range m.th.stop {
 		m.th.stop[f].Store(false)

@@ -120,3 +120,25 @@ join t1
 	}
 	t.Logf("storeloop: %d passes (bound %d), %d stores kept, %d trimmed", loops, maxLoopLog, len(tl.Stores), tl.Trimmed)
 }
+
+// TestWorkerKeepsNothingResident: a thread worker gets its own VMA table
+// (not a copy of the main machine's, which would make the whole array
+// resident in every fork) and hands its store log to the observation when
+// the program's threads finish, keeping no reference to it.
+func TestWorkerKeepsNothingResident(t *testing.T) {
+	rep := make([]byte, obs.HeaderSize+16*obs.RecordSize)
+	m := newMachine(rep, make([]byte, ctlSize), make([]byte, 4096))
+	w := m.th.worker(1, m)
+	if w.m.vmas == m.vmas {
+		t.Fatal("the worker's machine shares the main machine's VMA table")
+	}
+	w.log.Stores = append(w.log.Stores, obs.TimedStore{Op: 3, Slot: 1, Value: 7})
+	logs := m.finishThreads()
+	if len(logs) != 1 || len(logs[0].Stores) != 1 || logs[0].Stores[0].Value != 7 {
+		t.Fatalf("finishThreads returned %+v, want the worker's one store", logs)
+	}
+	if w.log.Stores != nil || w.used {
+		t.Errorf("after finishThreads the worker still holds its log (%d stores, used %v)", len(w.log.Stores), w.used)
+	}
+	close(w.queue)
+}

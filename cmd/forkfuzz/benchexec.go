@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -18,12 +19,15 @@ func init() {
 		help: "programs/s of a fixed set of programs on a target with each per-program cost (KCOV, page census) switched off in turn, side by side", run: cmdBenchExec})
 }
 
-// execCosts are the per-program costs bench exec switches off in turn:
-// a name, and what the run's options become without it.
-var execCosts = []struct {
+// execCost is one configuration of bench exec: a name, and what the
+// run's options become.
+type execCost struct {
 	name string
 	set  func(*agents.Options)
-}{
+}
+
+// execCosts are the per-program costs bench exec switches off in turn.
+var execCosts = []execCost{
 	{"all on", func(*agents.Options) {}},
 	{"no kcov", func(o *agents.Options) { o.NoCover = true }},
 	{"no census", func(o *agents.Options) { o.NoForkPages = true }},
@@ -49,6 +53,7 @@ func cmdBenchExec(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 1, "seed of the programs")
 	rounds := fs.Int("rounds", 2, "how often each program runs under each configuration (interleaved)")
 	profile := fs.String("profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
+	only := fs.String("configs", "", "comma-separated configurations to run (default: all): "+execCostNames())
 	positive(fs, "programs", "rounds")
 	if err := parseArgs(fs, args, ""); err != nil {
 		return parseExit(err)
@@ -56,6 +61,11 @@ func cmdBenchExec(args []string, stdout, stderr io.Writer) int {
 	w, err := gen.Profile(*profile)
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz bench exec: --profile:", err)
+		return exitError
+	}
+	costs, err := selectExecCosts(*only)
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz bench exec: --configs:", err)
 		return exitError
 	}
 	t, err := sel.Open()
@@ -68,7 +78,7 @@ func cmdBenchExec(args []string, stdout, stderr io.Writer) int {
 	for i := int64(0); i < int64(*n); i++ {
 		progs = append(progs, campaign.NewProgram(*seed, i, nil, w))
 	}
-	rows := benchExec(t, progs, *rounds, func(r, i int, c string, d time.Duration, err error) {
+	rows := benchExec(t, progs, costs, *rounds, func(r, i int, c string, d time.Duration, err error) {
 		if err != nil {
 			fmt.Fprintf(stderr, "round %d program %d %s: %v\n", r, i, c, err)
 		}
@@ -87,7 +97,7 @@ func cmdBenchExec(args []string, stdout, stderr io.Writer) int {
 // reuses), and the configuration that goes first rotates from program to
 // program and round to round: with a fixed order the first configuration
 // was the slowest row even when it equalled another (docs/throughput.md).
-func benchExec(t agents.Target, progs []*prog.Program, rounds int, each func(r, i int, c string, d time.Duration, err error)) []*execRow {
+func benchExec(t agents.Target, progs []*prog.Program, execCosts []execCost, rounds int, each func(r, i int, c string, d time.Duration, err error)) []*execRow {
 	rows := make([]*execRow, len(execCosts))
 	for k, c := range execCosts {
 		rows[k] = &execRow{name: c.name, phases: map[string]int64{}, work: map[string]int64{}}
@@ -177,4 +187,35 @@ func perProgram(m map[string]int64, runs int) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+func execCostNames() string {
+	var names []string
+	for _, c := range execCosts {
+		names = append(names, fmt.Sprintf("%q", c.name))
+	}
+	return strings.Join(names, ", ")
+}
+
+// selectExecCosts returns the configurations named in list (comma-separated;
+// empty: all), in execCosts' order.
+func selectExecCosts(list string) ([]execCost, error) {
+	if strings.TrimSpace(list) == "" {
+		return execCosts, nil
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if !slices.ContainsFunc(execCosts, func(c execCost) bool { return c.name == n }) {
+			return nil, fmt.Errorf("unknown configuration %q (want one of %s)", n, execCostNames())
+		}
+		want[n] = true
+	}
+	var out []execCost
+	for _, c := range execCosts {
+		if want[c.name] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,7 +48,7 @@ func TestBenchExecOrder(t *testing.T) {
 		progs[i] = &prog.Program{Regions: []prog.Region{{Kind: prog.AnonPrivate, Pages: 1}}}
 	}
 	tg := &orderTarget{}
-	rows := benchExec(tg, progs, 2, nil)
+	rows := benchExec(tg, progs, execCosts, 2, nil)
 	if len(tg.runs) != n+2*n*n {
 		t.Fatalf("%d runs, want %d warm-ups and %d measured", len(tg.runs), n, 2*n*n)
 	}
@@ -67,6 +68,44 @@ func TestBenchExecOrder(t *testing.T) {
 		c.set(&opt)
 		if first[opt] != 2 {
 			t.Errorf("%s went first %d times in 2 rounds of %d programs, want 2", c.name, first[opt], n)
+		}
+	}
+}
+
+func TestSelectExecCosts(t *testing.T) {
+	tests := []struct {
+		list    string
+		want    []string
+		wantErr string
+	}{
+		{"", nil, ""}, // all
+		{"no kcov, all on", []string{"all on", "no kcov"}, ""},
+		{"heap THP", []string{"heap THP"}, ""},
+		{"all on,bogus", nil, `unknown configuration "bogus"`},
+	}
+	for _, tt := range tests {
+		got, err := selectExecCosts(tt.list)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%q: error %v, want %q", tt.list, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tt.list, err)
+		}
+		if tt.want == nil {
+			if len(got) != len(execCosts) {
+				t.Errorf("%q: %d configurations, want all %d", tt.list, len(got), len(execCosts))
+			}
+			continue
+		}
+		var names []string
+		for _, c := range got {
+			names = append(names, c.name)
+		}
+		if !slices.Equal(names, tt.want) {
+			t.Errorf("%q: %v, want %v", tt.list, names, tt.want)
 		}
 	}
 }
