@@ -202,12 +202,12 @@ func (c *coverState) record(i int64, p *prog.Program, o *obs.Observation, ran ti
 		}
 		o.Cover.Symbols = ""
 	}
-	g, err := c.t.Add(p, o.Cover)
+	g, err := c.t.AddRun(p, o.Cover, cover.StateSignal(p, o))
 	if err != nil {
 		logf(c.cfg.Log, "program %d: coverage: %v", i, err)
 	}
 	g.NewFindings = findings
-	if drawn && o.Cover.Available() {
+	if drawn && (o.Cover.Available() || g.NewStates > 0) {
 		c.t.Credit(from, ran, g)
 	}
 	c.line.Store(c.t.Status())

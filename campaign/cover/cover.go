@@ -101,9 +101,11 @@ type Entry struct {
 	Prog     *prog.Program
 	NewEdges int // edges it reached first
 	NewMM    int // fork/mm PCs it reached first
-	Weight   int
-	Picks    int // times Draw chose it
-	Hits     int // its mutations that reached new edges
+	// NewStates is the memory-state features it reached first (state.go).
+	NewStates int
+	Weight    int
+	Picks     int // times Draw chose it
+	Hits      int // its mutations that reached new edges
 }
 
 // Tracker is a campaign's coverage: what every run reached, and the corpus.
@@ -116,6 +118,7 @@ type Tracker struct {
 	syms        *Symbols
 	edges       map[uint32]struct{}
 	pcs         map[uint64]struct{}
+	states      map[uint64]struct{} // memory-state signal (state.go)
 	mmPCs       int
 	entries     []Entry
 	totalWeight int
@@ -148,7 +151,7 @@ func KernelID(image, release string) string {
 // fork/mm PCs, corpus size.
 func Open(workdir, kernelID string, guided bool, csvPath string) (*Tracker, error) {
 	t := &Tracker{Guided: guided, Dir: filepath.Join(workdir, "corpus", kernelID),
-		edges: map[uint32]struct{}{}, pcs: map[uint64]struct{}{}, start: time.Now()}
+		edges: map[uint32]struct{}{}, pcs: map[uint64]struct{}{}, states: map[uint64]struct{}{}, start: time.Now()}
 	if err := os.MkdirAll(t.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cover: %w", err)
 	}
@@ -171,8 +174,12 @@ func Open(workdir, kernelID string, guided bool, csvPath string) (*Tracker, erro
 		if err != nil {
 			return nil, err
 		}
+		states, err := readStates(filepath.Join(t.Dir, name+".states"))
+		if err != nil {
+			return nil, err
+		}
 		ne, nm := t.merge(c)
-		t.addEntry(Entry{Name: name, Prog: p, NewEdges: ne, NewMM: nm})
+		t.addEntry(Entry{Name: name, Prog: p, NewEdges: ne, NewMM: nm, NewStates: t.mergeStates(states)})
 	}
 	if csvPath != "" {
 		f, err := os.OpenFile(csvPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
@@ -256,13 +263,40 @@ func (t *Tracker) merge(c *obs.Coverage) (newEdges, newMM int) {
 	return newEdges, newMM
 }
 
+// readStates reads an entry's memory-state signal (a JSON array of
+// numbers); an entry without the file has none.
+func readStates(path string) ([]uint64, error) {
+	b, err := fsutil.ReadFileLimited(path, maxCoverFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cover: %w", err)
+	}
+	var st []uint64
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("cover: %s: %w", path, err)
+	}
+	return st, nil
+}
+
+func (t *Tracker) mergeStates(states []uint64) (n int) {
+	for _, h := range states {
+		if _, ok := t.states[h]; !ok {
+			t.states[h] = struct{}{}
+			n++
+		}
+	}
+	return n
+}
+
 // weight: programs that reached new fork/mm code weigh most.
-func weight(newEdges, newMM int) int {
-	return 1 + bits.Len(uint(newEdges)) + 4*bits.Len(uint(newMM))
+func weight(newEdges, newMM, newStates int) int {
+	return 1 + bits.Len(uint(newEdges)) + 4*bits.Len(uint(newMM)) + 2*bits.Len(uint(newStates))
 }
 
 func (t *Tracker) addEntry(e Entry) {
-	e.Weight = weight(e.NewEdges, e.NewMM)
+	e.Weight = weight(e.NewEdges, e.NewMM, e.NewStates)
 	t.entries = append(t.entries, e)
 	t.totalWeight += e.Weight
 }
@@ -271,40 +305,51 @@ func (t *Tracker) addEntry(e Entry) {
 type Gain struct {
 	NewEdges int // edges no earlier program reached
 	NewMM    int // fork/mm PCs no earlier program reached
+	// NewStates is the memory-state features no earlier program reached.
+	NewStates int
 	// NewFindings is how many findings never seen before the program
 	// showed (set by the campaign, which judges it; Add leaves it 0).
 	NewFindings int
 }
 
-// Add takes in the coverage of program p and reports what it added; p
-// enters the corpus when it reached new edges. A nil or unavailable
-// coverage is remembered for Status.
+// Add is AddRun without a memory-state signal.
 func (t *Tracker) Add(p *prog.Program, c *obs.Coverage) (Gain, error) {
+	return t.AddRun(p, c, nil)
+}
+
+// AddRun takes in the coverage and the memory-state signal (StateSignal)
+// of program p's run and reports what they added; p enters the corpus
+// when it reached new edges or new memory states. A nil or unavailable
+// coverage is remembered for Status; the states count without it.
+func (t *Tracker) AddRun(p *prog.Program, c *obs.Coverage, states []uint64) (Gain, error) {
 	t.programs++
 	defer t.row()
-	if c == nil {
+	var g Gain
+	switch {
+	case c == nil:
 		if !t.seen && t.unavailable == "" {
 			t.unavailable = "the target collects none"
 		}
-		return Gain{}, nil
-	}
-	if !c.Available() {
+	case !c.Available():
 		if !t.seen {
 			t.unavailable = c.Unavailable
 		}
-		return Gain{}, nil
+	default:
+		t.seen, t.unavailable = true, ""
+		g.NewEdges, g.NewMM = t.merge(c)
 	}
-	t.seen, t.unavailable = true, ""
-	ne, nm := t.merge(c)
-	g := Gain{NewEdges: ne, NewMM: nm}
-	if ne == 0 {
+	g.NewStates = t.mergeStates(states)
+	if g.NewEdges == 0 && g.NewStates == 0 {
 		return g, nil
 	}
 	text := p.Format()
 	sum := sha256.Sum256(text)
 	name := hex.EncodeToString(sum[:8])
-	stored := *c
-	stored.Symbols = ""
+	var stored obs.Coverage
+	if g.NewEdges > 0 {
+		stored = *c
+		stored.Symbols = ""
+	}
 	b, err := json.Marshal(&stored)
 	if err != nil {
 		return g, fmt.Errorf("cover: %w", err)
@@ -312,10 +357,19 @@ func (t *Tracker) Add(p *prog.Program, c *obs.Coverage) (Gain, error) {
 	if err := os.WriteFile(filepath.Join(t.Dir, name+".json"), b, 0o644); err != nil {
 		return g, fmt.Errorf("cover: %w", err)
 	}
+	if len(states) > 0 {
+		sb, err := json.Marshal(states)
+		if err != nil {
+			return g, fmt.Errorf("cover: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(t.Dir, name+".states"), sb, 0o644); err != nil {
+			return g, fmt.Errorf("cover: %w", err)
+		}
+	}
 	if err := os.WriteFile(filepath.Join(t.Dir, name+".ffz"), text, 0o644); err != nil {
 		return g, fmt.Errorf("cover: %w", err)
 	}
-	t.addEntry(Entry{Name: name, Prog: p, NewEdges: ne, NewMM: nm})
+	t.addEntry(Entry{Name: name, Prog: p, NewEdges: g.NewEdges, NewMM: g.NewMM, NewStates: g.NewStates})
 	return g, nil
 }
 
@@ -329,7 +383,9 @@ func (t *Tracker) row() {
 // Counts are a tracker's totals.
 type Counts struct {
 	PCs, Edges, ForkMMPCs, Corpus int
-	Symbols                       bool
+	// States is the memory-state features reached (state.go).
+	States  int
+	Symbols bool
 	// Drawn programs were scheduled by a guided tracker; FromCorpus of
 	// them mutate a corpus program.
 	Drawn, FromCorpus int
@@ -337,24 +393,28 @@ type Counts struct {
 
 // Counts returns the totals so far.
 func (t *Tracker) Counts() Counts {
-	return Counts{PCs: len(t.pcs), Edges: len(t.edges), ForkMMPCs: t.mmPCs, Corpus: len(t.entries), Symbols: t.syms != nil,
+	return Counts{PCs: len(t.pcs), Edges: len(t.edges), ForkMMPCs: t.mmPCs, Corpus: len(t.entries), States: len(t.states), Symbols: t.syms != nil,
 		Drawn: t.sched.drawn, FromCorpus: t.sched.fromCorp}
 }
 
 // Status is one phrase for the progress line and the summary.
 func (t *Tracker) Status() string {
-	if !t.seen {
-		if t.unavailable != "" {
-			return "coverage: unavailable (" + t.unavailable + ")"
-		}
-		return "coverage: -"
-	}
 	c := t.Counts()
+	if !t.seen {
+		states := ""
+		if c.States > 0 {
+			states = fmt.Sprintf("; memory states %d corpus %d", c.States, c.Corpus)
+		}
+		if t.unavailable != "" {
+			return "coverage: unavailable (" + t.unavailable + ")" + states
+		}
+		return "coverage: -" + states
+	}
 	mm := "fork/mm n/a (no symbols)"
 	if c.Symbols {
 		mm = fmt.Sprintf("fork/mm %d", c.ForkMMPCs)
 	}
-	return fmt.Sprintf("cover %d pcs %d edges %s corpus %d (%s)", c.PCs, c.Edges, mm, c.Corpus, t.scheduleStatus())
+	return fmt.Sprintf("cover %d pcs %d edges %s states %d corpus %d (%s)", c.PCs, c.Edges, mm, c.States, c.Corpus, t.scheduleStatus())
 }
 
 // ErrNoCorpus is returned by Report when workdir has no coverage corpus.

@@ -80,7 +80,7 @@ func TestTracker(t *testing.T) {
 	if got != (Counts{PCs: 3, Edges: 3, ForkMMPCs: 2, Corpus: 2, Symbols: true}) {
 		t.Errorf("counts %+v", got)
 	}
-	if !strings.Contains(tr.Status(), "fork/mm 2 corpus 2 (guided, 25% from corpus)") {
+	if !strings.Contains(tr.Status(), "fork/mm 2 states 0 corpus 2 (guided, 25% from corpus)") {
 		t.Errorf("status %q", tr.Status())
 	}
 	r := rand.New(rand.NewPCG(1, 2))

@@ -51,7 +51,7 @@ type schedule struct {
 // 16 new fork/mm PCs (what the campaign is for, and rare: it should
 // pull the share toward its source).
 func gain(g Gain) float64 {
-	return float64(bits.Len(uint(g.NewEdges)) + 4*bits.Len(uint(g.NewMM)) + findingGain*g.NewFindings)
+	return float64(bits.Len(uint(g.NewEdges)) + 4*bits.Len(uint(g.NewMM)) + 2*bits.Len(uint(g.NewStates)) + findingGain*g.NewFindings)
 }
 
 const findingGain = 16
@@ -190,7 +190,7 @@ func (t *Tracker) EntryName(f From) string {
 // Credit tells the schedule what a program from f found (g, from Add) in
 // the target time it ran.
 func (t *Tracker) Credit(f From, ran time.Duration, g Gain) {
-	if f >= 0 && int(f) < len(t.entries) && (g.NewEdges > 0 || g.NewFindings > 0) {
+	if f >= 0 && int(f) < len(t.entries) && (g.NewEdges > 0 || g.NewStates > 0 || g.NewFindings > 0) {
 		t.entries[f].Hits++
 	}
 	t.sched.credit(f >= 0, ran, gain(g))

@@ -18,7 +18,8 @@ var ErrSeedBuild = errors.New("no corpus of this kernel build")
 // kernelID under workdir, so that a campaign starts from it (a nightly
 // campaign's corpus, say, for a benchmark's rows) instead of from nothing.
 // src is either a corpus directory (WORKDIR/corpus/ID, holding
-// NAME.ffz and NAME.json) or a campaign's workdir, whose corpus/kernelID is
+// NAME.ffz, NAME.json and, for programs kept for their memory states,
+// NAME.states) or a campaign's workdir, whose corpus/kernelID is
 // taken. Programs keep their coverage, which is only meaningful for the
 // same build: a src named after another build is refused with
 // ErrSeedBuild. A destination that already holds programs is left as it
@@ -50,6 +51,11 @@ func Seed(workdir, kernelID, src string) (n int, err error) {
 		// The coverage first: Open reads a program only with its coverage.
 		if err := copyFile(j, filepath.Join(dst, name+".json")); err != nil {
 			return n, err
+		}
+		if st := filepath.Join(dir, name+".states"); fileExists(st) {
+			if err := copyFile(st, filepath.Join(dst, name+".states")); err != nil {
+				return n, err
+			}
 		}
 		if err := copyFile(p, filepath.Join(dst, name+".ffz")); err != nil {
 			return n, err
