@@ -262,6 +262,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	}
 	var fault string
 	var threads []obs.ThreadLog
+	mem := executorMem()
 	ph.mark("setup")
 	func() {
 		defer func() {
@@ -329,6 +330,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 		}
 	}
 	o.Work = m.takeWork()
+	o.ExecutorMem = mem
 	ph.mark("finish")
 	o.Phases = ph.us
 	return o, nil

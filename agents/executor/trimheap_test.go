@@ -42,3 +42,20 @@ func numGC() uint32 {
 	runtime.ReadMemStats(&ms)
 	return ms.NumGC
 }
+
+func TestStatusKB(t *testing.T) {
+	status := []byte("Name:\tforkfuzz\nVmPTE:\t     464 kB\nRssAnon:\t   18320 kB\nBad:\tx kB\nEmpty:\n")
+	for _, tt := range []struct {
+		key  string
+		want int64
+	}{
+		{"RssAnon:", 18320}, {"VmPTE:", 464}, {"VmSwap:", -1}, {"Bad:", -1}, {"Empty:", -1},
+	} {
+		if got := statusKB(status, tt.key); got != tt.want {
+			t.Errorf("%s: %d, want %d", tt.key, got, tt.want)
+		}
+	}
+	if m := executorMem(); m == nil || m.RssAnonKB <= 0 || m.HeapKB <= 0 {
+		t.Errorf("executorMem() = %+v: this process's RssAnon and heap should be positive", m)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -44,6 +45,8 @@ type execRow struct {
 	total  time.Duration
 	phases map[string]int64 // guest microseconds by phase
 	work   map[string]int64 // guest microseconds by activity (obs.Observation.Work)
+	mem    obs.ExecutorMem  // summed over memN runs that reported it
+	memN   int
 }
 
 func cmdBenchExec(args []string, stdout, stderr io.Writer) int {
@@ -131,6 +134,13 @@ func benchExec(t agents.Target, progs []*prog.Program, execCosts []execCost, rou
 					for w, us := range o.Work {
 						rows[k].work[w] += us
 					}
+					if m := o.ExecutorMem; m != nil {
+						rows[k].mem.RssAnonKB += m.RssAnonKB
+						rows[k].mem.PTEKB += m.PTEKB
+						rows[k].mem.HeapKB += m.HeapKB
+						rows[k].mem.StackKB += m.StackKB
+						rows[k].memN++
+					}
 				}
 			}
 		}
@@ -160,7 +170,15 @@ func printExecRows(w io.Writer, rows []*execRow) {
 		}
 		fmt.Fprintf(w, "%-12s %6d %10.2f %8s  %s%s\n", r.name, r.runs, rate(r), ratio, perProgram(r.phases, r.runs), errs)
 	}
-	header := "\nwhere the program phase went, summed over its processes (ms per program; a fork includes its census and evidence, a wait its child's run):\n"
+	header := "\nthe executor's own memory when a program starts (mean; every fork of the main process copies the page tables of its private resident memory):\n"
+	for _, r := range rows {
+		if n := int64(r.memN); n > 0 {
+			fmt.Fprintf(w, "%s%-12s  RssAnon %.1f MiB, page tables %d KiB, Go heap %.1f MiB, stacks %.1f MiB\n", header, r.name,
+				float64(r.mem.RssAnonKB/n)/1024, r.mem.PTEKB/n, float64(r.mem.HeapKB/n)/1024, float64(r.mem.StackKB/n)/1024)
+			header = ""
+		}
+	}
+	header = "\nwhere the program phase went, summed over its processes (ms per program; a fork includes its census and evidence, a wait its child's run):\n"
 	for _, r := range rows {
 		if len(r.work) > 0 {
 			fmt.Fprintf(w, "%s%-12s  %s\n", header, r.name, perProgram(r.work, r.runs))

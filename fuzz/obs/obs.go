@@ -66,6 +66,19 @@ type Observation struct {
 	// census and evidence, a wait's the child's run), and "view",
 	// "census", "evidence", "kcov-drain" apart (nil: not measured).
 	Work map[string]int64 `json:"work,omitempty"`
+	// ExecutorMem is the executor's own memory when the program started:
+	// every fork of the main process copies the page tables of its
+	// private resident memory (nil: the target does not say).
+	ExecutorMem *ExecutorMem `json:"executor_mem,omitempty"`
+}
+
+// ExecutorMem is the executor process's memory, in KiB: RssAnon and VmPTE
+// of /proc/self/status, and the Go runtime's resident heap and stacks.
+type ExecutorMem struct {
+	RssAnonKB int64 `json:"rss_anon_kb"`
+	PTEKB     int64 `json:"pte_kb"`
+	HeapKB    int64 `json:"heap_kb"`
+	StackKB   int64 `json:"stack_kb"`
 }
 
 // ForkHold is how a fork's hold (prog.Op.Hold) went.
