@@ -177,6 +177,7 @@ func (x *Executor) Run(p *prog.Program, opt Options) (*obs.Observation, error) {
 func (x *Executor) loop(m *machine) {
 	runtime.LockOSThread() // never unlocked: children's PDEATHSIG is tied to this thread
 	growStack(stackReserve)
+	releaseStack()
 	debug.SetPanicOnFault(true)
 	for r := range x.reqs {
 		o, err := runOne(m, r.p, r.opt)
@@ -184,14 +185,43 @@ func (x *Executor) loop(m *machine) {
 	}
 }
 
+// stackLow is the lowest stack address growStack's frames reached.
+var stackLow uintptr
+
 //go:noinline
 func growStack(n int) byte {
 	var buf [64 << 10]byte
 	buf[n%len(buf)] = byte(n)
 	if n <= len(buf) {
+		stackLow = uintptr(unsafe.Pointer(&buf[0]))
 		return buf[0]
 	}
 	return growStack(n-len(buf)) + buf[n%len(buf)]
+}
+
+// stackKeep is how much stack below its frame releaseStack leaves
+// resident.
+const stackKeep = 64 << 10
+
+// releaseStack returns to the kernel the stack pages growStack zeroed
+// below the caller's frame, but stackKeep: the goroutine keeps its grown
+// stack (children recurse on it and must never reach a growth check),
+// and pages it does not use are no longer resident, so no fork copies
+// their page table entries. A page used again faults in as zeros, as
+// fresh stack would. Failures are ignored (the pages stay resident).
+//
+//go:noinline
+func releaseStack() {
+	var here byte
+	sp := uintptr(unsafe.Pointer(&here))
+	lo := (stackLow + prog.PageSize - 1) &^ (prog.PageSize - 1)
+	if stackLow == 0 || sp < stackKeep || sp-stackKeep <= lo {
+		return
+	}
+	hi := (sp - stackKeep) &^ (prog.PageSize - 1)
+	if hi > lo {
+		unix.Syscall(unix.SYS_MADVISE, lo, hi-lo, unix.MADV_DONTNEED)
+	}
 }
 
 // heapTrim is the resident Go heap above which the executor collects and

@@ -59,3 +59,25 @@ func TestStatusKB(t *testing.T) {
 		t.Errorf("executorMem() = %+v: this process's RssAnon and heap should be positive", m)
 	}
 }
+
+// TestReleaseStack: after growStack, releaseStack leaves the stack grown
+// but hands back the pages growStack zeroed: RssAnon drops by most of
+// stackReserve, and the goroutine can still use its whole stack.
+func TestReleaseStack(t *testing.T) {
+	done := make(chan [3]int64)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		growStack(stackReserve)
+		before := executorMem().RssAnonKB
+		releaseStack()
+		after := executorMem().RssAnonKB
+		growStack(stackReserve) // faults the released pages in again
+		done <- [3]int64{before, after, executorMem().RssAnonKB}
+	}()
+	r := <-done
+	t.Logf("RssAnon: %d kB grown, %d kB released, %d kB grown again", r[0], r[1], r[2])
+	if r[0]-r[1] < stackReserve/1024/2 {
+		t.Errorf("releaseStack freed %d kB of a %d kB stack, want at least half", r[0]-r[1], stackReserve/1024)
+	}
+}
