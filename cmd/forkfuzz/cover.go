@@ -18,7 +18,7 @@ func init() {
 
 // coverFlags adds run's coverage flags and returns what applies them.
 func coverFlags(fs *flag.FlagSet) func(*campaign.Config) {
-	blind := fs.Bool("blind", false, "mutation ignores kernel coverage (KCOV); it is still measured and kept in WORKDIR/corpus")
+	blind := fs.Bool("blind", false, "mutation ignores what runs reached (KCOV edges, memory states); both are still measured and kept in WORKDIR/corpus")
 	csv := fs.String("cover-csv", "", "write coverage after every program to this CSV (seconds,programs,pcs,edges,forkmm_pcs,corpus)")
 	off := fs.Bool("no-cover", false, "do not collect kernel coverage at all (to measure its cost)")
 	seed := seedCorpusFlag(fs)

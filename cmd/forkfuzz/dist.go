@@ -216,7 +216,7 @@ func coordinatorFlags(stderr io.Writer) *coordinatorOptions {
 	fs.IntVar(&o.judges, "judges", 0, "goroutines that judge and store results (0: 2 per CPU, at least 4)")
 	fs.DurationVar(&o.ackWait, "ack-wait", 30*time.Second, "an agent silent this long loses its work to another agent")
 	fs.StringVar(&o.workdir, "workdir", "workdir", "finding directories are written here too")
-	fs.BoolVar(&o.blind, "blind", false, "keep the kernel-coverage corpus (WORKDIR/corpus/KERNEL-ID) but do not let it guide the programs")
+	fs.BoolVar(&o.blind, "blind", false, "keep the coverage corpus (WORKDIR/corpus/KERNEL-ID: KCOV edges, memory states) but do not let it guide the programs")
 	fs.StringVar(&o.forkImpl, "fork-impl", "", "the fork implementation the agents run (their --fork-impl): a deferring one keeps generated programs' regions at the top of the address space, as forkfuzz run does")
 	fs.StringVar(&o.corrupt, "corrupt", "", "TEST ONLY: make the executors falsify observations")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug (every program's seed), info, warn, error")
