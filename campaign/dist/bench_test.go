@@ -97,7 +97,7 @@ func benchDispatch(b *testing.B, tg agents.Target, nagents, queue int, j func(*p
 	}
 	b.ResetTimer()
 	start, cpu0 := time.Now(), processCPU()
-	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "bench", Seed: 1, Programs: b.N, Target: "bench",
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Workdir: b.TempDir(), Campaign: "bench", Seed: 1, Programs: b.N, Target: "bench",
 		Weights: gen.DefaultWeights(), Queue: queue, judge: j})
 	el, cpu := time.Since(start), processCPU()-cpu0
 	b.StopTimer()

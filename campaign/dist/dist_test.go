@@ -262,7 +262,7 @@ func TestAgentGivesUpOnBrokenTarget(t *testing.T) {
 	cctx, stopCoord := context.WithCancel(ctx)
 	coordDone := make(chan *Stats, 1)
 	go func() {
-		cs, _ := RunCoordinator(cctx, CoordinatorConfig{Store: st, Campaign: "broken", Seed: 1, Programs: 3, Target: "noop",
+		cs, _ := RunCoordinator(cctx, CoordinatorConfig{Store: st, Workdir: t.TempDir(), Campaign: "broken", Seed: 1, Programs: 3, Target: "noop",
 			Weights: gen.DefaultWeights(), Queue: 1})
 		coordDone <- cs
 	}()
@@ -293,7 +293,7 @@ func TestAgentStopsRetryingUnencodableResult(t *testing.T) {
 	actx, stopAgent := context.WithCancel(ctx)
 	defer stopAgent()
 	go RunWorker(actx, WorkerConfig{Store: st, ID: "enc", Kind: "noop", Target: noopTarget{}, MaxHarnessErrors: 100})
-	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "enc", Seed: 1, Programs: 2, Target: "noop",
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Workdir: t.TempDir(), Campaign: "enc", Seed: 1, Programs: 2, Target: "noop",
 		Weights: gen.DefaultWeights(), Queue: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -313,7 +313,7 @@ func TestCoordinatorDuration(t *testing.T) {
 	defer stopAgent()
 	go RunWorker(actx, WorkerConfig{Store: st, ID: "d", Kind: "sim", Target: simTarget(t, "")})
 	start := time.Now()
-	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "dur", Seed: 1, Duration: time.Second, Target: "sim",
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Workdir: t.TempDir(), Campaign: "dur", Seed: 1, Duration: time.Second, Target: "sim",
 		Weights: gen.DefaultWeights(), Queue: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -365,7 +365,7 @@ func TestJudgedOnceInParallel(t *testing.T) {
 		return &judge.Verdict{}, nil
 	}
 	const n = 200
-	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "once", Seed: 1, Programs: n, Target: "noop",
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Workdir: t.TempDir(), Campaign: "once", Seed: 1, Programs: n, Target: "noop",
 		Weights: gen.DefaultWeights(), Queue: 64, Judges: 4, judge: j})
 	stopWorkers()
 	wg.Wait()

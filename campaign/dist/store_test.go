@@ -81,7 +81,7 @@ func TestMetrics(t *testing.T) {
 		defer close(agentDone)
 		RunWorker(actx, WorkerConfig{Store: st, ID: "m1", Kind: "sim", Target: simTarget(t, ""), Heartbeat: 50 * time.Millisecond})
 	}()
-	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "m", Seed: 2, Programs: 40, Target: "sim",
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Workdir: t.TempDir(), Campaign: "m", Seed: 2, Programs: 40, Target: "sim",
 		Weights: gen.DefaultWeights(), Metrics: m})
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +179,7 @@ func TestLargeObservations(t *testing.T) {
 		defer close(agentDone)
 		as, _ = RunWorker(actx, WorkerConfig{Store: st, ID: "big", Kind: "sim", Target: simTarget(t, ""), Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	}()
-	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "big", Seed: 4, Programs: 40, Target: "sim", Weights: gen.DefaultWeights()})
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Workdir: t.TempDir(), Campaign: "big", Seed: 4, Programs: 40, Target: "sim", Weights: gen.DefaultWeights()})
 	stopAgent()
 	<-agentDone
 	if err != nil {
