@@ -96,6 +96,15 @@ var Mutants = []Mutant{
 	{16, "migration-wp", "mm/memory.c", "copy_nonpresent_pte",
 		"a writable migration entry met by fork becomes read-only in the child only: once the page has moved, the parent maps it writable while the child shares it, and the parent's writes show in the child",
 		"isolation / kernel (page_table_check)", "a thread moving a written private region between NUMA nodes (migrateloop) while the main thread forks, the parent writes it, the child reads it"},
+	{17, "wp-src-hugetlb", "mm/hugetlb.c", "copy_hugetlb_page_range",
+		"the parent's huge PTE of a private hugetlb mapping is not write-protected: the parent writes into the huge page it shares with the child",
+		"isolation", "a hugetlb-private region written before fork, written by the parent after it, read by the child"},
+	{18, "file-private-writable", "mm/memory.c", "copy_present_pte",
+		"the child maps a page cache page of a writable private file mapping (memfd, tmpfs, ext4) writable: its writes reach the file and the parent",
+		"isolation / file content", "a private file-backed region with one page written (the VMA gets an anon_vma, so fork copies its page tables) and another only read before fork, the child writes the read page, the parent reads it"},
+	{19, "swap-dup-skipped", "mm/memory.c", "copy_nonpresent_pte",
+		"a swap entry copied at fork does not raise the swap count: when one process frees the slot the other's entry points at a free (later reused) slot",
+		"executor-hang / kernel (Unused swap offset entry)", "private anonymous pages swapped out (madvise pageout) before fork, the child exits, the parent touches them (its fault finds the slot free, returns VM_FAULT_OOM and is retried forever) or unmaps them"},
 }
 
 // MutantByName finds a mutant by name or number. An unknown one is an

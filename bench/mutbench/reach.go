@@ -24,6 +24,19 @@ func Reach(w gen.Weights, seed uint64, n int) map[string]int {
 	return out
 }
 
+// QEMUWeights returns w as a campaign on a default QEMU VM draws programs
+// (campaign.HugetlbWeights and FileWeights from the target): the guest's
+// 1 GiB reserves 16 hugetlb pages at boot and has tmpfs and ext4.
+func QEMUWeights(w gen.Weights) gen.Weights {
+	if w.HugetlbFree == 0 {
+		w.HugetlbFree = 16
+	}
+	if len(w.FileSystems) == 0 {
+		w.FileSystems = []prog.FS{prog.Tmpfs, prog.Ext4}
+	}
+	return w
+}
+
 // triggerState is what triggers knows of a program's regions (by index)
 // after the operations so far.
 type triggerState struct {
@@ -43,6 +56,7 @@ type triggerState struct {
 	pipeOf       map[int]int  // pipe -> region last vmspliced into it
 	moving       map[int]int  // region -> fork whose wait ends a migrateloop over it, + 1
 	movedAtFork  map[int]bool // private, written, and migrating at a fork of the main process
+	pagedOut     map[int]bool // anon-private, written, then madvise pageout by the main process
 	forks        int
 }
 
@@ -51,7 +65,7 @@ func triggers(p *prog.Program) map[string]bool {
 	t := &triggerState{p: p, hit: map[string]bool{}, stored: map[int]bool{}, atFork: map[int]bool{}, pinned: map[int]bool{},
 		uring: map[int]bool{}, mlocked: map[int]bool{}, wipe: map[int]bool{}, keep: map[int]bool{}, dontfork: map[int]bool{},
 		wipedByChild: map[int]bool{}, spliced: map[int]int{}, spliceLeak: map[int]bool{}, pipeOf: map[int]int{},
-		moving: map[int]int{}, movedAtFork: map[int]bool{}}
+		moving: map[int]int{}, movedAtFork: map[int]bool{}, pagedOut: map[int]bool{}}
 	for _, op := range p.Ops {
 		t.op(op)
 	}
@@ -112,6 +126,12 @@ func (t *triggerState) store(op prog.Op) {
 	if !main && t.wipe[r] {
 		t.wipedByChild[op.Proc] = true
 	}
+	if reg := t.p.Regions[r]; !main && t.atFork[r] && reg.Kind.Memfd() && !reg.Kind.Shared() && !reg.Kind.Hugetlb() {
+		// Written before the fork (fork copies the page tables); the
+		// page the child writes must be one the parent only read, which
+		// this estimate does not follow.
+		t.hit["file-private-writable"] = true
+	}
 	if a := t.spliced[r]; a > 0 && a-1 != op.Proc {
 		for pipe, pr := range t.pipeOf {
 			if pr == r {
@@ -123,6 +143,9 @@ func (t *triggerState) store(op prog.Op) {
 		reg := t.p.Regions[r]
 		if reg.Kind == prog.MemfdPrivate {
 			t.hit["wp-src-memfd"] = true
+		}
+		if reg.Kind.Hugetlb() && !reg.Kind.Shared() {
+			t.hit["wp-src-hugetlb"] = true
 		}
 		if reg.THP == prog.THPOn {
 			t.hit["wp-src-hugepage-pte"] = true
@@ -162,6 +185,10 @@ func (t *triggerState) madvise(op prog.Op) {
 	case prog.AdvDontfork:
 		if t.p.Regions[r].Kind == prog.AnonPrivate {
 			t.dontfork[r] = true
+		}
+	case prog.AdvPageout:
+		if t.p.Regions[r].Kind == prog.AnonPrivate && t.stored[r] {
+			t.pagedOut[r] = true
 		}
 	}
 }
@@ -203,5 +230,8 @@ func (t *triggerState) fork(op prog.Op) {
 	}
 	if len(t.dontfork) > 0 {
 		t.hit["dontfork-ignored"] = true
+	}
+	if len(t.pagedOut) > 0 {
+		t.hit["swap-dup-skipped"] = true
 	}
 }

@@ -11,7 +11,7 @@ import (
 // the common ones often (a change that loses them shows here first).
 func TestReach(t *testing.T) {
 	const n = 1000
-	got := Reach(gen.DefaultWeights(), 1, n)
+	got := Reach(QEMUWeights(gen.DefaultWeights()), 1, n)
 	for _, m := range kernel.Mutants {
 		t.Logf("%-20s %5.1f%% of %d programs", m.Name, 100*float64(got[m.Name])/n, n)
 	}

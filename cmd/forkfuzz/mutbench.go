@@ -107,7 +107,7 @@ func mutbenchFlags(stderr io.Writer) *mutbenchOptions {
 	fs.BoolVar(&o.list, "list", false, "list the mutants and exit")
 	fs.IntVar(&o.reach, "reach", 0, "no kernel: estimate how many of the campaign's first N generated programs meet each mutant's trigger condition, and exit")
 	fs.BoolVar(&o.quiet, "q", false, "no campaign log or progress lines")
-	fs.BoolVar(&c.Blind, "blind", false, "campaigns ignore kernel coverage (KCOV), to compare time to each bug with guided ones")
+	fs.BoolVar(&c.Blind, "blind", false, "campaigns ignore what runs reached (KCOV edges, memory states), to compare time to each bug with guided ones")
 	o.seedCorpus = seedCorpusFlag(fs)
 	positive(fs, "budget")
 	return o
@@ -120,8 +120,8 @@ func (o *mutbenchOptions) printReach(stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--profile: %v", err)
 	}
-	got := mutbench.Reach(w, o.cfg.Seed, o.reach)
-	fmt.Fprintf(stdout, "trigger conditions met by the first %d programs (seed %d, profile %s; fresh programs, no mutation):\n", o.reach, o.cfg.Seed, o.profile)
+	got := mutbench.Reach(mutbench.QEMUWeights(w), o.cfg.Seed, o.reach)
+	fmt.Fprintf(stdout, "trigger conditions met by the first %d programs (seed %d, profile %s, as on a default QEMU VM: hugetlb, tmpfs and ext4; fresh programs, no mutation):\n", o.reach, o.cfg.Seed, o.profile)
 	for _, m := range kernel.Mutants {
 		fmt.Fprintf(stdout, "%-20s %6.1f%%  %s\n", m.Name, 100*float64(got[m.Name])/float64(o.reach), m.Needs)
 	}

@@ -134,6 +134,11 @@ var patterns = []pattern{
 	// differ from report to report; where the kernel found it does not.
 	{re: regexp.MustCompile(`^BUG: Bad page (map|state)`), kind: Bug,
 		title: func(m, b []string) string { return "BUG: Bad page " + m[1] + inFunc(m, b) }},
+	// mm/swapfile.c: a swap entry whose slot is free or out of range
+	// ("swap_info_get: Unused swap offset entry 00000c8f"): swap counts
+	// are wrong, e.g. a copied entry that did not raise its count.
+	{re: regexp.MustCompile(`^([a-z_]+): (Bad|Unused) swap (file|offset) entry`), kind: Bug,
+		title: func(m, b []string) string { return m[2] + " swap " + m[3] + " entry in " + m[1] }},
 	{re: regexp.MustCompile(`^kernel BUG at ([^:]+)`), kind: Bug, fatal: true,
 		title: func(m, b []string) string { return "kernel BUG" + orAt(inFunc(m, b), m[1]) }},
 	{re: regexp.MustCompile(`^BUG: (.*)`), kind: Bug,
@@ -303,5 +308,5 @@ func Contains(log []byte) bool {
 var quick = [][]byte{
 	[]byte("BUG"), []byte("WARNING:"), []byte("Oops"), []byte("general protection fault"),
 	[]byte("Kernel panic"), []byte("INFO: task"), []byte("INFO: rcu"), []byte("rcu_sched"),
-	[]byte("rcu_preempt"), []byte("LOCKUP"), []byte("KASAN"),
+	[]byte("rcu_preempt"), []byte("LOCKUP"), []byte("KASAN"), []byte(" swap "),
 }

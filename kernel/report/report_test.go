@@ -66,6 +66,8 @@ func TestTitles(t *testing.T) {
 		// Not "BUG: non-zero pgtables_bytes on freeing mm: 4096" (the
 		// generic BUG pattern): the byte count differs from mm to mm.
 		"synthetic-pgtables-bytes.log": "BUG: non-zero pgtables_bytes on freeing mm",
+		// The slot number differs from report to report.
+		"synthetic-swap-unused.log": "Unused swap offset entry in swap_info_get",
 		// Titled from the first report, not the rate limiter's "67421
 		// messages suppressed" line before it.
 		"synthetic-bad-page-map-storm.log":     "BUG: Bad page map in zap_pte_range",
