@@ -105,7 +105,7 @@ type Entry struct {
 	NewStates int
 	Weight    int
 	Picks     int // times Draw chose it
-	Hits      int // its mutations that reached new edges
+	Hits      int // its mutations that reached new edges or states
 }
 
 // Tracker is a campaign's coverage: what every run reached, and the corpus.
