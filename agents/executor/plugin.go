@@ -179,6 +179,11 @@ func (e *CrashError) Signature() string { return e.Oracle() }
 func (e *CrashError) Explanation() string {
 	var b strings.Builder
 	b.WriteString(e.Error())
+	if busy := busyThreads(e.State); e.Hang && busy != "" {
+		// A thread running or in uninterruptible sleep is where a hang
+		// is: the goroutine dump's tail below shows idle runtime threads.
+		fmt.Fprintf(&b, "\nthreads running or in uninterruptible sleep: %s", busy)
+	}
 	if e.Lost {
 		b.WriteString("\nthe executor process was still running when its connection broke (state below; it was then killed)")
 	}
@@ -204,6 +209,18 @@ func (e *CrashError) Files() map[string]string {
 		files["console.txt"] = e.Console
 	}
 	return files
+}
+
+// busyThreads lists the "thread N: state R|D, wchan W" lines of an
+// executor state (crashinfo.go), separated by "; ".
+func busyThreads(state string) string {
+	var busy []string
+	for _, l := range strings.Split(state, "\n") {
+		if strings.HasPrefix(l, "thread ") && (strings.Contains(l, ": state R,") || strings.Contains(l, ": state D,")) {
+			busy = append(busy, strings.TrimSpace(l))
+		}
+	}
+	return strings.Join(busy, "; ")
 }
 
 // crashLines is lastLines, except where the Go runtime reported a panic

@@ -178,3 +178,19 @@ func TestCrashLines(t *testing.T) {
 		t.Errorf("long panic: ends %q", got[len(got)-30:])
 	}
 }
+
+// TestHangNamesBusyThreads: a hang's explanation names the threads that
+// were running or in uninterruptible sleep (a fault retried for ever, a
+// lock in the kernel), before the goroutine dump's idle tail.
+func TestHangNamesBusyThreads(t *testing.T) {
+	state := "executor pid 82\nState: S (sleeping)\nthread 104: state S, wchan futex_wait_queue\n    [<0>] futex_wait_queue+0x70/0xa0\nthread 89: state R, wchan 0\nthread 93: state D, wchan folio_wait_bit_common\n    [<0>] folio_wait_bit_common+0x1/0x2\n"
+	e := &CrashError{Hang: true, Status: "no answer within 1m0s", State: state, Stderr: "goroutine 0 [idle]:"}
+	want := "threads running or in uninterruptible sleep: thread 89: state R, wchan 0; thread 93: state D, wchan folio_wait_bit_common"
+	if x := e.Explanation(); !strings.Contains(x, want) || strings.Index(x, want) > strings.Index(x, "executor stderr") {
+		t.Errorf("explanation does not lead with the busy threads:\n%s", x)
+	}
+	e.State = "thread 104: state S, wchan futex_wait_queue\n"
+	if x := e.Explanation(); strings.Contains(x, "threads running") {
+		t.Errorf("no busy thread, yet the explanation names some:\n%s", x)
+	}
+}
