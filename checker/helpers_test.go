@@ -1,7 +1,11 @@
 package checker
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
@@ -15,6 +19,41 @@ func mustParse(t testing.TB, text string) *prog.Program {
 		t.Fatalf("parse: %v\n%s", err, text)
 	}
 	return p
+}
+
+// recorded is a program and what a real kernel did with it (testdata:
+// NAME.ffz beside NAME.json).
+type recorded struct {
+	file string // the .ffz
+	p    *prog.Program
+	o    obs.Observation
+}
+
+// loadRecorded reads every program matching glob and its observation; no
+// match is a test failure.
+func loadRecorded(t testing.TB, glob string) []recorded {
+	t.Helper()
+	files, _ := filepath.Glob(glob)
+	if len(files) == 0 {
+		t.Fatalf("no testdata %s", glob)
+	}
+	var out []recorded
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := recorded{file: f, p: mustParse(t, string(text))}
+		b, err := os.ReadFile(strings.TrimSuffix(f, ".ffz") + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &r.o); err != nil {
+			t.Fatalf("%s.json: %v", strings.TrimSuffix(f, ".ffz"), err)
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // findView returns the view of proc taken at at.

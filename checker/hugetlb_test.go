@@ -1,11 +1,8 @@
 package checker
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -147,26 +144,9 @@ func TestHugetlbGeneratedSelfConsistent(t *testing.T) {
 // TestHugetlbRecorded: observations of hugetlb programs recorded on the
 // reference 6.1.192 in QEMU (testdata/hugetlb61) pass.
 func TestHugetlbRecorded(t *testing.T) {
-	files, _ := filepath.Glob("testdata/hugetlb61/*.ffz")
-	if len(files) == 0 {
-		t.Fatal("no testdata")
-	}
-	for _, f := range files {
-		text, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := mustParse(t, string(text))
-		b, err := os.ReadFile(strings.TrimSuffix(f, ".ffz") + ".json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var o obs.Observation
-		if err := json.Unmarshal(b, &o); err != nil {
-			t.Fatal(err)
-		}
-		if v := Check(p, &o); !v.OK() {
-			t.Errorf("%s on %s:\n%s", f, o.Kernel, v.Report())
+	for _, r := range loadRecorded(t, "testdata/hugetlb61/*.ffz") {
+		if v := Check(r.p, &r.o); !v.OK() {
+			t.Errorf("%s on %s:\n%s", r.file, r.o.Kernel, v.Report())
 		}
 	}
 }

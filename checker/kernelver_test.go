@@ -1,13 +1,8 @@
 package checker
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 )
 
 // TestKernelVersionRules: observations recorded on Debian's 6.1 kernel in
@@ -16,32 +11,16 @@ import (
 // Linux changed behaviour (multi-VMA MREMAP_FIXED moves and the order of
 // mremap's checks changed in 6.17).
 func TestKernelVersionRules(t *testing.T) {
-	files, _ := filepath.Glob("testdata/linux61/*.ffz")
-	if len(files) == 0 {
-		t.Fatal("no testdata")
-	}
-	for _, f := range files {
-		text, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := mustParse(t, string(text))
-		b, err := os.ReadFile(strings.TrimSuffix(f, ".ffz") + ".json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var o obs.Observation
-		if err := json.Unmarshal(b, &o); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range loadRecorded(t, "testdata/linux61/*.ffz") {
+		f, p, o := r.file, r.p, &r.o
 		if !strings.HasPrefix(o.Kernel, "6.1.") {
 			t.Fatalf("%s: kernel %q", f, o.Kernel)
 		}
-		if v := Check(p, &o); !v.OK() {
+		if v := Check(p, o); !v.OK() {
 			t.Errorf("%s on %s:\n%s", f, o.Kernel, v.Report())
 		}
 		o.Kernel = "6.18.0"
-		if v := Check(p, &o); v.OK() {
+		if v := Check(p, o); v.OK() {
 			t.Errorf("%s: the 6.1 behaviour passes as 6.18's too: the version rule does not bite", f)
 		}
 	}

@@ -72,9 +72,9 @@ func TestTrackerKeepsNewStates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p1 := mustProg(t, "forkfuzz v1\nregion r0 anon-private pages=1\nfork f0\nwait f0\n")
-	p2 := mustProg(t, "forkfuzz v1\nregion r0 anon-private pages=2\nfork f0\nwait f0\n")
-	p3 := mustProg(t, "forkfuzz v1\nregion r0 anon-private pages=3\nfork f0\nwait f0\n")
+	p1 := mustParse(t, "forkfuzz v1\nregion r0 anon-private pages=1\nfork f0\nwait f0\n")
+	p2 := mustParse(t, "forkfuzz v1\nregion r0 anon-private pages=2\nfork f0\nwait f0\n")
+	p3 := mustParse(t, "forkfuzz v1\nregion r0 anon-private pages=3\nfork f0\nwait f0\n")
 	c := &obs.Coverage{PCs: []uint64{1}, Edges: []uint32{1}}
 	if g, _ := tr.AddRun(p1, c, []uint64{11}); g.NewEdges != 1 || g.NewStates != 1 {
 		t.Fatalf("first program: %+v", g)
@@ -100,13 +100,4 @@ func TestTrackerKeepsNewStates(t *testing.T) {
 	if g, _ := re.AddRun(p3, nil, []uint64{17}); g.NewStates != 1 || re.Counts().Corpus != 3 {
 		t.Errorf("without coverage, a new state: %+v, corpus %d", g, re.Counts().Corpus)
 	}
-}
-
-func mustProg(t *testing.T, text string) *prog.Program {
-	t.Helper()
-	p, err := prog.Parse([]byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
