@@ -94,7 +94,7 @@ type machine struct {
 	nextFar uint64
 	clock   int64
 
-	spec   *specRec // spec.go: records what the model accepts (NewSpec only)
+	spec   recorder // spec.go: records what the model accepts (NewSpec); noRecord otherwise
 	kernel string   // expected mode: the release to follow (NewSpec only)
 	// failFork, in expected mode, is 1 + the index of a fork operation
 	// that fails (NewSpec only; 0: none).
@@ -115,6 +115,7 @@ func newMachine(p *prog.Program, o *obs.Observation) *machine {
 		writes:  make([]writeMode, len(p.Ops)),
 		nextFar: 0x7e0000000000,
 		col:     newCollector(),
+		spec:    noRecord{},
 	}
 	for i := range m.opSeq {
 		m.opSeq[i] = -1
@@ -225,9 +226,7 @@ func (m *machine) result(pr *proc, i int, pd pred) obs.OpResult {
 		return r
 	}
 	r := m.o.Ops[i]
-	if m.spec != nil {
-		m.spec.op(i, pd)
-	}
+	m.spec.op(i, pd)
 	if !pd.allows(r.Errno) {
 		m.cmp.errnoFinding(pr, i, pd, r.Errno)
 	}
@@ -339,19 +338,8 @@ func (m *machine) notRun(pr *proc, i int) {
 		m.racyFault = true
 		m.col.note("%s did not complete while a thread could be changing mappings under it", opRef(m.p, i))
 	}
-	if !m.o.Truncated && !racy {
-		sig := "errno:not-run:" + op.Kind.String()
-		what := "did not run although its process was running"
-		if later {
-			sig = "errno:no-record:" + op.Kind.String()
-			what = "has no result although later operations of the same process ran"
-		} else if pr.id > 0 {
-			what += " (the child stopped here: see its exit status)"
-		} else {
-			what += " (the main process stopped here)"
-		}
-		m.col.add(Finding{Oracle: OracleErrno, Signature: sig, Proc: pr.id, View: -1, Op: i, Region: -1,
-			Explanation: fmt.Sprintf("%s: %s %s", procName(pr.id), opRef(m.p, i), what)})
+	if !racy {
+		m.cmp.notRun(pr, i, later)
 	}
 	// Whatever part of it ran is unknown; a check that did not finish may
 	// have left a partial view.
@@ -466,9 +454,7 @@ func (m *machine) store(pr *proc, i int) {
 		m.exp.Ops[i].Skipped = skipped
 		r.Skipped = skipped
 	}
-	if m.spec != nil {
-		m.spec.skipped(i, !unsure, skipped)
-	}
+	m.spec.skipped(i, !unsure, skipped)
 	if unsure {
 		// Slots on pages the model lost track of: their fate is unknown,
 		// and their values may show wherever a shared page can.
@@ -565,8 +551,7 @@ func (m *machine) mmap(pr *proc, i int) {
 		return
 	}
 	if m.checking() && r.Ret != addr {
-		m.col.add(Finding{Oracle: OracleErrno, Signature: "errno:mmap-address", Proc: pr.id, View: -1, Op: i, Region: op.Region,
-			Explanation: fmt.Sprintf("%s: %s returned %#x, MAP_FIXED asked for %#x", procName(pr.id), opRef(m.p, i), r.Ret, addr)})
+		m.cmp.address(pr, i, op.Region, "mmap", fmt.Sprintf("returned %#x, MAP_FIXED asked for %#x", r.Ret, addr))
 	}
 	m.setRet(i, addr)
 	pr.unmap(lo, hi)

@@ -276,8 +276,7 @@ func (m *machine) remapDestination(c *mremapCall, r obs.OpResult, outs []remapOu
 	}
 	to, inArena = addrPage(r.Ret)
 	if r.Ret%prog.PageSize != 0 {
-		m.col.add(Finding{Oracle: OracleErrno, Signature: "errno:mremap-address", Proc: pr.id, View: -1, Op: i, Region: op.Region,
-			Explanation: fmt.Sprintf("%s: %s returned the unaligned address %#x", procName(pr.id), opRef(m.p, i), r.Ret)})
+		m.cmp.address(pr, i, op.Region, "mremap", fmt.Sprintf("returned the unaligned address %#x", r.Ret))
 		m.forget(pr, src, src+max(oldN, newN), i)
 		return 0, false, false
 	}
@@ -286,8 +285,7 @@ func (m *machine) remapDestination(c *mremapCall, r obs.OpResult, outs []remapOu
 			return to, inArena, true
 		}
 	}
-	m.col.add(Finding{Oracle: OracleErrno, Signature: "errno:mremap-address", Proc: pr.id, View: -1, Op: i, Region: op.Region,
-		Explanation: fmt.Sprintf("%s: %s returned %#x, which the model does not allow (%s)", procName(pr.id), opRef(m.p, i), r.Ret, why)})
+	m.cmp.address(pr, i, op.Region, "mremap", fmt.Sprintf("returned %#x, which the model does not allow (%s)", r.Ret, why))
 	m.forget(pr, src, src+max(oldN, newN), i)
 	if dst >= 0 {
 		m.forget(pr, dst, dst+newN, i)
@@ -445,8 +443,7 @@ func (m *machine) remapMove(pr *proc, i, src, dst, n int, dontunmap bool) {
 		return
 	}
 	if m.checking() && r.Ret != gaddr(dst) {
-		m.col.add(Finding{Oracle: OracleErrno, Signature: "errno:mremap-address", Proc: pr.id, View: -1, Op: i, Region: m.p.Ops[i].Region,
-			Explanation: fmt.Sprintf("%s: %s returned %#x, MREMAP_FIXED asked for %#x", procName(pr.id), opRef(m.p, i), r.Ret, gaddr(dst))})
+		m.cmp.address(pr, i, m.p.Ops[i].Region, "mremap", fmt.Sprintf("returned %#x, MREMAP_FIXED asked for %#x", r.Ret, gaddr(dst)))
 		m.forget(pr, src, src+n, i)
 		m.forget(pr, dst, dst+n, i)
 		return

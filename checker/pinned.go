@@ -1,8 +1,6 @@
 package checker
 
 import (
-	"fmt"
-
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -177,9 +175,7 @@ func (m *machine) remoteWrite(pr *proc, i int) {
 	})
 	r := m.result(pr, i, certain(eOK, "refused slots are counted, not failed"))
 	m.expectSkipped(i, refused, uint64(op.Count-refused))
-	if m.spec != nil {
-		m.spec.skipped(i, !unsure, refused)
-	}
+	m.spec.skipped(i, !unsure, refused)
 	taint := func() {
 		m.taintShared = true
 		m.writes[i] |= wrotePrivate | wroteShared
@@ -194,9 +190,7 @@ func (m *machine) remoteWrite(pr *proc, i int) {
 		if force {
 			rule = "a /proc/PID/mem write (FOLL_FORCE) reaches every private mapping and writable shared ones"
 		}
-		m.col.add(Finding{Oracle: OracleSkipped, Signature: "skipped:" + m.opSig(i), Proc: pr.id, View: -1, Op: i, Region: op.Region,
-			Explanation: fmt.Sprintf("%s: the kernel refused %d slots of %s into %s, the model expects %d: %s",
-				procName(pr.id), r.Skipped, opRef(m.p, i), procName(target.id), refused, rule)})
+		m.cmp.refusedSlots(pr, target, i, r.Skipped, refused, rule)
 		taint()
 		return
 	}
@@ -273,8 +267,7 @@ func (m *machine) checkRet(pr *proc, i int, r obs.OpResult, want uint64) bool {
 	if !m.checking() || r.Errno != 0 || r.Ret == want {
 		return true
 	}
-	m.col.add(Finding{Oracle: OracleErrno, Signature: "ret:" + m.opSig(i), Proc: pr.id, View: -1, Op: i, Region: m.regionOf(i),
-		Explanation: fmt.Sprintf("%s: %s returned %d bytes, expected %d", procName(pr.id), opRef(m.p, i), r.Ret, want)})
+	m.cmp.byteCount(pr, i, r.Ret, want)
 	return false
 }
 
@@ -368,9 +361,7 @@ func (m *machine) readPipe(pr *proc, i int) {
 	op := &m.p.Ops[i]
 	pages, lost := m.pin.pipes[op.Pipe], m.pin.pipeLost[op.Pipe]
 	m.pin.pipes[op.Pipe], m.pin.pipeLost[op.Pipe] = nil, false
-	if m.spec != nil {
-		m.spec.pipe(m, i, pages, lost)
-	}
+	m.spec.pipe(m, i, pages, lost)
 	if lost {
 		m.result(pr, i, unpredictable("the model lost track of what the pipe holds"))
 		return
@@ -395,42 +386,7 @@ func (m *machine) readPipe(pr *proc, i int) {
 	if r.Errno != 0 || !m.checkRet(pr, i, r, want) {
 		return
 	}
-	got := make([]map[uint16]uint64, len(pages))
-	for _, d := range r.Data {
-		p := int(d.Off / prog.PageSize)
-		if p >= len(pages) || d.Off%prog.SlotSize != 0 {
-			m.col.add(Finding{Oracle: OracleObservation, Signature: "observation:readpipe-data", Proc: pr.id, View: -1, Op: i, Region: -1,
-				Explanation: fmt.Sprintf("%s reported a word at offset %#x, beyond the %d bytes it read", opRef(m.p, i), d.Off, want)})
-			return
-		}
-		if got[p] == nil {
-			got[p] = map[uint16]uint64{}
-		}
-		got[p][uint16(d.Off%prog.PageSize/prog.SlotSize)] = d.Value
-	}
-	for p, pp := range pages {
-		if pp.unknown {
-			continue
-		}
-		seen := map[uint16]bool{}
-		check := func(w uint16) {
-			if seen[w] {
-				return
-			}
-			seen[w] = true
-			if v := got[p][w]; !m.pipeAccepts(&pp, w, v, i) {
-				m.pipeFinding(pr, i, &pp, p, w, v)
-			}
-		}
-		for w := range got[p] {
-			check(w)
-		}
-		for _, a := range pp.alts {
-			for _, x := range a {
-				check(x.k)
-			}
-		}
-	}
+	m.cmp.pipeRead(pr, i, pages, r.Data, want)
 }
 
 // pipeAccepts reports whether word w of spliced page pp may read as v at
@@ -481,30 +437,6 @@ func (m *machine) slotOffset(j, k int) (uint64, bool) {
 		return op.Off + off, true
 	}
 	return 0, false
-}
-
-func (m *machine) pipeFinding(pr *proc, i int, pp *pipePage, p int, w uint16, v uint64) {
-	region, page := regionOf(pp.g)
-	what, sig := fmt.Sprintf("%#x", v), "unexpected-value"
-	if j, _, ok := prog.DecodeSlotValue(v); ok && j < len(m.p.Ops) {
-		what = fmt.Sprintf("%#x, written by %s in %s", v, opRef(m.p, j), procName(m.p.Ops[j].Proc))
-		if m.p.Ops[j].Proc != pp.proc {
-			sig = "foreign-write"
-		}
-	} else if v == 0 {
-		sig = "lost-content"
-	}
-	var was []string
-	for _, a := range pp.alts {
-		was = append(was, fmt.Sprintf("%#x", a.get(w)))
-	}
-	if len(was) == 0 {
-		was = []string{"0x0"}
-	}
-	m.col.add(Finding{Oracle: OraclePipe, Signature: "pipe:vmsplice-" + sig + ":" + m.p.Regions[region].Kind.String(), Proc: pr.id, View: -1, Op: i,
-		Region: region, Page: page, Off: uint64(page)*prog.PageSize + uint64(w)*prog.SlotSize,
-		Explanation: fmt.Sprintf("%s: %s read page %d of the pipe, which %s spliced from r%d page %d at %s; its word at %#x is %s, but it held %v then, and only %s's own later writes (or writes to a shared page) may show through the pipe",
-			procName(pr.id), opRef(m.p, i), p, procName(pp.proc), region, page, opRef(m.p, pp.op), uint64(w)*prog.SlotSize, what, was, procName(pp.proc))})
 }
 
 func (m *machine) uringReg(pr *proc, i int) {

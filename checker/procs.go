@@ -87,13 +87,7 @@ func (m *machine) wait(pr *proc, i int) {
 		r := m.result(pr, i, certain(eOK, "a killed child can be reaped"))
 		m.setRet(i, sigKILL)
 		if m.checking() {
-			for j := range m.p.Ops {
-				if m.p.Ops[j].Proc == child.id && m.o.Ops[j].Ran {
-					m.col.add(Finding{Oracle: OracleChildExit, Signature: "child-exit:killed-child-ran", Proc: child.id, View: -1, Op: j, Region: -1,
-						Explanation: fmt.Sprintf("%s was %s, yet %s ran", procName(child.id), m.killedHow(op.Fork), opRef(m.p, j))})
-					break
-				}
-			}
+			m.cmp.killedChildRan(child, op.Fork)
 			if child.copyKilled {
 				// How a child died of its failed copy is the rollback
 				// oracle's (rollback:child-copy-signal).
@@ -101,9 +95,7 @@ func (m *machine) wait(pr *proc, i int) {
 				return
 			}
 			if r.Errno == 0 && r.Ret&0x7f != sigKILL {
-				m.col.add(Finding{Oracle: OracleChildExit, Signature: "child-exit:killed-" + statusClass(r.Ret), Proc: child.id, View: -1, Op: i, Region: -1,
-					Explanation: fmt.Sprintf("%s was killed with SIGKILL before it ran, but %s reports wait status %#x (%s); a killed child never runs, so only SIGKILL is possible",
-						procName(child.id), opRef(m.p, i), r.Ret, statusString(r.Ret))})
+				m.cmp.killedStatus(child, i, r.Ret)
 			}
 		}
 		child.state = exited
@@ -119,9 +111,7 @@ func (m *machine) wait(pr *proc, i int) {
 	r := m.result(pr, i, certain(eOK, "the child exists"))
 	m.setRet(i, 0)
 	if m.checking() && r.Errno == 0 && r.Ret != 0 {
-		m.col.add(Finding{Oracle: OracleChildExit, Signature: "child-exit:" + statusClass(r.Ret), Proc: child.id, View: -1, Op: i, Region: -1,
-			Explanation: fmt.Sprintf("%s ended with wait status %#x (%s) reported by %s; a child that was not killed must exit with status 0",
-				procName(child.id), r.Ret, statusString(r.Ret), opRef(m.p, i))})
+		m.cmp.childStatus(child, i, r.Ret)
 	}
 }
 

@@ -105,6 +105,23 @@ type PipePageSpec struct {
 	Extra []WordVal
 }
 
+// recorder is told what the model accepts at each judged point: a
+// *specRec for NewSpec, noRecord for every other run.
+type recorder interface {
+	op(i int, pd pred)
+	skipped(i int, judged bool, n int)
+	view(m *machine, pr *proc, at int)
+	pipe(m *machine, i int, pages []pipePage, lost bool)
+}
+
+// noRecord records nothing.
+type noRecord struct{}
+
+func (noRecord) op(int, pred)                         {}
+func (noRecord) skipped(int, bool, int)               {}
+func (noRecord) view(*machine, *proc, int)            {}
+func (noRecord) pipe(*machine, int, []pipePage, bool) {}
+
 // specRec collects a Spec while the model runs.
 type specRec struct {
 	s *Spec

@@ -14,9 +14,7 @@ func (m *machine) view(pr *proc, at int) {
 		m.exp.Views = append(m.exp.Views, m.expectedView(pr, at))
 		return
 	}
-	if m.spec != nil {
-		m.spec.view(m, pr, at)
-	}
+	m.spec.view(m, pr, at)
 	m.cmp.view(pr, at)
 }
 

@@ -182,8 +182,7 @@ func (m *machine) pmadvise(pr *proc, i int) {
 	m.madvise(pr, i)
 	m.setRet(i, op.Len)
 	// One iovec: success advised all of it.
-	if r := m.o; r != nil && r.Ops[i].Errno == 0 && r.Ops[i].Ret != op.Len && op.Thread == 0 {
-		m.col.add(Finding{Oracle: OracleErrno, Signature: "errno:pmadvise-bytes", Proc: pr.id, View: -1, Op: i, Region: op.Region,
-			Explanation: fmt.Sprintf("%s: %s returned %d bytes advised, the whole iovec is %d", procName(pr.id), opRef(m.p, i), r.Ops[i].Ret, op.Len)})
+	if m.checking() && m.o.Ops[i].Errno == 0 && m.o.Ops[i].Ret != op.Len && op.Thread == 0 {
+		m.cmp.advisedBytes(pr, i, m.o.Ops[i].Ret, op.Len)
 	}
 }
