@@ -156,17 +156,46 @@ func PatchMutants(patch string) ([]Mutant, error) {
 // ErrMutantsApplied says ApplyMutants found the patch already in the tree.
 var ErrMutantsApplied = errors.New("the mutants patch is already applied")
 
+// MutantsStamp is the copy of the mutants patch ApplyMutants leaves in a
+// tree it patched, so that a later version of the patch can take the
+// earlier one out first.
+const MutantsStamp = ".forkfuzz-mutants.patch"
+
 // ApplyMutants applies MutantsPatch to the kernel tree src with patch -p1.
-// A tree that already has it is left alone (ErrMutantsApplied); a tree it
-// does not apply to is an error that says which hunks failed.
+// A tree that already has it is left alone (ErrMutantsApplied); a tree
+// patched by an earlier version (its MutantsStamp differs) has that one
+// reversed first; a tree it does not apply to is an error that says which
+// hunks failed.
 func ApplyMutants(src string, log io.Writer) error {
+	if log == nil {
+		log = io.Discard
+	}
+	stamp := filepath.Join(src, MutantsStamp)
+	if old, err := os.ReadFile(stamp); err == nil && string(old) != MutantsPatch {
+		fmt.Fprintf(log, "kernel build: %s carries an earlier version of the mutants patch: reversing it\n", src)
+		if err := reverseDiff(src, old); err != nil {
+			return fmt.Errorf("%s carries an earlier mutants patch (%s) that does not reverse: %w; remove the tree and build again to unpack a fresh one", src, stamp, err)
+		}
+		if err := os.Remove(stamp); err != nil {
+			return err
+		}
+	}
 	what := "the mutants patch (kernel/mutants/forkfuzz-mutants.patch, for " + DefaultSourcePackage + " 6.1.192-3)"
 	say := fmt.Sprintf("applying the mutants patch (%d mutants) to %s", len(Mutants), src)
 	err := applyDiff(src, []byte(MutantsPatch), what, say, log)
-	if errors.Is(err, ErrPatchApplied) {
+	if err != nil && !errors.Is(err, ErrPatchApplied) {
+		if _, serr := os.Stat(stamp); serr != nil {
+			return fmt.Errorf("%w (a tree patched by a version of the mutants patch older than its stamp file %s cannot be told apart: remove the tree, and a --mutants build unpacks a fresh one)", err, MutantsStamp)
+		}
+		return err
+	}
+	if werr := os.WriteFile(stamp, []byte(MutantsPatch), 0o644); werr != nil {
+		return fmt.Errorf("mutants patch applied to %s, its stamp not written: %w", src, werr)
+	}
+	if err != nil {
 		return ErrMutantsApplied
 	}
-	return err
+	return nil
 }
 
 // mutantsTree is where a default build with mutants unpacks its own copy of
@@ -182,4 +211,14 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, b, 0o644)
+}
+
+// CachedMutantsImage returns the image a default `forkfuzz kernel build
+// --mutants` leaves in the cache, if it is there.
+func CachedMutantsImage() (string, bool) {
+	p := filepath.Join(mutantsTree(CacheDir()), "forkfuzz-build-mutants", "bzImage-forkfuzz-mutants")
+	if _, err := os.Stat(p); err != nil {
+		return "", false
+	}
+	return p, true
 }

@@ -108,9 +108,34 @@ func TestMutantsPatchApplies(t *testing.T) {
 		t.Skip("patch(1) is not installed")
 	}
 	src := mutantsSource(t)
+	tmp := copyPatched(t, src)
+	err := ApplyMutants(tmp, nil)
+	if errors.Is(err, ErrMutantsApplied) {
+		t.Logf("%s already has the mutants patch (a --mutants tree): it reverses cleanly", src)
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ApplyMutants(tmp, nil); !errors.Is(err, ErrMutantsApplied) {
+		t.Errorf("second ApplyMutants: %v, want ErrMutantsApplied", err)
+	}
+	h, err := os.ReadFile(filepath.Join(tmp, "include/linux/forkfuzz_mutant.h"))
+	if err != nil || !strings.Contains(string(h), "FFM_NR") {
+		t.Errorf("include/linux/forkfuzz_mutant.h after patching: %v", err)
+	}
+}
+
+// copyPatched copies the files the mutants patch touches or creates (and
+// the tree's MutantsStamp, if any) from src into a new directory.
+func copyPatched(t *testing.T, src string) string {
+	t.Helper()
 	tmp := t.TempDir()
 	for _, l := range strings.Split(MutantsPatch, "\n") {
 		f, ok := strings.CutPrefix(l, "--- a/")
+		if !ok {
+			f, ok = strings.CutPrefix(l, "+++ b/") // a new file, if src has it
+		}
 		if !ok {
 			continue
 		}
@@ -127,20 +152,57 @@ func TestMutantsPatchApplies(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := ApplyMutants(tmp, nil)
-	if errors.Is(err, ErrMutantsApplied) {
-		t.Logf("%s already has the mutants patch (a --mutants tree): it reverses cleanly", src)
-		return
+	if b, err := os.ReadFile(filepath.Join(src, MutantsStamp)); err == nil {
+		if err := os.WriteFile(filepath.Join(tmp, MutantsStamp), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+	return tmp
+}
+
+// A tree patched by an earlier version of the mutants patch (its stamp
+// says which) gets that version reversed and the current one applied,
+// instead of failing to apply (the tree the cache keeps for --mutants
+// builds outlives patch changes).
+func TestApplyMutantsReplacesEarlierVersion(t *testing.T) {
+	if _, err := exec.LookPath("patch"); err != nil {
+		t.Skip("patch(1) is not installed")
+	}
+	tmp := copyPatched(t, mutantsSource(t))
+	os.Remove(filepath.Join(tmp, MutantsStamp))
+	if reverseDiff(tmp, []byte(MutantsPatch)) == nil {
+		t.Logf("the source is a --mutants tree: its copy was reversed to the pristine files")
+	}
+	first := Mutants[0].Name
+	earlier := strings.Replace(MutantsPatch, `"`+first+`",`, `"`+first+`-earlier",`, 1)
+	if earlier == MutantsPatch {
+		t.Fatalf("the patch has no name entry %q to change", first)
+	}
+	if err := applyDiff(tmp, []byte(earlier), "the earlier patch", "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, MutantsStamp), []byte(earlier), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	if err := ApplyMutants(tmp, &log); err != nil {
+		t.Fatalf("ApplyMutants over the earlier version: %v\n%s", err, log.String())
+	}
+	if !strings.Contains(log.String(), "earlier version") {
+		t.Errorf("the log does not say the earlier version was reversed:\n%s", log.String())
+	}
+	h, err := os.ReadFile(filepath.Join(tmp, "mm/memory.c"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ApplyMutants(tmp, nil); !errors.Is(err, ErrMutantsApplied) {
-		t.Errorf("second ApplyMutants: %v, want ErrMutantsApplied", err)
+	if strings.Contains(string(h), first+"-earlier") || !strings.Contains(string(h), `"`+first+`"`) {
+		t.Errorf("after ApplyMutants the name table is not the current patch's")
 	}
-	h, err := os.ReadFile(filepath.Join(tmp, "include/linux/forkfuzz_mutant.h"))
-	if err != nil || !strings.Contains(string(h), "FFM_NR") {
-		t.Errorf("include/linux/forkfuzz_mutant.h after patching: %v", err)
+	if b, _ := os.ReadFile(filepath.Join(tmp, MutantsStamp)); string(b) != MutantsPatch {
+		t.Errorf("the stamp is not the current patch")
+	}
+	if err := ApplyMutants(tmp, nil); !errors.Is(err, ErrMutantsApplied) {
+		t.Errorf("ApplyMutants again: %v, want ErrMutantsApplied", err)
 	}
 }
 

@@ -109,6 +109,22 @@ func applyDiff(src string, text []byte, what, say string, log io.Writer) error {
 	return nil
 }
 
+// reverseDiff takes the patch text out of src (patch -R), checking with a
+// dry run first so that a failure leaves src as it was.
+func reverseDiff(src string, text []byte) error {
+	if _, err := exec.LookPath("patch"); err != nil {
+		return errors.New("reversing a patch needs patch(1): apt-get install patch")
+	}
+	for _, args := range [][]string{{"--dry-run"}, nil} {
+		cmd := exec.Command("patch", append([]string{"-p1", "-f", "-s", "-R", "-d", src}, args...)...)
+		cmd.Stdin = bytes.NewReader(text)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("patch -R: %v: %s", err, lastLines(out, 5))
+		}
+	}
+	return nil
+}
+
 // applyPatches applies patches in order, saying which were there already.
 func applyPatches(src string, patches []Patch, log io.Writer) error {
 	for _, p := range patches {
