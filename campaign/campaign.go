@@ -66,6 +66,10 @@ type Config struct {
 	// Blind: mutation ignores kernel coverage (it is still measured and
 	// kept in the corpus directory). See coverage.go.
 	Blind bool
+	// NoStates: guidance by KCOV edges only; runs' memory states
+	// (cover.StateSignal) are neither kept nor fed back, to measure
+	// what they add.
+	NoStates bool
 	// CoverCSV, when set, receives the coverage after every program
 	// (cover.Open).
 	CoverCSV string

@@ -162,6 +162,9 @@ func (c *coverState) open(id string) error {
 			return err
 		}
 		c.t = t
+		if c.cfg.NoStates {
+			logf(c.cfg.Log, "coverage: memory states off (--no-states): programs enter the corpus for new KCOV edges only")
+		}
 		if n := t.Counts().Corpus; n > 0 {
 			logf(c.cfg.Log, "coverage: corpus %s holds %d programs", t.Dir, n)
 		}
@@ -202,7 +205,11 @@ func (c *coverState) record(i int64, p *prog.Program, o *obs.Observation, ran ti
 		}
 		o.Cover.Symbols = ""
 	}
-	g, err := c.t.AddRun(p, o.Cover, cover.StateSignal(p, o))
+	var states []uint64
+	if !c.cfg.NoStates {
+		states = cover.StateSignal(p, o)
+	}
+	g, err := c.t.AddRun(p, o.Cover, states)
 	if err != nil {
 		logf(c.cfg.Log, "program %d: coverage: %v", i, err)
 	}

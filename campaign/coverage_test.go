@@ -226,3 +226,54 @@ func TestFindingOrigin(t *testing.T) {
 		t.Errorf("report without the origin:\n%s", rep)
 	}
 }
+
+// TestNoStatesCampaign: with NoStates a guided campaign keeps no memory
+// state (the same campaign without it keeps some) and its corpus holds
+// only programs that reached new edges.
+func TestNoStatesCampaign(t *testing.T) {
+	w := noThreads(gen.DefaultWeights())
+	with, err := Run(context.Background(), Config{Target: &firstForkCensus{}, Seed: 5, Programs: 60, Weights: w, Workdir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if with.CoverCounts.States == 0 {
+		t.Fatalf("the campaign with memory states reached none: the test cannot tell them off")
+	}
+	dir := t.TempDir()
+	var log strings.Builder
+	st, err := Run(context.Background(), Config{Target: &firstForkCensus{}, Seed: 5, Programs: 60, Weights: w,
+		Workdir: dir, NoStates: true, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := st.CoverCounts
+	if c.States != 0 || c.Corpus == 0 {
+		t.Errorf("no-states campaign: %d states, corpus %d", c.States, c.Corpus)
+	}
+	if !strings.Contains(log.String(), "memory states off") {
+		t.Errorf("the log does not say memory states are off:\n%s", log.String())
+	}
+	states, _ := filepath.Glob(filepath.Join(dir, "corpus", "*", "*.states"))
+	if len(states) != 0 {
+		t.Errorf("no-states campaign kept %d .states files", len(states))
+	}
+}
+
+// firstForkCensus is coverTarget with a made-up page census at the first
+// fork: swapped pages when the program advised a page out before it.
+type firstForkCensus struct{ coverTarget }
+
+func (c *firstForkCensus) Run(p *prog.Program, opts agents.Options) (*obs.Observation, error) {
+	o, err := c.coverTarget.Run(p, opts)
+	if err != nil || p.NumForks() == 0 {
+		return o, err
+	}
+	fp := obs.ForkPages{Fork: 0, Present: 1, Flags: true, Mlocked: 1}
+	for _, op := range p.Ops[:p.ForkOp(0)] {
+		if op.Kind == prog.OpMadvise && op.Advice == prog.AdvPageout {
+			fp.Swapped = 1
+		}
+	}
+	o.ForkPages = append(o.ForkPages, fp)
+	return o, nil
+}

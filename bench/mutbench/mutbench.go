@@ -52,6 +52,8 @@ type Config struct {
 	// Blind: the campaigns ignore kernel coverage (campaign.Config.Blind),
 	// to compare time to each bug with and without guidance.
 	Blind bool
+	// NoStates: guided by KCOV edges only (campaign.Config.NoStates).
+	NoStates bool
 	// SeedCorpus: every row's campaign starts from a copy of this kept
 	// coverage corpus (campaign.Config.SeedCorpus), as a campaign that
 	// keeps its corpus would, instead of from an empty one.
@@ -118,7 +120,7 @@ func runOne(ctx context.Context, cfg Config, m kernel.Mutant) Result {
 	defer t.Close()
 	ccfg := campaign.Config{FindingPages: report.Files,
 		Target: t, Seed: cfg.Seed, Duration: cfg.Budget, Programs: cfg.Programs,
-		Workdir: dir, Weights: cfg.Weights, Blind: cfg.Blind, SeedCorpus: cfg.SeedCorpus,
+		Workdir: dir, Weights: cfg.Weights, Blind: cfg.Blind, NoStates: cfg.NoStates, SeedCorpus: cfg.SeedCorpus,
 		MinimizeRuns: cfg.MinimizeRuns, MinimizeTime: cfg.MinimizeTime,
 		TargetArgs: args, Kernel: kid, Log: cfg.Log, Progress: cfg.Progress,
 		ProgressLines: true, ProgressEvery: 30 * time.Second,
@@ -212,8 +214,11 @@ func Summary(rs []Result, cfg Config) string {
 		}
 	}
 	how := "coverage-guided"
-	if cfg.Blind {
+	switch {
+	case cfg.Blind:
 		how = "blind"
+	case cfg.NoStates:
+		how = "guided by edges only (no memory states)"
 	}
 	if cfg.SeedCorpus != "" {
 		how += ", every row from the corpus in " + cfg.SeedCorpus

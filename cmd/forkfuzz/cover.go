@@ -21,8 +21,16 @@ func coverFlags(fs *flag.FlagSet) func(*campaign.Config) {
 	blind := fs.Bool("blind", false, "mutation ignores what runs reached (KCOV edges, memory states); both are still measured and kept in WORKDIR/corpus")
 	csv := fs.String("cover-csv", "", "write coverage after every program to this CSV (seconds,programs,pcs,edges,forkmm_pcs,corpus)")
 	off := fs.Bool("no-cover", false, "do not collect kernel coverage at all (to measure its cost)")
+	noStates := noStatesFlag(fs)
 	seed := seedCorpusFlag(fs)
-	return func(c *campaign.Config) { c.Blind, c.CoverCSV, c.NoCover, c.SeedCorpus = *blind, *csv, *off, *seed }
+	return func(c *campaign.Config) {
+		c.Blind, c.CoverCSV, c.NoCover, c.NoStates, c.SeedCorpus = *blind, *csv, *off, *noStates, *seed
+	}
+}
+
+// noStatesFlag is --no-states, for run and bench mutants.
+func noStatesFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("no-states", false, "guide by KCOV edges only: memory states at forks are neither kept nor fed back (to measure what they add)")
 }
 
 // seedCorpusFlag is --seed-corpus, for run and bench mutants.

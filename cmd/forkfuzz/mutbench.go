@@ -32,6 +32,7 @@ type mutbenchOptions struct {
 	list, quiet bool
 	reach       int
 	seedCorpus  *string
+	noStates    *bool
 	// baseCmdline is --kernel-cmdline as given; each row adds its mutant.
 	baseCmdline string
 }
@@ -108,6 +109,7 @@ func mutbenchFlags(stderr io.Writer) *mutbenchOptions {
 	fs.IntVar(&o.reach, "reach", 0, "no kernel: estimate how many of the campaign's first N generated programs meet each mutant's trigger condition, and exit")
 	fs.BoolVar(&o.quiet, "q", false, "no campaign log or progress lines")
 	fs.BoolVar(&c.Blind, "blind", false, "campaigns ignore what runs reached (KCOV edges, memory states), to compare time to each bug with guided ones")
+	o.noStates = noStatesFlag(fs)
 	o.seedCorpus = seedCorpusFlag(fs)
 	positive(fs, "budget")
 	return o
@@ -160,7 +162,7 @@ func (o *mutbenchOptions) config() error {
 		}
 		cfg.Workdir = d
 	}
-	cfg.Baseline, cfg.Mutants, cfg.Planted, cfg.SeedCorpus = !o.noBase, ms, planted, *o.seedCorpus
+	cfg.Baseline, cfg.Mutants, cfg.Planted, cfg.SeedCorpus, cfg.NoStates = !o.noBase, ms, planted, *o.seedCorpus, *o.noStates
 	o.baseCmdline, cfg.Open = sel.flagValue("kernel-cmdline"), o.openRow
 	return nil
 }
