@@ -74,52 +74,20 @@ func TestQEMUCowMatrix(t *testing.T) {
 	image := needQEMU(t)
 	bin := buildCow(t)
 	start := time.Now()
-	tg, err := vm.New(vm.Config{Kernel: image, Agent: staticAgent(t), Accel: "auto", Workdir: t.TempDir(),
-		BootTimeout: 3 * time.Minute, ProgramTimeout: 2 * time.Minute, Cmdline: "forkfuzz.swap=1"})
-	if err != nil {
-		t.Fatalf("boot %s: %v", image, err)
-	}
-	defer tg.Close()
-	accel := tg.Accel()
-	type ffResult struct {
-		ok   bool
-		note string
-	}
-	ff := map[string]ffResult{}
-	release := ""
+	ff, release, accel := runPrograms(t, image, "", 2*time.Minute, nil)
 	cases := Cases()
-	for i := range cases {
-		c := &cases[i]
-		if c.Missing != "" {
-			continue
+	for _, c := range cases {
+		if f, ok := ff[c.Run]; ok && !f.ok {
+			t.Errorf("forkfuzz %s on %s: %s", c.File, release, f.report)
 		}
-		p, err := c.Parse()
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, runErr := tg.Run(p, agents.Options{})
-		if o != nil && o.Kernel != "" {
-			release = o.Kernel
-		}
-		v, err := judge.Judge(p, o, runErr)
-		if err != nil {
-			t.Fatalf("%s: judge: %v", c.File, err)
-		}
-		held, note := Held(c, o)
-		ff[c.Run] = ffResult{v.OK() && len(v.Skipped) == 0, note}
-		if !v.OK() {
-			t.Errorf("forkfuzz %s on %s: %s", c.File, release, v.Report())
-		}
-		for _, s := range v.Skipped {
-			t.Errorf("forkfuzz %s: op %d `%s` skipped: %s", c.File, s.Op, s.Text, s.Reason)
-		}
-		t.Logf("forkfuzz %s: ok %v; %s", c.File, v.OK(), held)
 	}
-	tg.Close()
 	ffTime := time.Since(start)
 
 	start = time.Now()
-	console := runCowVM(t, image, accel, bin)
+	console, err := runCowVM(t, image, accel, bin, "", 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cowTime := time.Since(start)
 	got := parseKTAP(console)
 	counts := map[string]int{}
@@ -351,9 +319,10 @@ func swapImage(t *testing.T, size int64) string {
 	return path
 }
 
-// runCowVM boots image with cow as the one program and returns the
-// console.
-func runCowVM(t *testing.T, image, accel, cow string) string {
+// runCowVM boots image (extra appended to its command line) with cow as
+// the one program and returns the console; an error says the VM did not
+// run cow.c to its end within timeout (the console's tail included).
+func runCowVM(t *testing.T, image, accel, cow, extra string, timeout time.Duration) (string, error) {
 	t.Helper()
 	ird := kernel.NewInitramfs()
 	for _, d := range []string{"dev", "proc", "sys", "tmp"} {
@@ -377,25 +346,87 @@ func runCowVM(t *testing.T, image, accel, cow string) string {
 	if accel == "kvm" {
 		acc, cpu = "kvm", "host"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "qemu-system-x86_64", "-accel", acc, "-cpu", cpu, "-m", "1024", "-smp", "2",
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-serial", "stdio", "-monitor", "none",
 		"-drive", "file="+swapImage(t, 64<<20)+",if=virtio,format=raw",
-		"-kernel", image, "-initrd", initrd, "-append", "console=ttyS0 panic=-1 rdinit=/init hugepages=4")
+		"-kernel", image, "-initrd", initrd, "-append", strings.TrimSpace("console=ttyS0 panic=-1 rdinit=/init hugepages=4 "+extra))
 	var con bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &con, &con
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("qemu: %v\nconsole:\n%s", err, tail(con.String(), 4000))
-	}
+	runErr := cmd.Run()
 	console := strings.ReplaceAll(con.String(), "\r", "")
+	if runErr != nil {
+		if ctx.Err() != nil {
+			runErr = fmt.Errorf("no end after %v", timeout)
+		}
+		return console, fmt.Errorf("qemu: %v\nconsole:\n%s", runErr, tail(console, 4000))
+	}
 	if !strings.Contains(console, "@@EXIT") {
-		t.Fatalf("the cow.c VM did not finish:\n%s", tail(console, 4000))
+		return console, fmt.Errorf("the cow.c VM did not finish:\n%s", tail(console, 4000))
 	}
 	if !strings.Contains(console, "@@SWAPON 0") {
 		t.Errorf("swapon /dev/vda failed in the cow.c VM: its swap cases skip:\n%s", tail(console, 2000))
 	}
-	return console
+	return console, nil
+}
+
+// ffResult is one forkfuzz program's verdict.
+type ffResult struct {
+	ok     bool   // no finding and no skipped operation
+	report string // the verdict's report, or the skipped operations
+	sigs   string // the verdict's signatures, comma-separated
+	note   string // Held's note on the pages at fork
+}
+
+// runPrograms runs the forkfuzz program of every cow.c case that run
+// accepts (given how many programs failed so far; nil: every case) in one
+// VM of image (extra appended to its command line), each within timeout,
+// and judges each.
+func runPrograms(t *testing.T, image, extra string, timeout time.Duration, run func(c *Case, failed int) bool) (ff map[string]ffResult, release, accel string) {
+	t.Helper()
+	tg, err := vm.New(vm.Config{Kernel: image, Agent: staticAgent(t), Accel: "auto", Workdir: t.TempDir(),
+		BootTimeout: 3 * time.Minute, ProgramTimeout: timeout, Cmdline: strings.TrimSpace("forkfuzz.swap=1 " + extra)})
+	if err != nil {
+		t.Fatalf("boot %s: %v", image, err)
+	}
+	defer tg.Close()
+	accel = tg.Accel()
+	ff = map[string]ffResult{}
+	cases := Cases()
+	failed := 0
+	for i := range cases {
+		c := &cases[i]
+		if c.Missing != "" || run != nil && !run(c, failed) {
+			continue
+		}
+		p, err := c.Parse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, runErr := tg.Run(p, agents.Options{})
+		if o != nil && o.Kernel != "" {
+			release = o.Kernel
+		}
+		v, err := judge.Judge(p, o, runErr)
+		if err != nil {
+			t.Fatalf("%s: judge: %v", c.File, err)
+		}
+		held, note := Held(c, o)
+		r := ffResult{ok: v.OK() && len(v.Skipped) == 0, note: note}
+		if !v.OK() {
+			r.report, r.sigs = v.Report(), strings.Join(v.Signatures(), ", ")
+		}
+		for _, s := range v.Skipped {
+			r.report += fmt.Sprintf("op %d `%s` skipped: %s\n", s.Op, s.Text, s.Reason)
+		}
+		ff[c.Run] = r
+		if !r.ok {
+			failed++
+		}
+		t.Logf("forkfuzz %s: ok %v; %s", c.File, v.OK(), held)
+	}
+	return ff, release, accel
 }
 
 func tail(s string, n int) string {
