@@ -114,6 +114,10 @@ func TestMutantsPatchApplies(t *testing.T) {
 		t.Logf("%s already has the mutants patch (a --mutants tree): it reverses cleanly", src)
 		return
 	}
+	_, stamped := os.Stat(filepath.Join(src, MutantsStamp))
+	if _, h := os.Stat(filepath.Join(src, "include/linux/forkfuzz_mutant.h")); err != nil && h == nil && stamped != nil {
+		t.Skipf("%s is a --mutants tree patched by another version of the patch, from before stamps: nothing to check against (%v)", src, err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
