@@ -147,6 +147,9 @@ func (g *generator) prologue() []prog.Op {
 		if reg.Kind == prog.AnonPrivate && chance(g.r, zp) {
 			ops = append(ops, g.zeroRead(i))
 		}
+		if reg.Kind == prog.AnonPrivate && reg.THP == prog.THPOn && reg.Pages >= prog.PMDSize/page && chance(g.r, g.w.IdiomProb) {
+			ops = append(ops, g.thpSplit(i)...)
+		}
 		if chance(g.r, 0.05) {
 			ops = append(ops, g.rangeOp(0, prog.OpMlock, i)...)
 		}

@@ -21,6 +21,11 @@ import "github.com/forkfuzz/forkfuzz/fuzz/prog"
 //   - vmsplice across COW (CVE-2020-29374's shape): one side splices a page
 //     it shares with the other after fork and stops mapping it, the other
 //     side writes the page, the pipe is read: the write must not show.
+//   - THP mapped by PTEs (cow.c's PTE-mapped and single-PTE THP kinds):
+//     a store faults a huge page into a whole PMD of a THP region, then
+//     mprotect of one page read-only and back splits the PMD, or
+//     MADV_DONTNEED of all but one page leaves a single PTE of the THP,
+//     so the fork meets a compound page mapped by PTEs.
 //   - zeropage read: MADV_POPULATE_READ over (part of) an anonymous
 //     private region before the first fork, so its pages not written yet
 //     are the shared zeropage at the fork, or the huge zeropage in a THP
@@ -252,4 +257,30 @@ func (g *generator) zeroRead(ri int) prog.Op {
 		off, n = 0, g.bytes(ri)
 	}
 	return g.fix(prog.Op{Kind: prog.OpMadvise, Region: ri, Off: off, Len: n, Advice: prog.AdvPopulateRead})
+}
+
+// thpSplit returns the PTE-mapped THP idiom for region ri (anonymous
+// private, THP on, at least one whole PMD): a store into a PMD of it, then
+// a split of that PMD (mprotect of one page read-only and back) or the
+// zap of all its pages but one.
+func (g *generator) thpSplit(ri int) []prog.Op {
+	pmd := uint64(prog.PMDSize)
+	base := uint64(g.r.IntN(int(g.bytes(ri)/pmd))) * pmd
+	keep := uint64(g.r.IntN(prog.PMDSize / page))
+	store := g.fix(prog.Op{Kind: prog.OpStore, Region: ri, Off: base + keep*page + uint64(g.r.IntN(page/8))*8, Count: 1, Stride: prog.SlotSize})
+	g.noteWritten(store)
+	if chance(g.r, 0.5) {
+		at := base + uint64(between(g.r, 1, prog.PMDSize/page-1))*page
+		return []prog.Op{store,
+			g.fix(prog.Op{Kind: prog.OpMprotect, Region: ri, Off: at, Len: page, Prot: prog.ProtRead}),
+			g.fix(prog.Op{Kind: prog.OpMprotect, Region: ri, Off: at, Len: page, Prot: prog.ProtRW})}
+	}
+	var ops []prog.Op
+	if keep > 0 {
+		ops = append(ops, g.fix(prog.Op{Kind: prog.OpMadvise, Region: ri, Off: base, Len: keep * page, Advice: prog.AdvDontneed}))
+	}
+	if rest := uint64(prog.PMDSize/page) - keep - 1; rest > 0 {
+		ops = append(ops, g.fix(prog.Op{Kind: prog.OpMadvise, Region: ri, Off: base + (keep+1)*page, Len: rest * page, Advice: prog.AdvDontneed}))
+	}
+	return append([]prog.Op{store}, ops...)
 }
