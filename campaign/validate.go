@@ -20,8 +20,10 @@ type FieldError = fielderr.FieldError
 
 // Validate checks the bounds and counts of c and returns a *FieldError
 // for the first that is wrong: none may be negative (0 is no bound, or
-// the default). The target is Run's to check (a command line validates
-// its flags before it opens, or boots, the target).
+// the default); NoStates must be able to take effect (a blind campaign
+// ignores memory states already, and without coverage they are the only
+// signal). The target is Run's to check (a command line validates its
+// flags before it opens, or boots, the target).
 func (c *Config) Validate() error {
 	for _, f := range []struct {
 		field string
@@ -39,6 +41,12 @@ func (c *Config) Validate() error {
 		if f.neg {
 			return &FieldError{Field: f.field, Msg: fmt.Sprintf(" %v: want a number >= 0", f.val)}
 		}
+	}
+	switch {
+	case c.NoStates && c.Blind:
+		return &FieldError{Field: "NoStates", Msg: ": a blind campaign ignores memory states already"}
+	case c.NoStates && c.NoCover:
+		return &FieldError{Field: "NoStates", Msg: ": without coverage nothing would be left to guide by (a blind campaign is that)"}
 	}
 	return nil
 }

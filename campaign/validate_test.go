@@ -25,6 +25,9 @@ func TestConfigValidate(t *testing.T) {
 		{"progress", Config{ProgressEvery: -time.Second}, "ProgressEvery", "ProgressEvery -1s: want a number >= 0"},
 		{"stop after", Config{StopAfterFindings: -1}, "StopAfterFindings", "StopAfterFindings -1: want a number >= 0"},
 		{"blind without cover", Config{Blind: true, NoCover: true}, "", ""},
+		{"no states", Config{NoStates: true}, "", ""},
+		{"no states, blind", Config{NoStates: true, Blind: true}, "NoStates", "NoStates: a blind campaign ignores memory states already"},
+		{"no states, no cover", Config{NoStates: true, NoCover: true}, "NoStates", ""},
 	}
 	for _, c := range cases {
 		err := c.cfg.Validate()

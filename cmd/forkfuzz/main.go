@@ -194,7 +194,8 @@ type runOptions struct {
 
 // campaignFlag names the flag of each campaign.Config field a flag sets.
 var campaignFlag = map[string]string{"Duration": "duration", "Programs": "programs", "Seed": "seed", "Workdir": "workdir",
-	"MinimizeRuns": "minimize-runs", "MinimizeTime": "minimize-time", "Corrupt": "corrupt", "MaxHarnessErrors": "max-harness-errors"}
+	"MinimizeRuns": "minimize-runs", "MinimizeTime": "minimize-time", "Corrupt": "corrupt", "MaxHarnessErrors": "max-harness-errors",
+	"NoStates": "no-states"}
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	o := runFlagSet(stderr)
@@ -268,7 +269,9 @@ func (o *runOptions) check() error {
 	if c.Duration == 0 && c.Programs == 0 {
 		return errors.New("set --duration or --programs: nothing else bounds the campaign (SIGINT/SIGTERM end it early)")
 	}
-	if err := c.Validate(); err != nil {
+	v := *c
+	o.cover(&v) // the coverage flags, which config applies
+	if err := v.Validate(); err != nil {
 		return flagError(err, campaignFlag)
 	}
 	if err := o.sel.check(); err != nil {

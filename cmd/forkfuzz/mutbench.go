@@ -163,6 +163,9 @@ func (o *mutbenchOptions) config() error {
 		cfg.Workdir = d
 	}
 	cfg.Baseline, cfg.Mutants, cfg.Planted, cfg.SeedCorpus, cfg.NoStates = !o.noBase, ms, planted, *o.seedCorpus, *o.noStates
+	if err := (&campaign.Config{Blind: cfg.Blind, NoStates: cfg.NoStates}).Validate(); err != nil {
+		return flagError(err, campaignFlag)
+	}
 	o.baseCmdline, cfg.Open = sel.flagValue("kernel-cmdline"), o.openRow
 	return nil
 }
