@@ -91,11 +91,7 @@ func applyDiff(src string, text []byte, what, say string, log io.Writer) error {
 	if _, err := exec.LookPath("patch"); err != nil {
 		return errors.New("applying " + what + " needs patch(1): apt-get install patch")
 	}
-	run := func(args ...string) ([]byte, error) {
-		cmd := exec.Command("patch", append([]string{"-p1", "-f", "-s", "-d", src}, args...)...)
-		cmd.Stdin = bytes.NewReader(text)
-		return cmd.CombinedOutput()
-	}
+	run := func(args ...string) ([]byte, error) { return runPatch(src, text, args...) }
 	if _, err := run("-R", "--dry-run"); err == nil {
 		return ErrPatchApplied
 	}
@@ -115,14 +111,19 @@ func reverseDiff(src string, text []byte) error {
 	if _, err := exec.LookPath("patch"); err != nil {
 		return errors.New("reversing a patch needs patch(1): apt-get install patch")
 	}
-	for _, args := range [][]string{{"--dry-run"}, nil} {
-		cmd := exec.Command("patch", append([]string{"-p1", "-f", "-s", "-R", "-d", src}, args...)...)
-		cmd.Stdin = bytes.NewReader(text)
-		if out, err := cmd.CombinedOutput(); err != nil {
+	for _, args := range [][]string{{"-R", "--dry-run"}, {"-R"}} {
+		if out, err := runPatch(src, text, args...); err != nil {
 			return fmt.Errorf("patch -R: %v: %s", err, lastLines(out, 5))
 		}
 	}
 	return nil
+}
+
+// runPatch runs patch -p1 in src with text on its standard input.
+func runPatch(src string, text []byte, args ...string) ([]byte, error) {
+	cmd := exec.Command("patch", append([]string{"-p1", "-f", "-s", "-d", src}, args...)...)
+	cmd.Stdin = bytes.NewReader(text)
+	return cmd.CombinedOutput()
 }
 
 // applyPatches applies patches in order, saying which were there already.
