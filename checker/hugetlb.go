@@ -157,9 +157,10 @@ func (m *machine) hugeOp(pr *proc, i int) bool {
 	switch op.Kind {
 	case prog.OpStore, prog.OpStoreLoop, prog.OpCheck, prog.OpFork, prog.OpKill, prog.OpWait, prog.OpJoin,
 		prog.OpMremap, prog.OpMunmap, prog.OpMprotect, prog.OpMadvise, prog.OpMlock, prog.OpMunlock, prog.OpMlockOnfault,
-		prog.OpVmsplice, prog.OpReadPipe, prog.OpUringReg, prog.OpUringRead:
-		// Pins by vmsplice and io_uring split no VMA: the ordinary
-		// rules (pinned.go) hold.
+		prog.OpVmsplice, prog.OpReadPipe, prog.OpUringReg, prog.OpUringRead, prog.OpUffdReg, prog.OpUffdUnreg:
+		// Pins by vmsplice and io_uring split no VMA, and userfaultfd
+		// refuses a hugetlb range that is not 2 MiB-aligned (EINVAL):
+		// the ordinary rules (pinned.go, uffd.go) hold.
 		return false
 	case prog.OpPwrite:
 		if !huge {

@@ -293,6 +293,8 @@ func (m *machine) exec(pr *proc, i int) {
 		m.migrate(pr, i)
 	case prog.OpMlockOnfault, prog.OpMbind, prog.OpAnonName, prog.OpPMadvise, prog.OpRemapFile:
 		m.vmaOp(pr, i)
+	case prog.OpUffdReg, prog.OpUffdUnreg:
+		m.uffdMissOp(pr, i) // uffd.go
 	default:
 		if op.Kind.Pinned() {
 			m.execPinned(pr, i)
@@ -302,7 +304,7 @@ func (m *machine) exec(pr *proc, i int) {
 	}
 	switch op.Kind {
 	case prog.OpMmap, prog.OpMunmap, prog.OpMremap, prog.OpMadvise, prog.OpMprotect, prog.OpMlock, prog.OpMunlock,
-		prog.OpMlockOnfault, prog.OpMbind, prog.OpAnonName, prog.OpPMadvise, prog.OpRemapFile:
+		prog.OpMlockOnfault, prog.OpMbind, prog.OpAnonName, prog.OpPMadvise, prog.OpRemapFile, prog.OpUffdReg, prog.OpUffdUnreg:
 		if m.hasHuge {
 			pr.mergeHuge() // hugetlb.go
 		}
@@ -362,7 +364,7 @@ func (m *machine) taintOp(pr *proc, i int) {
 		obj := m.objs[m.memfd[op.Region]]
 		op.SlotOffsets(func(k int, off uint64) { obj.pages.own(int(off / prog.PageSize)).unknown = true })
 	case prog.OpMmap, prog.OpMunmap, prog.OpMprotect, prog.OpMadvise, prog.OpMlock, prog.OpMunlock,
-		prog.OpMlockOnfault, prog.OpMbind, prog.OpAnonName, prog.OpPMadvise, prog.OpRemapFile:
+		prog.OpMlockOnfault, prog.OpMbind, prog.OpAnonName, prog.OpPMadvise, prog.OpRemapFile, prog.OpUffdReg, prog.OpUffdUnreg:
 		lo := gpage(op.Region, op.Off&^(prog.PageSize-1))
 		hi := gpage(op.Region, 0) + pagesUp(op.Off+op.Len)
 		m.forget(pr, lo, hi, i)

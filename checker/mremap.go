@@ -364,7 +364,7 @@ func (m *machine) oldFixedFailure(pr *proc, i int) {
 
 func uffdArmed(pieces []seg) bool {
 	for _, s := range pieces {
-		if s.uffd {
+		if s.uffd != 0 {
 			return true
 		}
 	}
@@ -526,6 +526,7 @@ func (m *machine) moveVMA(pr *proc, i, src, oldN, newN, to int, inArena, fixed, 
 		d.start = to + (s.start - src)
 		d.end = to + (s.end - src)
 		d.origin, d.originWhy = i, "mremap move"
+		d.uffd = 0 // mremap_userfaultfd_prep: no UFFD_FEATURE_EVENT_REMAP
 		m.insertClipped(pr, d)
 	}
 	for k, pg := range moved {
@@ -544,6 +545,7 @@ func (m *machine) moveVMA(pr *proc, i, src, oldN, newN, to int, inArena, fixed, 
 			tail.pgoff = tailProto.pgoff + (tailProto.end - tailProto.start)
 		}
 		tail.origin, tail.originWhy = i, "mremap growth"
+		tail.uffd = 0
 		if oldN == 0 {
 			tail.lock, tail.onfault = pr.segAt(src).lock, pr.segAt(src).onfault
 		}

@@ -91,6 +91,7 @@ func (m *machine) execPinned(pr *proc, i int) {
 		}
 		return
 	}
+	m.uffdNoRetry(pr, i) // uffd.go
 	switch op.Kind {
 	case prog.OpProcMem, prog.OpPVWrite:
 		m.remoteWrite(pr, i)
@@ -115,7 +116,7 @@ func (m *machine) execPinned(pr *proc, i int) {
 			m.forget(pr, lo, hi, i) // a registration may have stopped half-way
 			return
 		}
-		m.setAttr(pr, lo, hi, func(s *seg) bool { return set(&s.uffd, true) })
+		m.setAttr(pr, lo, hi, func(s *seg) bool { return set(&s.uffd, uffdWP) })
 	default:
 		m.unhandled(pr, i)
 	}

@@ -46,7 +46,7 @@ func (m *machine) fork(pr *proc, i int) {
 		}
 		c := s
 		c.lock, c.onfault = no, false
-		c.uffd = false
+		c.uffd = 0
 		if s.wipe && !s.unknown {
 			c.origin, c.originWhy = i, "MADV_WIPEONFORK at fork"
 			for _, k := range pr.anon.keysIn(s.start, s.end) {

@@ -57,9 +57,10 @@ type seg struct {
 	pol  prog.Policy
 	name prog.AnonName
 	thp  prog.THP
-	// uffd: registered with userfaultfd (VM_UFFD_WP); fork clears it in
-	// the child (no UFFD_FEATURE_EVENT_FORK).
-	uffd bool
+	// uffd: the userfaultfd modes registered (uffdWP, uffdMissing:
+	// uffd.go); fork clears them in the child (no
+	// UFFD_FEATURE_EVENT_FORK).
+	uffd uint8
 	// unknown: the model lost track of these pages (after an operation
 	// whose outcome it could not determine); any state and content is
 	// accepted, and writes through them taint shared memory.

@@ -131,6 +131,9 @@ func (m *machine) child(f int) {
 		m.kc.op = -1 // not the parent's fork: the child's own ops follow
 	}
 	m.kc.enableChild(f)
+	if m.um != nil {
+		m.um.fd = -1 // the inherited one is the parent's (child_uffd.go)
+	}
 	w := uintptr(unsafe.Pointer(&m.ctl[f*64]))
 	for atomic.LoadUint32((*uint32)(unsafe.Pointer(&m.ctl[f*64]))) == 0 {
 		rawSyscall6(unix.SYS_FUTEX, w, futexWait, 0, 0, 0, 0)

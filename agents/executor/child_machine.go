@@ -431,7 +431,7 @@ func (m *machine) bigOp(op *prog.Op) int {
 	case prog.OpWait, prog.OpKill, prog.OpJoin:
 		return 0
 	case prog.OpMigrate, prog.OpMunmap, prog.OpMremap, prog.OpMadvise, prog.OpMlock, prog.OpMunlock, prog.OpMprotect,
-		prog.OpMlockOnfault, prog.OpMbind, prog.OpAnonName, prog.OpPMadvise, prog.OpRemapFile:
+		prog.OpMlockOnfault, prog.OpMbind, prog.OpAnonName, prog.OpPMadvise, prog.OpRemapFile, prog.OpUffdReg, prog.OpUffdUnreg:
 		if op.Len >= kcovBigOp || op.Len == 0 {
 			return 1
 		}
@@ -564,6 +564,12 @@ func (m *machine) exec(i int) {
 		m.view(i)
 	case prog.OpMigrate:
 		errno, ret = m.migrateOnce(i)
+	case prog.OpUffdReg, prog.OpUffdUnreg:
+		var skip int
+		if errno, skip = m.uffdOp(op, addr); skip != 0 {
+			m.recSkip(i, uint64(skip), errno)
+			errno = 0
+		}
 	case prog.OpMlockOnfault, prog.OpMbind, prog.OpAnonName, prog.OpPMadvise, prog.OpRemapFile:
 		var skip int
 		if errno, ret, skip = m.vmaOp(op, addr); skip != 0 {

@@ -75,6 +75,10 @@ type machine struct {
 	forkTSC [prog.MaxForks][2]uint64
 
 	pin pinRes // pinned.go
+	// um is the program's userfaultfd state (nil: none, umErr says why
+	// when the program has uffd operations: uffdmiss.go).
+	um    *uffdMiss
+	umErr uintptr
 	// sentinel.go: the sentinel page is mapped in this run; the value
 	// last stored to it.
 	sentinel    bool

@@ -268,6 +268,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	if err := m.fe.start(opt.ForkImpl, opt.ForkImplNoEvidence); err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
 	}
+	m.startUffd() // before the regions exist: uffdmiss.go
 	if err := m.setup(); err != nil {
 		return nil, err
 	}
@@ -531,6 +532,7 @@ func (m *machine) cleanup() {
 			m.memfd[i] = -1
 		}
 	}
+	m.stopUffd()
 }
 
 // arenaMaps returns the lines of /proc/self/maps inside the arena.

@@ -13,7 +13,7 @@ func (k *Kernel) dupVMA(v *VMA, child *MM) (*VMA, error) {
 		return nil, err
 	}
 	cv := *v
-	cv.Flags &^= VMLocked | VMLockOnfault
+	cv.Flags &^= VMLocked | VMLockOnfault | VMUffdMissing // no UFFD_FEATURE_EVENT_FORK
 	if k.mut.has(MutEagerDontforkIgnored) {
 		cv.Flags &^= VMDontCopy
 	}

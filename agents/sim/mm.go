@@ -173,9 +173,33 @@ func (m *MM) readPage(a uint64, v *VMA) *Page {
 		}
 	}
 	if v.File != nil {
-		return v.File.page(v.fileOff(a)/pageSize, false)
+		p := v.File.page(v.fileOff(a)/pageSize, false)
+		if p == nil && v.private() && v.Flags&VMUffdMissing != 0 {
+			// The read faulted on a hole: the userfaultfd handler's
+			// UFFDIO_ZEROPAGE maps a private zero page, and the file's
+			// later pages do not show here.
+			m.uffdZero(a, v)
+		}
+		return p
 	}
 	return nil
+}
+
+// uffdZero maps a private, read-only zero page at a.
+func (m *MM) uffdZero(a uint64, v *VMA) {
+	pe, err := m.pmdOf(a, true)
+	if err != nil {
+		return
+	}
+	if !pe.present() {
+		*pe = PMDEntry{Table: &PTETable{Ref: 1}, Flags: PMDPresent | PMDRW}
+		m.tables++
+	}
+	if pe.huge() {
+		return
+	}
+	pe.Table.E[pteIndex(a)] = PTE{Page: &Page{ref: 1}, Flags: PTEPresent | PTEAnon}
+	m.noteAnon(v)
 }
 
 // dropPTE releases what a PTE holds.

@@ -250,7 +250,7 @@ func (x *machine) exec(i int) {
 		res.Errno = m.Mlock(addr, op.Len, op.Kind == prog.OpMlock)
 	case prog.OpMlockOnfault:
 		res.Errno = m.MlockOnfault(addr, op.Len)
-	case prog.OpMbind, prog.OpAnonName, prog.OpPMadvise, prog.OpRemapFile:
+	case prog.OpMbind, prog.OpAnonName, prog.OpPMadvise, prog.OpRemapFile, prog.OpUffdReg, prog.OpUffdUnreg:
 		if why, ok := k.cfg.Lacks[op.Kind]; ok {
 			res.Skip = why
 			break

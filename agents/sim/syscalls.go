@@ -619,6 +619,7 @@ func (m *MM) moveVMA(a, oldLen, newLen, to uint64, dontunmap bool) uint64 {
 	}
 	nv := *src
 	nv.Start, nv.End = to, to+newLen
+	nv.Flags &^= VMUffdMissing // mremap_userfaultfd_prep: no UFFD_FEATURE_EVENT_REMAP
 	nv.PgOff = src.PgOff + (a - src.Start)
 	nv.dirty, nv.splitGen = false, 0
 	m.insertVMA(&nv)

@@ -49,6 +49,9 @@ const (
 	VMNoHugePage  // MADV_NOHUGEPAGE
 	VMMergeable   // MADV_MERGEABLE (KSM; the simulated kernel never merges pages)
 	VMLockOnfault // mlock2(MLOCK_ONFAULT), beside VMLocked: nothing is populated
+	// VMUffdMissing: registered with userfaultfd in MISSING mode
+	// (uffdreg); neither fork nor a moving mremap keeps it.
+	VMUffdMissing
 )
 
 // VMA is a virtual memory area.

@@ -150,6 +150,38 @@ func (m *MM) RemapFile(a, length, pgoff uint64) int {
 	return 0
 }
 
+// Uffd is UFFDIO_REGISTER (MISSING mode; reg) or UFFDIO_UNREGISTER of
+// [a, a+length) on Linux 6.1 (fs/userfaultfd.c): start and length
+// page-aligned and non-zero, and the first VMA at or after a must start
+// before the end (EINVAL); holes are skipped. Every simulated
+// mapping is anonymous or shmem, which may register. Content does not
+// change: the handler fills missing pages with zeros (readPage).
+func (m *MM) Uffd(a, length uint64, reg bool) int {
+	if a&pageMask != 0 || length&pageMask != 0 || length == 0 {
+		return EINVAL
+	}
+	e := a + length
+	var next *VMA
+	for _, v := range m.vmas {
+		if v.End > a && (next == nil || v.Start < next.Start) {
+			next = v
+		}
+	}
+	if next == nil || next.Start >= e {
+		// A real process always has a VMA above the arena (its stack),
+		// so none at all is EINVAL too, not the kernel's ENOMEM.
+		return EINVAL
+	}
+	m.k.syncVMAs(m, a, e, 0)
+	for _, v := range m.overlapping(a, e) {
+		if (v.Flags&VMUffdMissing != 0) != reg {
+			m.modify(v, a, e, func(w *VMA) { w.Flags ^= VMUffdMissing })
+		}
+	}
+	m.mergeDirty()
+	return 0
+}
+
 // vmaOp runs an mbind, anonname, pmadvise or remapfile of op at addr in m.
 func (x *machine) vmaOp(m *MM, op *prog.Op, addr uint64) (ret uint64, errno int) {
 	switch op.Kind {
@@ -159,6 +191,8 @@ func (x *machine) vmaOp(m *MM, op *prog.Op, addr uint64) (ret uint64, errno int)
 		return 0, m.AnonName(addr, op.Len, op.Name)
 	case prog.OpRemapFile:
 		return 0, m.RemapFile(addr, op.Len, op.PgOff)
+	case prog.OpUffdReg, prog.OpUffdUnreg:
+		return 0, m.Uffd(addr, op.Len, op.Kind == prog.OpUffdReg)
 	default:
 		return m.PMadvise(addr, op.Len, op.Advice)
 	}

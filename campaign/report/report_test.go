@@ -91,7 +91,7 @@ func TestFindingPages(t *testing.T) {
 	}
 	// A thread finding's page draws the consistent-cut witness and links
 	// porcupine's view.
-	td := simCampaign(t, "async-sync-pte-only", "threads", 80, 1)
+	td := simCampaign(t, "async-sync-pte-only", "threads", 80, 2)
 	th := read(t, filepath.Join(findingDir(t, td, "linearizability_"), FindingHTML))
 	for _, want := range []string{`class="witness"`, "violation", `stroke="#d0021b" stroke-width="2"`, `href="linearizability-f`} {
 		if !strings.Contains(th, want) {
@@ -148,7 +148,7 @@ func TestPagesInBrowser(t *testing.T) {
 	}
 	bin := testutil.Chromium(t)
 	wd := simCampaign(t, "async-rollback-partial", "default", 200, 3)
-	td := simCampaign(t, "async-sync-pte-only", "threads", 80, 1)
+	td := simCampaign(t, "async-sync-pte-only", "threads", 80, 2)
 	index, _, err := WriteCampaign(wd)
 	if err != nil {
 		t.Fatal(err)

@@ -153,6 +153,7 @@ var opAbbrev = map[prog.OpKind]string{
 	prog.OpProcMem: "pm", prog.OpPVWrite: "pv", prog.OpODirect: "od", prog.OpVmsplice: "vs", prog.OpReadPipe: "rp",
 	prog.OpUringReg: "ur", prog.OpUringRead: "ud", prog.OpUffdWP: "uf", prog.OpMigrate: "mg", prog.OpMigrateLoop: "ML",
 	prog.OpMlockOnfault: "lf", prog.OpMbind: "mb", prog.OpAnonName: "an", prog.OpPMadvise: "pa", prog.OpRemapFile: "rf",
+	prog.OpUffdReg: "um", prog.OpUffdUnreg: "uU",
 }
 
 func opColor(k prog.OpKind) string {

@@ -82,6 +82,19 @@ var vmaOpCases = []vmaOpCase{
 	{"remapfile-before-fork", "pwrite r2 off=0x3008 count=1 stride=0x8\nremapfile r2 off=0x0 len=0x1000 pgoff=0x3\nfork f0\nf0: check\nf0: store r2 off=0x10 count=1 stride=0x8\nwait f0\ncheck", 1, 0},
 	{"remapfile-in-child", "pwrite r2 off=0x6008 count=1 stride=0x8\nstore r3 off=0x5000 count=1 stride=0x8\nfork f0\nf0: remapfile r2 off=0x0 len=0x2000 pgoff=0x6\nf0: remapfile r3 off=0x0 len=0x1000 pgoff=0x5\nf0: store r2 off=0x10 count=1 stride=0x8\nf0: check\nwait f0\ncheck", 3, 0},
 	{"remapfile-threads-racing-fork", "store r2 off=0x0 count=8 stride=0x1000\nt1: remapfile r2 off=0x0 len=0x4000 pgoff=0x4\nt2: remapfile r3 off=0x2000 len=0x2000 pgoff=0x0\nfork f0\nstore r0 off=0x8 count=8 stride=0x1000\nf0: check\nwait f0\njoin t1\njoin t2\ncheck", 1, 0},
+	// userfaultfd MISSING registration: the handler fills missing pages
+	// with zeros (content as usual); the VMA splits (mremap across:
+	// EFAULT) and merges back on unregistration; fork does not pass it on.
+	{"uffdreg-fault-then-fork", "store r0 off=0x0 count=1 stride=0x8\nuffdreg r0 off=0x0 len=0x8000\nstore r0 off=0x1000 count=4 stride=0x1000\ncheck\nfork f0\nf0: store r0 off=0x6000 count=2 stride=0x8\nf0: check\nwait f0\nstore r0 off=0x7000 count=1 stride=0x8\ncheck", 1, 0},
+	{"uffdreg-split", "uffdreg r0 off=0x7000 len=0x1000\nmremap r0 off=0x6000 len=0x2000 newlen=0x3000 flags=none", 1, syscall.EFAULT},
+	{"uffdunreg-merges-back", "uffdreg r0 off=0x7000 len=0x1000\nuffdunreg r0 off=0x7000 len=0x1000\nmremap r0 off=0x6000 len=0x2000 newlen=0x3000 flags=none\ncheck", 1, 0},
+	{"uffdreg-shmem", "store r3 off=0x0 count=1 stride=0x8\nuffdreg r3 off=0x0 len=0x8000\nuffdreg r2 off=0x0 len=0x8000\ncheck\nfork f0\nf0: store r3 off=0x2000 count=1 stride=0x8\nf0: store r2 off=0x3000 count=1 stride=0x8\nwait f0\ncheck", 2, 0},
+	{"uffdreg-private-file", "pwrite r1 off=0x1000 count=1 stride=0x8\nuffdreg r1 off=0x0 len=0x4000\ncheck\npwrite r1 off=0x2008 count=1 stride=0x8\nfork f0\nf0: check\nwait f0\ncheck", 1, 0},
+	{"uffdreg-populate", "uffdreg r0 off=0x0 len=0x8000\nmadvise r0 off=0x0 len=0x4000 advice=populate_write\nmlock r0 off=0x4000 len=0x2000\ncheck", 2, 0},
+	{"uffdreg-in-child", "fork f0\nf0: uffdreg r0 off=0x0 len=0x8000\nf0: store r0 off=0x1000 count=2 stride=0x1000\nf0: fork f1\nf1: store r0 off=0x2000 count=1 stride=0x8\nf1: check\nf0: wait f1\nf0: uffdunreg r0 off=0x0 len=0x2000\nf0: check\nwait f0\ncheck", 1, 0},
+	{"uffdreg-uringreg", "uffdreg r0 off=0x0 len=0x8000\nuringreg r0 off=0x0 len=0x2000\nstore r0 off=0x0 count=2 stride=0x1000\ncheck", 0, 0},
+	{"uffdreg-procmem", "uffdreg r0 off=0x0 len=0x8000\nprocmem r0 off=0x10 count=2 stride=0x1000\ncheck", 0, 0},
+	{"uffdreg-threads-racing-fork", "store r0 off=0x0 count=8 stride=0x1000\nt1: uffdreg r0 off=0x2000 len=0x4000\nt2: store r3 off=0x0 count=4 stride=0x1000\nt1: store r0 off=0x3008 count=2 stride=0x1000\nt2: uffdreg r3 off=0x0 len=0x8000\nfork f0\nf0: store r0 off=0x5000 count=1 stride=0x8\nf0: check\nwait f0\njoin t1\njoin t2\nuffdunreg r0 off=0x0 len=0x8000\ncheck", 1, 0},
 	// On a thread while the main thread forks.
 	{"threads-racing-fork", "store r0 off=0x0 count=8 stride=0x1000\nt1: mbind r0 off=0x2000 len=0x2000 policy=bind\nt2: mlockonfault r1 off=0x0 len=0x4000\nt1: pmadvise r0 off=0x0 len=0x8000 advice=pageout\nt2: madvise r2 off=0x0 len=0x8000 advice=populate_write\nt3: anonname r0 off=0x0 len=0x1000 name=b\nfork f0\nstore r0 off=0x8 count=8 stride=0x1000\nf0: check\nwait f0\njoin t1\njoin t2\njoin t3\ncheck", 6, 0},
 }

@@ -20,7 +20,8 @@ import "github.com/forkfuzz/forkfuzz/fuzz/prog"
 func hugetlbOK(k prog.OpKind) bool {
 	switch k {
 	case prog.OpStore, prog.OpStoreLoop, prog.OpMunmap, prog.OpMprotect, prog.OpMadvise,
-		prog.OpMlock, prog.OpMunlock, prog.OpMlockOnfault, prog.OpUringReg, prog.OpUringRead:
+		prog.OpMlock, prog.OpMunlock, prog.OpMlockOnfault, prog.OpUringReg, prog.OpUringRead,
+		prog.OpUffdReg, prog.OpUffdUnreg:
 		return true
 	}
 	return false

@@ -31,6 +31,9 @@ func (g *generator) simple(proc int, k prog.OpKind) []prog.Op {
 	if k == prog.OpRemapFile {
 		return g.rangeOp(proc, k, g.sharedRegion())
 	}
+	if k == prog.OpUffdReg {
+		return g.rangeOp(proc, k, g.uffdRegion())
+	}
 	return g.rangeOp(proc, k, g.region())
 }
 
@@ -38,6 +41,24 @@ func (g *generator) simple(proc int, k prog.OpKind) []prog.Op {
 func (g *generator) fix(op prog.Op) prog.Op { return fixOp(op, g.p.Regions) }
 
 func (g *generator) region() int { return g.r.IntN(len(g.p.Regions)) }
+
+// uffdRegion draws the region of a uffdreg: seven times in eight one
+// whose missing pages are not a private mapping's file holes (there a
+// hole filled by the handler is a private zero page, no longer the
+// file's, and the model stops following it: prog/vmaops.go).
+func (g *generator) uffdRegion() int {
+	ri := g.region()
+	if chance(g.r, 0.125) {
+		return ri
+	}
+	for k := range len(g.p.Regions) {
+		j := (ri + k) % len(g.p.Regions)
+		if kind := g.p.Regions[j].Kind; !(kind.Memfd() && !kind.Shared() && !kind.Hugetlb()) {
+			return j
+		}
+	}
+	return ri
+}
 
 // sharedRegion returns, mostly, a random shared region (remap_file_pages
 // refuses private mappings with EINVAL), else any region.

@@ -20,6 +20,9 @@ type Weights struct {
 	// mlock2(MLOCK_ONFAULT), mbind, anonymous VMA names, process_madvise,
 	// remap_file_pages (mostly on shared regions, ops.go).
 	MlockOnfault, Mbind, AnonName, PMadvise, RemapFile int
+	// UffdReg, UffdUnreg: userfaultfd MISSING registration of a range and
+	// its removal (mostly on regions whose holes are not a file's, ops.go).
+	UffdReg, UffdUnreg int
 	// Policies weighs each prog.Policy (mbind), indexed by its value.
 	Policies [prog.NumPolicies]int
 
@@ -176,6 +179,7 @@ func DefaultWeights() Weights {
 		ProcMem: 3, PVWrite: 2, ODirect: 2, Vmsplice: 2, ReadPipe: 2, UringReg: 1, UringRead: 2, UffdWP: 1,
 		Migrate:      2,
 		MlockOnfault: 2, Mbind: 2, AnonName: 2, PMadvise: 1, RemapFile: 2,
+		UffdReg: 2, UffdUnreg: 1,
 		Policies:    [prog.NumPolicies]int{2, 1, 2, 1, 1},
 		RegionKinds: [4]int{4, 2, 2, 2},
 		THP:         [3]int{2, 2, 1},
@@ -276,5 +280,7 @@ func (w *Weights) opWeights() []int {
 	ws[prog.OpAnonName] = w.AnonName
 	ws[prog.OpPMadvise] = w.PMadvise
 	ws[prog.OpRemapFile] = w.RemapFile
+	ws[prog.OpUffdReg] = w.UffdReg
+	ws[prog.OpUffdUnreg] = w.UffdUnreg
 	return ws
 }

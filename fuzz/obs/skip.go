@@ -33,21 +33,28 @@ const (
 	// SkipNoPMadvise: pmadvise where process_madvise of the executor's
 	// own memory fails (no pidfd_open or process_madvise, or EPERM).
 	SkipNoPMadvise = 11
-	numSkipReasons = 12
+	// SkipNoUffdMissing: uffdreg/uffdunreg where a userfaultfd that also
+	// takes the kernel's own faults cannot be opened and registered in
+	// MISSING mode (no CONFIG_USERFAULTFD; EPERM where
+	// vm.unprivileged_userfaultfd is 0 and the executor lacks
+	// CAP_SYS_PTRACE), or its fault handler could not be started.
+	SkipNoUffdMissing = 12
+	numSkipReasons    = 13
 )
 
 var skipText = [numSkipReasons]string{
-	SkipNoUring:     "io_uring unavailable (io_uring_setup: %v)",
-	SkipNoODirect:   "O_DIRECT unavailable on the executor's scratch filesystem (open: %v)",
-	SkipNoUffd:      "userfaultfd unavailable (%v)",
-	SkipNoWPAsync:   "userfaultfd write-protect needs UFFD_FEATURE_WP_ASYNC (Linux 6.7+) (%v)",
-	SkipNoScratch:   "no scratch file for data (%v)",
-	SkipUnhandled:   "unhandled by the executor: forkfuzz does not know how to run this operation (%v)",
-	SkipNoKSM:       "KSM unavailable: the kernel has no /sys/kernel/mm/ksm (CONFIG_KSM) (%v)",
-	SkipNoNUMA:      "page migration needs two NUMA nodes with memory (/sys/devices/system/node/has_memory) (%v)",
-	SkipNoMempolicy: "mbind of node 0 fails on this kernel: no NUMA, or no memory on node 0 for the executor (%v)",
-	SkipNoAnonName:  "anonymous VMA names need CONFIG_ANON_VMA_NAME (prctl PR_SET_VMA_ANON_NAME: %v)",
-	SkipNoPMadvise:  "process_madvise of the executor's own memory is unavailable (%v)",
+	SkipNoUring:       "io_uring unavailable (io_uring_setup: %v)",
+	SkipNoODirect:     "O_DIRECT unavailable on the executor's scratch filesystem (open: %v)",
+	SkipNoUffd:        "userfaultfd unavailable (%v)",
+	SkipNoWPAsync:     "userfaultfd write-protect needs UFFD_FEATURE_WP_ASYNC (Linux 6.7+) (%v)",
+	SkipNoScratch:     "no scratch file for data (%v)",
+	SkipUnhandled:     "unhandled by the executor: forkfuzz does not know how to run this operation (%v)",
+	SkipNoKSM:         "KSM unavailable: the kernel has no /sys/kernel/mm/ksm (CONFIG_KSM) (%v)",
+	SkipNoNUMA:        "page migration needs two NUMA nodes with memory (/sys/devices/system/node/has_memory) (%v)",
+	SkipNoMempolicy:   "mbind of node 0 fails on this kernel: no NUMA, or no memory on node 0 for the executor (%v)",
+	SkipNoAnonName:    "anonymous VMA names need CONFIG_ANON_VMA_NAME (prctl PR_SET_VMA_ANON_NAME: %v)",
+	SkipNoPMadvise:    "process_madvise of the executor's own memory is unavailable (%v)",
+	SkipNoUffdMissing: "userfaultfd MISSING registration with a fault handler is unavailable (%v)",
 }
 
 // SkipReason renders a RecSkip record's reason.

@@ -82,6 +82,10 @@ var opTable = [numOpKinds]OpInfo{
 	OpMbind:        {Name: "mbind", Syscall: "mbind", Range: true, Example: "mbind r0 off=0x1000 len=0x1000 policy=bind\nstore r0 off=0x1000 count=1 stride=0x8\nfork f0\nwait f0"},
 	OpAnonName:     {Name: "anonname", Syscall: "prctl", Range: true, Example: "anonname r0 off=0x1000 len=0x1000 name=a\nfork f0\nwait f0"},
 	OpPMadvise:     {Name: "pmadvise", Syscall: "process_madvise", Range: true, Example: "store r0 off=0x0 count=1 stride=0x8\npmadvise r0 off=0x0 len=0x2000 advice=pageout"},
+	OpUffdReg: {Name: "uffdreg", Syscall: "ioctl", Range: true,
+		Example: "store r0 off=0x0 count=1 stride=0x8\nuffdreg r0 off=0x0 len=0x3000\nstore r0 off=0x1000 count=1 stride=0x8\nfork f0\nf0: store r0 off=0x2000 count=1 stride=0x8\nf0: check\nwait f0\ncheck"},
+	OpUffdUnreg: {Name: "uffdunreg", Syscall: "ioctl", Range: true,
+		Example: "uffdreg r0 off=0x0 len=0x3000\nuffdunreg r0 off=0x1000 len=0x1000\nstore r0 off=0x1000 count=1 stride=0x8\nfork f0\nwait f0\ncheck"},
 	OpRemapFile: {Name: "remapfile", Syscall: "remap_file_pages", Range: true,
 		Example: "pwrite r1 off=0x3000 count=1 stride=0x8\nremapfile r1 off=0x0 len=0x1000 pgoff=0x3\nfork f0\nf0: check\nwait f0\ncheck"},
 }

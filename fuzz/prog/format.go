@@ -86,7 +86,7 @@ func (op Op) String() string {
 	switch op.Kind {
 	case OpStore, OpPwrite:
 		fmt.Fprintf(&b, " r%d off=%#x count=%d stride=%#x", op.Region, op.Off, op.Count, op.Stride)
-	case OpMmap, OpMunmap, OpMlock, OpMunlock, OpMlockOnfault:
+	case OpMmap, OpMunmap, OpMlock, OpMunlock, OpMlockOnfault, OpUffdReg, OpUffdUnreg:
 		fmt.Fprintf(&b, " r%d off=%#x len=%#x", op.Region, op.Off, op.Len)
 	case OpMbind:
 		fmt.Fprintf(&b, " r%d off=%#x len=%#x policy=%v", op.Region, op.Off, op.Len, op.Policy)
@@ -501,7 +501,7 @@ func opWant(k OpKind) map[string]bool {
 		want = map[string]bool{"off": true, "len": true, "pipe": true}
 	case OpStoreLoop:
 		want = map[string]bool{"off": true, "count": false, "stride": false, "until": true}
-	case OpMmap, OpMunmap, OpMlock, OpMunlock, OpMlockOnfault:
+	case OpMmap, OpMunmap, OpMlock, OpMunlock, OpMlockOnfault, OpUffdReg, OpUffdUnreg:
 		want = map[string]bool{"off": true, "len": true}
 	case OpMprotect:
 		want = map[string]bool{"off": true, "len": true, "prot": true}

@@ -232,6 +232,11 @@ const (
 	// remap_file_pages(2) of a shared mapping (vmaops.go): the range
 	// becomes a fresh mapping of the same file at page PgOff.
 	OpRemapFile
+	// userfaultfd registration in MISSING mode and its removal
+	// (vmaops.go): missing-page faults in the range go to a handler that
+	// fills them with zeros.
+	OpUffdReg
+	OpUffdUnreg
 	numOpKinds
 )
 

@@ -159,7 +159,7 @@ func (v *validator) op(i int) error {
 	case OpStoreLoop, OpStore, OpPwrite:
 		err = v.store(i, &op)
 	case OpMmap, OpMunmap, OpMprotect, OpMadvise, OpMremap, OpMlock, OpMunlock,
-		OpMlockOnfault, OpMbind, OpAnonName, OpPMadvise, OpRemapFile:
+		OpMlockOnfault, OpMbind, OpAnonName, OpPMadvise, OpRemapFile, OpUffdReg, OpUffdUnreg:
 		err = v.mapping(i, &op)
 	case OpFork, OpWait, OpKill:
 		err = v.fork(i, &op)

@@ -37,6 +37,25 @@ package prog
 //	    if it was: advice, policy, name and uffd registration are gone,
 //	    and the pages show the file's pages N, N+1, ... (past the end of
 //	    the file: beyond EOF, as a mapping there would be).
+//	uffdreg r off len
+//	    UFFDIO_REGISTER of the range with UFFDIO_REGISTER_MODE_MISSING on
+//	    the process's userfaultfd (one per process, opened at its first
+//	    uffdreg; fork does not pass registrations on: no
+//	    UFFD_FEATURE_EVENT_FORK). A handler process resolves every
+//	    missing-page fault there with zeros (UFFDIO_ZEROPAGE; UFFDIO_COPY
+//	    of a zero huge page on hugetlb), so content follows the usual
+//	    rules, but faults go through handle_userfault and the range's
+//	    VMAs split from their neighbours. Registration replaces a WP
+//	    mode. Private file mappings (memfd, tmpfs) are accepted by the
+//	    kernel, but a hole resolved there is a private zero page, no
+//	    longer the file's: the model stops following such pages. Kernel
+//	    accesses without FAULT_FLAG_ALLOW_RETRY (/proc/self/mem and
+//	    io_uring's long-term pins on Linux 6.1) may fail with EFAULT on a
+//	    missing page there.
+//	uffdunreg r off len
+//	    UFFDIO_UNREGISTER of the range: every userfaultfd mode is gone
+//	    there and the VMAs may merge again. Without an earlier uffdreg in
+//	    the process it opens the userfaultfd all the same.
 
 // MaxPgOff bounds a remapfile's pgoff: twice the pages of a memfd or
 // file region's file (SpanPages), so a range may lie past its end.

@@ -208,7 +208,7 @@ func Lacks(p *prog.Program, o *obs.Observation) map[prog.OpKind]string {
 	out := map[prog.OpKind]string{}
 	for i, r := range o.Ops {
 		switch k := p.Ops[i].Kind; k {
-		case prog.OpMbind, prog.OpAnonName, prog.OpPMadvise:
+		case prog.OpMbind, prog.OpAnonName, prog.OpPMadvise, prog.OpUffdReg, prog.OpUffdUnreg:
 			if r.Skip != "" {
 				out[k] = r.Skip
 			}
