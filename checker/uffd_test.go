@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -62,5 +63,31 @@ func TestUffdMissRules(t *testing.T) {
 				try(e, false)
 			}
 		})
+	}
+}
+
+// TestUffdRecorded: the host test's uffd programs (checker/hosttest
+// TestVMAOps uffd*) and two more (hugetlb, THP, tmpfs, ext4), recorded on
+// the reference 6.1.192 in QEMU (`forkfuzz exec --target qemu --json`,
+// the observation without its coverage), pass; and 6.1 does what the
+// rules expect of it: io_uring's registration over missing registered
+// pages fails (EFAULT) instead of waiting for the handler, an ext4
+// mapping cannot register (EINVAL).
+func TestUffdRecorded(t *testing.T) {
+	errnos := map[string]map[int]int{
+		"uffdreg-uringreg":  {1: eFAULT},
+		"uffdreg-thp-tmpfs": {4: eINVAL},
+		"uffdreg-split":     {1: eFAULT},
+	}
+	for _, r := range loadRecorded(t, "testdata/uffd61/*.ffz") {
+		if v := Check(r.p, &r.o); !v.OK() {
+			t.Errorf("%s on %s:\n%s", r.file, r.o.Kernel, v.Report())
+		}
+		name := strings.TrimSuffix(filepath.Base(r.file), ".ffz")
+		for i, e := range errnos[name] {
+			if got := r.o.Ops[i].Errno; got != e {
+				t.Errorf("%s: op %d errno %d, want %d", r.file, i, got, e)
+			}
+		}
 	}
 }
