@@ -107,7 +107,7 @@ func (m *machine) fork(i, f int, start int64) {
 	// Not before the evidence: under Async-fork the child's deferred
 	// copy runs meanwhile, and a drain takes most of a second under TCG.
 	m.kc.cut(m.ks, forked)
-	m.kc.drain(m.ks)
+	m.kc.drainFork(m.ks)
 	end := m.now()
 	if errno == 0 {
 		m.pids[f] = int(pid)

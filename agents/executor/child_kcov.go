@@ -120,6 +120,9 @@ func (k *kcovState) overflowed(i int) bool {
 //
 //forkfuzz:childsafe
 func (k *kcovState) drain(i int) {
+	if i == 0 { //forkfuzz:hostonly slot 0 is the main process's (childSlot)
+		k.settle() // kcov_async.go
+	}
 	a := k.slotBuf(i)
 	if a == nil {
 		return
@@ -133,17 +136,38 @@ func (k *kcovState) drain(i int) {
 	atomic.AddInt64(k.work, monoNow(&k.ts[i])-start)
 }
 
+// drainFork is drain after a fork: the main process hands its buffer to
+// the drainer and goes on (kcov_async.go); others drain it themselves.
+//
+//forkfuzz:childsafe
+func (k *kcovState) drainFork(i int) {
+	if i == 0 && k != nil && k.ok && k.on && k.async != nil && !k.syncDrain { //forkfuzz:hostonly slot 0 is the main process's (childSlot)
+		k.swapDrain()
+		return
+	}
+	k.drain(i)
+}
+
 // drainBuf is drain's work on slot i's buffer a.
 //
 //forkfuzz:childsafe
 func (k *kcovState) drainBuf(i int, a []uint64) {
+	op := k.op
+	if isThread(i) {
+		op = k.top[i-kcovChildren-1]
+	}
+	k.drainBufAt(i, a, op)
+}
+
+// drainBufAt is drainBuf for the buffer filled during operation op.
+//
+//forkfuzz:childsafe
+func (k *kcovState) drainBufAt(i int, a []uint64, op int) {
 	n := atomic.LoadUint64(&a[0])
 	full := false
 	cache := &k.cache
-	op := k.op
 	if isThread(i) {
 		cache = k.tcache[i-kcovChildren-1]
-		op = k.top[i-kcovChildren-1]
 	}
 	if n >= uint64(len(a)-1) {
 		n = uint64(len(a) - 1)

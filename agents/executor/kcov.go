@@ -158,6 +158,11 @@ type kcovState struct {
 	// nil: not counted); ts is each slot's clock scratch.
 	work *int64
 	ts   [kcovSlots][2]int64
+	// async is slot 0's second buffer and its drainer (kcov_async.go;
+	// nil: drains are synchronous); syncDrain keeps them synchronous for
+	// the current program (Options.SyncKcovDrain, for measuring).
+	async     *asyncDrain
+	syncDrain bool
 }
 
 // openKcov opens and maps every slot. Main process, executor thread only.
@@ -234,12 +239,19 @@ func openKcov() *kcovState {
 		k.overWord[c+1] = w[len(w)-2:]
 	}
 	k.ok = true
+	if err := k.openAsync(); err != nil {
+		// Drains stay synchronous, as before the second buffer.
+		k.reason = fmt.Sprintf("second KCOV buffer: %v", err)
+	}
 	return k
 }
+
+func unsafeBytes(w []uint64) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), len(w)*8) }
 
 func words64(b []byte) []uint64 { return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), len(b)/8) }
 
 func (k *kcovState) close() {
+	k.closeAsync()
 	for i := range k.fd {
 		if k.fd[i] >= 0 {
 			unix.Close(k.fd[i])
@@ -264,10 +276,12 @@ func (k *kcovState) close() {
 // begin prepares collection for a program with the given number of
 // forks. Executor thread only: the first call enables slot 0 on this
 // thread, which stays enabled.
-func (k *kcovState) begin(forks int, off bool) {
+func (k *kcovState) begin(forks int, off, syncDrain bool) {
 	if k == nil || !k.ok {
 		return
 	}
+	k.settle()
+	k.syncDrain = syncDrain
 	k.on = !off
 	if off {
 		if k.enabled {

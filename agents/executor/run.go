@@ -52,6 +52,10 @@ type Options struct {
 	// HeapTHP puts the executor's own heap mappings on transparent huge
 	// pages after the trim (heapthp.go; for measuring its effect).
 	HeapTHP bool `json:"heap_thp,omitempty"`
+	// SyncKcovDrain drains the main process's KCOV buffer after a fork on
+	// the main thread, as before its second buffer (kcov_async.go; for
+	// measuring the difference).
+	SyncKcovDrain bool `json:"sync_kcov_drain,omitempty"`
 	// TimeoutMs bounds this run (0: the Remote's Timeout). The host
 	// scales it with the program and the guest's measured speed, and
 	// gives a run that decides a harness event a longer one.
@@ -301,7 +305,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 				fault = fmt.Sprintf("main process faulted: %v", r)
 			}
 		}()
-		m.kc.begin(p.NumForks(), opt.NoCover)
+		m.kc.begin(p.NumForks(), opt.NoCover, opt.SyncKcovDrain)
 		m.runProc(0)
 		for f := range m.th.stop {
 			m.th.stop[f].Store(true)

@@ -81,6 +81,23 @@ func TestQEMUKcov(t *testing.T) {
 		}
 	}
 	harness("a fork of 64 pages")
+	// The fork's PCs are drained by the drainer goroutine (the main
+	// buffer is swapped after each fork: executor/kcov_async.go); the
+	// same program drained on the main thread covers the same fork code.
+	syncRun, err := tg.Run(p, agents.Options{SyncKcovDrain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range []string{"dup_mmap", "copy_page_range"} {
+		n := in(fn)
+		c = syncRun.Cover
+		ns := in(fn)
+		c = o.Cover
+		if ns == 0 || n == 0 {
+			t.Errorf("%s: %d PCs drained asynchronously, %d synchronously; want both above 0", fn, n, ns)
+		}
+		t.Logf("%s: %d PCs (async drain), %d (sync)", fn, n, ns)
+	}
 	thp, err := tg.Run(mustParse(t, "forkfuzz v1\nregion r0 anon-private pages=1024 thp=on\nstore r0 off=0x0 count=1024 stride=0x1000\n"+
 		"fork f0\nf0: store r0 off=0x8 count=4 stride=0x1000\nwait f0\nfork f1\nwait f1\n"), agents.Options{})
 	if err != nil {

@@ -35,6 +35,7 @@ var execCosts = []execCost{
 	{"neither", func(o *agents.Options) { o.NoCover, o.NoForkPages = true, true }},
 	{"1 word/view", func(o *agents.Options) { o.WordCap = 1 }},
 	{"heap THP", func(o *agents.Options) { o.HeapTHP = true }},
+	{"sync drain", func(o *agents.Options) { o.SyncKcovDrain = true }},
 }
 
 // execRow is one configuration's measurements.
