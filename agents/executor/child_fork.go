@@ -59,6 +59,7 @@ func (m *machine) fork(i, f int, start int64) {
 	// they record is dropped (kcov.go, cut), which also spares a drain
 	// of millions of PCs (most of a second under TCG).
 	m.kc.drain(m.ks)
+	kept := m.kc.mark(m.ks) // the program's, left for the main process's drainer (kcov_async.go)
 	if ev {
 		m.fe.before()
 	}
@@ -68,7 +69,7 @@ func (m *machine) fork(i, f int, start int64) {
 		m.census.before(m, f)
 		m.addWork(workCensus, t)
 	}
-	m.kc.cut(m.ks, 0)
+	m.kc.cut(m.ks, kept)
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
 	pid, errno := rawFork()
@@ -107,7 +108,7 @@ func (m *machine) fork(i, f int, start int64) {
 	// Not before the evidence: under Async-fork the child's deferred
 	// copy runs meanwhile, and a drain takes most of a second under TCG.
 	m.kc.cut(m.ks, forked)
-	m.kc.drainFork(m.ks)
+	m.kc.drain(m.ks)
 	end := m.now()
 	if errno == 0 {
 		m.pids[f] = int(pid)
@@ -131,6 +132,7 @@ func (m *machine) child(f int) {
 		m.kc.op = -1 // not the parent's fork: the child's own ops follow
 	}
 	m.kc.enableChild(f)
+	m.kc.forgetCache()
 	if m.um != nil {
 		m.um.fd = -1 // the inherited one is the parent's (child_uffd.go)
 	}

@@ -121,7 +121,9 @@ func (k *kcovState) overflowed(i int) bool {
 //forkfuzz:childsafe
 func (k *kcovState) drain(i int) {
 	if i == 0 { //forkfuzz:hostonly slot 0 is the main process's (childSlot)
-		k.settle() // kcov_async.go
+		if k.deferDrain() {
+			return // handed to the drainer, or left for it (kcov_async.go)
+		}
 	}
 	a := k.slotBuf(i)
 	if a == nil {
@@ -136,16 +138,18 @@ func (k *kcovState) drain(i int) {
 	atomic.AddInt64(k.work, monoNow(&k.ts[i])-start)
 }
 
-// drainFork is drain after a fork: the main process hands its buffer to
-// the drainer and goes on (kcov_async.go); others drain it themselves.
+// forgetCache empties the calling child's copy of the edge cache: the
+// main process's drainer may have been writing it when the child was
+// forked (kcov_async.go), and a torn entry could hide an edge.
 //
 //forkfuzz:childsafe
-func (k *kcovState) drainFork(i int) {
-	if i == 0 && k != nil && k.ok && k.on && k.async != nil && !k.syncDrain { //forkfuzz:hostonly slot 0 is the main process's (childSlot)
-		k.swapDrain()
+func (k *kcovState) forgetCache() {
+	if k == nil {
 		return
 	}
-	k.drain(i)
+	for j := range k.cache {
+		k.cache[j] = [2]uint64{}
+	}
 }
 
 // drainBuf is drain's work on slot i's buffer a.

@@ -160,7 +160,8 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	// under TCG, time in which other tasks on CPU 0 could take the
 	// primed stacks.
 	m.kc.drain(m.ks)
-	forked := uint64(0) // the fork's PCs, at the fork's return
+	kept := m.kc.mark(m.ks) // the program's, left for the main process's drainer (kcov_async.go)
+	forked := uint64(0)     // the fork's PCs, at the fork's return
 	defer func() { m.kc.cut(m.ks, forked) }()
 	sentinel := false
 	if fd >= 0 {
@@ -187,7 +188,7 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	if sentinel {
 		m.sentinelTouch()
 	}
-	m.kc.cut(m.ks, 0)
+	m.kc.cut(m.ks, kept)
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
 	var pid, errno, backN, armErr uintptr

@@ -419,7 +419,7 @@ func (k *kcovState) result(forks int) (c *obs.Coverage) {
 	if !k.on {
 		return &obs.Coverage{Unavailable: "off (asked not to collect)"}
 	}
-	k.drain(0)
+	k.drainNow() // after the drainer's last job (kcov_async.go)
 	c = &obs.Coverage{}
 	// Every process's sets into two slices, then sorted and compacted
 	// (no maps: docs/throughput.md, BenchmarkKcovResult).

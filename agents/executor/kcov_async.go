@@ -11,13 +11,16 @@ import (
 // The main process's second KCOV buffer. A fork of the main process
 // records about a million PCs (the copy of the executor's page tables),
 // and draining them took a tenth of a program under TCG
-// (docs/throughput.md). After each fork the main thread switches
-// collection to its other buffer (two ioctls) and a drainer goroutine
-// drains the full one on another CPU while the program goes on: the
-// parent's next operations, or its wait for the child, run meanwhile.
-// Any other drain of slot 0, a fork and the program's result first wait
-// for it (settle), so the cache and sets of slot 0 have one writer at a
-// time and a child never inherits them half-written.
+// (docs/throughput.md). Where the main process drained its buffer (after
+// every operation, around forks), it now switches collection to its
+// other buffer (two ioctls) and a drainer goroutine drains the full one
+// on another CPU while the program goes on; while the drainer is busy,
+// the main process leaves its buffer be until it is half full (then it
+// waits). The drainer alone writes slot 0's cache and sets; the result
+// waits for it (settle); a forked child empties its copy of the cache
+// (forgetCache), which the drainer may have been writing. Callers that
+// drop the harness's PCs after a drain cut to a mark taken after it, not
+// to zero: the program's PCs may still be in the buffer.
 
 // asyncDrain is slot 0's second buffer and the drainer's state.
 type asyncDrain struct {
@@ -91,6 +94,39 @@ func (k *kcovState) settle() {
 	}
 }
 
+// deferDrain is drain of slot 0: the buffer goes to the drainer, or stays
+// while the drainer is busy and it is less than half full. It reports
+// false when the caller must drain synchronously (no second buffer,
+// Options.SyncKcovDrain), after any job in flight has finished.
+func (k *kcovState) deferDrain() bool {
+	a := k.async
+	if a == nil || k.syncDrain || !k.ok || !k.on {
+		k.settle()
+		return false
+	}
+	n := atomic.LoadUint64(&k.area[0][0])
+	if n == 0 {
+		return true
+	}
+	if a.inflight {
+		if n < uint64(len(k.area[0]))/2 {
+			return true
+		}
+		k.settle()
+	}
+	k.swapDrain()
+	return true
+}
+
+// drainNow drains slot 0 on the main thread after the drainer's job:
+// the program's last PCs, before its result.
+func (k *kcovState) drainNow() {
+	sync := k.syncDrain
+	k.syncDrain = true
+	k.drain(0)
+	k.syncDrain = sync
+}
+
 // swapDrain hands slot 0's full buffer to the drainer and collects into
 // the other one. Main thread only (KCOV_DISABLE and KCOV_ENABLE must come
 // from the task that collects). Falls back to a synchronous drain when
@@ -99,9 +135,6 @@ func (k *kcovState) swapDrain() {
 	a := k.async
 	k.settle()
 	full := k.area[0]
-	if atomic.LoadUint64(&full[0]) == 0 {
-		return
-	}
 	next := 1 - a.cur
 	atomic.StoreUint64(&a.area[next][0], 0)
 	unix.RawSyscall(unix.SYS_IOCTL, uintptr(a.fd[a.cur]), kcovDisable, 0)
