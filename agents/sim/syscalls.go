@@ -423,12 +423,21 @@ func (m *MM) Mremap(a, oldLen, newLen uint64, flags prog.MremapFlags, to uint64)
 		// mapped piece moves to the same offset from the destination.
 		m.k.syncVMAs(m, a, a+oldLen, MutAsyncMremapNoSync)
 		m.k.syncVMAs(m, to, to+newLen, MutAsyncMremapNoSync)
-		type piece struct{ s, e uint64 }
+		type piece struct {
+			s, e  uint64
+			armed bool
+		}
 		var ps []piece
 		for _, v := range m.overlapping(a, a+oldLen) {
-			ps = append(ps, piece{max(v.Start, a), min(v.End, a+oldLen)})
+			ps = append(ps, piece{max(v.Start, a), min(v.End, a+oldLen), v.Flags&VMUffdMissing != 0})
 		}
+		multi := len(ps) != 1 || ps[0].s != a || ps[0].e != a+oldLen
 		for _, pc := range ps {
+			if multi && pc.armed {
+				// vma_multi_allowed: a userfaultfd-armed VMA is not moved
+				// with others; the move stops there.
+				return 0, EFAULT
+			}
 			// Holes in the source leave the destination alone.
 			m.unmapRange(to+(pc.s-a), to+(pc.e-a))
 			m.moveVMA(pc.s, pc.e-pc.s, pc.e-pc.s, to+(pc.s-a), dontunmap)

@@ -163,6 +163,9 @@ func TestGateOpenFresh(t *testing.T) {
 	r := Run(context.Background(), cfg)
 	f := findingOf(gateRun{Result: r}, "executor-crash")
 	if f == nil || f.Fresh == nil || f.Fresh.Runs != 2 || opens.Load() != 1 || fresh.Load() != 2 {
+		for _, g := range r.Findings {
+			t.Logf("finding %s from %s, fresh %+v", g.Signature, g.Source, g.Fresh)
+		}
 		t.Fatalf("opens %d, fresh opens %d, finding %+v", opens.Load(), fresh.Load(), f)
 	}
 }
