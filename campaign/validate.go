@@ -44,7 +44,7 @@ func (c *Config) Validate() error {
 	}
 	switch {
 	case c.NoStates && c.Blind:
-		return &FieldError{Field: "NoStates", Msg: ": a blind campaign ignores memory states already"}
+		return &FieldError{Field: "NoStates", Msg: ": a blind campaign ignores memory states already (memory states guide only a --guided campaign)"}
 	case c.NoStates && c.NoCover:
 		return &FieldError{Field: "NoStates", Msg: ": without coverage nothing would be left to guide by (a blind campaign is that)"}
 	}

@@ -80,6 +80,10 @@ type Config struct {
 	CheckImages []string
 	Budget      time.Duration
 	Seed        uint64
+	// Guided lets what the fuzz phase's runs reached (KCOV edges, memory
+	// states) guide its mutation; by default it is blind, as the mutation
+	// benchmark found blind campaigns at least as fast (docs/coverage.md).
+	Guided bool
 	// Profile names the generator weights (gen.Profile).
 	Profile string
 	// Workdir gets findings/ (must hold no earlier findings).
@@ -567,7 +571,8 @@ func (g *gate) fuzz(ph *Phase, share, fresh time.Duration) *campaign.Stats {
 	}
 	cfg := campaign.Config{Target: g.tut, Seed: g.cfg.Seed, Duration: dur, Workdir: g.cfg.Workdir, Weights: g.weights, FindingPages: pages.Files,
 		Log: g.cfg.Log, Progress: g.cfg.Progress, ProgressLines: g.cfg.ProgressLines, ProgressEvery: progressEvery(g.cfg.ProgressLines), MinimizeRuns: g.cfg.MinimizeRuns,
-		MinimizeTime: minTime, Corrupt: g.cfg.Corrupt, TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID(), Stop: endGen}
+		MinimizeTime: minTime, Corrupt: g.cfg.Corrupt, TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID(), Stop: endGen,
+		Blind: !g.cfg.Guided}
 	type res struct {
 		st  *campaign.Stats
 		err error

@@ -113,6 +113,7 @@ func ciFlags(stderr io.Writer) *ciOptions {
 	fs.Var(&o.corpusDirs, "corpus", "directory of regression programs to replay (repeatable; default: corpus/regress, corpus/rollback and corpus/cow when present)")
 	fs.StringVar(&c.Profile, "profile", c.Profile, "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
 	fs.IntVar(&c.MinimizeRuns, "minimize-runs", c.MinimizeRuns, "target runs to spend minimizing each new finding")
+	fs.BoolVar(&c.Guided, "guided", false, "let what runs reached (KCOV edges, memory states) guide the fuzz phase's mutation (blind by default: docs/coverage.md)")
 	fs.StringVar(&c.Corrupt, "corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
 	fs.BoolVar(&o.noCheck, "no-kernel-check", false, "skip `kernel check` of the images (for kernels without a findable configuration)")
 	fs.BoolVar(&o.quiet, "q", false, "no progress line")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,16 +17,36 @@ func init() {
 		help: "report the kernel coverage (KCOV) a campaign's corpus reached: fork/mm functions", run: cmdCover})
 }
 
-// coverFlags adds run's coverage flags and returns what applies them.
-func coverFlags(fs *flag.FlagSet) func(*campaign.Config) {
-	blind := fs.Bool("blind", false, "mutation ignores what runs reached (KCOV edges, memory states); both are still measured and kept in WORKDIR/corpus")
-	csv := fs.String("cover-csv", "", "write coverage after every program to this CSV (seconds,programs,pcs,edges,forkmm_pcs,corpus)")
-	off := fs.Bool("no-cover", false, "do not collect kernel coverage at all (to measure its cost)")
-	noStates := noStatesFlag(fs)
-	seed := seedCorpusFlag(fs)
-	return func(c *campaign.Config) {
-		c.Blind, c.CoverCSV, c.NoCover, c.NoStates, c.SeedCorpus = *blind, *csv, *off, *noStates, *seed
+// coverOpts are run's coverage flags.
+type coverOpts struct {
+	blind, guided, off, noStates *bool
+	csv, seed                    *string
+}
+
+// coverFlags adds run's coverage flags.
+func coverFlags(fs *flag.FlagSet) *coverOpts {
+	return &coverOpts{
+		blind:    fs.Bool("blind", false, "the default: mutation ignores what runs reached (KCOV edges, memory states); both are still measured and kept in WORKDIR/corpus"),
+		guided:   fs.Bool("guided", false, "let what runs reached (KCOV edges, memory states at forks) guide mutation; blind campaigns were at least as fast on the mutation benchmark, so blind is the default (docs/coverage.md)"),
+		csv:      fs.String("cover-csv", "", "write coverage after every program to this CSV (seconds,programs,pcs,edges,forkmm_pcs,corpus)"),
+		off:      fs.Bool("no-cover", false, "do not collect kernel coverage at all (to measure its cost)"),
+		noStates: noStatesFlag(fs),
+		seed:     seedCorpusFlag(fs),
 	}
+}
+
+// check refuses --blind with --guided.
+func (co *coverOpts) check() error {
+	if *co.blind && *co.guided {
+		return errors.New("--guided: a campaign is blind (the default, --blind) or guided, not both")
+	}
+	return nil
+}
+
+// apply sets c's coverage fields.
+func (co *coverOpts) apply(c *campaign.Config) {
+	c.Blind = !*co.guided
+	c.CoverCSV, c.NoCover, c.NoStates, c.SeedCorpus = *co.csv, *co.off, *co.noStates, *co.seed
 }
 
 // noStatesFlag is --no-states, for run and bench mutants.

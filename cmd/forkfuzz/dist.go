@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -126,7 +127,7 @@ type coordinatorOptions struct {
 	listen, storeDir, name, profile, target string
 	kernelImage, workdir, forkImpl, corrupt string
 	logLevel, httpAddr                      string
-	insecure, blind, quiet                  bool
+	insecure, blind, guided, quiet          bool
 	seed                                    uint64
 	programs, queue, judges                 int
 	duration, ackWait                       time.Duration
@@ -216,7 +217,8 @@ func coordinatorFlags(stderr io.Writer) *coordinatorOptions {
 	fs.IntVar(&o.judges, "judges", 0, "goroutines that judge and store results (0: 2 per CPU, at least 4)")
 	fs.DurationVar(&o.ackWait, "ack-wait", 30*time.Second, "an agent silent this long loses its work to another agent")
 	fs.StringVar(&o.workdir, "workdir", "workdir", "finding directories are written here too")
-	fs.BoolVar(&o.blind, "blind", false, "keep the coverage corpus (WORKDIR/corpus/KERNEL-ID: KCOV edges, memory states) but do not let it guide the programs")
+	fs.BoolVar(&o.blind, "blind", false, "the default: keep the coverage corpus (WORKDIR/corpus/KERNEL-ID: KCOV edges, memory states) but do not let it guide the programs")
+	fs.BoolVar(&o.guided, "guided", false, "let the coverage corpus guide the programs (blind by default: docs/coverage.md)")
 	fs.StringVar(&o.forkImpl, "fork-impl", "", "the fork implementation the agents run (their --fork-impl): a deferring one keeps generated programs' regions at the top of the address space, as forkfuzz run does")
 	fs.StringVar(&o.corrupt, "corrupt", "", "TEST ONLY: make the executors falsify observations")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug (every program's seed), info, warn, error")
@@ -229,6 +231,9 @@ func coordinatorFlags(stderr io.Writer) *coordinatorOptions {
 // check rejects a target kind, fork implementation or corruption no
 // worker could run.
 func (o *coordinatorOptions) check() error {
+	if o.blind && o.guided {
+		return errors.New("--guided: a campaign is blind (the default, --blind) or guided, not both")
+	}
 	if _, ok := targetKinds[o.target]; !ok {
 		var kinds []string
 		for k := range targetKinds {
@@ -321,7 +326,7 @@ func (o *coordinatorOptions) coordinatorConfig(ctx context.Context, nc *nats.Con
 		log.Info(arenaNote)
 	}
 	ccfg = dist.CoordinatorConfig{Store: st, Campaign: o.name, Seed: o.seed, Programs: o.programs, Duration: o.duration,
-		Target: o.target, Kernel: kernelHash, Corrupt: o.corrupt, Weights: weights, Workdir: o.workdir, Blind: o.blind,
+		Target: o.target, Kernel: kernelHash, Corrupt: o.corrupt, Weights: weights, Workdir: o.workdir, Blind: !o.guided,
 		Queue: o.queue, Judges: o.judges, AckWait: o.ackWait, Log: log, Metrics: m}
 	if !o.quiet {
 		ccfg.Progress = stderr

@@ -188,7 +188,7 @@ type runOptions struct {
 	cfg         campaign.Config
 	profile     string
 	quiet, dist bool
-	cover       func(*campaign.Config)
+	cover       *coverOpts
 	resume      func(context.Context, *campaign.Config, agents.Target) error
 }
 
@@ -269,8 +269,11 @@ func (o *runOptions) check() error {
 	if c.Duration == 0 && c.Programs == 0 {
 		return errors.New("set --duration or --programs: nothing else bounds the campaign (SIGINT/SIGTERM end it early)")
 	}
+	if err := o.cover.check(); err != nil {
+		return err
+	}
 	v := *c
-	o.cover(&v) // the coverage flags, which config applies
+	o.cover.apply(&v) // the coverage flags, which config applies
 	if err := v.Validate(); err != nil {
 		return flagError(err, campaignFlag)
 	}
@@ -296,7 +299,7 @@ func (o *runOptions) config(t agents.Target, stdout, stderr io.Writer) campaign.
 	cfg := o.cfg
 	cfg.FindingPages, cfg.Target, cfg.Log = report.Files, t, stdout
 	cfg.TargetArgs, cfg.Kernel = o.sel.ReplayArgs(t), o.sel.Kernel(t)
-	o.cover(&cfg)
+	o.cover.apply(&cfg)
 	if !o.quiet {
 		cfg.Progress = stderr
 		if !isTerminal(stderr) {
