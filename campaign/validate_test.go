@@ -26,7 +26,7 @@ func TestConfigValidate(t *testing.T) {
 		{"stop after", Config{StopAfterFindings: -1}, "StopAfterFindings", "StopAfterFindings -1: want a number >= 0"},
 		{"blind without cover", Config{Blind: true, NoCover: true}, "", ""},
 		{"no states", Config{NoStates: true}, "", ""},
-		{"no states, blind", Config{NoStates: true, Blind: true}, "NoStates", "NoStates: a blind campaign ignores memory states already"},
+		{"no states, blind", Config{NoStates: true, Blind: true}, "NoStates", "NoStates: a blind campaign ignores memory states already (memory states guide only a --guided campaign)"},
 		{"no states, no cover", Config{NoStates: true, NoCover: true}, "NoStates", ""},
 	}
 	for _, c := range cases {
