@@ -140,7 +140,7 @@ func (k *kcovState) swapDrain() {
 	unix.RawSyscall(unix.SYS_IOCTL, uintptr(a.fd[a.cur]), kcovDisable, 0)
 	if _, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(a.fd[next]), kcovEnable, kcovTracePC); e != 0 {
 		unix.RawSyscall(unix.SYS_IOCTL, uintptr(a.fd[a.cur]), kcovEnable, kcovTracePC)
-		k.async = nil // from now on synchronous, as before
+		k.closeAsync() // from now on synchronous, as before
 		k.drain(0)
 		return
 	}
