@@ -389,9 +389,19 @@ func reproExits(console string) map[int]int {
 	return got
 }
 
-// section is reproducer i's console output.
+// section is reproducer i's console output: from its start marker, or,
+// when a kernel message printed in the middle of the marker cut it (the
+// console interleaves printk with user writes byte by byte), from the
+// end of the previous reproducer's exit line.
 func section(console string, i int) string {
 	start := strings.Index(console, fmt.Sprintf("@@START %d\n", i))
+	if start < 0 && i > 0 {
+		if p := strings.Index(console, fmt.Sprintf("@@REPRO %d exit=", i-1)); p >= 0 {
+			if nl := strings.IndexByte(console[p:], '\n'); nl >= 0 {
+				start = p + nl + 1
+			}
+		}
+	}
 	if start < 0 {
 		return ""
 	}
@@ -407,4 +417,18 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// TestSection: a reproducer's output is found when a kernel message cut
+// its start marker.
+func TestSection(t *testing.T) {
+	console := "@@START 0\nzero\n@@REPRO 0 exit=0\n@@STA[    7.1] FAULT_INJECTION: forcing a failure.\nRT 1\none\n@@REPRO 1 exit=1\n@@START 2\ntwo\n@@REPRO 2 exit=0\n"
+	for i, want := range []string{"@@START 0\nzero\n", "@@STA[    7.1] FAULT_INJECTION: forcing a failure.\nRT 1\none\n", "@@START 2\ntwo\n"} {
+		if got := section(console, i); got != want {
+			t.Errorf("section %d = %q, want %q", i, got, want)
+		}
+	}
+	if got := section(console, 3); got != "" {
+		t.Errorf("section 3 = %q, want none", got)
+	}
 }
