@@ -163,6 +163,7 @@ type kcovState struct {
 	// the current program (Options.SyncKcovDrain, for measuring).
 	async     *asyncDrain
 	syncDrain bool
+	asyncNote string // why there is no second buffer, until a result said it
 }
 
 // openKcov opens and maps every slot. Main process, executor thread only.
@@ -240,8 +241,9 @@ func openKcov() *kcovState {
 	}
 	k.ok = true
 	if err := k.openAsync(); err != nil {
-		// Drains stay synchronous, as before the second buffer.
-		k.reason = fmt.Sprintf("second KCOV buffer: %v", err)
+		// Drains stay synchronous, as before the second buffer; the
+		// first result says so.
+		k.asyncNote = fmt.Sprintf("main KCOV buffer drained synchronously (no second buffer: %v); ", err)
 	}
 	return k
 }
@@ -420,7 +422,8 @@ func (k *kcovState) result(forks int) (c *obs.Coverage) {
 		return &obs.Coverage{Unavailable: "off (asked not to collect)"}
 	}
 	k.drainNow() // after the drainer's last job (kcov_async.go)
-	c = &obs.Coverage{}
+	c = &obs.Coverage{Note: k.asyncNote}
+	k.asyncNote = ""
 	// Every process's sets into two slices, then sorted and compacted
 	// (no maps: docs/throughput.md, BenchmarkKcovResult).
 	pcs := make([]uint64, 0, 1<<12)

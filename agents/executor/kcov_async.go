@@ -141,6 +141,7 @@ func (k *kcovState) swapDrain() {
 	if _, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(a.fd[next]), kcovEnable, kcovTracePC); e != 0 {
 		unix.RawSyscall(unix.SYS_IOCTL, uintptr(a.fd[a.cur]), kcovEnable, kcovTracePC)
 		k.closeAsync() // from now on synchronous, as before
+		k.asyncNote = fmt.Sprintf("main KCOV buffer drained synchronously from here on (KCOV_ENABLE of the second buffer: %v); ", e)
 		k.drain(0)
 		return
 	}
