@@ -1,18 +1,16 @@
 package obs
 
 // Views carry every non-zero word and every non-zero page's digest: most
-// of an observation's bytes (a program's views reach megabytes). In JSON
-// both lists are flat arrays of numbers, 3 or 4 per entry, written and
-// read without reflection: half the bytes of one object per entry, and a
-// fraction of encoding/json's time in a slow guest. The object forms
-// ({"region":..,"off":..,"value":..}) are still read (older files).
+// of an observation's bytes (a program's views reach megabytes). Both
+// lists are written packed (packed.go) without reflection. Two older
+// forms are still read: flat arrays of numbers, 3 or 4 per entry, and
+// lists of objects ({"region":..,"off":..,"value":..}).
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 )
 
 // Words is a view's non-zero words; JSON [region, off, value, ...].
@@ -22,25 +20,35 @@ type Words []Word
 // nonzero, ...].
 type PageDigests []PageDigest
 
-// MarshalJSON writes ws as a flat array.
+// MarshalJSON writes ws packed (packed.go): region, off, value.
 func (ws Words) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 2+len(ws)*32)
-	b = append(b, '[')
-	for i, w := range ws {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(w.Region), 10)
-		b = append(b, ',')
-		b = strconv.AppendUint(b, w.Off, 10)
-		b = append(b, ',')
-		b = strconv.AppendUint(b, w.Value, 10)
+	if len(ws) == 0 {
+		return []byte("[]"), nil
 	}
-	return append(b, ']'), nil
+	return appendPacked(make([]byte, 0, 16+len(ws)*6), len(ws), 3, func(i int, f *[maxFields]uint64) {
+		w := &ws[i]
+		f[0], f[1], f[2] = uint64(int64(w.Region)), w.Off, w.Value
+	}), nil
 }
 
-// UnmarshalJSON reads a flat array or a list of objects.
+// UnmarshalJSON reads the packed form, a flat array or a list of objects.
 func (ws *Words) UnmarshalJSON(b []byte) error {
+	if isPacked(b) {
+		out := Words{}
+		err := readPacked(b, 3, func(f *[maxFields]uint64) error {
+			r, err := packedInt(f[0])
+			if err != nil {
+				return fmt.Errorf("region: %w", err)
+			}
+			out = append(out, Word{Region: r, Off: f[1], Value: f[2]})
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("words: %w", err)
+		}
+		*ws = out
+		return nil
+	}
 	if isObjects(b) {
 		return json.Unmarshal(b, (*[]Word)(ws))
 	}
@@ -63,27 +71,36 @@ func (ws *Words) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes ps as a flat array.
+// MarshalJSON writes ps packed (packed.go): region, page, digest,
+// nonzero.
 func (ps PageDigests) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 2+len(ps)*32)
-	b = append(b, '[')
-	for i, p := range ps {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(p.Region), 10)
-		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(p.Page), 10)
-		b = append(b, ',')
-		b = strconv.AppendUint(b, p.Digest, 10)
-		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(p.NonZero), 10)
+	if len(ps) == 0 {
+		return []byte("[]"), nil
 	}
-	return append(b, ']'), nil
+	return appendPacked(make([]byte, 0, 16+len(ps)*16), len(ps), 4, func(i int, f *[maxFields]uint64) {
+		p := &ps[i]
+		f[0], f[1], f[2], f[3] = uint64(int64(p.Region)), uint64(int64(p.Page)), p.Digest, uint64(int64(p.NonZero))
+	}), nil
 }
 
-// UnmarshalJSON reads a flat array or a list of objects.
+// UnmarshalJSON reads the packed form, a flat array or a list of objects.
 func (ps *PageDigests) UnmarshalJSON(b []byte) error {
+	if isPacked(b) {
+		out := PageDigests{}
+		err := readPacked(b, 4, func(f *[maxFields]uint64) error {
+			n, err := packedInts(f, 0, 1, 3)
+			if err != nil {
+				return err
+			}
+			out = append(out, PageDigest{Region: n[0], Page: n[1], Digest: f[2], NonZero: n[2]})
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("pages: %w", err)
+		}
+		*ps = out
+		return nil
+	}
 	if isObjects(b) {
 		return json.Unmarshal(b, (*[]PageDigest)(ps))
 	}

@@ -124,7 +124,7 @@ type OpResult struct {
 // ThreadLog is every store one thread made, in order.
 type ThreadLog struct {
 	Thread int          `json:"thread"`
-	Stores []TimedStore `json:"stores"`
+	Stores TimedStores `json:"stores"`
 	// Moves are the passes of the thread's migrateloops.
 	Moves []TimedMove `json:"moves,omitempty"`
 	// Dropped counts stores beyond the log's capacity (not recorded).
