@@ -123,7 +123,7 @@ type OpResult struct {
 
 // ThreadLog is every store one thread made, in order.
 type ThreadLog struct {
-	Thread int          `json:"thread"`
+	Thread int         `json:"thread"`
 	Stores TimedStores `json:"stores"`
 	// Moves are the passes of the thread's migrateloops.
 	Moves []TimedMove `json:"moves,omitempty"`
