@@ -69,6 +69,9 @@ type Options struct {
 	HeapTHP bool
 	// SyncKcovDrain: executor.Options.SyncKcovDrain (for measuring).
 	SyncKcovDrain bool
+	// RecyclePTEKB: executor.Options.RecyclePTEKB (a fresh executor
+	// once the page tables of the long-lived one reach this; 0: never).
+	RecyclePTEKB int64
 	// Timeout bounds this run (0: the target's own, scaled by the
 	// target with the program and the guest's measured speed where it
 	// does). The gate replays a harness event with a longer one.
@@ -87,7 +90,7 @@ func Refused(err error) bool {
 // Executor returns the executor's options for opt.
 func (opt Options) Executor() executor.Options {
 	return executor.Options{WordCap: opt.WordCap, Corrupt: opt.Corrupt, ForkImpl: opt.ForkImpl, ForkImplNoEvidence: opt.ForkImplNoEvidence,
-		Symbols: opt.Symbols, NoCover: opt.NoCover, NoForkPages: opt.NoForkPages, HeapTHP: opt.HeapTHP, SyncKcovDrain: opt.SyncKcovDrain, TimeoutMs: int(opt.Timeout / time.Millisecond)}
+		Symbols: opt.Symbols, NoCover: opt.NoCover, NoForkPages: opt.NoForkPages, HeapTHP: opt.HeapTHP, SyncKcovDrain: opt.SyncKcovDrain, RecyclePTEKB: opt.RecyclePTEKB, TimeoutMs: int(opt.Timeout / time.Millisecond)}
 }
 
 // Event is an error a target returns when the program caused something

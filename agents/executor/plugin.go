@@ -52,6 +52,10 @@ type RunReply struct {
 	// Phases are the run's phases in the executor (obs.Observation.Phases,
 	// also in Observation) and the time to encode it ("marshal").
 	Phases map[string]int64
+	// PTEKB is the executor's page tables (VmPTE, KiB) after the run, -1
+	// unknown: the Remote replaces an executor whose page tables reached
+	// the next run's Options.RecyclePTEKB before that run.
+	PTEKB int64
 }
 
 type rpcServer struct{ x *Executor }
@@ -84,6 +88,10 @@ func (s *rpcServer) Run(args RunArgs, reply *RunReply) error {
 	reply.Phases = map[string]int64{"marshal": time.Since(t0).Microseconds()}
 	for k, us := range o.Phases {
 		reply.Phases[k] += us
+	}
+	reply.PTEKB = -1
+	if st, err := os.ReadFile("/proc/self/status"); err == nil {
+		reply.PTEKB = statusKB(st, "VmPTE:")
 	}
 	return nil
 }
@@ -274,6 +282,10 @@ type Remote struct {
 	cmd      *exec.Cmd
 	rc       *rpcClient
 	Restarts int
+	// Recycles counts executors replaced because their page tables grew
+	// (Options.RecyclePTEKB; not in Restarts).
+	Recycles int
+	lastPTE  int64 // the executor's page tables after its last run (KiB)
 }
 
 func (r *Remote) start() error {
@@ -343,12 +355,18 @@ func (r *Remote) runRaw(args RunArgs) ([]byte, map[string]int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var started time.Duration
+	t0 := time.Now()
+	if b := args.Options.RecyclePTEKB; b > 0 && r.client != nil && !r.client.Exited() && r.lastPTE >= b {
+		r.kill()
+		r.client = nil
+		r.Recycles++
+	}
 	if r.client == nil || r.client.Exited() {
 		if r.client != nil {
 			r.client.Kill()
 			r.Restarts++
 		}
-		t0 := time.Now()
+		r.lastPTE = 0
 		if err := r.start(); err != nil {
 			r.client = nil
 			return nil, nil, err
@@ -413,6 +431,7 @@ func (r *Remote) runRaw(args RunArgs) ([]byte, map[string]int64, error) {
 	if res.reply.Err != "" {
 		return nil, nil, errors.New(res.reply.Err)
 	}
+	r.lastPTE = res.reply.PTEKB
 	phases := res.reply.Phases
 	if phases == nil {
 		phases = map[string]int64{}

@@ -75,6 +75,37 @@ func TestRemoteRunAndCrashRecovery(t *testing.T) {
 	}
 }
 
+// An executor whose page tables reached the run's RecyclePTEKB is
+// replaced before that run, and the run's phases count its start; one
+// below it is kept.
+func TestRemoteRecycle(t *testing.T) {
+	r := testRemote(t)
+	p, err := prog.Parse([]byte(smallProg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if r.lastPTE <= 0 {
+		t.Fatalf("the executor reported page tables of %d KiB", r.lastPTE)
+	}
+	pid := r.cmd.Process.Pid
+	if _, err := r.Run(p, Options{RecyclePTEKB: r.lastPTE + 1<<20}); err != nil {
+		t.Fatal(err)
+	}
+	if r.Recycles != 0 || r.cmd.Process.Pid != pid {
+		t.Fatalf("recycled below the bound: %d recycles, pid %d then %d", r.Recycles, pid, r.cmd.Process.Pid)
+	}
+	_, phases, err := r.RunRaw(p, Options{RecyclePTEKB: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Recycles != 1 || r.Restarts != 0 || r.cmd.Process.Pid == pid || phases["executor-start"] <= 0 {
+		t.Fatalf("at the bound: %d recycles, %d restarts, pid %d then %d, executor-start %d us", r.Recycles, r.Restarts, pid, r.cmd.Process.Pid, phases["executor-start"])
+	}
+}
+
 func TestRemoteHang(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: waits for a timeout")

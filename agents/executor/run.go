@@ -56,6 +56,12 @@ type Options struct {
 	// the main thread, as before its second buffer (kcov_async.go; for
 	// measuring the difference).
 	SyncKcovDrain bool `json:"sync_kcov_drain,omitempty"`
+	// RecyclePTEKB: when the executor's page tables (VmPTE) are at least
+	// this many KiB after the run, the Remote starts a fresh executor
+	// before the next (0: never). Page tables are freed only by munmap,
+	// so a long-lived executor's grow, and every fork of the main process
+	// walks them (docs/throughput.md).
+	RecyclePTEKB int64 `json:"recycle_pte_kb,omitempty"`
 	// TimeoutMs bounds this run (0: the Remote's Timeout). The host
 	// scales it with the program and the guest's measured speed, and
 	// gives a run that decides a harness event a longer one.

@@ -36,6 +36,9 @@ var execCosts = []execCost{
 	{"1 word/view", func(o *agents.Options) { o.WordCap = 1 }},
 	{"heap THP", func(o *agents.Options) { o.HeapTHP = true }},
 	{"sync drain", func(o *agents.Options) { o.SyncKcovDrain = true }},
+	// A fresh executor for every program (executor.Options.RecyclePTEKB
+	// 1): what a long-lived executor's page tables cost.
+	{"fresh executor", func(o *agents.Options) { o.RecyclePTEKB = 1 }},
 }
 
 // execRow is one configuration's measurements.
@@ -48,6 +51,9 @@ type execRow struct {
 	work   map[string]int64 // guest microseconds by activity (obs.Observation.Work)
 	mem    obs.ExecutorMem  // summed over memN runs that reported it
 	memN   int
+	// pteMin and pteMax bound the page tables over those runs: a
+	// long-lived executor's grow (docs/throughput.md).
+	pteMin, pteMax int64
 }
 
 func cmdBenchExec(args []string, stdout, stderr io.Writer) int {
@@ -140,6 +146,10 @@ func benchExec(t agents.Target, progs []*prog.Program, execCosts []execCost, rou
 						rows[k].mem.PTEKB += m.PTEKB
 						rows[k].mem.HeapKB += m.HeapKB
 						rows[k].mem.StackKB += m.StackKB
+						if rows[k].memN == 0 || m.PTEKB < rows[k].pteMin {
+							rows[k].pteMin = m.PTEKB
+						}
+						rows[k].pteMax = max(rows[k].pteMax, m.PTEKB)
 						rows[k].memN++
 					}
 				}
@@ -174,8 +184,8 @@ func printExecRows(w io.Writer, rows []*execRow) {
 	header := "\nthe executor's own memory when a program starts (mean; every fork of the main process copies the page tables of its private resident memory):\n"
 	for _, r := range rows {
 		if n := int64(r.memN); n > 0 {
-			fmt.Fprintf(w, "%s%-12s  RssAnon %.1f MiB, page tables %d KiB, Go heap %.1f MiB, stacks %.1f MiB\n", header, r.name,
-				float64(r.mem.RssAnonKB/n)/1024, r.mem.PTEKB/n, float64(r.mem.HeapKB/n)/1024, float64(r.mem.StackKB/n)/1024)
+			fmt.Fprintf(w, "%s%-12s  RssAnon %.1f MiB, page tables %d KiB (%d-%d), Go heap %.1f MiB, stacks %.1f MiB\n", header, r.name,
+				float64(r.mem.RssAnonKB/n)/1024, r.mem.PTEKB/n, r.pteMin, r.pteMax, float64(r.mem.HeapKB/n)/1024, float64(r.mem.StackKB/n)/1024)
 			header = ""
 		}
 	}
