@@ -9,11 +9,18 @@ import (
 
 // Every mutant has a trigger condition, and the default generator meets
 // the common ones often (a change that loses them shows here first).
+// The short profile's programs (gen.Weights.Short) must reach every
+// mutant too.
 func TestReach(t *testing.T) {
 	const n = 1000
-	got := Reach(QEMUWeights(gen.DefaultWeights()), 1, n)
+	w := QEMUWeights(gen.DefaultWeights())
+	got := Reach(w, 1, n)
+	short := Reach(w.Short(), 1, n)
 	for _, m := range kernel.Mutants {
-		t.Logf("%-20s %5.1f%% of %d programs", m.Name, 100*float64(got[m.Name])/n, n)
+		t.Logf("%-20s %5.1f%% of %d programs, %5.1f%% of short ones", m.Name, 100*float64(got[m.Name])/n, n, 100*float64(short[m.Name])/n)
+		if short[m.Name] < n/100 {
+			t.Errorf("%s: trigger met by %d of %d short programs, want at least 1%%", m.Name, short[m.Name], n)
+		}
 	}
 	for name := range got {
 		if _, err := kernel.MutantByName(name); err != nil {

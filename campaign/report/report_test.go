@@ -91,8 +91,18 @@ func TestFindingPages(t *testing.T) {
 	}
 	// A thread finding's page draws the consistent-cut witness and links
 	// porcupine's view.
-	td := simCampaign(t, "async-sync-pte-only", "threads", 80, 2)
-	th := read(t, filepath.Join(findingDir(t, td, "linearizability_"), FindingHTML))
+	// Which seed shows one within 80 programs moves with every change to
+	// the generator: the first of a few that does.
+	var th string
+	for seed := uint64(1); seed <= 6 && th == ""; seed++ {
+		td := simCampaign(t, "async-sync-pte-only", "threads", 80, seed)
+		if ds, _ := filepath.Glob(filepath.Join(td, "findings", "linearizability_*")); len(ds) > 0 {
+			th = read(t, filepath.Join(ds[0], FindingHTML))
+		}
+	}
+	if th == "" {
+		t.Fatal("no linearizability finding in 80 programs of seeds 1-6 of the threads profile on async-sync-pte-only")
+	}
 	for _, want := range []string{`class="witness"`, "violation", `stroke="#d0021b" stroke-width="2"`, `href="linearizability-f`} {
 		if !strings.Contains(th, want) {
 			t.Errorf("thread page lacks %q", want)

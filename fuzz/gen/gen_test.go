@@ -228,6 +228,9 @@ func TestProfiles(t *testing.T) {
 			if err := p.Validate(); err != nil {
 				t.Fatalf("%s: %v\n%s", name, err, p.Format())
 			}
+			if name == "short" && (len(p.Regions) > 2 || p.NumForks() > 2) {
+				t.Fatalf("short profile: %d regions, %d forks\n%s", len(p.Regions), p.NumForks(), p.Format())
+			}
 			for _, op := range p.Ops {
 				if op.Kind.Pinned() {
 					pinned++

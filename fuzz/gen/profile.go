@@ -40,6 +40,11 @@ var profiles = map[string]func() Weights{
 		w.MigrateLoopProb, w.Migrate = 0.8, 8
 		return w
 	},
+	// short: small programs (Weights.Short: at most two regions, four
+	// steps, two forks): about half a default program's cost, and each
+	// meets a planted bug's trigger about half as often
+	// (docs/programs.md).
+	"short": func() Weights { return DefaultWeights().Short() },
 	// pinned: GUP writes, O_DIRECT, vmsplice and io_uring fixed buffers
 	// around forks, often racing them.
 	"pinned": func() Weights {

@@ -159,6 +159,20 @@ type Weights struct {
 	FileSystems []prog.FS
 }
 
+// Short returns w cut down to short programs (the short profile): at
+// most two regions of at most 2048 pages in all, four steps of process 0,
+// three of a child, two forks.
+func (w Weights) Short() Weights {
+	w.MaxRegions = min(w.MaxRegions, 2)
+	w.MinRegions = min(w.MinRegions, w.MaxRegions)
+	w.MaxTotalPages = min(w.MaxTotalPages, 2048)
+	w.Steps = min(w.Steps, 4)
+	w.ChildSteps = min(w.ChildSteps, 3)
+	w.MaxForks = min(w.MaxForks, 2)
+	w.MaxOps = min(w.MaxOps, 24)
+	return w
+}
+
 // MutationWeights weighs the kinds of change Mutate makes.
 type MutationWeights struct {
 	Insert, Remove, Change, Region, Splice, DupFork, Swap, Race, Crossover int
