@@ -70,6 +70,9 @@ func (m *machine) fork(i, f int, start int64) {
 		m.addWork(workCensus, t)
 	}
 	m.kc.cut(m.ks, kept)
+	if !m.inChild && m.proc == 0 {
+		m.th.forkBegins() // writers' logs keep what this fork may need (threads.go)
+	}
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
 	pid, errno := rawFork()
@@ -84,6 +87,9 @@ func (m *machine) fork(i, f int, start int64) {
 	sigRestore(&m.sigOld)
 	if !m.inChild {
 		m.forkTSC[f] = [2]uint64{inv, resp}
+		if m.proc == 0 {
+			m.th.forkEnds(inv, resp)
+		}
 	}
 	// The evidence first, while the child is still held off the CPU:
 	// the census reads every region's page tables and can block (the

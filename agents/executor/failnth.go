@@ -189,6 +189,7 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 		m.sentinelTouch()
 	}
 	m.kc.cut(m.ks, kept)
+	m.th.forkBegins() // writers' logs keep what this fork may need (threads.go)
 	sigBlockAll(&m.sigAll, &m.sigOld)
 	inv := rdtscp()
 	var pid, errno, backN, armErr uintptr
@@ -214,6 +215,7 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	armErr = uintptr(-int64(armErr))
 	sigRestore(&m.sigOld)
 	m.forkTSC[f] = [2]uint64{inv, resp}
+	m.th.forkEnds(inv, resp)
 	m.settleChildFault(cf, a, rb, i, f, pid, errno)
 	end := m.now()
 	if lim != nil {

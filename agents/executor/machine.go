@@ -119,6 +119,7 @@ func (m *machine) reset(p *prog.Program, wordCap int) {
 		m.pids[i] = 0
 	}
 	m.forkTSC = [prog.MaxForks][2]uint64{}
+	m.th.clearWindows()
 	rep := m.rep
 	binary.LittleEndian.PutUint64(rep[0:], obs.Magic)
 	binary.LittleEndian.PutUint64(rep[8:], 0)

@@ -58,6 +58,9 @@ type worker struct {
 	wg      sync.WaitGroup
 	log     obs.ThreadLog
 	used    bool
+	// appended counts the stores logged in this program, those a
+	// compaction (compactLog) dropped included: the loops' limits.
+	appended int
 }
 
 // threadSet is the executor's pool of workers and the storeloop stop flags.
@@ -69,6 +72,55 @@ type threadSet struct {
 	// scheduler puts them (to measure the difference).
 	mainCPU  atomic.Int32
 	noSpread bool
+	// inFork counts forks of the main process in flight (from before the
+	// TSC read of their start to after their window is published in
+	// win); nwin windows are published (compactLog).
+	inFork atomic.Int32
+	nwin   atomic.Int32
+	win    [prog.MaxForks][2]atomic.Uint64
+}
+
+// forkBegins is called by the main process before a fork's first TSC
+// read, forkEnds after its last, with the fork's window.
+func (ts *threadSet) forkBegins() { ts.inFork.Add(1) }
+
+func (ts *threadSet) forkEnds(inv, resp uint64) {
+	if n := ts.nwin.Load(); int(n) < len(ts.win) {
+		ts.win[n][0].Store(inv)
+		ts.win[n][1].Store(resp)
+		ts.nwin.Store(n + 1)
+	}
+	ts.inFork.Add(-1)
+}
+
+// clearWindows forgets the last program's fork windows.
+func (ts *threadSet) clearWindows() { ts.nwin.Store(0) }
+
+// compactMin is the log length from which a writer compacts its log
+// rather than growing it.
+const compactMin = loopReserve
+
+// compactLog drops from the writer's log, while no fork of the main
+// process is in flight, the stores trimThreadLogs would drop and that no
+// later fork can need: keepStores with the windows so far, keeping every
+// cell's last store. A long storeloop then runs in a log of a few hundred
+// entries instead of growing (and copying) one of megabytes on the
+// writer's CPU. Every store in the log completed before the check of
+// inFork, so a fork that starts after it has a window after all of them.
+// It reports whether it compacted.
+func (w *worker) compactLog() bool {
+	ts := w.m.th
+	if len(w.log.Stores) < compactMin || ts.inFork.Load() != 0 {
+		return false
+	}
+	ws := make([]window, ts.nwin.Load())
+	for k := range ws {
+		ws[k] = window{ts.win[k][0].Load(), ts.win[k][1].Load()}
+	}
+	n := len(w.log.Stores)
+	w.log.Stores = keepStores(w.m.p, w.log.Stores, ws, true)
+	w.log.Trimmed += n - len(w.log.Stores)
+	return true
 }
 
 func (ts *threadSet) worker(id int, main *machine) *worker {
@@ -86,6 +138,7 @@ func (ts *threadSet) worker(id int, main *machine) *worker {
 		w.m.moved = nil
 		w.m.ks = threadSlot(id)
 		w.log = obs.ThreadLog{Thread: id}
+		w.appended = 0
 		w.used = true
 	}
 	return w
@@ -188,13 +241,13 @@ func (w *worker) run(i int) {
 		// the writer stalled on its own bookkeeping, not on the program's
 		// pages), and the thread moves off the CPU the forking thread is on.
 		ok := w.writable(op)
-		logLimit := min(len(w.log.Stores)+maxLoopLog, maxThreadLog/2)
+		logLimit := min(w.appended+maxLoopLog, maxThreadLog/2)
 		w.reserve(loopReserve)
 		if !w.m.th.noSpread {
 			defer w.spread()()
 		}
 		w.m.kc.cut(w.m.ks, 0) // the harness's reads and faults above
-		for pass := 0; n == 0 || (!w.m.th.stop[op.Fork].Load() && n+op.Count <= prog.MaxLoopWrites && len(w.log.Stores)+op.Count <= logLimit); pass++ {
+		for pass := 0; n == 0 || (!w.m.th.stop[op.Fork].Load() && n+op.Count <= prog.MaxLoopWrites && w.appended+op.Count <= logLimit); pass++ {
 			w.timedStores(i, op, n, ok)
 			w.m.kc.drainHalf(w.m.ks)
 			signal()
@@ -294,12 +347,15 @@ func (w *worker) timedStores(i int, op *prog.Op, base int, writable []bool) int 
 				// megabytes of fresh heap on this thread: the
 				// harness's coverage, not the program's, and
 				// enough to fill a thread's buffer
-				// (docs/coverage.md).
+				// (docs/coverage.md). So does a compaction's.
 				at := w.m.kc.mark(w.m.ks)
-				w.log.Stores = slices.Grow(w.log.Stores, 1)
+				if !w.compactLog() || len(w.log.Stores) > cap(w.log.Stores)/2 {
+					w.log.Stores = slices.Grow(w.log.Stores, max(1, cap(w.log.Stores)-len(w.log.Stores)))
+				}
 				w.m.kc.cut(w.m.ks, at)
 			}
 			w.log.Stores = append(w.log.Stores, obs.TimedStore{Op: i, Slot: base + k, Value: v, Inv: inv, Resp: resp})
+			w.appended++
 		} else {
 			w.log.Dropped++
 		}

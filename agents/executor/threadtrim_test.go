@@ -2,6 +2,7 @@ package executor
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/forkfuzz/forkfuzz/checker/cut"
@@ -71,4 +72,77 @@ join t1
 		t.Fatalf("%d of %d snapshots consistent: the test needs both kinds", ok, checked)
 	}
 	t.Logf("%d snapshots, %d consistent, same verdicts; kept %d of %d stores", checked, ok, len(kept), n)
+}
+
+// A writer's log compacted while it runs (compactLog: keepStores with
+// the windows that have ended and every cell's last store), at any
+// moment no fork is in flight, trims at the end to exactly what the whole
+// log trims to.
+func TestCompactKeepsTrim(t *testing.T) {
+	p, err := prog.Parse([]byte(`forkfuzz v1
+region r0 anon-private pages=1
+t1: storeloop r0 off=0x0 count=5 stride=0x8 until=f2
+t1: store r0 off=0x100 count=3 stride=0x8
+fork f0
+wait f0
+fork f1
+wait f1
+fork f2
+wait f2
+join t1
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 200; trial++ {
+		const n = 6000
+		var full []obs.TimedStore
+		var at uint64 // one thread's stores follow one another
+		for k := 0; k < n; k++ {
+			inv := at + uint64(1+r.IntN(6))
+			at = inv + uint64(1+r.IntN(8))
+			s := obs.TimedStore{Op: 0, Slot: k, Value: prog.SlotValue(0, k), Inv: inv, Resp: at}
+			if r.IntN(50) == 0 { // now and then the plain store, cells 0-2
+				s.Op, s.Slot, s.Value = 1, r.IntN(3), prog.SlotValue(1, k)
+			}
+			full = append(full, s)
+		}
+		var ws []window
+		for lo := uint64(r.IntN(5000)); lo < at && len(ws) < 3; lo += uint64(5000 + r.IntN(20000)) {
+			ws = append(ws, window{lo, lo + uint64(1+r.IntN(3000))})
+		}
+		var cur []obs.TimedStore
+		compactions := 0
+		for _, s := range full {
+			cur = append(cur, s)
+			if r.IntN(400) != 0 {
+				continue
+			}
+			now := s.Resp + 1 // every logged store completed before the check
+			var known []window
+			inFlight := false
+			for _, w := range ws {
+				switch {
+				case w.hi < now:
+					known = append(known, w)
+				case w.lo <= now:
+					inFlight = true
+				}
+			}
+			if inFlight {
+				continue
+			}
+			cur = keepStores(p, cur, known, true)
+			compactions++
+		}
+		want := keepStores(p, append([]obs.TimedStore(nil), full...), ws, false)
+		got := keepStores(p, cur, ws, false)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("trial %d (%d compactions, windows %v): compacted log trims to %d stores, the whole log to %d", trial, compactions, ws, len(got), len(want))
+		}
+		if trial == 0 {
+			t.Logf("%d stores, %d compactions: %d left before the final trim, %d after", n, compactions, len(cur), len(got))
+		}
+	}
 }
