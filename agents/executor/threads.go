@@ -96,6 +96,19 @@ func (ts *threadSet) forkEnds(inv, resp uint64) {
 // clearWindows forgets the last program's fork windows.
 func (ts *threadSet) clearWindows() { ts.nwin.Store(0) }
 
+// makeRoom makes room in a full log: a compaction, then growth if the
+// compaction could not run or left more than half of it.
+func (w *worker) makeRoom() {
+	switch {
+	case !w.compactLog():
+		w.log.Stores = slices.Grow(w.log.Stores, 1)
+	case len(w.log.Stores) > cap(w.log.Stores)/2:
+		// Mostly stores that must stay: double, or the next
+		// compactions come ever sooner.
+		w.log.Stores = slices.Grow(w.log.Stores, cap(w.log.Stores))
+	}
+}
+
 // compactMin is the log length from which a writer compacts its log
 // rather than growing it.
 const compactMin = loopReserve
@@ -349,9 +362,7 @@ func (w *worker) timedStores(i int, op *prog.Op, base int, writable []bool) int 
 				// enough to fill a thread's buffer
 				// (docs/coverage.md). So does a compaction's.
 				at := w.m.kc.mark(w.m.ks)
-				if !w.compactLog() || len(w.log.Stores) > cap(w.log.Stores)/2 {
-					w.log.Stores = slices.Grow(w.log.Stores, max(1, cap(w.log.Stores)-len(w.log.Stores)))
-				}
+				w.makeRoom()
 				w.m.kc.cut(w.m.ks, at)
 			}
 			w.log.Stores = append(w.log.Stores, obs.TimedStore{Op: i, Slot: base + k, Value: v, Inv: inv, Resp: resp})

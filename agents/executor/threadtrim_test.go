@@ -146,3 +146,48 @@ join t1
 		}
 	}
 }
+
+// A full log makes room by compaction when no fork is in flight, and
+// doubles when what must stay fills more than half of it.
+func TestMakeRoom(t *testing.T) {
+	p, err := prog.Parse([]byte(`forkfuzz v1
+region r0 anon-private pages=1
+t1: storeloop r0 off=0x0 count=4 stride=0x8 until=f0
+fork f0
+wait f0
+join t1
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill := func() *worker {
+		w := &worker{m: &machine{p: p, th: new(threadSet)}}
+		w.log.Stores = make([]obs.TimedStore, 0, compactMin)
+		for k := 0; k < compactMin; k++ {
+			inv := uint64(10 * k)
+			w.log.Stores = append(w.log.Stores, obs.TimedStore{Op: 0, Slot: k, Value: prog.SlotValue(0, k), Inv: inv, Resp: inv + 5})
+		}
+		return w
+	}
+	// Nothing near a fork: the four cells' last stores stay.
+	w := fill()
+	w.makeRoom()
+	if len(w.log.Stores) != 4 || cap(w.log.Stores) != compactMin || w.log.Trimmed != compactMin-4 {
+		t.Errorf("compacted: %d stores, capacity %d, trimmed %d", len(w.log.Stores), cap(w.log.Stores), w.log.Trimmed)
+	}
+	// A fork in flight: no compaction, the log grows.
+	w = fill()
+	w.m.th.forkBegins()
+	w.makeRoom()
+	if len(w.log.Stores) != compactMin || cap(w.log.Stores) <= compactMin || w.log.Trimmed != 0 {
+		t.Errorf("fork in flight: %d stores, capacity %d, trimmed %d", len(w.log.Stores), cap(w.log.Stores), w.log.Trimmed)
+	}
+	// A fork window over the whole log: every store stays, the log doubles.
+	w = fill()
+	w.m.th.forkBegins()
+	w.m.th.forkEnds(0, 10*compactMin)
+	w.makeRoom()
+	if len(w.log.Stores) != compactMin || cap(w.log.Stores) < 2*compactMin {
+		t.Errorf("all kept: %d stores, capacity %d", len(w.log.Stores), cap(w.log.Stores))
+	}
+}
