@@ -169,7 +169,7 @@ func printExecRows(w io.Writer, rows []*execRow) {
 		return float64(r.runs) / r.total.Seconds()
 	}
 	base := rate(rows[0])
-	fmt.Fprintf(w, "%-12s %6s %10s %8s  %s\n", "config", "runs", "programs/s", "ratio", "guest phases per program (ms)")
+	fmt.Fprintf(w, "%-14s %6s %10s %8s  %s\n", "config", "runs", "programs/s", "ratio", "guest phases per program (ms)")
 	for _, r := range rows {
 		ratio := "-"
 		if base > 0 {
@@ -179,12 +179,12 @@ func printExecRows(w io.Writer, rows []*execRow) {
 		if r.errs > 0 {
 			errs = fmt.Sprintf(" (%d harness errors, not counted)", r.errs)
 		}
-		fmt.Fprintf(w, "%-12s %6d %10.2f %8s  %s%s\n", r.name, r.runs, rate(r), ratio, perProgram(r.phases, r.runs), errs)
+		fmt.Fprintf(w, "%-14s %6d %10.2f %8s  %s%s\n", r.name, r.runs, rate(r), ratio, perProgram(r.phases, r.runs), errs)
 	}
 	header := "\nthe executor's own memory when a program starts (mean; every fork of the main process copies the page tables of its private resident memory):\n"
 	for _, r := range rows {
 		if n := int64(r.memN); n > 0 {
-			fmt.Fprintf(w, "%s%-12s  RssAnon %.1f MiB, page tables %d KiB (%d-%d), Go heap %.1f MiB, stacks %.1f MiB\n", header, r.name,
+			fmt.Fprintf(w, "%s%-14s  RssAnon %.1f MiB, page tables %d KiB (%d-%d), Go heap %.1f MiB, stacks %.1f MiB\n", header, r.name,
 				float64(r.mem.RssAnonKB/n)/1024, r.mem.PTEKB/n, r.pteMin, r.pteMax, float64(r.mem.HeapKB/n)/1024, float64(r.mem.StackKB/n)/1024)
 			header = ""
 		}
@@ -192,7 +192,7 @@ func printExecRows(w io.Writer, rows []*execRow) {
 	header = "\nwhere the program phase went, summed over its processes (ms per program; a fork includes its census and evidence, a wait its child's run):\n"
 	for _, r := range rows {
 		if len(r.work) > 0 {
-			fmt.Fprintf(w, "%s%-12s  %s\n", header, r.name, perProgram(r.work, r.runs))
+			fmt.Fprintf(w, "%s%-14s  %s\n", header, r.name, perProgram(r.work, r.runs))
 			header = ""
 		}
 	}
