@@ -126,10 +126,10 @@ func TestAsyncForkKernel(t *testing.T) {
 				bad = append(bad, fmt.Sprintf("run %d f%d: %d write-protected PMDs after the fork, want >= 2 (r0's two)", runs, f.Fork, f.PMDsWP))
 			}
 		}
-		// Once (a CI run, the machine busy) the counts showed half a copy
-		// with no sign in schedstat that the child had run: such a run
-		// is retried like one whose child ran; only a run whose counts
-		// all pass ends the loop.
+		// Counts that show part of a copy with no sign in schedstat
+		// that the child ran raced it unseen (docs/development.md): such
+		// a run is retried like one whose child ran; only a run whose
+		// counts all pass ends the loop.
 		if len(bad) > 0 {
 			t.Logf("%s: another run", strings.Join(bad, "; "))
 			if runs < 3 {

@@ -41,9 +41,8 @@ var profiles = map[string]func() Weights{
 		return w
 	},
 	// short: small programs (Weights.Short: at most two regions, four
-	// steps, two forks), each a third to a half of a default program's
-	// cost and meeting a planted bug's trigger about half as often
-	// (docs/programs.md).
+	// steps, two forks); why they are not the default is in
+	// docs/programs.md.
 	"short": func() Weights { return DefaultWeights().Short() },
 	// pinned: GUP writes, O_DIRECT, vmsplice and io_uring fixed buffers
 	// around forks, often racing them.
