@@ -81,6 +81,12 @@ type Config struct {
 	// NoCover: targets do not collect kernel coverage at all (to measure
 	// what collecting costs).
 	NoCover bool
+	// CoverEvery: the targets collect kernel coverage (KCOV) for one
+	// program in CoverEvery (0: every program of a guided campaign,
+	// DefaultBlindCoverEvery of a blind one, which only reports it; 1:
+	// every program). Collecting costs 1.3-1.5x a program's time on the
+	// reference kernel under TCG (docs/throughput.md). NoCover: none.
+	CoverEvery int
 	// CensusEvery: the targets take their page census around forks (what
 	// the kernel held at each fork: evidence, never judged) for one
 	// program in CensusEvery (0: DefaultCensusEvery; 1: every program;
@@ -393,6 +399,12 @@ func logStart(cfg Config, arenaNote string) {
 	if every == 0 {
 		every = DefaultCensusEvery
 	}
+	switch cover := cfg.CoverEach(); {
+	case cover > 1 && cfg.Blind:
+		logf(cfg.Log, "campaign: kernel coverage collected for one program in %d (a blind campaign only reports it; --cover-every 1 for every program)", cover)
+	case cover > 1:
+		logf(cfg.Log, "campaign: kernel coverage collected for one program in %d: guidance sees only those", cover)
+	}
 	switch {
 	case every < 0:
 		logf(cfg.Log, "campaign: no page census at forks")
@@ -478,7 +490,8 @@ func (r *campaignRun) worker() {
 		syms := r.cov.wantSymbols()
 		r.mu.Unlock()
 		ranFrom := time.Now()
-		o, err := cfg.Target.Run(p, agents.Options{Corrupt: cfg.Corrupt, Symbols: syms, NoCover: cfg.NoCover, NoForkPages: !censused(cfg.CensusEvery, i)})
+		cover := cfg.CoverAt(i)
+		o, err := cfg.Target.Run(p, agents.Options{Corrupt: cfg.Corrupt, Symbols: syms && cover, NoCover: !cover, NoForkPages: !cfg.CensusAt(i)})
 		ran := time.Since(ranFrom)
 		judgeFrom := time.Now()
 		v, herr := judge.Judge(p, o, err)
@@ -552,11 +565,36 @@ func (r *campaignRun) record(i int64, org Origin, p *prog.Program, o *obs.Observ
 // taken for one program in 4.
 const DefaultCensusEvery = 4
 
-// censused says whether program i takes the page census at its forks.
-func censused(every int, i int64) bool {
+// DefaultBlindCoverEvery is Config.CoverEvery's default in a blind
+// campaign: kernel coverage is collected for one program in 8.
+const DefaultBlindCoverEvery = 8
+
+// CensusAt says whether program i takes the page census at its forks.
+func (c *Config) CensusAt(i int64) bool {
+	every := c.CensusEvery
 	if every == 0 {
 		every = DefaultCensusEvery
 	}
+	return every > 0 && i%int64(every) == 0
+}
+
+// CoverEach is how many programs share one that collects kernel
+// coverage (0: none does).
+func (c *Config) CoverEach() int {
+	switch {
+	case c.NoCover:
+		return 0
+	case c.CoverEvery > 0:
+		return c.CoverEvery
+	case c.Blind:
+		return DefaultBlindCoverEvery
+	}
+	return 1
+}
+
+// CoverAt says whether program i collects kernel coverage.
+func (c *Config) CoverAt(i int64) bool {
+	every := c.CoverEach()
 	return every > 0 && i%int64(every) == 0
 }
 
@@ -647,7 +685,7 @@ func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, saved *saved
 		found = append(found, &Finding{
 			Issue: is, Program: p, Observation: o, CampaignSeed: cfg.Seed, Index: i, Judged: v.Summary(),
 			ProgramSeed: org.Seed, Origin: org.Note, Target: cfg.Target.Name(), Corrupt: cfg.Corrupt,
-			TargetArgs: cfg.TargetArgs, Kernel: kid, Version: version.String(),
+			TargetArgs: cfg.TargetArgs, Kernel: kid, Version: version.String(), NoCover: !cfg.CoverAt(i),
 		})
 	}
 	return found, nil

@@ -217,7 +217,11 @@ func (c *coverState) record(i int64, p *prog.Program, o *obs.Observation, ran ti
 	if drawn && (o.Cover.Available() || g.NewStates > 0) {
 		c.t.Credit(from, ran, g)
 	}
-	c.line.Store(c.t.Status())
+	line := c.t.Status()
+	if n := c.cfg.CoverEach(); n > 1 && c.t.Counts().PCs > 0 {
+		line += fmt.Sprintf(" (KCOV on one program in %d)", n)
+	}
+	c.line.Store(line)
 	n := c.t.Counts()
 	c.counts.Store(&n)
 }

@@ -34,6 +34,10 @@ func (c *coverTarget) Parallel() int { return 1 }
 
 func (c *coverTarget) Run(p *prog.Program, opts agents.Options) (*obs.Observation, error) {
 	o, _ := c.modelTarget.Run(p, opts)
+	if opts.NoCover {
+		o.Cover = &obs.Coverage{Unavailable: "off (asked not to collect)"}
+		return o, nil
+	}
 	cv := &obs.Coverage{Procs: 1}
 	pcs, edges := map[uint64]bool{}, map[uint32]bool{}
 	prev := ""

@@ -82,6 +82,11 @@ type Finding struct {
 	MinDropped *prog.Program
 	// MinDroppedReplays is how many replays MinDropped failed.
 	MinDroppedReplays int
+	// NoCover: the run that showed it collected no kernel coverage (a
+	// blind campaign collects it for some programs only); minimization
+	// and replays run the same way, so KCOV's slowdown of the kernel
+	// does not change a race's odds between them.
+	NoCover bool
 }
 
 // Reduce minimizes f.Program while the same signature reproduces on target,
@@ -99,7 +104,7 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 	}
 	// A hang is decided by runs with a longer timeout than the one it ran
 	// out of: with the same, a slow program "reproduces" every time.
-	opt := agents.Options{Corrupt: corrupt, Timeout: hangReplayTimeout(f)}
+	opt := agents.Options{Corrupt: corrupt, Timeout: hangReplayTimeout(f), NoCover: f.NoCover}
 	sig := f.Issue.Signature
 	runs := 0
 	deadline := time.Now().Add(maxTime)
@@ -513,6 +518,9 @@ func (f *Finding) Report() string {
 	}
 	if f.Judged != "" {
 		fmt.Fprintf(&b, "judged:   %s\n", f.Judged)
+	}
+	if f.NoCover {
+		b.WriteString("kcov:     off in the run that showed it and in its minimization and replays (a blind campaign collects coverage for some programs only)\n")
 	}
 	switch {
 	case f.Minimized == nil:

@@ -2,11 +2,14 @@ package campaign
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/checker"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
@@ -89,5 +92,108 @@ func TestCensusEvery(t *testing.T) {
 		if on != c.want {
 			t.Errorf("CensusEvery %d: %d of 20 programs censused, want %d", c.every, on, c.want)
 		}
+	}
+}
+
+// optsTarget records the options of every run, in order (one machine).
+type optsTarget struct {
+	modelTarget
+	mu   sync.Mutex
+	opts []agents.Options
+}
+
+func (o *optsTarget) Parallel() int { return 1 }
+func (o *optsTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	o.mu.Lock()
+	o.opts = append(o.opts, opt)
+	o.mu.Unlock()
+	return checker.Expected(p), nil
+}
+
+// Kernel coverage is collected for every program of a guided campaign and
+// one program in CoverEvery (default 8) of a blind one; kernel symbols
+// are asked for only where coverage is collected.
+func TestCoverEvery(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		cfg     Config
+		covered []int
+	}{
+		{"guided", Config{}, nil},
+		{"blind", Config{Blind: true}, []int{0, 8, 16}},
+		{"blind, every 5", Config{Blind: true, CoverEvery: 5}, []int{0, 5, 10, 15}},
+		{"guided, every 10", Config{CoverEvery: 10}, []int{0, 10}},
+		{"no cover", Config{NoCover: true}, []int{}},
+	} {
+		tg := &optsTarget{}
+		cfg := c.cfg
+		cfg.Target, cfg.Seed, cfg.Programs, cfg.Weights = tg, 4, 20, noThreads(gen.DefaultWeights())
+		if _, err := Run(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		if len(tg.opts) != 20 {
+			t.Fatalf("%s: %d runs, want 20", c.name, len(tg.opts))
+		}
+		var got []int
+		for i, o := range tg.opts {
+			if !o.NoCover {
+				got = append(got, i)
+			} else if o.Symbols {
+				t.Errorf("%s: program %d asks for symbols without coverage", c.name, i)
+			}
+		}
+		want := c.covered
+		if want == nil {
+			for i := range 20 {
+				want = append(want, i)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: programs %v collected coverage, want %v", c.name, got, want)
+		}
+		if !tg.opts[0].NoCover && !tg.opts[0].Symbols && c.name == "guided" {
+			t.Errorf("%s: the first program did not ask for the kernel's symbols", c.name)
+		}
+	}
+}
+
+// coverlessCrashTarget's executor "dies" on every run without coverage:
+// a failure that shows only as the run that found it ran.
+type coverlessCrashTarget struct {
+	modelTarget
+	runs, covered atomic.Int64
+}
+
+func (c *coverlessCrashTarget) Parallel() int { return 1 }
+func (c *coverlessCrashTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	c.runs.Add(1)
+	if !opt.NoCover {
+		c.covered.Add(1)
+		return checker.Expected(p), nil
+	}
+	return nil, &executor.CrashError{Status: "signal: segmentation fault"}
+}
+
+// A finding of a program that ran without coverage is minimized and
+// replayed without coverage too, and its report says so.
+func TestFindingKeepsNoCover(t *testing.T) {
+	tg := &coverlessCrashTarget{}
+	st, err := Run(context.Background(), Config{Target: tg, Seed: 4, Programs: 3, Blind: true, Weights: noThreads(gen.DefaultWeights()),
+		MinimizeRuns: 20, Workdir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := st.First
+	if f == nil || f.Index != 1 || !f.NoCover {
+		t.Fatalf("first finding %+v, want program 1's, without coverage", f)
+	}
+	if f.NotRepeated || f.Reproduced != f.Replays || f.Replays == 0 {
+		t.Fatalf("not repeated %v, reproduced %d/%d: minimization or replays ran with coverage", f.NotRepeated, f.Reproduced, f.Replays)
+	}
+	if n := tg.covered.Load(); n != 1 {
+		t.Fatalf("%d of %d runs collected coverage, want 1 (program 0)", n, tg.runs.Load())
+	}
+	if r := f.Report(); !strings.Contains(r, "kcov:     off in the run that showed it") {
+		t.Fatalf("report:\n%s", r)
 	}
 }

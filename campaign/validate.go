@@ -37,6 +37,7 @@ func (c *Config) Validate() error {
 		{"MaxHarnessErrors", c.MaxHarnessErrors < 0, c.MaxHarnessErrors},
 		{"ProgressEvery", c.ProgressEvery < 0, c.ProgressEvery},
 		{"StopAfterFindings", c.StopAfterFindings < 0, c.StopAfterFindings},
+		{"CoverEvery", c.CoverEvery < 0, c.CoverEvery},
 	} {
 		if f.neg {
 			return &FieldError{Field: f.field, Msg: fmt.Sprintf(" %v: want a number >= 0", f.val)}

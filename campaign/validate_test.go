@@ -24,6 +24,8 @@ func TestConfigValidate(t *testing.T) {
 		{"harness errors", Config{MaxHarnessErrors: -1}, "MaxHarnessErrors", "MaxHarnessErrors -1: want a number >= 0"},
 		{"progress", Config{ProgressEvery: -time.Second}, "ProgressEvery", "ProgressEvery -1s: want a number >= 0"},
 		{"stop after", Config{StopAfterFindings: -1}, "StopAfterFindings", "StopAfterFindings -1: want a number >= 0"},
+		{"cover every", Config{CoverEvery: -2}, "CoverEvery", "CoverEvery -2: want a number >= 0"},
+		{"cover every, blind", Config{CoverEvery: 3, Blind: true}, "", ""},
 		{"blind without cover", Config{Blind: true, NoCover: true}, "", ""},
 		{"no states", Config{NoStates: true}, "", ""},
 		{"no states, blind", Config{NoStates: true, Blind: true}, "NoStates", "NoStates: a blind campaign ignores memory states already (memory states guide only a --guided campaign)"},

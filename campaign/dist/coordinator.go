@@ -40,6 +40,10 @@ type CoordinatorConfig struct {
 	// Workdir/corpus/KERNEL-ID is still kept) but do not let it guide
 	// the programs. Guided otherwise, like forkfuzz run (campaign.Guide).
 	Blind bool
+	// CoverEvery and CensusEvery are campaign.Config's: one program in
+	// CoverEvery collects kernel coverage, one in CensusEvery takes the
+	// page census at its forks (0: campaign's defaults).
+	CoverEvery, CensusEvery int
 	// Queue bounds the programs published and not yet done (default 256).
 	Queue int
 	// AckWait: how long an agent may hold work without a sign of life.
@@ -147,6 +151,7 @@ type coord struct {
 	firstOf    map[string]findingOwner // findings (by key) known to be stored, and by whom
 	wake       chan struct{}
 	guide      *campaign.Guide
+	every      *campaign.Config // the sampling rules of coverage and census (CoverAt, CensusAt)
 }
 
 // RunCoordinator runs (or resumes) a campaign: it publishes work, stores
@@ -192,8 +197,9 @@ func RunCoordinator(ctx context.Context, cfg CoordinatorConfig) (*Stats, error) 
 		kid = c.state.Kernel[:16] // cover.KernelID of the same image
 	}
 	c.guide = campaign.NewGuide(campaign.Config{Seed: c.state.Seed, Weights: cfg.Weights, Workdir: cfg.Workdir,
-		Blind: cfg.Blind, Log: slogWriter{c.log}}, kid)
+		Blind: cfg.Blind, CoverEvery: cfg.CoverEvery, Log: slogWriter{c.log}}, kid)
 	c.guide.SetFresh(c.state.Fresh)
+	c.every = &campaign.Config{Blind: cfg.Blind, CoverEvery: cfg.CoverEvery, CensusEvery: cfg.CensusEvery}
 	if _, err := EnsureWorkerConsumer(ctx, c.s.JS, cfg.Target, cfg.AckWait); err != nil {
 		return nil, err
 	}
@@ -459,12 +465,14 @@ func (c *coord) produce(ctx context.Context, start time.Time) error {
 		for !c.limitReached(deadline) && c.state.Next+int64(len(batch))-c.st.Done < int64(c.cfg.Queue) && len(batch) < 512 {
 			i := c.state.Next + int64(len(batch))
 			p, _, org := c.guide.NewProgram(i, c.pool)
+			cover := c.every.CoverAt(i)
 			batch = append(batch, &Work{V: WireVersion, Campaign: c.cfg.Campaign, CampaignSeed: c.state.Seed, Index: i,
 				Seed: org.Seed, Drawn: org.Note, Program: string(p.Format()), Target: c.state.Target,
 				Kernel: c.state.Kernel, Corrupt: c.state.Corrupt,
 				// kallsyms (about 1 MB) until the corpus has them: every
 				// 64th program asks, not every one in flight.
-				Symbols: i%64 == 0 && c.guide.WantSymbols()})
+				Symbols: cover && i%64 == 0 && c.guide.WantSymbols(),
+				NoCover: !cover, NoForkPages: !c.every.CensusAt(i)})
 			if c.state.Programs > 0 && i+1 >= int64(c.state.Programs) {
 				break
 			}

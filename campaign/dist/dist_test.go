@@ -21,6 +21,7 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/sim"
+	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
@@ -445,6 +446,9 @@ func TestClearWorkKeepsOtherCampaigns(t *testing.T) {
 type coverSim struct {
 	*sim.Target
 	asked *atomic.Int32 // runs that asked for the kernel's symbols
+	// covered and censused count the runs that collected coverage and
+	// took the page census (agents.Options.NoCover, NoForkPages).
+	covered, censused *atomic.Int32
 }
 
 const fakeKallsyms = "ffffffff81000000 T kernel_clone\nffffffff81000400 T dup_mmap\n"
@@ -454,6 +458,14 @@ func (c coverSim) Run(p *prog.Program, opts agents.Options) (*obs.Observation, e
 	if o == nil {
 		return o, err
 	}
+	if !opts.NoForkPages {
+		c.censused.Add(1)
+	}
+	if opts.NoCover {
+		o.Cover = &obs.Coverage{Unavailable: "off (asked not to collect)"}
+		return o, err
+	}
+	c.covered.Add(1)
 	cv := &obs.Coverage{Procs: 1}
 	seen := map[uint32]bool{}
 	prev := ""
@@ -498,9 +510,9 @@ func TestDistCoverageGuided(t *testing.T) {
 			defer cancel()
 			actx, stopAgent := context.WithCancel(ctx)
 			var tg agents.Target = simTarget(t, "")
-			var asked atomic.Int32
+			var asked, covered, censused atomic.Int32
 			if tc.cover {
-				tg = coverSim{simTarget(t, ""), &asked}
+				tg = coverSim{simTarget(t, ""), &asked, &covered, &censused}
 			}
 			done := make(chan struct{})
 			go func() {
@@ -524,6 +536,16 @@ func TestDistCoverageGuided(t *testing.T) {
 			}
 			if !tc.cover {
 				return
+			}
+			// Sampled as a local campaign does: coverage for every
+			// program when guided, one in 8 when blind; the census one
+			// in 4 (campaign.Config.CoverAt, CensusAt).
+			want := int32(120)
+			if tc.blind {
+				want = 120 / campaign.DefaultBlindCoverEvery
+			}
+			if covered.Load() != want || censused.Load() != 120/campaign.DefaultCensusEvery {
+				t.Errorf("%d runs collected coverage, %d took the census; want %d and %d", covered.Load(), censused.Load(), want, 120/campaign.DefaultCensusEvery)
 			}
 			c := cs.CoverCounts
 			if c == nil || c.Corpus == 0 {

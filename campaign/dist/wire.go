@@ -49,6 +49,11 @@ type Work struct {
 	// with the coverage (agents.Options.Symbols), which the coordinator
 	// keeps beside the campaign's corpus (kallsyms) for `forkfuzz cover`.
 	Symbols bool `json:"symbols,omitempty"`
+	// NoCover and NoForkPages switch kernel coverage and the page census
+	// off for this program (agents.Options): the coordinator samples
+	// both as a local campaign does (campaign.Config.CoverAt, CensusAt).
+	NoCover     bool `json:"no_cover,omitempty"`
+	NoForkPages bool `json:"no_fork_pages,omitempty"`
 }
 
 // RunError is a target's error, carried as data so the coordinator judges

@@ -84,6 +84,10 @@ type Config struct {
 	// states) guide its mutation; by default it is blind, as the mutation
 	// benchmark found blind campaigns at least as fast (docs/coverage.md).
 	Guided bool
+	// CoverEvery is campaign.Config.CoverEvery for the fuzz phase (0:
+	// every program when guided, one in campaign.DefaultBlindCoverEvery
+	// when blind).
+	CoverEvery int
 	// Profile names the generator weights (gen.Profile).
 	Profile string
 	// Workdir gets findings/ (must hold no earlier findings).
@@ -572,7 +576,7 @@ func (g *gate) fuzz(ph *Phase, share, fresh time.Duration) *campaign.Stats {
 	cfg := campaign.Config{Target: g.tut, Seed: g.cfg.Seed, Duration: dur, Workdir: g.cfg.Workdir, Weights: g.weights, FindingPages: pages.Files,
 		Log: g.cfg.Log, Progress: g.cfg.Progress, ProgressLines: g.cfg.ProgressLines, ProgressEvery: progressEvery(g.cfg.ProgressLines), MinimizeRuns: g.cfg.MinimizeRuns,
 		MinimizeTime: minTime, Corrupt: g.cfg.Corrupt, TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID(), Stop: endGen,
-		Blind: !g.cfg.Guided}
+		Blind: !g.cfg.Guided, CoverEvery: g.cfg.CoverEvery}
 	type res struct {
 		st  *campaign.Stats
 		err error

@@ -60,6 +60,8 @@ func (c *Config) Validate() error {
 		return bad("MinimizeRuns", " must be >= 1, got %d", c.MinimizeRuns)
 	case c.FixRuns < 1:
 		return bad("FixRuns", " must be >= 1, got %d", c.FixRuns)
+	case c.CoverEvery < 0:
+		return bad("CoverEvery", " must be >= 0, got %d", c.CoverEvery)
 	}
 	if _, err := gen.Profile(c.Profile); err != nil {
 		return bad("Profile", ": %v", err)

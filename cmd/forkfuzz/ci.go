@@ -54,7 +54,7 @@ type ciOptions struct {
 // gateFlag names the flag of each gate.Config field a flag sets.
 var gateFlag = map[string]string{"Budget": "budget", "Seed": "seed", "Profile": "profile", "Workdir": "workdir",
 	"MinPrograms": "min-programs", "BaselineReplays": "baseline-replays", "MaxHarnessFlakes": "max-harness-flakes",
-	"MinimizeRuns": "minimize-runs", "Corrupt": "corrupt", "FixRuns": "fix-runs"}
+	"MinimizeRuns": "minimize-runs", "Corrupt": "corrupt", "FixRuns": "fix-runs", "CoverEvery": "cover-every"}
 
 func cmdCI(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
@@ -114,6 +114,7 @@ func ciFlags(stderr io.Writer) *ciOptions {
 	fs.StringVar(&c.Profile, "profile", c.Profile, "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
 	fs.IntVar(&c.MinimizeRuns, "minimize-runs", c.MinimizeRuns, "target runs to spend minimizing each new finding")
 	fs.BoolVar(&c.Guided, "guided", false, "let what runs reached (KCOV edges, memory states) guide the fuzz phase's mutation (blind by default: docs/coverage.md)")
+	fs.IntVar(&c.CoverEvery, "cover-every", 0, fmt.Sprintf("collect kernel coverage (KCOV) in the fuzz phase for one program in N (default: every program when --guided, one in %d when blind)", campaign.DefaultBlindCoverEvery))
 	fs.StringVar(&c.Corrupt, "corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
 	fs.BoolVar(&o.noCheck, "no-kernel-check", false, "skip `kernel check` of the images (for kernels without a findable configuration)")
 	fs.BoolVar(&o.quiet, "q", false, "no progress line")

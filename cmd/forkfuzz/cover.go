@@ -21,6 +21,7 @@ func init() {
 type coverOpts struct {
 	blind, guided, off, noStates *bool
 	csv, seed                    *string
+	every                        *int
 }
 
 // coverFlags adds run's coverage flags.
@@ -30,6 +31,7 @@ func coverFlags(fs *flag.FlagSet) *coverOpts {
 		guided:   fs.Bool("guided", false, "let what runs reached (KCOV edges, memory states at forks) guide mutation; blind campaigns were at least as fast on the mutation benchmark, so blind is the default (docs/coverage.md)"),
 		csv:      fs.String("cover-csv", "", "write coverage after every program to this CSV (seconds,programs,pcs,edges,forkmm_pcs,corpus)"),
 		off:      fs.Bool("no-cover", false, "do not collect kernel coverage at all (to measure its cost)"),
+		every:    coverEveryFlag(fs),
 		noStates: noStatesFlag(fs),
 		seed:     seedCorpusFlag(fs),
 	}
@@ -47,6 +49,12 @@ func (co *coverOpts) check() error {
 func (co *coverOpts) apply(c *campaign.Config) {
 	c.Blind = !*co.guided
 	c.CoverCSV, c.NoCover, c.NoStates, c.SeedCorpus = *co.csv, *co.off, *co.noStates, *co.seed
+	c.CoverEvery = *co.every
+}
+
+// coverEveryFlag is --cover-every, for run and ci.
+func coverEveryFlag(fs *flag.FlagSet) *int {
+	return fs.Int("cover-every", 0, fmt.Sprintf("collect kernel coverage (KCOV, 1.3-1.5x a program's time) for one program in N (default: every program when --guided, one in %d when blind, which only reports it)", campaign.DefaultBlindCoverEvery))
 }
 
 // noStatesFlag is --no-states, for run and bench mutants.

@@ -129,7 +129,7 @@ type coordinatorOptions struct {
 	logLevel, httpAddr                      string
 	insecure, blind, guided, quiet          bool
 	seed                                    uint64
-	programs, queue, judges                 int
+	programs, queue, judges, coverEvery     int
 	duration, ackWait                       time.Duration
 }
 
@@ -219,6 +219,7 @@ func coordinatorFlags(stderr io.Writer) *coordinatorOptions {
 	fs.StringVar(&o.workdir, "workdir", "workdir", "finding directories are written here too")
 	fs.BoolVar(&o.blind, "blind", false, "the default: keep the coverage corpus (WORKDIR/corpus/KERNEL-ID: KCOV edges, memory states) but do not let it guide the programs")
 	fs.BoolVar(&o.guided, "guided", false, "let the coverage corpus guide the programs (blind by default: docs/coverage.md)")
+	fs.IntVar(&o.coverEvery, "cover-every", 0, fmt.Sprintf("collect kernel coverage (KCOV) for one program in N (default: every program when --guided, one in %d when blind)", campaign.DefaultBlindCoverEvery))
 	fs.StringVar(&o.forkImpl, "fork-impl", "", "the fork implementation the agents run (their --fork-impl): a deferring one keeps generated programs' regions at the top of the address space, as forkfuzz run does")
 	fs.StringVar(&o.corrupt, "corrupt", "", "TEST ONLY: make the executors falsify observations")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug (every program's seed), info, warn, error")
@@ -233,6 +234,9 @@ func coordinatorFlags(stderr io.Writer) *coordinatorOptions {
 func (o *coordinatorOptions) check() error {
 	if o.blind && o.guided {
 		return errors.New("--guided: a campaign is blind (the default, --blind) or guided, not both")
+	}
+	if o.coverEvery < 0 {
+		return fmt.Errorf("--cover-every %d: want a number >= 0", o.coverEvery)
 	}
 	if _, ok := targetKinds[o.target]; !ok {
 		var kinds []string
@@ -326,7 +330,7 @@ func (o *coordinatorOptions) coordinatorConfig(ctx context.Context, nc *nats.Con
 		log.Info(arenaNote)
 	}
 	ccfg = dist.CoordinatorConfig{Store: st, Campaign: o.name, Seed: o.seed, Programs: o.programs, Duration: o.duration,
-		Target: o.target, Kernel: kernelHash, Corrupt: o.corrupt, Weights: weights, Workdir: o.workdir, Blind: !o.guided,
+		Target: o.target, Kernel: kernelHash, Corrupt: o.corrupt, Weights: weights, Workdir: o.workdir, Blind: !o.guided, CoverEvery: o.coverEvery,
 		Queue: o.queue, Judges: o.judges, AckWait: o.ackWait, Log: log, Metrics: m}
 	if !o.quiet {
 		ccfg.Progress = stderr

@@ -195,7 +195,7 @@ type runOptions struct {
 // campaignFlag names the flag of each campaign.Config field a flag sets.
 var campaignFlag = map[string]string{"Duration": "duration", "Programs": "programs", "Seed": "seed", "Workdir": "workdir",
 	"MinimizeRuns": "minimize-runs", "MinimizeTime": "minimize-time", "Corrupt": "corrupt", "MaxHarnessErrors": "max-harness-errors",
-	"NoStates": "no-states"}
+	"NoStates": "no-states", "CoverEvery": "cover-every"}
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	o := runFlagSet(stderr)
