@@ -1,6 +1,8 @@
 package executor
 
 import (
+	"slices"
+
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -37,6 +39,83 @@ func trimThreadLogs(p *prog.Program, o *obs.Observation) {
 // window is a main-process fork call's interval (TSC).
 type window struct{ lo, hi uint64 }
 
+// groupCells groups the indices of stores by cell (the operation and
+// slot a store wrote; a storeloop's slots wrap at its count), keeping
+// their order: cell c's are order[start[c]:start[c+1]]. A counting sort:
+// a list per cell grown by appending was most of keepStores's time.
+func groupCells(p *prog.Program, stores []obs.TimedStore) (order, start []int) {
+	ids, start := cellIDs(p, stores)
+	sum := 0
+	for c, n := range start {
+		start[c] = sum
+		sum += n
+	}
+	start = append(start, sum)
+	order = make([]int, len(stores))
+	next := slices.Clone(start)
+	for i, id := range ids {
+		order[next[id]] = i
+		next[id]++
+	}
+	return order, start
+}
+
+// cellIDs numbers the cells of stores in the order they first appear and
+// returns each store's cell and each cell's count. A cell of an operation
+// with a count is a slot below it, numbered in dense[base[op]+slot] (-1:
+// not seen yet) while the counts add up to at most denseCells; other
+// cells in a map.
+func cellIDs(p *prog.Program, stores []obs.TimedStore) (ids []int32, counts []int) {
+	const denseCells = 1 << 16
+	base := make([]int, len(p.Ops))
+	n := 0
+	for j, op := range p.Ops {
+		base[j] = -1
+		if op.Count > 0 && n+op.Count <= denseCells {
+			base[j] = n
+			n += op.Count
+		}
+	}
+	dense := make([]int32, n)
+	for j := range dense {
+		dense[j] = -1
+	}
+	type cellKey struct{ op, slot int }
+	cellOf := make(map[cellKey]int32)
+	ids = make([]int32, len(stores))
+	for i, s := range stores {
+		k, d := cellKey{s.Op, s.Slot}, -1
+		if s.Op >= 0 && s.Op < len(p.Ops) {
+			op := &p.Ops[s.Op]
+			if op.Kind == prog.OpStoreLoop && op.Count > 0 {
+				k.slot = s.Slot % op.Count
+			}
+			if base[s.Op] >= 0 && k.slot >= 0 && k.slot < op.Count {
+				d = base[s.Op] + k.slot
+			}
+		}
+		id, ok := int32(-1), false
+		if d >= 0 {
+			id = dense[d]
+			ok = id >= 0
+		} else {
+			id, ok = cellOf[k]
+		}
+		if !ok {
+			id = int32(len(counts))
+			if d >= 0 {
+				dense[d] = id
+			} else {
+				cellOf[k] = id
+			}
+			counts = append(counts, 0)
+		}
+		ids[i] = id
+		counts[id]++
+	}
+	return ids, counts
+}
+
 // keepStores filters stores in place (one thread's log, in time order) to
 // the ones trimThreadLogs keeps for the windows ws and, when latest, also
 // the last store to every cell. With latest it serves a writer thread
@@ -44,20 +123,11 @@ type window struct{ lo, hi uint64 }
 // a later store to its cell lies between it and any window still to
 // come, and it is neither in nor next to a window that has been.
 func keepStores(p *prog.Program, stores []obs.TimedStore, ws []window, latest bool) []obs.TimedStore {
-	type cellKey struct{ op, slot int }
 	keep := make([]bool, len(stores))
 	// A thread's stores to one cell are in time order in its log.
-	cells := make(map[cellKey][]int)
-	for i, s := range stores {
-		k := cellKey{s.Op, s.Slot}
-		if s.Op >= 0 && s.Op < len(p.Ops) {
-			if op := &p.Ops[s.Op]; op.Kind == prog.OpStoreLoop && op.Count > 0 {
-				k.slot = s.Slot % op.Count
-			}
-		}
-		cells[k] = append(cells[k], i)
-	}
-	for _, idx := range cells {
+	order, start := groupCells(p, stores)
+	for c := 0; c+1 < len(start); c++ {
+		idx := order[start[c]:start[c+1]]
 		if latest {
 			keep[idx[len(idx)-1]] = true
 		}

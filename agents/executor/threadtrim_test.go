@@ -191,3 +191,40 @@ join t1
 		t.Errorf("all kept: %d stores, capacity %d", len(w.log.Stores), cap(w.log.Stores))
 	}
 }
+
+// BenchmarkKeepStores trims one writer's log of 256K stores (a storeloop
+// over 64 cells and a few plain stores) to three fork windows.
+func BenchmarkKeepStores(b *testing.B) {
+	p, err := prog.Parse([]byte(`forkfuzz v1
+region r0 anon-private pages=1
+t1: storeloop r0 off=0x0 count=64 stride=0x8 until=f0
+t1: store r0 off=0x400 count=3 stride=0x8
+fork f0
+wait f0
+join t1
+`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	var full []obs.TimedStore
+	var at uint64
+	for k := 0; k < 1<<18; k++ {
+		inv := at + uint64(1+r.IntN(6))
+		at = inv + uint64(1+r.IntN(8))
+		s := obs.TimedStore{Op: 0, Slot: k, Value: prog.SlotValue(0, k), Inv: inv, Resp: at}
+		if r.IntN(50) == 0 {
+			s.Op, s.Slot = 1, r.IntN(3)
+		}
+		full = append(full, s)
+	}
+	ws := []window{{at / 4, at/4 + 3000}, {at / 2, at/2 + 3000}, {at * 3 / 4, at*3/4 + 3000}}
+	buf := make([]obs.TimedStore, len(full))
+	b.ReportAllocs()
+	for b.Loop() {
+		copy(buf, full)
+		if out := keepStores(p, buf, ws, true); len(out) == 0 {
+			b.Fatal("nothing kept")
+		}
+	}
+}
