@@ -52,6 +52,9 @@ type Sample struct {
 	// collects none.
 	Edges     int `json:"cover_edges,omitempty"`
 	ForkMMPCs int `json:"cover_forkmm_pcs,omitempty"`
+	// CoverEvery is how many programs share one that collects coverage
+	// (Config.CoverEach) when more than one: the coverage is a sample's.
+	CoverEvery int `json:"cover_every,omitempty"`
 	// Signatures counts, per signature, the failing runs of this run that
 	// showed it, with the first and last time.
 	Signatures map[string]*SigCount `json:"signatures,omitempty"`
@@ -85,9 +88,13 @@ func newStatsLog(cfg Config, start time.Time) *statsLog {
 	if cfg.Workdir == "" {
 		return nil
 	}
-	return &statsLog{path: filepath.Join(cfg.Workdir, StatsFile), onSample: cfg.OnSample, log: cfg.Log, sample: Sample{
+	l := &statsLog{path: filepath.Join(cfg.Workdir, StatsFile), onSample: cfg.OnSample, log: cfg.Log, sample: Sample{
 		Run: start.UTC().Format(time.RFC3339Nano), Target: cfg.Target.Name(), ForkImpl: agents.ForkImplOf(cfg.Target), Seed: cfg.Seed,
 		Signatures: map[string]*SigCount{}}}
+	if n := cfg.CoverEach(); n > 1 {
+		l.sample.CoverEvery = n
+	}
+	return l
 }
 
 // saw notes a judged run (nil-safe; with the campaign's lock held).

@@ -118,18 +118,26 @@ func TestCoverEvery(t *testing.T) {
 		name    string
 		cfg     Config
 		covered []int
+		every   int // the stats samples' cover_every
 	}{
-		{"guided", Config{}, nil},
-		{"blind", Config{Blind: true}, []int{0, 8, 16}},
-		{"blind, every 5", Config{Blind: true, CoverEvery: 5}, []int{0, 5, 10, 15}},
-		{"guided, every 10", Config{CoverEvery: 10}, []int{0, 10}},
-		{"no cover", Config{NoCover: true}, []int{}},
+		{"guided", Config{}, nil, 0},
+		{"blind", Config{Blind: true}, []int{0, 8, 16}, 8},
+		{"blind, every 5", Config{Blind: true, CoverEvery: 5}, []int{0, 5, 10, 15}, 5},
+		{"guided, every 10", Config{CoverEvery: 10}, []int{0, 10}, 10},
+		{"no cover", Config{NoCover: true}, []int{}, 0},
 	} {
 		tg := &optsTarget{}
 		cfg := c.cfg
-		cfg.Target, cfg.Seed, cfg.Programs, cfg.Weights = tg, 4, 20, noThreads(gen.DefaultWeights())
+		cfg.Target, cfg.Seed, cfg.Programs, cfg.Weights, cfg.Workdir = tg, 4, 20, noThreads(gen.DefaultWeights()), t.TempDir()
 		if _, err := Run(context.Background(), cfg); err != nil {
 			t.Fatal(err)
+		}
+		sr, err := ReadStats(cfg.Workdir)
+		if err != nil || len(sr.Samples) == 0 {
+			t.Fatalf("%s: stats: %v", c.name, err)
+		}
+		if got := sr.Samples[len(sr.Samples)-1].CoverEvery; got != c.every {
+			t.Errorf("%s: samples say coverage from one program in %d, want %d", c.name, got, c.every)
 		}
 		if len(tg.opts) != 20 {
 			t.Fatalf("%s: %d runs, want 20", c.name, len(tg.opts))

@@ -306,7 +306,7 @@ func campaignPlots(b *html, c *Campaign, rs [][]campaign.Sample) {
 	failS := series{name: "failing runs", color: "#e67e22"}
 	edgeS := series{name: "kernel edges", color: "#8e44ad"}
 	mmS := series{name: "fork/mm PCs", color: "#16a085"}
-	covered := false
+	covered, every := false, 0
 	var base int64
 	for _, r := range rs {
 		var ps, fs, ns, es, cs, ms []pt
@@ -323,7 +323,7 @@ func campaignPlots(b *html, c *Campaign, rs [][]campaign.Sample) {
 			}
 			ns = append(ns, pt{s.Time, float64(base + s.Findings)})
 			if s.Edges > 0 {
-				covered = true
+				covered, every = true, max(every, s.CoverEvery)
 				cs = append(cs, pt{s.Time, float64(s.Edges)})
 				ms = append(ms, pt{s.Time, float64(s.ForkMMPCs)})
 			}
@@ -349,6 +349,8 @@ func campaignPlots(b *html, c *Campaign, rs [][]campaign.Sample) {
 		b.f(`<p class="note">No samples in %s yet (a run writes one every %s).</p>`, campaign.StatsFile, campaign.StatsEvery)
 	case !covered:
 		b.f(`<p class="note">%d samples from %s; no coverage plot: this campaign collected no kernel coverage (no KCOV on its target).</p>`, len(c.Samples), campaign.StatsFile)
+	case every > 1:
+		b.f(`<p class="note">%d samples from %s; kernel coverage from one program in %d (a blind campaign samples it: --cover-every).</p>`, len(c.Samples), campaign.StatsFile, every)
 	default:
 		b.f(`<p class="note">%d samples from %s.</p>`, len(c.Samples), campaign.StatsFile)
 	}

@@ -21,6 +21,16 @@ func TestCampaignPageCoverage(t *testing.T) {
 	if !strings.Contains(page, "kernel coverage (KCOV)") || !strings.Contains(page, "kernel edges") {
 		t.Fatal("samples with coverage drew no coverage plot")
 	}
+	if strings.Contains(page, "from one program in") {
+		t.Fatal("a campaign that collected on every program is said to sample")
+	}
+	for i := range samples {
+		samples[i].CoverEvery = 8
+	}
+	page = string(CampaignPage(&Campaign{Title: "t", Samples: samples}))
+	if !strings.Contains(page, "kernel coverage from one program in 8") {
+		t.Fatal("sampled coverage is not said to be sampled")
+	}
 	for i := range samples {
 		samples[i].Edges, samples[i].ForkMMPCs = 0, 0
 	}
