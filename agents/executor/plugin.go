@@ -43,6 +43,11 @@ type RunArgs struct {
 	// SelfStop is test-only: the executor stops itself (SIGSTOP), as a
 	// process that stops answering.
 	SelfStop bool
+	// ObsFile, when set, is a file the executor writes the observation
+	// to (at offset 0) instead of sending it over the connection: an
+	// observation of megabytes went through go-plugin's connection at
+	// tens of MB/s. The reply's ObsLen is then its length.
+	ObsFile string
 }
 
 // RunReply carries the observation as JSON, or a harness error.
@@ -56,9 +61,33 @@ type RunReply struct {
 	// unknown: the Remote replaces an executor whose page tables reached
 	// the next run's Options.RecyclePTEKB before that run.
 	PTEKB int64
+	// ObsLen is the length of the observation in RunArgs.ObsFile, when
+	// it went there (Observation is then nil).
+	ObsLen int
 }
 
-type rpcServer struct{ x *Executor }
+type rpcServer struct {
+	x       *Executor
+	obsFile *os.File // RunArgs.ObsFile, open
+}
+
+// sendFile writes the observation b to the file at path (opened once)
+// and reports whether it did; the reply carries it otherwise.
+func (s *rpcServer) sendFile(path string, b []byte) bool {
+	if s.obsFile == nil || s.obsFile.Name() != path {
+		if s.obsFile != nil {
+			s.obsFile.Close()
+		}
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			s.obsFile = nil
+			return false
+		}
+		s.obsFile = f
+	}
+	_, err := s.obsFile.WriteAt(b, 0)
+	return err == nil
+}
 
 func (s *rpcServer) Run(args RunArgs, reply *RunReply) error {
 	if args.SelfKill {
@@ -85,6 +114,9 @@ func (s *rpcServer) Run(args RunArgs, reply *RunReply) error {
 	if err != nil {
 		reply.Err = err.Error()
 	}
+	if err == nil && args.ObsFile != "" && s.sendFile(args.ObsFile, reply.Observation) {
+		reply.ObsLen, reply.Observation = len(reply.Observation), nil
+	}
 	reply.Phases = map[string]int64{"marshal": time.Since(t0).Microseconds()}
 	for k, us := range o.Phases {
 		reply.Phases[k] += us
@@ -107,7 +139,7 @@ func (c *rpcClient) run(args RunArgs) (*RunReply, error) {
 // execPlugin adapts the executor to go-plugin's net/rpc protocol.
 type execPlugin struct{ x *Executor }
 
-func (p *execPlugin) Server(*plugin.MuxBroker) (interface{}, error) { return &rpcServer{p.x}, nil }
+func (p *execPlugin) Server(*plugin.MuxBroker) (interface{}, error) { return &rpcServer{x: p.x}, nil }
 func (p *execPlugin) Client(_ *plugin.MuxBroker, c *rpc.Client) (interface{}, error) {
 	return &rpcClient{c}, nil
 }
@@ -276,11 +308,16 @@ type Remote struct {
 	// runtime writes every goroutine's stack on its stderr.
 	DumpGoroutines bool
 
-	mu       sync.Mutex
-	stderr   *tailBuffer
-	client   *plugin.Client
-	cmd      *exec.Cmd
-	rc       *rpcClient
+	mu     sync.Mutex
+	stderr *tailBuffer
+	client *plugin.Client
+	cmd    *exec.Cmd
+	rc     *rpcClient
+	// obsFile is where executors write their observations
+	// (RunArgs.ObsFile); nil until the first run, or when it cannot be
+	// made (observations then come over the connection).
+	obsFile  *os.File
+	obsTried bool
 	Restarts int
 	// Recycles counts executors replaced because their page tables grew
 	// (Options.RecyclePTEKB; not in Restarts).
@@ -390,6 +427,15 @@ func (r *Remote) runRaw(args RunArgs) ([]byte, map[string]int64, error) {
 	if r.stderr != nil {
 		r.stderr.take()
 	}
+	if !r.obsTried {
+		r.obsTried = true
+		if f, err := os.CreateTemp("", "forkfuzz-obs-*"); err == nil {
+			r.obsFile = f
+		}
+	}
+	if r.obsFile != nil {
+		args.ObsFile = r.obsFile.Name()
+	}
 	done := make(chan result, 1)
 	sent := time.Now()
 	go func() {
@@ -430,6 +476,12 @@ func (r *Remote) runRaw(args RunArgs) ([]byte, map[string]int64, error) {
 	}
 	if res.reply.Err != "" {
 		return nil, nil, errors.New(res.reply.Err)
+	}
+	if n := res.reply.ObsLen; n > 0 {
+		res.reply.Observation = make([]byte, n)
+		if _, err := r.obsFile.ReadAt(res.reply.Observation, 0); err != nil {
+			return nil, nil, fmt.Errorf("executor reply: reading the observation (%d bytes) from %s: %w", n, r.obsFile.Name(), err)
+		}
 	}
 	r.lastPTE = res.reply.PTEKB
 	phases := res.reply.Phases
@@ -486,5 +538,10 @@ func (r *Remote) Close() {
 	if r.client != nil {
 		r.client.Kill()
 		r.client = nil
+	}
+	if r.obsFile != nil {
+		r.obsFile.Close()
+		os.Remove(r.obsFile.Name())
+		r.obsFile, r.obsTried = nil, false
 	}
 }

@@ -225,3 +225,47 @@ func TestHangNamesBusyThreads(t *testing.T) {
 		t.Errorf("no busy thread, yet the explanation names some:\n%s", x)
 	}
 }
+
+// The observation comes back through a file (RunArgs.ObsFile) when the
+// executor can write it, over the connection when it cannot; Close
+// removes the file.
+func TestRemoteObsFile(t *testing.T) {
+	p, err := prog.Parse([]byte(smallProg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := testRemote(t)
+	raw, _, err := r.RunRaw(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.obsFile == nil {
+		t.Fatal("no observation file")
+	}
+	name := r.obsFile.Name()
+	st, err := os.Stat(name)
+	if err != nil || st.Size() < int64(len(raw)) {
+		t.Fatalf("observation file %s: %v (%d bytes for an observation of %d)", name, err, st.Size(), len(raw))
+	}
+	o, err := r.Run(p, Options{})
+	if err != nil || len(o.Views) != 2 {
+		t.Fatalf("second run through the file: %v, %d views", err, len(o.Views))
+	}
+	r.Close()
+	if _, err := os.Stat(name); !os.IsNotExist(err) {
+		t.Fatalf("after Close, %s: %v", name, err)
+	}
+
+	// A file the executor cannot open: the reply carries the observation.
+	r2 := testRemote(t)
+	f, err := os.CreateTemp(t.TempDir(), "obs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(f.Name())
+	r2.obsFile, r2.obsTried = f, true
+	o, err = r2.Run(p, Options{})
+	if err != nil || len(o.Views) != 2 {
+		t.Fatalf("over the connection: %v, %d views", err, len(o.Views))
+	}
+}
