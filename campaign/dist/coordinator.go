@@ -180,7 +180,8 @@ func RunCoordinator(ctx context.Context, cfg CoordinatorConfig) (*Stats, error) 
 	}
 	c := &coord{cfg: cfg, s: cfg.Store, log: cfg.Log.With("campaign", cfg.Campaign), judge: cfg.judge,
 		files: &campaign.FindingStore{Dir: cfg.Workdir, Pages: report.Files}, pool: campaign.NewPool(), done: map[int64]bool{},
-		minPending: map[string]bool{}, firstOf: map[string]findingOwner{}, wake: make(chan struct{}, 1)}
+		minPending: map[string]bool{}, firstOf: map[string]findingOwner{}, wake: make(chan struct{}, 1),
+		every: &campaign.Config{Blind: cfg.Blind, CoverEvery: cfg.CoverEvery, CensusEvery: cfg.CensusEvery}}
 	if c.judge == nil {
 		c.judge = judge.Judge
 	}
@@ -199,7 +200,6 @@ func RunCoordinator(ctx context.Context, cfg CoordinatorConfig) (*Stats, error) 
 	c.guide = campaign.NewGuide(campaign.Config{Seed: c.state.Seed, Weights: cfg.Weights, Workdir: cfg.Workdir,
 		Blind: cfg.Blind, CoverEvery: cfg.CoverEvery, Log: slogWriter{c.log}}, kid)
 	c.guide.SetFresh(c.state.Fresh)
-	c.every = &campaign.Config{Blind: cfg.Blind, CoverEvery: cfg.CoverEvery, CensusEvery: cfg.CensusEvery}
 	if _, err := EnsureWorkerConsumer(ctx, c.s.JS, cfg.Target, cfg.AckWait); err != nil {
 		return nil, err
 	}

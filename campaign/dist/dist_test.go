@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/agents/sim"
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
@@ -568,5 +569,60 @@ func TestDistCoverageGuided(t *testing.T) {
 				t.Errorf("kallsyms %q (%v), want the target's", b, err)
 			}
 		})
+	}
+}
+
+// coverlessCrash is the simulated kernel whose executor "dies" on every
+// run without coverage: a failure that shows only as its program ran.
+type coverlessCrash struct{ *sim.Target }
+
+func (c coverlessCrash) Run(p *prog.Program, opts agents.Options) (*obs.Observation, error) {
+	if opts.NoCover {
+		return nil, &executor.CrashError{Status: "signal: segmentation fault"}
+	}
+	return c.Target.Run(p, opts)
+}
+
+// A finding of a program that ran without coverage (a blind campaign's
+// seven in eight) is minimized without coverage too: with it, the
+// agent's reruns would not fail and the finding would stay unminimized.
+func TestMinimizeKeepsNoCover(t *testing.T) {
+	_, st := testConnected(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	actx, stopAgent := context.WithCancel(ctx)
+	agentDone := make(chan struct{})
+	go func() {
+		defer close(agentDone)
+		RunWorker(actx, WorkerConfig{Store: st, ID: "a0", Kind: "sim", Target: coverlessCrash{simTarget(t, "")}, MinimizeRuns: 30, Log: testLog(t)})
+	}()
+	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "nocover", Seed: 5, Programs: 3, Target: "sim",
+		Weights: gen.DefaultWeights(), Workdir: t.TempDir(), Queue: 1, Blind: true, Log: testLog(t)})
+	stopAgent()
+	<-agentDone
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Findings != 1 {
+		t.Fatalf("%d findings, want 1 (programs 1 and 2 crash alike)", cs.Findings)
+	}
+	n := 0
+	err = watchAll(ctx, st.Findings, ">", func(key string, v []byte) error {
+		b, err := st.Repro.GetBytes(ctx, key)
+		if err != nil {
+			return err
+		}
+		var rec FindingRecord
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return err
+		}
+		n++
+		if m := rec.Minimized; m == nil || m.NotRepeated || m.Replays == 0 || m.Reproduced != m.Replays {
+			t.Errorf("finding %s (program %d): minimized %+v, want it repeated and reproduced on every replay", rec.Meta.Signature, rec.Meta.Index, m)
+		}
+		return nil
+	})
+	if err != nil || n != 1 {
+		t.Fatalf("%d finding records: %v", n, err)
 	}
 }

@@ -171,7 +171,7 @@ func (c *coord) requestMinimize(ctx context.Context, rec *FindingRecord) error {
 	c.mu.Lock()
 	w := Work{V: WireVersion, Campaign: c.cfg.Campaign, CampaignSeed: rec.CampaignSeed, Index: rec.Meta.Index,
 		Seed: rec.ProgramSeed, Program: rec.Program, Target: c.state.Target, Kernel: c.state.Kernel, Corrupt: rec.Corrupt,
-		Minimize: rec.Meta.Signature}
+		Minimize: rec.Meta.Signature, NoCover: !c.every.CoverAt(rec.Meta.Index)}
 	c.minPending[FindingKey(rec.Meta.Signature)] = true
 	c.mu.Unlock()
 	b, _ := json.Marshal(w)

@@ -52,6 +52,7 @@ type Work struct {
 	// NoCover and NoForkPages switch kernel coverage and the page census
 	// off for this program (agents.Options): the coordinator samples
 	// both as a local campaign does (campaign.Config.CoverAt, CensusAt).
+	// A minimization request's NoCover is the finding's program's.
 	NoCover     bool `json:"no_cover,omitempty"`
 	NoForkPages bool `json:"no_fork_pages,omitempty"`
 }

@@ -419,7 +419,8 @@ func (a *worker) minimize(ctx context.Context, m jetstream.Msg, w *Work, p *prog
 	if a.cfg.MinimizeRuns <= 0 {
 		r.Skipped = fmt.Sprintf("agent %s does not minimize (--minimize-runs 0)", a.cfg.ID)
 	} else {
-		f := &campaign.Finding{Issue: judge.Issue{Signature: w.Minimize}, Program: p}
+		// Minimized as the program ran: with or without coverage.
+		f := &campaign.Finding{Issue: judge.Issue{Signature: w.Minimize}, Program: p, NoCover: w.NoCover}
 		campaign.Reduce(a.cfg.Target, f, a.cfg.MinimizeRuns, a.cfg.MinimizeTime, w.Corrupt)
 		if ctx.Err() != nil {
 			return // cut short: not acknowledged, so redelivered to someone
