@@ -274,7 +274,13 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	m.rb = newRollbackState()
 	m.rb.corrupt = opt.Corrupt
 	rep := m.rep
-	defer m.cleanup()
+	// Before the reply, so that a kernel report the teardown causes is
+	// this program's; timed as a phase of its own (the observation holds
+	// ph.us, so the mark made after runOne returned is in it).
+	defer func() {
+		m.cleanup()
+		ph.mark("cleanup")
+	}()
 	if err := m.fe.start(opt.ForkImpl, opt.ForkImplNoEvidence); err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
 	}
