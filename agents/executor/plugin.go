@@ -313,10 +313,14 @@ type Remote struct {
 	client *plugin.Client
 	cmd    *exec.Cmd
 	rc     *rpcClient
-	// obsFile is where executors write their observations
-	// (RunArgs.ObsFile); nil until the first run, or when it cannot be
-	// made (observations then come over the connection).
+	// obsFile is where executors write their observations: a
+	// temporary file removed as soon as it is made, so that nothing is
+	// left behind however this process ends, which executors open as
+	// obsPath (/proc/PID/fd/N, RunArgs.ObsFile). Nil until the first
+	// run, or when it cannot be made (observations then come over the
+	// connection).
 	obsFile  *os.File
+	obsPath  string
 	obsTried bool
 	Restarts int
 	// Recycles counts executors replaced because their page tables grew
@@ -427,15 +431,7 @@ func (r *Remote) runRaw(args RunArgs) ([]byte, map[string]int64, error) {
 	if r.stderr != nil {
 		r.stderr.take()
 	}
-	if !r.obsTried {
-		r.obsTried = true
-		if f, err := os.CreateTemp("", "forkfuzz-obs-*"); err == nil {
-			r.obsFile = f
-		}
-	}
-	if r.obsFile != nil {
-		args.ObsFile = r.obsFile.Name()
-	}
+	args.ObsFile = r.obsTarget()
 	done := make(chan result, 1)
 	sent := time.Now()
 	go func() {
@@ -477,11 +473,8 @@ func (r *Remote) runRaw(args RunArgs) ([]byte, map[string]int64, error) {
 	if res.reply.Err != "" {
 		return nil, nil, errors.New(res.reply.Err)
 	}
-	if n := res.reply.ObsLen; n > 0 {
-		res.reply.Observation = make([]byte, n)
-		if _, err := r.obsFile.ReadAt(res.reply.Observation, 0); err != nil {
-			return nil, nil, fmt.Errorf("executor reply: reading the observation (%d bytes) from %s: %w", n, r.obsFile.Name(), err)
-		}
+	if err := r.readObs(res.reply); err != nil {
+		return nil, nil, err
 	}
 	r.lastPTE = res.reply.PTEKB
 	phases := res.reply.Phases
@@ -497,6 +490,33 @@ func (r *Remote) runRaw(args RunArgs) ([]byte, map[string]int64, error) {
 		phases["executor-start"] += started.Microseconds()
 	}
 	return res.reply.Observation, phases, nil
+}
+
+// obsTarget returns the file the executor is to write the observation to
+// (RunArgs.ObsFile), made on the first call; "" when it cannot be made.
+func (r *Remote) obsTarget() string {
+	if !r.obsTried {
+		r.obsTried = true
+		if f, err := os.CreateTemp("", "forkfuzz-obs-*"); err == nil {
+			os.Remove(f.Name())
+			r.obsFile, r.obsPath = f, fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), f.Fd())
+		}
+	}
+	return r.obsPath
+}
+
+// readObs reads the observation the executor wrote to the file, when it
+// did (RunReply.ObsLen), into reply.Observation.
+func (r *Remote) readObs(reply *RunReply) error {
+	n := reply.ObsLen
+	if n <= 0 {
+		return nil
+	}
+	reply.Observation = make([]byte, n)
+	if _, err := r.obsFile.ReadAt(reply.Observation, 0); err != nil {
+		return fmt.Errorf("executor reply: reading the observation (%d bytes) from %s: %w", n, r.obsPath, err)
+	}
+	return nil
 }
 
 // liveState describes the executor process if it is still running: its
@@ -541,7 +561,6 @@ func (r *Remote) Close() {
 	}
 	if r.obsFile != nil {
 		r.obsFile.Close()
-		os.Remove(r.obsFile.Name())
-		r.obsFile, r.obsTried = nil, false
+		r.obsFile, r.obsPath, r.obsTried = nil, "", false
 	}
 }

@@ -227,8 +227,8 @@ func TestHangNamesBusyThreads(t *testing.T) {
 }
 
 // The observation comes back through a file (RunArgs.ObsFile) when the
-// executor can write it, over the connection when it cannot; Close
-// removes the file.
+// executor can write it, over the connection when it cannot. The file
+// has no name left in the file system; Close closes it.
 func TestRemoteObsFile(t *testing.T) {
 	p, err := prog.Parse([]byte(smallProg))
 	if err != nil {
@@ -243,17 +243,21 @@ func TestRemoteObsFile(t *testing.T) {
 		t.Fatal("no observation file")
 	}
 	name := r.obsFile.Name()
-	st, err := os.Stat(name)
-	if err != nil || st.Size() < int64(len(raw)) {
-		t.Fatalf("observation file %s: %v (%d bytes for an observation of %d)", name, err, st.Size(), len(raw))
+	if _, err := os.Stat(name); !os.IsNotExist(err) {
+		t.Fatalf("the observation file is still at %s: %v", name, err)
 	}
+	st, err := r.obsFile.Stat()
+	if err != nil || st.Size() < int64(len(raw)) {
+		t.Fatalf("observation file %s: %v (%d bytes for an observation of %d)", r.obsPath, err, st.Size(), len(raw))
+	}
+	path := r.obsPath
 	o, err := r.Run(p, Options{})
 	if err != nil || len(o.Views) != 2 {
 		t.Fatalf("second run through the file: %v, %d views", err, len(o.Views))
 	}
 	r.Close()
-	if _, err := os.Stat(name); !os.IsNotExist(err) {
-		t.Fatalf("after Close, %s: %v", name, err)
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("after Close, %s: %v", path, err)
 	}
 
 	// A file the executor cannot open: the reply carries the observation.
@@ -262,8 +266,8 @@ func TestRemoteObsFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(f.Name())
-	r2.obsFile, r2.obsTried = f, true
+	defer f.Close()
+	r2.obsFile, r2.obsPath, r2.obsTried = f, f.Name()+".gone", true
 	o, err = r2.Run(p, Options{})
 	if err != nil || len(o.Views) != 2 {
 		t.Fatalf("over the connection: %v, %d views", err, len(o.Views))
