@@ -52,7 +52,7 @@ func (co *coverOpts) apply(c *campaign.Config) {
 	c.CoverEvery = *co.every
 }
 
-// coverEveryFlag is --cover-every, for run and ci.
+// coverEveryFlag is run's --cover-every (ci and coordinator have their own).
 func coverEveryFlag(fs *flag.FlagSet) *int {
 	return fs.Int("cover-every", 0, fmt.Sprintf("collect kernel coverage (KCOV, 1.3-1.5x a program's time) for one program in N (default: every program when --guided, one in %d when blind, which only reports it)", campaign.DefaultBlindCoverEvery))
 }
