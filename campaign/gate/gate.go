@@ -85,8 +85,10 @@ type Config struct {
 	// benchmark found blind campaigns at least as fast (docs/coverage.md).
 	Guided bool
 	// CoverEvery is campaign.Config.CoverEvery for the fuzz phase (0:
-	// every program when guided, one in campaign.DefaultBlindCoverEvery
-	// when blind).
+	// every program, blind or guided). The gate's corpus, confirm,
+	// baseline and fix runs collect coverage, so a fuzz phase that
+	// samples it (N > 1) would replay most findings under other timing
+	// (KCOV slows the kernel 1.3-1.5x): opt-in, unlike forkfuzz run.
 	CoverEvery int
 	// Profile names the generator weights (gen.Profile).
 	Profile string
@@ -576,7 +578,7 @@ func (g *gate) fuzz(ph *Phase, share, fresh time.Duration) *campaign.Stats {
 	cfg := campaign.Config{Target: g.tut, Seed: g.cfg.Seed, Duration: dur, Workdir: g.cfg.Workdir, Weights: g.weights, FindingPages: pages.Files,
 		Log: g.cfg.Log, Progress: g.cfg.Progress, ProgressLines: g.cfg.ProgressLines, ProgressEvery: progressEvery(g.cfg.ProgressLines), MinimizeRuns: g.cfg.MinimizeRuns,
 		MinimizeTime: minTime, Corrupt: g.cfg.Corrupt, TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID(), Stop: endGen,
-		Blind: !g.cfg.Guided, CoverEvery: g.cfg.CoverEvery}
+		Blind: !g.cfg.Guided, CoverEvery: max(g.cfg.CoverEvery, 1)}
 	type res struct {
 		st  *campaign.Stats
 		err error

@@ -114,7 +114,7 @@ func ciFlags(stderr io.Writer) *ciOptions {
 	fs.StringVar(&c.Profile, "profile", c.Profile, "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
 	fs.IntVar(&c.MinimizeRuns, "minimize-runs", c.MinimizeRuns, "target runs to spend minimizing each new finding")
 	fs.BoolVar(&c.Guided, "guided", false, "let what runs reached (KCOV edges, memory states) guide the fuzz phase's mutation (blind by default: docs/coverage.md)")
-	fs.IntVar(&c.CoverEvery, "cover-every", 0, fmt.Sprintf("collect kernel coverage (KCOV) in the fuzz phase for one program in N (default: every program when --guided, one in %d when blind)", campaign.DefaultBlindCoverEvery))
+	fs.IntVar(&c.CoverEvery, "cover-every", 0, "collect kernel coverage (KCOV) in the fuzz phase for one program in N (default: every program; the gate's replays of findings collect it, so sampling replays most findings under other timing)")
 	fs.StringVar(&c.Corrupt, "corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
 	fs.BoolVar(&o.noCheck, "no-kernel-check", false, "skip `kernel check` of the images (for kernels without a findable configuration)")
 	fs.BoolVar(&o.quiet, "q", false, "no progress line")
