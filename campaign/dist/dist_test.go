@@ -198,27 +198,14 @@ func TestMinimizeSkipped(t *testing.T) {
 	if cs.Findings == 0 {
 		t.Fatalf("the mutant async-mprotect-nosync was not found in %d programs; the test proves nothing", programs)
 	}
-	n := 0
-	err = watchAll(ctx, st.Findings, ">", func(key string, v []byte) error {
-		b, err := st.Repro.GetBytes(ctx, key)
-		if err != nil {
-			return err
-		}
-		var rec FindingRecord
-		if err := json.Unmarshal(b, &rec); err != nil {
-			return err
-		}
-		n++
+	recs := findingRecords(ctx, t, st)
+	for _, rec := range recs {
 		if rec.Minimized != nil || !strings.Contains(rec.MinimizeSkipped, "agent nomin does not minimize") {
 			t.Errorf("finding %s: minimized %v, skipped %q", rec.Meta.Signature, rec.Minimized != nil, rec.MinimizeSkipped)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	if int64(n) != cs.Findings {
-		t.Errorf("%d finding records for %d findings", n, cs.Findings)
+	if int64(len(recs)) != cs.Findings {
+		t.Errorf("%d finding records for %d findings", len(recs), cs.Findings)
 	}
 	if m, _ := filepath.Glob(filepath.Join(workdir, "findings", "*", "minimized.ffz")); len(m) != 0 {
 		t.Errorf("%d minimized programs from an agent that does not minimize", len(m))
@@ -606,8 +593,20 @@ func TestMinimizeKeepsNoCover(t *testing.T) {
 	if cs.Findings != 1 {
 		t.Fatalf("%d findings, want 1 (programs 1 and 2 crash alike)", cs.Findings)
 	}
-	n := 0
-	err = watchAll(ctx, st.Findings, ">", func(key string, v []byte) error {
+	recs := findingRecords(ctx, t, st)
+	if len(recs) != 1 {
+		t.Fatalf("%d finding records, want 1", len(recs))
+	}
+	if rec := recs[0]; rec.Minimized == nil || rec.Minimized.NotRepeated || rec.Minimized.Replays == 0 || rec.Minimized.Reproduced != rec.Minimized.Replays {
+		t.Errorf("finding %s (program %d): minimized %+v, want it repeated and reproduced on every replay", rec.Meta.Signature, rec.Meta.Index, rec.Minimized)
+	}
+}
+
+// findingRecords reads every finding record the store holds.
+func findingRecords(ctx context.Context, t *testing.T, st *Store) []FindingRecord {
+	t.Helper()
+	var recs []FindingRecord
+	err := watchAll(ctx, st.Findings, ">", func(key string, v []byte) error {
 		b, err := st.Repro.GetBytes(ctx, key)
 		if err != nil {
 			return err
@@ -616,13 +615,11 @@ func TestMinimizeKeepsNoCover(t *testing.T) {
 		if err := json.Unmarshal(b, &rec); err != nil {
 			return err
 		}
-		n++
-		if m := rec.Minimized; m == nil || m.NotRepeated || m.Replays == 0 || m.Reproduced != m.Replays {
-			t.Errorf("finding %s (program %d): minimized %+v, want it repeated and reproduced on every replay", rec.Meta.Signature, rec.Meta.Index, m)
-		}
+		recs = append(recs, rec)
 		return nil
 	})
-	if err != nil || n != 1 {
-		t.Fatalf("%d finding records: %v", n, err)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return recs
 }
