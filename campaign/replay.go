@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -117,5 +118,9 @@ func (f *Finding) Replay() string {
 	if f.Minimized != nil {
 		file = "minimized.ffz"
 	}
-	return ReplayCommand(f.TargetArgs, f.Corrupt, file)
+	args := f.TargetArgs
+	if f.NoCover {
+		args = append(slices.Clip(args), "--no-cover") // as the run that showed it
+	}
+	return ReplayCommand(args, f.Corrupt, file)
 }

@@ -204,4 +204,7 @@ func TestFindingKeepsNoCover(t *testing.T) {
 	if r := f.Report(); !strings.Contains(r, "kcov:     off in the run that showed it") {
 		t.Fatalf("report:\n%s", r)
 	}
+	if r := f.Replay(); !strings.Contains(r, " --no-cover ") {
+		t.Fatalf("replay command %q does not switch coverage off", r)
+	}
 }
