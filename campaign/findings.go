@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -575,12 +576,39 @@ func (s *FindingStore) Exists(sig string) bool {
 }
 
 // seedFile is a finding's seed file: the campaign's seed, the program's
-// index and seed, and how it was drawn when not from ProgramRand(campaign
-// seed, index).
+// index and seed, how it was drawn when not from ProgramRand(campaign
+// seed, index), and "kcov off" when its run collected no kernel coverage
+// (its replays run the same way).
 func seedFile(f *Finding) string {
 	s := fmt.Sprintf("campaign-seed %d\nprogram-index %d\nprogram-seed %d\n", f.CampaignSeed, f.Index, f.ProgramSeed)
 	if f.Origin != "" {
 		s += "drawn " + f.Origin + "\n"
 	}
+	if f.NoCover {
+		s += "kcov off\n"
+	}
 	return s
+}
+
+// ReadSeed takes in a finding's seed file (seedFile): the campaign seed,
+// the program's index and seed, how it was drawn, and whether its run
+// collected kernel coverage.
+func (f *Finding) ReadSeed(b []byte) {
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		v = strings.TrimSpace(v)
+		n, _ := strconv.ParseUint(v, 10, 64)
+		switch k {
+		case "campaign-seed":
+			f.CampaignSeed = n
+		case "program-index":
+			f.Index = int64(n)
+		case "program-seed":
+			f.ProgramSeed = n
+		case "drawn":
+			f.Origin = v
+		case "kcov":
+			f.NoCover = v == "off"
+		}
+	}
 }

@@ -583,8 +583,9 @@ func TestMinimizeKeepsNoCover(t *testing.T) {
 		defer close(agentDone)
 		RunWorker(actx, WorkerConfig{Store: st, ID: "a0", Kind: "sim", Target: coverlessCrash{simTarget(t, "")}, MinimizeRuns: 30, Log: testLog(t)})
 	}()
+	wd := t.TempDir()
 	cs, err := RunCoordinator(ctx, CoordinatorConfig{Store: st, Campaign: "nocover", Seed: 5, Programs: 3, Target: "sim",
-		Weights: gen.DefaultWeights(), Workdir: t.TempDir(), Queue: 1, Blind: true, Log: testLog(t)})
+		Weights: gen.DefaultWeights(), Workdir: wd, Queue: 1, Blind: true, Log: testLog(t)})
 	stopAgent()
 	<-agentDone
 	if err != nil {
@@ -599,6 +600,18 @@ func TestMinimizeKeepsNoCover(t *testing.T) {
 	}
 	if rec := recs[0]; rec.Minimized == nil || rec.Minimized.NotRepeated || rec.Minimized.Replays == 0 || rec.Minimized.Reproduced != rec.Minimized.Replays {
 		t.Errorf("finding %s (program %d): minimized %+v, want it repeated and reproduced on every replay", rec.Meta.Signature, rec.Meta.Index, rec.Minimized)
+	}
+	// The record and the directory keep it: the replay command and the
+	// gate (which reads the seed file) run it without coverage too.
+	if !recs[0].NoCover {
+		t.Errorf("finding record of program %d: no_cover false, want true", recs[0].Meta.Index)
+	}
+	dir := filepath.Join(wd, "findings", campaign.DirName(recs[0].Meta.Signature))
+	for file, want := range map[string]string{"replay": "--no-cover", "seed": "kcov off"} {
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s: %q (%v), want %q in it", file, b, err, want)
+		}
 	}
 }
 

@@ -114,6 +114,9 @@ type Result struct {
 	// kernel it ran (campaign.Finding's replay command and identity).
 	TargetArgs []string           `json:"target_args,omitempty"`
 	KernelID   *campaign.KernelID `json:"kernel_id,omitempty"`
+	// NoCover is Work.NoCover: the run collected no kernel coverage (a
+	// finding from it is minimized and replayed the same way).
+	NoCover bool `json:"no_cover,omitempty"`
 }
 
 // Heartbeat is an agent's periodic report, kept in the agents bucket.

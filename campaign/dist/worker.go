@@ -256,7 +256,7 @@ func (a *worker) serve(ctx context.Context, m jetstream.Msg) {
 	o, runErr := a.cfg.Target.Run(p, agents.Options{Corrupt: w.Corrupt, Symbols: w.Symbols, NoCover: w.NoCover, NoForkPages: w.NoForkPages})
 	r := &Result{V: WireVersion, Campaign: w.Campaign, CampaignSeed: w.CampaignSeed, Index: w.Index, Seed: w.Seed, Drawn: w.Drawn,
 		Agent: a.cfg.ID, Delivered: md.NumDelivered, Target: a.cfg.Target.Name(), Program: w.Program, Observation: o,
-		Err: NewRunError(runErr), Started: start, RunNanos: int64(time.Since(start)), TargetArgs: a.cfg.TargetArgs}
+		Err: NewRunError(runErr), Started: start, RunNanos: int64(time.Since(start)), TargetArgs: a.cfg.TargetArgs, NoCover: w.NoCover}
 	if kid := a.cfg.KernelID; kid != (campaign.KernelID{}) || o != nil {
 		if o != nil {
 			kid.Observed = o.Kernel

@@ -25,22 +25,25 @@ const (
 
 // Meta is report.json: what the campaign page lists about a finding.
 type Meta struct {
-	Signature    string    `json:"signature"`
-	Oracle       string    `json:"oracle"`
-	Target       string    `json:"target"`
-	Kernel       string    `json:"kernel,omitempty"`
-	CampaignSeed uint64    `json:"campaign_seed"`
-	Index        int64     `json:"index"`
-	ProgramSeed  uint64    `json:"program_seed"`
-	Ops          int       `json:"ops"`
-	MinOps       int       `json:"min_ops,omitempty"`
-	Minimized    bool      `json:"minimized"`
-	Replays      int       `json:"replays,omitempty"`
-	Reproduced   int       `json:"reproduced,omitempty"`
-	MinRuns      int       `json:"min_runs,omitempty"`
-	Corrupt      string    `json:"corrupt,omitempty"`
-	Replay       string    `json:"replay"`
-	Saved        time.Time `json:"saved"`
+	Signature    string `json:"signature"`
+	Oracle       string `json:"oracle"`
+	Target       string `json:"target"`
+	Kernel       string `json:"kernel,omitempty"`
+	CampaignSeed uint64 `json:"campaign_seed"`
+	Index        int64  `json:"index"`
+	ProgramSeed  uint64 `json:"program_seed"`
+	Ops          int    `json:"ops"`
+	MinOps       int    `json:"min_ops,omitempty"`
+	Minimized    bool   `json:"minimized"`
+	Replays      int    `json:"replays,omitempty"`
+	Reproduced   int    `json:"reproduced,omitempty"`
+	MinRuns      int    `json:"min_runs,omitempty"`
+	Corrupt      string `json:"corrupt,omitempty"`
+	// NoCover: the run that showed it collected no kernel coverage, and
+	// Replay runs it the same way (campaign.Finding.NoCover).
+	NoCover bool      `json:"no_cover,omitempty"`
+	Replay  string    `json:"replay"`
+	Saved   time.Time `json:"saved"`
 	// TargetArgs and KernelID are the finding's target flags and kernel
 	// identity as the campaign knew them: a page drawn again from the
 	// directory (forkfuzz report) keeps them.
@@ -69,7 +72,7 @@ func Files(f *campaign.Finding) (files map[string][]byte) {
 // MetaOf summarizes f.
 func MetaOf(f *campaign.Finding) Meta {
 	m := Meta{Signature: f.Issue.Signature, Oracle: string(f.Issue.Oracle), Target: f.Target, Kernel: kernelOf(f),
-		CampaignSeed: f.CampaignSeed, Index: f.Index, ProgramSeed: f.ProgramSeed, Corrupt: f.Corrupt,
+		CampaignSeed: f.CampaignSeed, Index: f.Index, ProgramSeed: f.ProgramSeed, Corrupt: f.Corrupt, NoCover: f.NoCover,
 		Replay: ReplayCommand(f), Saved: time.Now().UTC(), TargetArgs: f.TargetArgs}
 	if f.Kernel.String() != "unknown" {
 		k := f.Kernel
@@ -136,6 +139,9 @@ func ReplayCommand(f *campaign.Finding) string {
 	}
 	if f.Corrupt != "" {
 		args = append(args, "--corrupt", f.Corrupt)
+	}
+	if f.NoCover {
+		args = append(args, "--no-cover")
 	}
 	return strings.Join(append(args, file), " ")
 }

@@ -69,6 +69,46 @@ func TestFindingIdentityKept(t *testing.T) {
 	}
 }
 
+// A finding whose run collected no kernel coverage keeps saying so when
+// read back from its directory (the seed file), and every replay command
+// drawn from it runs the same way: with and without the target's flags.
+func TestFindingNoCoverKept(t *testing.T) {
+	p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4 thp=off\nfork f0\nwait f0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--target", "qemu", "--kernel", "/k/bzImage"}, nil} {
+		f := &campaign.Finding{Issue: judge.Issue{Oracle: checker.OracleSnapshot, Signature: "snapshot:lost-store:anon-private", Explanation: "x"},
+			Program: p, Minimized: p, Target: "qemu", TargetArgs: args, CampaignSeed: 3, Index: 17, NoCover: true}
+		wd := t.TempDir()
+		store := &campaign.FindingStore{Dir: wd, Pages: Files}
+		if err := store.Open(); err != nil {
+			t.Fatal(err)
+		}
+		dir, err := store.Save(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m Meta
+		if err := json.Unmarshal([]byte(read(t, filepath.Join(dir, FindingJSON))), &m); err != nil {
+			t.Fatal(err)
+		}
+		if !m.NoCover || !strings.Contains(m.Replay, "--no-cover") {
+			t.Errorf("args %q: report.json no_cover %v, replay %q", args, m.NoCover, m.Replay)
+		}
+		g, err := LoadFinding(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !g.NoCover || g.Index != 17 || g.CampaignSeed != 3 {
+			t.Errorf("args %q: read back NoCover %v, index %d, seed %d", args, g.NoCover, g.Index, g.CampaignSeed)
+		}
+		if got := ReplayCommand(g); !strings.Contains(got, " --no-cover ") {
+			t.Errorf("args %q: replay command read back %q, want --no-cover before the program", args, got)
+		}
+	}
+}
+
 // The campaign page names the fork implementation a campaign forced.
 func TestForkMode(t *testing.T) {
 	for _, c := range []struct{ target, impl, want string }{

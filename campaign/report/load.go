@@ -74,7 +74,7 @@ func LoadFinding(dir string) (*campaign.Finding, error) {
 		return nil, err
 	}
 	if b, err := read("seed"); err == nil {
-		loadSeed(f, b)
+		f.ReadSeed(b)
 	}
 	rep, _ := read("report.txt")
 	loadReport(dir, f, string(rep))
@@ -115,25 +115,6 @@ func loadPrograms(dir string, f *campaign.Finding) error {
 	}
 	f.MinObs, err = loadObs("minimized-observation.json")
 	return err
-}
-
-// loadSeed takes in the seed file: the campaign seed, the program's
-// index and seed, how it was drawn.
-func loadSeed(f *campaign.Finding, b []byte) {
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, _ := strings.Cut(line, " ")
-		n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-		switch k {
-		case "campaign-seed":
-			f.CampaignSeed = n
-		case "program-index":
-			f.Index = int64(n)
-		case "program-seed":
-			f.ProgramSeed = n
-		case "drawn":
-			f.Origin = strings.TrimSpace(v)
-		}
-	}
 }
 
 // loadReport takes in report.txt (txt) and report.json: the target, the
