@@ -140,11 +140,12 @@ func (g *gate) baseline(ph *Phase) {
 	}()
 	// Distinct reproducers, in the order of their findings.
 	type repro struct {
-		p     *prog.Program
-		sigs  map[string]bool // the signatures of findings it stands for
-		shown map[string]int  // signature -> runs that showed it
-		runs  int             // runs judged (the baseline did not break first)
-		tries int
+		p       *prog.Program
+		noCover bool            // run as the findings' runs were (FindingRecord.NoCover)
+		sigs    map[string]bool // the signatures of findings it stands for
+		shown   map[string]int  // signature -> runs that showed it
+		runs    int             // runs judged (the baseline did not break first)
+		tries   int
 		// broke counts, per finding signature, the runs the baseline
 		// broke in first (no observation, other signatures: other).
 		broke map[string]int
@@ -155,10 +156,10 @@ func (g *gate) baseline(ph *Phase) {
 	rs := map[string]*repro{}
 	for _, i := range todo {
 		f := &g.res.Findings[i]
-		h := progHash(f.reproProg)
+		h := baselineKey(f)
 		r, ok := rs[h]
 		if !ok {
-			r = &repro{p: f.reproProg, sigs: map[string]bool{}, shown: map[string]int{}, broke: map[string]int{}, other: map[string]bool{}}
+			r = &repro{p: f.reproProg, noCover: f.NoCover, sigs: map[string]bool{}, shown: map[string]int{}, broke: map[string]int{}, other: map[string]bool{}}
 			rs[h] = r
 			order = append(order, h)
 		}
@@ -184,7 +185,7 @@ rounds:
 				continue
 			}
 			r.tries++
-			o, err := b.Run(r.p, agents.Options{Corrupt: g.cfg.Corrupt})
+			o, err := b.Run(r.p, agents.Options{Corrupt: g.cfg.Corrupt, NoCover: r.noCover})
 			v, herr := judge.Judge(r.p, o, err)
 			if herr != nil {
 				if errors.Is(herr, errBudget) {
@@ -221,12 +222,12 @@ rounds:
 	}
 	for _, i := range todo {
 		f := &g.res.Findings[i]
-		r := rs[progHash(f.reproProg)]
+		r := rs[baselineKey(f)]
 		repro := f.Program
 		if f.Minimized != "" {
 			repro = f.Minimized
 		}
-		f.Baseline = &BaselineReplay{Runs: r.runs, Reproduced: r.shown[f.Signature], Command: g.replayCmd(repro, true), Note: r.note}
+		f.Baseline = &BaselineReplay{Runs: r.runs, Reproduced: r.shown[f.Signature], Command: g.replayCmd(repro, true, f.NoCover), Note: r.note}
 		if n := r.broke[f.Signature]; n > 0 && f.Baseline.Reproduced == 0 {
 			f.Baseline.Inconclusive = n
 			for s := range r.other {
@@ -237,4 +238,13 @@ rounds:
 	}
 	ph.Note = fmt.Sprintf("baseline %s up in %v (booted in the background from the start); %d distinct reproducers of %d findings, %d runs (up to %d each, stopping at the first reproduction)",
 		bt.Name(), bo.took.Round(time.Millisecond), len(order), len(todo), total, g.cfg.BaselineReplays)
+}
+
+// baselineKey groups findings whose reproducer is one program run one
+// way: each group is replayed once a round on the baseline.
+func baselineKey(f *FindingRecord) string {
+	if f.NoCover {
+		return progHash(f.reproProg) + " kcov off"
+	}
+	return progHash(f.reproProg)
 }

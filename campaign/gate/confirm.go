@@ -168,7 +168,7 @@ func (g *gate) confirm(ph *Phase) {
 			}
 			run := min(to, left-time.Second)
 			c.TimeoutS = run.Seconds()
-			o, err := g.tut.Run(f.reproProg, agents.Options{Corrupt: g.cfg.Corrupt, Timeout: run})
+			o, err := g.tut.Run(f.reproProg, agents.Options{Corrupt: g.cfg.Corrupt, Timeout: run, NoCover: f.NoCover})
 			v, herr := judge.Judge(f.reproProg, o, err)
 			if herr != nil {
 				c.Note = "replay: " + herr.Error()

@@ -190,7 +190,7 @@ func findingPrograms(dir string) ([]CorpusCase, error) {
 				errs = append(errs, err)
 				break
 			}
-			cs = append(cs, CorpusCase{Name: "finding/" + filepath.Base(path), Source: "finding", Path: pf, prog: p})
+			cs = append(cs, CorpusCase{Name: "finding/" + filepath.Base(path), Source: "finding", Path: pf, prog: p, Cover: !seedNoCover(path)})
 			return filepath.SkipDir
 		}
 		return nil
@@ -202,6 +202,18 @@ func findingPrograms(dir string) ([]CorpusCase, error) {
 		errs = append(errs, fmt.Errorf("--replay-findings %s: no finding directory (minimized.ffz or program.ffz) under it", dir))
 	}
 	return cs, errors.Join(errs...)
+}
+
+// seedNoCover reports whether the finding directory dir says its run
+// collected no kernel coverage (its seed file, campaign.Finding.ReadSeed).
+func seedNoCover(dir string) bool {
+	b, err := fsutil.ReadFileLimited(filepath.Join(dir, "seed"), 1<<16)
+	if err != nil {
+		return false
+	}
+	var f campaign.Finding
+	f.ReadSeed(b)
+	return f.NoCover
 }
 
 func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
@@ -224,7 +236,7 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 			continue
 		}
 		t0 := time.Now()
-		o, err := g.tut.Run(c.prog, agents.Options{Corrupt: g.cfg.Corrupt})
+		o, err := g.tut.Run(c.prog, agents.Options{Corrupt: g.cfg.Corrupt, NoCover: !c.Cover})
 		v, herr := judge.Judge(c.prog, o, err)
 		c.Duration = time.Since(t0)
 		c.Seconds = c.Duration.Seconds()
@@ -275,7 +287,7 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 			}
 			f := &campaign.Finding{Issue: is, Program: c.prog, Observation: o, Minimized: c.prog, MinObs: o, MinIssue: is,
 				Judged: v.Summary(), Target: g.tut.Name(), Corrupt: g.cfg.Corrupt, Replays: 1, Reproduced: 1,
-				TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID(), Version: version.String()}
+				TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID(), Version: version.String(), NoCover: !c.Cover}
 			if trouble, hang := troubleKind(is.Signature); trouble {
 				// Harness trouble must happen again to count against
 				// the kernel (classify): a death is replayed now, a
@@ -291,11 +303,11 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 				return
 			}
 			g.corpusF[is.Signature] = c.Name
-			c.Replay = g.replayCmd(filepath.Join(dir, "minimized.ffz"), false)
+			c.Replay = g.replayCmd(filepath.Join(dir, "minimized.ffz"), false, !c.Cover)
 			g.logf("corpus %s: new finding %s, saved %s", c.Name, is.Signature, dir)
 		}
 		if c.Replay == "" {
-			c.Replay = g.replayCmd(c.Path, false)
+			c.Replay = g.replayCmd(c.Path, false, !c.Cover)
 		}
 	}
 	g.res.Corpus = cs
@@ -315,7 +327,7 @@ const corpusEventReplays = 3
 // back.
 func (g *gate) replayEvent(f *campaign.Finding, p *prog.Program, sig string, n int) {
 	for k := 0; k < 2*n && f.Replays < n && g.ctx.Err() == nil; k++ {
-		o, err := g.tut.Run(p, agents.Options{Corrupt: g.cfg.Corrupt})
+		o, err := g.tut.Run(p, agents.Options{Corrupt: g.cfg.Corrupt, NoCover: f.NoCover})
 		v, herr := judge.Judge(p, o, err)
 		if herr != nil {
 			f.ReplayErrors++

@@ -1,8 +1,12 @@
 package gate
 
 import (
-	"sync/atomic"
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/sim"
@@ -10,32 +14,97 @@ import (
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
-// coverCounter is the simulated kernel counting the runs asked to
-// collect no kernel coverage.
-type coverCounter struct {
+// coverRecorder is a simulated kernel recording, for each program it
+// ran, how often it ran with and without kernel coverage.
+type coverRecorder struct {
 	*sim.Target
-	runs, off atomic.Int64
+	mu  sync.Mutex
+	ran map[string][2]int // progHash -> runs with coverage, without
 }
 
-func (c *coverCounter) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
-	c.runs.Add(1)
-	if opt.NoCover {
-		c.off.Add(1)
+func (c *coverRecorder) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	c.mu.Lock()
+	if c.ran == nil {
+		c.ran = map[string][2]int{}
 	}
+	n := c.ran[progHash(p)]
+	if opt.NoCover {
+		n[1]++
+	} else {
+		n[0]++
+	}
+	c.ran[progHash(p)] = n
+	c.mu.Unlock()
 	return c.Target.Run(p, opt)
 }
 
-// A gate's fuzz phase is blind but collects coverage on every program by
-// default, as its replays of findings (corpus, confirm, baseline) do: a
-// finding is never replayed under other timing than the run that showed
-// it.
-func TestGateCollectsOnEveryRun(t *testing.T) {
-	tg := &coverCounter{Target: simTarget(t)}
-	r := runGate(t, 0, tg)
-	if r.ExitCode != 0 {
-		t.Fatalf("exit %d: %s", r.ExitCode, r.Reason)
+func (c *coverRecorder) runs(p *prog.Program) [2]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ran[progHash(p)]
+}
+
+// A blind gate samples coverage in its fuzz phase as forkfuzz run does,
+// and replays every finding (minimization, confirm, baseline, fresh) the
+// way the run that showed it ran: KCOV slows the kernel 1.3-1.5x, and a
+// race replayed under other timing could be confirmed or dismissed for
+// the wrong reason. Corpus replays collect no coverage (nothing in a gate
+// reads it). A finding's replay commands say --no-cover when it ran so.
+func TestGateReplaysAsRun(t *testing.T) {
+	mut, err := sim.NewTarget(sim.Config{Mode: sim.Eager, Mutant: "eager-no-wrprotect"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if tg.runs.Load() < 10 || tg.off.Load() != 0 {
-		t.Fatalf("%d of %d runs without coverage, want none of at least 10", tg.off.Load(), tg.runs.Load())
+	tut, base := &coverRecorder{Target: mut}, &coverRecorder{Target: simTarget(t)}
+	cfg := Config{
+		Open:         func() (agents.Target, error) { return tut, nil },
+		OpenBaseline: func() (agents.Target, error) { return base, nil },
+		Kernel:       KernelIdentity{Target: "sim-eager"}, Baseline: &KernelIdentity{Target: "sim-eager"},
+		Budget: 12 * time.Second, Seed: 7, Workdir: filepath.Join(t.TempDir(), "w"), MinPrograms: 1, MinimizeRuns: 20,
+	}
+	r := Run(context.Background(), cfg)
+	if r.ExitCode != 1 || len(r.Findings) == 0 {
+		t.Fatalf("exit %d with %d findings, want the mutant's findings: %s", r.ExitCode, len(r.Findings), r.Reason)
+	}
+	uncovered, baselined := 0, 0
+	for _, f := range r.Findings {
+		if f.NoCover {
+			uncovered++
+		}
+		if strings.Contains(f.Replay, "--no-cover") != f.NoCover {
+			t.Errorf("%s: no_cover %v, replay %q", f.Signature, f.NoCover, f.Replay)
+		}
+		if b := f.Baseline; b != nil && strings.Contains(b.Command, "--no-cover") != f.NoCover {
+			t.Errorf("%s: no_cover %v, baseline replay %q", f.Signature, f.NoCover, b.Command)
+		}
+		for name, p := range map[string]*prog.Program{"program": f.origProg, "reproducer": f.reproProg} {
+			n := tut.runs(p)
+			if f.NoCover && n[0] > 0 || !f.NoCover && n[1] > 0 {
+				t.Errorf("%s (no_cover %v): its %s ran %d times with coverage, %d without", f.Signature, f.NoCover, name, n[0], n[1])
+			}
+		}
+		n := base.runs(f.reproProg)
+		if f.NoCover && n[0] > 0 || !f.NoCover && n[1] > 0 {
+			t.Errorf("%s (no_cover %v): the baseline ran its reproducer %d times with coverage, %d without", f.Signature, f.NoCover, n[0], n[1])
+		}
+		if n[0]+n[1] > 0 {
+			baselined++
+		}
+	}
+	if uncovered == 0 || baselined == 0 {
+		t.Errorf("%d of %d findings ran without coverage, %d replayed on the baseline: the test shows nothing", uncovered, len(r.Findings), baselined)
+	}
+	ran := 0
+	for _, c := range r.Corpus {
+		if c.Status == "skipped" {
+			continue
+		}
+		ran++
+		if n := tut.runs(c.prog); c.Cover || n[0] > 0 {
+			t.Errorf("corpus %s: kcov %v, ran %d times with coverage", c.Name, c.Cover, n[0])
+		}
+	}
+	if ran == 0 {
+		t.Error("no corpus program ran")
 	}
 }

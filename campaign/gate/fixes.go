@@ -152,8 +152,8 @@ func (g *gate) fixes(ph *Phase, stop time.Time) {
 	}
 	for i := range cases {
 		c := &cases[i]
-		c.BaselineCommand = g.replayCmd(c.Path, true)
-		c.PatchedCommand = g.replayCmd(c.Path, false)
+		c.BaselineCommand = g.replayCmd(c.Path, true, false)
+		c.PatchedCommand = g.replayCmd(c.Path, false, false)
 		c.Status, c.Reason = fixVerdict(c, n)
 	}
 	ph.Note = fmt.Sprintf("%d reproducers, up to %d runs each on the baseline and the patched kernel, %d runs", len(cases), n, total)

@@ -85,10 +85,12 @@ type Config struct {
 	// benchmark found blind campaigns at least as fast (docs/coverage.md).
 	Guided bool
 	// CoverEvery is campaign.Config.CoverEvery for the fuzz phase (0:
-	// every program, blind or guided). The gate's corpus, confirm,
-	// baseline and fix runs collect coverage, so a fuzz phase that
-	// samples it (N > 1) would replay most findings under other timing
-	// (KCOV slows the kernel 1.3-1.5x): opt-in, unlike forkfuzz run.
+	// campaign's default: every program when Guided, one in
+	// campaign.DefaultBlindCoverEvery when blind). A finding is replayed
+	// (confirm, baseline, fresh) the way the run that showed it was, with
+	// or without coverage (its seed file says "kcov off"); corpus
+	// replays collect none unless an earlier finding's run did, the fix
+	// phase's runs collect it on both kernels.
 	CoverEvery int
 	// Profile names the generator weights (gen.Profile).
 	Profile string
@@ -122,8 +124,9 @@ type Config struct {
 	ProgramTimeout time.Duration
 	Corrupt        string
 	// ReplayCommand returns the command that runs program file path on
-	// the kernel under test (baseline false) or the baseline.
-	ReplayCommand func(path string, baseline bool) string
+	// the kernel under test (baseline false) or the baseline, without
+	// kernel coverage when noCover (as the run that showed it).
+	ReplayCommand func(path string, baseline, noCover bool) string
 	Log           io.Writer
 	Progress      io.Writer
 	// ProgressLines prints progress as plain lines (not a terminal).
@@ -523,9 +526,12 @@ func (g *gate) boot(ph *Phase) {
 	}
 }
 
-func (g *gate) replayCmd(path string, baseline bool) string {
+func (g *gate) replayCmd(path string, baseline, noCover bool) string {
 	if g.cfg.ReplayCommand != nil {
-		return g.cfg.ReplayCommand(path, baseline)
+		return g.cfg.ReplayCommand(path, baseline, noCover)
+	}
+	if noCover {
+		return "forkfuzz exec --no-cover " + path
 	}
 	return "forkfuzz exec " + path
 }
@@ -578,7 +584,7 @@ func (g *gate) fuzz(ph *Phase, share, fresh time.Duration) *campaign.Stats {
 	cfg := campaign.Config{Target: g.tut, Seed: g.cfg.Seed, Duration: dur, Workdir: g.cfg.Workdir, Weights: g.weights, FindingPages: pages.Files,
 		Log: g.cfg.Log, Progress: g.cfg.Progress, ProgressLines: g.cfg.ProgressLines, ProgressEvery: progressEvery(g.cfg.ProgressLines), MinimizeRuns: g.cfg.MinimizeRuns,
 		MinimizeTime: minTime, Corrupt: g.cfg.Corrupt, TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID(), Stop: endGen,
-		Blind: !g.cfg.Guided, CoverEvery: max(g.cfg.CoverEvery, 1)}
+		Blind: !g.cfg.Guided, CoverEvery: g.cfg.CoverEvery}
 	type res struct {
 		st  *campaign.Stats
 		err error

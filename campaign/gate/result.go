@@ -30,18 +30,22 @@ type Phase struct {
 
 // CorpusCase is one replayed corpus program.
 type CorpusCase struct {
-	Name        string        `json:"name"`
-	Source      string        `json:"source"` // seeds, a directory's base name, or "finding"
-	Path        string        `json:"path"`
-	Status      string        `json:"status"` // pass, fail, skipped, harness-error
-	Signatures  []string      `json:"signatures,omitempty"`
-	Explanation string        `json:"explanation,omitempty"`
-	Replay      string        `json:"replay,omitempty"`
-	Judged      string        `json:"judged,omitempty"`
-	Note        string        `json:"note,omitempty"`
-	Duration    time.Duration `json:"-"`
-	Seconds     float64       `json:"seconds"`
-	prog        *prog.Program
+	Name        string   `json:"name"`
+	Source      string   `json:"source"` // seeds, a directory's base name, or "finding"
+	Path        string   `json:"path"`
+	Status      string   `json:"status"` // pass, fail, skipped, harness-error
+	Signatures  []string `json:"signatures,omitempty"`
+	Explanation string   `json:"explanation,omitempty"`
+	Replay      string   `json:"replay,omitempty"`
+	Judged      string   `json:"judged,omitempty"`
+	Note        string   `json:"note,omitempty"`
+	// Cover: the replay collected kernel coverage, as the run that
+	// showed this earlier finding did. Other corpus replays collect none:
+	// nothing in a gate reads it, and it costs 1.3-1.5x a run.
+	Cover    bool          `json:"kcov,omitempty"`
+	Duration time.Duration `json:"-"`
+	Seconds  float64       `json:"seconds"`
+	prog     *prog.Program
 }
 
 // BaselineReplay is what a reproducer did on the baseline kernel.
@@ -87,14 +91,18 @@ type FindingRecord struct {
 	Dir          string `json:"dir"`
 	// Program and Minimized are files in Dir; Replay the command that
 	// runs the reproducer (Minimized, else Program) again.
-	Program      string          `json:"program"`
-	Minimized    string          `json:"minimized,omitempty"`
-	OriginalOps  int             `json:"original_ops"`
-	MinimizedOps int             `json:"minimized_ops,omitempty"`
-	Replay       string          `json:"replay"`
-	Reproduced   int             `json:"reproduced"`
-	Replays      int             `json:"replays"`
-	Baseline     *BaselineReplay `json:"baseline,omitempty"`
+	Program      string `json:"program"`
+	Minimized    string `json:"minimized,omitempty"`
+	OriginalOps  int    `json:"original_ops"`
+	MinimizedOps int    `json:"minimized_ops,omitempty"`
+	Replay       string `json:"replay"`
+	// NoCover: the run that showed it collected no kernel coverage (the
+	// finding's seed file says "kcov off"); the gate's replays of it
+	// (confirm, baseline, fresh) and Replay run the same way.
+	NoCover    bool            `json:"no_cover,omitempty"`
+	Reproduced int             `json:"reproduced"`
+	Replays    int             `json:"replays"`
+	Baseline   *BaselineReplay `json:"baseline,omitempty"`
 	// Faults are the faults the reproducer injects, and where (empty:
 	// none).
 	Faults []string `json:"faults"`

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -114,7 +115,7 @@ func ciFlags(stderr io.Writer) *ciOptions {
 	fs.StringVar(&c.Profile, "profile", c.Profile, "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
 	fs.IntVar(&c.MinimizeRuns, "minimize-runs", c.MinimizeRuns, "target runs to spend minimizing each new finding")
 	fs.BoolVar(&c.Guided, "guided", false, "let what runs reached (KCOV edges, memory states) guide the fuzz phase's mutation (blind by default: docs/coverage.md)")
-	fs.IntVar(&c.CoverEvery, "cover-every", 0, "collect kernel coverage (KCOV) in the fuzz phase for one program in N (default: every program; the gate's replays of findings collect it, so sampling replays most findings under other timing)")
+	fs.IntVar(&c.CoverEvery, "cover-every", 0, fmt.Sprintf("collect kernel coverage (KCOV, 1.3-1.5x a program's time) in the fuzz phase for one program in N (default: every program when --guided, one in %d when blind; a finding is replayed the way its run was)", campaign.DefaultBlindCoverEvery))
 	fs.StringVar(&c.Corrupt, "corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
 	fs.BoolVar(&o.noCheck, "no-kernel-check", false, "skip `kernel check` of the images (for kernels without a findable configuration)")
 	fs.BoolVar(&o.quiet, "q", false, "no progress line")
@@ -232,11 +233,15 @@ func (o *ciOptions) assemble(start time.Time, stdout, stderr io.Writer) error {
 		}
 		t.Close()
 	}
-	cfg.ReplayCommand = func(path string, base bool) string {
+	cfg.ReplayCommand = func(path string, base, noCover bool) string {
+		flags := cfg.Kernel.Flags
 		if base {
-			return campaign.ReplayCommand(cfg.Baseline.Flags, cfg.Corrupt, path)
+			flags = cfg.Baseline.Flags
 		}
-		return campaign.ReplayCommand(cfg.Kernel.Flags, cfg.Corrupt, path)
+		if noCover {
+			flags = append(slices.Clip(flags), "--no-cover")
+		}
+		return campaign.ReplayCommand(flags, cfg.Corrupt, path)
 	}
 	return nil
 }
