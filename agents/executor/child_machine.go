@@ -281,17 +281,16 @@ func (m *machine) viewRecs(at int) {
 				if st != obs.Readable {
 					continue
 				}
-				copyPage(&m.page, uintptr(addr))
+				// Most pages are sparse: only the non-zero 64-byte
+				// blocks are copied (under TCG every instruction counts).
+				mask := scanPage(&m.page, uintptr(addr))
 				if pg&15 == 15 {
 					m.kc.drainHalf(m.ks)
 				}
 				var digest uint64
 				nz := 0
-				// Most pages are sparse: skip 8 zero words at once
-				// (under TCG every instruction counts).
-				for b := 0; b < len(m.page); b += 8 {
-					blk := (*[8]uint64)(m.page[b : b+8])
-					if blk[0]|blk[1]|blk[2]|blk[3]|blk[4]|blk[5]|blk[6]|blk[7] == 0 {
+				for b := 0; mask != 0; b, mask = b+8, mask>>1 {
+					if mask&1 == 0 {
 						continue
 					}
 					for w := b; w < b+8; w++ {

@@ -40,6 +40,13 @@ func store64(addr uintptr, v uint64)
 //forkfuzz:childsafe
 func copyPage(dst *[512]uint64, addr uintptr)
 
+// scanPage reads the page at addr with plain loads and copies its
+// non-zero 64-byte blocks to dst; bit b of mask says block b (words
+// 8b..8b+7) was copied.
+//
+//forkfuzz:childsafe
+func scanPage(dst *[512]uint64, addr uintptr) (mask uint64)
+
 // rdtscp is a fenced TSC timestamp.
 //
 //forkfuzz:childsafe
