@@ -110,6 +110,7 @@ func (s *rpcServer) Run(args RunArgs, reply *RunReply) error {
 		return nil
 	}
 	t0 := time.Now()
+	o.OmitDerivedPages() // the reader derives them from the words
 	reply.Observation, err = json.Marshal(o)
 	if err != nil {
 		reply.Err = err.Error()

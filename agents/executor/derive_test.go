@@ -1,0 +1,77 @@
+package executor
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/gen"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+)
+
+// The executor sends complete views without their page digests
+// (obs.Observation.OmitDerivedPages) and readers derive them from the
+// words: on generated programs, what a reader derives is exactly what the
+// executor computed from the pages it read, and a capped view keeps its
+// own.
+func TestDerivedPagesMatch(t *testing.T) {
+	x := executor(t)
+	n := 12
+	if testing.Short() {
+		n = 4
+	}
+	views, derived := 0, 0
+	for i := 0; i < n; i++ {
+		p := gen.Generate(rand.New(rand.NewPCG(uint64(i), 5)), gen.DefaultWeights())
+		o, err := x.Run(p, Options{})
+		if err != nil {
+			t.Fatalf("program %d: %v", i, err)
+		}
+		want := make([]obs.PageDigests, len(o.Views))
+		for k := range o.Views {
+			want[k] = o.Views[k].Pages
+		}
+		o.OmitDerivedPages()
+		b, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back obs.Observation
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("program %d: %v", i, err)
+		}
+		for k := range back.Views {
+			v := &back.Views[k]
+			views++
+			if !v.Truncated && len(want[k]) > 0 {
+				derived++
+			}
+			if len(want[k]) == 0 && len(v.Pages) == 0 {
+				continue
+			}
+			if !reflect.DeepEqual(v.Pages, want[k]) {
+				t.Fatalf("program %d view %d (truncated %v): %d pages read back, the executor had %d", i, k, v.Truncated, len(v.Pages), len(want[k]))
+			}
+		}
+	}
+	if derived == 0 {
+		t.Fatalf("%d views, none with derived digests: the test shows nothing", views)
+	}
+	// A capped view keeps its digests (they stand for the words past the
+	// cap).
+	_, o := run(t, "forkfuzz v1\nregion r0 anon-private pages=4 thp=off\nstore r0 off=0x0 count=64 stride=0x8\nfork f0\nwait f0\n", Options{WordCap: 1})
+	o.OmitDerivedPages()
+	capped := 0
+	for k, v := range o.Views {
+		if v.Truncated {
+			capped++
+			if len(v.Pages) == 0 {
+				t.Errorf("view %d: capped, and its digests were dropped", k)
+			}
+		}
+	}
+	if capped == 0 {
+		t.Errorf("none of %d views capped at one word", len(o.Views))
+	}
+}
