@@ -150,6 +150,7 @@ func (m *machine) child(f int) {
 	m.kc.drain(m.ks)
 	m.runProc(f + 1)
 	m.kc.drain(m.ks)
+	m.kc.disableChild(m.ks)
 	sysExit(0)
 }
 

@@ -38,6 +38,23 @@ func (k *kcovState) enableChild(f int) {
 	sys3(unix.SYS_IOCTL, uintptr(k.fd[childSlot(f)]), kcovEnable, kcovTracePC)
 }
 
+// disableChild stops collection in the child that owns slot i, after its
+// last drain: what the kernel does from there, the exit's teardown of the
+// whole address space the child inherited (the executor's heap among it),
+// is never drained, and recording it slowed every covered child's exit.
+//
+//forkfuzz:childsafe
+func (k *kcovState) disableChild(i int) {
+	if k == nil || !k.ok || !k.on || i <= 0 || i > kcovChildren {
+		return
+	}
+	cur := uintptr(k.fd[i])
+	if k.grown[i] > 0 {
+		cur = uintptr(k.grownFd[i])
+	}
+	sys3(unix.SYS_IOCTL, cur, kcovDisable, 0)
+}
+
 // buf is slot i's buffer: its own, or the one its child grew.
 //
 //forkfuzz:childsafe

@@ -276,8 +276,8 @@ func (k *kcovState) close() {
 }
 
 // begin prepares collection for a program with the given number of
-// forks. Executor thread only: the first call enables slot 0 on this
-// thread, which stays enabled.
+// forks. Executor thread only: it enables slot 0 on this thread, which
+// stays enabled until result has drained it.
 func (k *kcovState) begin(forks int, off, syncDrain bool) {
 	if k == nil || !k.ok {
 		return
@@ -422,6 +422,14 @@ func (k *kcovState) result(forks int) (c *obs.Coverage) {
 		return &obs.Coverage{Unavailable: "off (asked not to collect)"}
 	}
 	k.drainNow() // after the drainer's last job (kcov_async.go)
+	// Nothing this thread does from here to the next program's begin is
+	// a program's (the finish, the teardown's unmapping of the regions,
+	// the next heap trim and set-up): recording it cost every covered
+	// program and begin threw it away. begin enables again.
+	if k.enabled {
+		unix.RawSyscall(unix.SYS_IOCTL, uintptr(k.fd[0]), kcovDisable, 0)
+		k.enabled = false
+	}
 	c = &obs.Coverage{Note: k.asyncNote}
 	k.asyncNote = ""
 	// Every process's sets into two slices, then sorted and compacted
