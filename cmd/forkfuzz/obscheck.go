@@ -39,20 +39,23 @@ func validateObservation(o *obs.Observation, p *prog.Program) error {
 				return at("runs[%d]: state %d unknown", j, r.State)
 			}
 		}
-		for j, d := range v.Pages {
-			if d.Region < 0 || d.Region >= nreg {
-				return at("pages[%d]: region %d: the program has regions r0..r%d", j, d.Region, nreg-1)
-			}
-			if d.Page < 0 || d.Page >= prog.SpanPages {
-				return at("pages[%d]: page %d outside the region span (%d pages)", j, d.Page, prog.SpanPages)
-			}
-		}
+		// Words first: a view sent without digests has them derived from
+		// its words (obs.View.UnmarshalJSON), and a bad word is the
+		// file's fault, not a page it does not hold.
 		for j, w := range v.Words {
 			if w.Region < 0 || w.Region >= nreg {
 				return at("words[%d]: region %d: the program has regions r0..r%d", j, w.Region, nreg-1)
 			}
 			if w.Off >= prog.SpanBytes || w.Off%8 != 0 {
 				return at("words[%d]: offset %#x not an aligned word of the region span", j, w.Off)
+			}
+		}
+		for j, d := range v.Pages {
+			if d.Region < 0 || d.Region >= nreg {
+				return at("pages[%d]: region %d: the program has regions r0..r%d", j, d.Region, nreg-1)
+			}
+			if d.Page < 0 || d.Page >= prog.SpanPages {
+				return at("pages[%d]: page %d outside the region span (%d pages)", j, d.Page, prog.SpanPages)
 			}
 		}
 	}
