@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -106,5 +107,52 @@ func TestGateReplaysAsRun(t *testing.T) {
 	}
 	if ran == 0 {
 		t.Error("no corpus program ran")
+	}
+}
+
+// A claimed fix whose reproducer is a finding's program that ran without
+// coverage runs that way on both kernels, and its commands say so; a
+// plain program file collects as before.
+func TestFixesRunAsFound(t *testing.T) {
+	const text = "forkfuzz v1\nregion r0 anon-private pages=4 thp=off\nstore r0 off=0x0 count=4 stride=0x1000\nfork f0\nwait f0\n"
+	dir := t.TempDir()
+	found := filepath.Join(dir, "finding")
+	if err := os.MkdirAll(found, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(dir, "plain.ffz")
+	for path, b := range map[string]string{filepath.Join(found, "minimized.ffz"): text, filepath.Join(found, "seed"): "campaign-seed 1\nprogram-index 2\nprogram-seed 3\nkcov off\n", plain: text} {
+		if err := os.WriteFile(path, []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fixes, err := LoadFixes([]string{filepath.Join(found, "minimized.ffz"), plain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fixes) != 2 || !fixes[0].NoCover || fixes[1].NoCover {
+		t.Fatalf("fixes %+v: want the finding's without coverage, the plain file's with", fixes)
+	}
+	tut, base := &coverRecorder{Target: simTarget(t)}, &coverRecorder{Target: simTarget(t)}
+	r := Run(context.Background(), Config{
+		Open:         func() (agents.Target, error) { return tut, nil },
+		OpenBaseline: func() (agents.Target, error) { return base, nil },
+		Kernel:       KernelIdentity{Target: "sim-eager"}, Baseline: &KernelIdentity{Target: "sim-eager"},
+		Budget: 8 * time.Second, Seed: 1, Workdir: filepath.Join(dir, "w"), MinPrograms: 1, Fixes: fixes[:1], FixRuns: 2,
+	})
+	if len(r.Fixes) != 1 {
+		t.Fatalf("%d fix cases in the result", len(r.Fixes))
+	}
+	f := r.Fixes[0]
+	if f.BaselineRuns == 0 || f.PatchedRuns == 0 {
+		t.Fatalf("fix case ran %d/%d times: %+v", f.BaselineRuns, f.PatchedRuns, f)
+	}
+	for name, rec := range map[string]*coverRecorder{"baseline": base, "patched": tut} {
+		if n := rec.runs(fixes[0].prog); n[0] > 0 || n[1] == 0 {
+			t.Errorf("%s kernel: the reproducer ran %d times with coverage, %d without", name, n[0], n[1])
+		}
+	}
+	if !strings.Contains(f.BaselineCommand, "--no-cover") || !strings.Contains(f.PatchedCommand, "--no-cover") {
+		t.Errorf("commands %q, %q lack --no-cover", f.BaselineCommand, f.PatchedCommand)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -47,7 +48,11 @@ type FixCase struct {
 	BaselineCommand string         `json:"baseline_command,omitempty"`
 	PatchedCommand  string         `json:"patched_command,omitempty"`
 	Note            string         `json:"note,omitempty"`
-	prog            *prog.Program
+	// NoCover: the reproducer is a finding's program whose run collected
+	// no kernel coverage (its directory's seed file says "kcov off"); it
+	// runs that way on both kernels.
+	NoCover bool `json:"no_cover,omitempty"`
+	prog    *prog.Program
 }
 
 // Rate is "k/N on the baseline, k/N patched".
@@ -78,7 +83,7 @@ func LoadFixes(paths []string) ([]FixCase, error) {
 			return nil, fmt.Errorf("--fixes: %w", err)
 		}
 		for _, c := range cases {
-			out = append(out, FixCase{Path: c.Path, Program: string(c.prog.Format()), prog: c.prog})
+			out = append(out, FixCase{Path: c.Path, Program: string(c.prog.Format()), prog: c.prog, NoCover: seedNoCover(filepath.Dir(c.Path))})
 		}
 	}
 	return out, nil
@@ -128,7 +133,7 @@ func (g *gate) fixes(ph *Phase, stop time.Time) {
 				failed *int
 				sigs   *map[string]int
 			}{{b, &c.BaselineRuns, &c.BaselineFailed, &c.Baseline}, {g.tut, &c.PatchedRuns, &c.PatchedFailed, &c.Patched}} {
-				o, err := side.t.Run(c.prog, agents.Options{Corrupt: g.cfg.Corrupt})
+				o, err := side.t.Run(c.prog, agents.Options{Corrupt: g.cfg.Corrupt, NoCover: c.NoCover})
 				v, herr := judge.Judge(c.prog, o, err)
 				if herr != nil {
 					if !errors.Is(herr, errBudget) {
@@ -152,8 +157,8 @@ func (g *gate) fixes(ph *Phase, stop time.Time) {
 	}
 	for i := range cases {
 		c := &cases[i]
-		c.BaselineCommand = g.replayCmd(c.Path, true, false)
-		c.PatchedCommand = g.replayCmd(c.Path, false, false)
+		c.BaselineCommand = g.replayCmd(c.Path, true, c.NoCover)
+		c.PatchedCommand = g.replayCmd(c.Path, false, c.NoCover)
 		c.Status, c.Reason = fixVerdict(c, n)
 	}
 	ph.Note = fmt.Sprintf("%d reproducers, up to %d runs each on the baseline and the patched kernel, %d runs", len(cases), n, total)
