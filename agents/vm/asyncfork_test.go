@@ -107,8 +107,16 @@ func TestAsyncForkKernel(t *testing.T) {
 			t.Fatalf("async-fork run: evidence %+v, want two forks", on.ForkImpl)
 		}
 		for _, f := range on.ForkImpl.Forks {
-			t.Logf("async-fork run %d f%d: %s, probe %s, %d/%d region pages exclusive, %d write-protected PMDs (%d after the wait), pinned %v %s",
-				runs, f.Fork, f.Verdict, f.Probe, f.Exclusive, f.Pages, f.PMDsWP, f.PMDsWPAfterWait, f.Pinned, f.Late)
+			t.Logf("async-fork run %d f%d: %s, probe %s, %d/%d region pages exclusive, %d write-protected PMDs (%d after the wait), pinned %v %s %s",
+				runs, f.Fork, f.Verdict, f.Probe, f.Exclusive, f.Pages, f.PMDsWP, f.PMDsWPAfterWait, f.Pinned, f.Late, f.Why)
+			if f.Verdict == obs.EvUnknown && strings.Contains(f.Why, "the child ran before the evidence") {
+				// The parent blocked after fork and the child ran (and
+				// may have copied) before the probe: the executor says
+				// it cannot tell. Another run, like a late count; twice
+				// in the two CI rehearsals of 2026-12-06, never alone.
+				bad = append(bad, fmt.Sprintf("run %d f%d: verdict unknown: %s", runs, f.Fork, f.Why))
+				continue
+			}
 			if f.Verdict != obs.EvDeferred {
 				t.Errorf("f%d: verdict %s, want deferred", f.Fork, f.Verdict)
 			}
