@@ -89,8 +89,8 @@ type Config struct {
 	// campaign.DefaultBlindCoverEvery when blind). A finding is replayed
 	// (confirm, baseline, fresh) the way the run that showed it was, with
 	// or without coverage (its seed file says "kcov off"); corpus
-	// replays collect none unless an earlier finding's run did, the fix
-	// phase's runs collect it on both kernels.
+	// replays collect none unless an earlier finding's run did; a fix's
+	// reproducer runs as its finding ran (FixCase.NoCover).
 	CoverEvery int
 	// Profile names the generator weights (gen.Profile).
 	Profile string
