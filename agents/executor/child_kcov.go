@@ -41,7 +41,7 @@ func (k *kcovState) enableChild(f int) {
 // disableChild stops collection in the child that owns slot i, after its
 // last drain: what the kernel does from there, the exit's teardown of the
 // whole address space the child inherited (the executor's heap among it),
-// is never drained, and recording it slowed every covered child's exit.
+// is never drained: recording it was work for nothing.
 //
 //forkfuzz:childsafe
 func (k *kcovState) disableChild(i int) {

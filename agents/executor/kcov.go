@@ -424,8 +424,8 @@ func (k *kcovState) result(forks int) (c *obs.Coverage) {
 	k.drainNow() // after the drainer's last job (kcov_async.go)
 	// Nothing this thread does from here to the next program's begin is
 	// a program's (the finish, the teardown's unmapping of the regions,
-	// the next heap trim and set-up): recording it cost every covered
-	// program and begin threw it away. begin enables again.
+	// the next heap trim and set-up): begin threw its recording away.
+	// begin enables again.
 	if k.enabled {
 		unix.RawSyscall(unix.SYS_IOCTL, uintptr(k.fd[0]), kcovDisable, 0)
 		k.enabled = false
