@@ -11,12 +11,7 @@ import (
 // scanPage copies exactly the non-zero 64-byte blocks of a page and says
 // which: a view records every non-zero word of a readable page from it.
 func TestScanPage(t *testing.T) {
-	mem, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(mem)
-	page := (*[512]uint64)(unsafe.Pointer(&mem[0]))
+	page := mappedPage(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	cases := map[string]func(){
 		"zero":        func() {},
@@ -56,6 +51,16 @@ func TestScanPage(t *testing.T) {
 	}
 }
 
+// mappedPage is a page of its own mapping, unmapped when tb ends.
+func mappedPage(tb testing.TB) *[512]uint64 {
+	mem, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { unix.Munmap(mem) })
+	return (*[512]uint64)(unsafe.Pointer(&mem[0]))
+}
+
 func fillBlocks(p *[512]uint64, from, to int) {
 	for b := from; b < to; b++ {
 		p[8*b+b%8] = uint64(b) + 1
@@ -69,12 +74,7 @@ func randomWords(p *[512]uint64, rng *rand.Rand, n int) {
 }
 
 func BenchmarkScanPage(b *testing.B) {
-	mem, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer unix.Munmap(mem)
-	page := (*[512]uint64)(unsafe.Pointer(&mem[0]))
+	page := mappedPage(b)
 	randomWords(page, rand.New(rand.NewPCG(1, 2)), 8)
 	var dst [512]uint64
 	b.Run("copyPage+scan", func(b *testing.B) {

@@ -28,14 +28,7 @@ func TestFindingIdentityKept(t *testing.T) {
 	f := &campaign.Finding{Issue: judge.Issue{Oracle: checker.OracleSnapshot, Signature: "snapshot:lost-store:anon-private", Explanation: "x"},
 		Program: p, Minimized: p, Target: "qemu", TargetArgs: args, Kernel: kid, CampaignSeed: 3, Index: 17}
 	wd := t.TempDir()
-	store := &campaign.FindingStore{Dir: wd, Pages: Files}
-	if err := store.Open(); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := store.Save(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := storeFinding(t, wd, f)
 	want := "forkfuzz exec --target qemu --kernel /k/bzImage-6.1.192-asyncfork --fork-impl async-fork minimized.ffz"
 	check := func(when string) {
 		t.Helper()
@@ -80,15 +73,7 @@ func TestFindingNoCoverKept(t *testing.T) {
 	for _, args := range [][]string{{"--target", "qemu", "--kernel", "/k/bzImage"}, nil} {
 		f := &campaign.Finding{Issue: judge.Issue{Oracle: checker.OracleSnapshot, Signature: "snapshot:lost-store:anon-private", Explanation: "x"},
 			Program: p, Minimized: p, Target: "qemu", TargetArgs: args, CampaignSeed: 3, Index: 17, NoCover: true}
-		wd := t.TempDir()
-		store := &campaign.FindingStore{Dir: wd, Pages: Files}
-		if err := store.Open(); err != nil {
-			t.Fatal(err)
-		}
-		dir, err := store.Save(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir := storeFinding(t, t.TempDir(), f)
 		var m Meta
 		if err := json.Unmarshal([]byte(read(t, filepath.Join(dir, FindingJSON))), &m); err != nil {
 			t.Fatal(err)

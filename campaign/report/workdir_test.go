@@ -19,12 +19,19 @@ import (
 // campaign does and returns its directory.
 func saveFinding(t *testing.T, workdir, sig string) string {
 	t.Helper()
+	p := campaign.NewProgram(3, 1, nil, gen.DefaultWeights())
+	return storeFinding(t, workdir, &campaign.Finding{Issue: judge.Issue{Signature: sig, Oracle: "executor-crash"}, Program: p, Target: "sim"})
+}
+
+// storeFinding saves f with its pages into workdir as a campaign does
+// and returns its directory.
+func storeFinding(t *testing.T, workdir string, f *campaign.Finding) string {
+	t.Helper()
 	s := &campaign.FindingStore{Dir: workdir, Pages: Files}
 	if err := s.Open(); err != nil {
 		t.Fatal(err)
 	}
-	p := campaign.NewProgram(3, 1, nil, gen.DefaultWeights())
-	d, err := s.Save(&campaign.Finding{Issue: judge.Issue{Signature: sig, Oracle: "executor-crash"}, Program: p, Target: "sim"})
+	d, err := s.Save(f)
 	if err != nil {
 		t.Fatal(err)
 	}
