@@ -91,3 +91,42 @@ func hasThreadOps(p *prog.Program) bool {
 	}
 	return false
 }
+
+// BenchmarkObservationJSON decodes the observations of programs 0-19 as
+// a host reads them, with the executor's page digests and without them
+// (derived from the words): go test -bench ObservationJSON ./agents/executor/
+func BenchmarkObservationJSON(b *testing.B) {
+	x := executor(b)
+	var full, lean [][]byte
+	for i := 0; len(full) < 20; i++ {
+		p := gen.Generate(rand.New(rand.NewPCG(uint64(i), 5)), gen.DefaultWeights())
+		o, err := x.Run(p, Options{})
+		if err != nil {
+			b.Fatalf("program %d: %v", i, err)
+		}
+		f, _ := json.Marshal(o)
+		o.OmitDerivedPages()
+		l, _ := json.Marshal(o)
+		full, lean = append(full, f), append(lean, l)
+	}
+	for _, c := range []struct {
+		name string
+		set  [][]byte
+	}{{"digests", full}, {"derived", lean}} {
+		b.Run(c.name, func(b *testing.B) {
+			n := 0
+			for _, d := range c.set {
+				n += len(d)
+			}
+			for b.Loop() {
+				for _, d := range c.set {
+					var o obs.Observation
+					if err := json.Unmarshal(d, &o); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(n)/float64(len(c.set)), "bytes/obs")
+		})
+	}
+}
