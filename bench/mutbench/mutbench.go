@@ -58,6 +58,9 @@ type Config struct {
 	// coverage corpus (campaign.Config.SeedCorpus), as a campaign that
 	// keeps its corpus would, instead of from an empty one.
 	SeedCorpus string
+	// Results, when set, is a results file (ResultsFile) each row's
+	// Record is appended to as the row ends.
+	Results string
 	// Log receives campaign lines; Progress the campaigns' progress lines.
 	Log, Progress io.Writer
 }
@@ -95,6 +98,12 @@ func Run(ctx context.Context, cfg Config, w io.Writer) []Result {
 		r := runOne(ctx, cfg, m)
 		out = append(out, r)
 		fmt.Fprintln(w, r.Row())
+		if cfg.Results != "" && ctx.Err() == nil {
+			// A row cut short by an interrupt is not a result.
+			if err := appendRecord(cfg.Results, r.Record(cfg)); err != nil {
+				fmt.Fprintf(w, "mutbench: %s: cannot keep the row: %v\n", m.Name, err)
+			}
+		}
 	}
 	fmt.Fprintln(w, Summary(out, cfg))
 	return out

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -100,5 +103,69 @@ func TestRunTable(t *testing.T) {
 	}
 	if !Clean(rs[:2]) || !Clean([]Result{rs[0], base}) {
 		t.Error("not Clean with every mutant found and a clean baseline")
+	}
+}
+
+// RunMany runs every seed in every mode, each run in its own directory,
+// and keeps every row in results.jsonl; run again on the same workdir it
+// runs only the rows that have no result (here the one that could not
+// boot), and its spread covers them all.
+func TestRunMany(t *testing.T) {
+	var asked []string
+	open := simOpener(t, &asked, map[string]string{"dontfork-ignored": "eager-dontfork-ignored"})
+	dir := t.TempDir()
+	cfg := Config{
+		Mutants: []kernel.Mutant{kernel.Mutants[5], kernel.Mutants[0]}, // dontfork-ignored, wp-src-memfd (no stand-in)
+		Open:    open, Budget: 20 * time.Second, Programs: 100,
+		Weights: gen.DefaultWeights(), Workdir: dir, MinimizeRuns: 5,
+	}
+	var buf bytes.Buffer
+	recs, err := RunMany(context.Background(), cfg, []uint64{1, 2}, []string{Guided, Blind}, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + buf.String())
+	if len(asked) != 8 || len(recs) != 8 {
+		t.Fatalf("%d boots, %d records, want 8 each (2 seeds x 2 modes x 2 mutants)", len(asked), len(recs))
+	}
+	for _, sub := range []string{"seed-1-guided", "seed-1-blind", "seed-2-guided", "seed-2-blind"} {
+		if _, err := os.Stat(filepath.Join(dir, sub, "dontfork-ignored")); err != nil {
+			t.Errorf("run directory: %v", err)
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		seen[fmt.Sprintf("%d/%s/%s", r.Seed, r.Mode, r.Mutant)] = true
+		switch r.Mutant {
+		case "dontfork-ignored":
+			if !r.Found || r.Err != "" || r.Programs < 1 || r.BudgetS != 20 {
+				t.Errorf("%+v: want found within the budget", r)
+			}
+		case "wp-src-memfd":
+			if r.Err == "" {
+				t.Errorf("%+v: want the boot error kept", r)
+			}
+		}
+	}
+	if len(seen) != 8 {
+		t.Errorf("rows %v: want every seed, mode and mutant once", seen)
+	}
+	if !strings.Contains(buf.String(), "dontfork-ignored     guided  2/2") || !strings.Contains(buf.String(), "0/0 (2 err)") {
+		t.Errorf("spread lacks the rows:\n%s", buf.String())
+	}
+	// Again: only the rows that could not run are run again.
+	asked, buf = nil, bytes.Buffer{}
+	recs, err = RunMany(context.Background(), cfg, []uint64{1, 2}, []string{Guided, Blind}, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Repeat("forkfuzz_mutant=wp-src-memfd|", 4); strings.Join(asked, "|")+"|" != want {
+		t.Errorf("second run booted %q, want only wp-src-memfd's four rows", asked)
+	}
+	if !strings.Contains(buf.String(), "seed 1, guided: 1 rows already in") || len(recs) != 8 || AllClean(recs) {
+		t.Errorf("second run: %d records, AllClean %v:\n%s", len(recs), AllClean(recs), buf.String())
+	}
+	if _, err := RunMany(context.Background(), cfg, []uint64{1}, []string{"fast"}, &buf); err == nil {
+		t.Error("RunMany with an unknown mode: no error")
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -33,6 +35,11 @@ type mutbenchOptions struct {
 	reach       int
 	seedCorpus  *string
 	noStates    *bool
+	// seeds and modes (--seeds, --modes) run the table once per seed
+	// and mode (mutbench.RunMany); tables (--table) only print the
+	// spread of kept results.
+	seeds, modes string
+	tables       listFlag
 	// baseCmdline is --kernel-cmdline as given; each row adds its mutant.
 	baseCmdline string
 }
@@ -61,6 +68,21 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitClean
 	}
+	if len(o.tables) > 0 {
+		recs, err := mutbench.LoadRecords(o.tables)
+		if err != nil {
+			return fail(fmt.Errorf("--table: %v", err))
+		}
+		if len(recs) == 0 {
+			return fail(fmt.Errorf("--table %s: no results", o.tables.String()))
+		}
+		fmt.Fprint(stdout, mutbench.Spread(recs))
+		return exitClean
+	}
+	seeds, modes, err := o.runs()
+	if err != nil {
+		return fail(err)
+	}
 	if err := o.config(); err != nil {
 		return fail(err)
 	}
@@ -70,10 +92,23 @@ func cmdBenchMutants(args []string, stdout, stderr io.Writer) int {
 	if !o.quiet {
 		cfg.Log, cfg.Progress = stderr, stderr
 	}
-	fmt.Fprintf(stdout, "bench mutants: %d mutants, budget %v each, seed %d, %s, kernel %s, workdir %s\n", len(cfg.Mutants), cfg.Budget, cfg.Seed, guidance(cfg.Blind), o.sel.flagValue("kernel"), cfg.Workdir)
 	if cfg.SeedCorpus != "" {
 		fmt.Fprintf(stdout, "bench mutants: every row starts from the corpus in %s\n", cfg.SeedCorpus)
 	}
+	if seeds != nil {
+		fmt.Fprintf(stdout, "bench mutants: %d mutants, budget %v each, seeds %v, modes %v, kernel %s, workdir %s (results kept in %s)\n",
+			len(cfg.Mutants), cfg.Budget, seeds, modes, o.sel.flagValue("kernel"), cfg.Workdir, mutbench.ResultsFile)
+		recs, err := mutbench.RunMany(ctx, *cfg, seeds, modes, stdout)
+		switch {
+		case err != nil:
+			return fail(err)
+		case !mutbench.AllClean(recs):
+			return exitFindings
+		}
+		return exitClean
+	}
+	fmt.Fprintf(stdout, "bench mutants: %d mutants, budget %v each, seed %d, %s, kernel %s, workdir %s\n", len(cfg.Mutants), cfg.Budget, cfg.Seed, guidance(cfg.Blind), o.sel.flagValue("kernel"), cfg.Workdir)
+	cfg.Results = filepath.Join(cfg.Workdir, mutbench.ResultsFile)
 	rs := mutbench.Run(ctx, *cfg, stdout)
 	errs := 0
 	for _, r := range rs {
@@ -111,8 +146,76 @@ func mutbenchFlags(stderr io.Writer) *mutbenchOptions {
 	fs.BoolVar(&c.Blind, "blind", false, "campaigns ignore what runs reached (KCOV edges, memory states), to compare time to each bug with guided ones")
 	o.noStates = noStatesFlag(fs)
 	o.seedCorpus = seedCorpusFlag(fs)
+	fs.StringVar(&o.seeds, "seeds", "", "run the table once per seed: a list of seeds and ranges (1-5, or 2,7,9-11); rows go to WORKDIR/"+mutbench.ResultsFile+", and a run of the same --workdir again skips the rows it holds")
+	fs.StringVar(&o.modes, "modes", "", "with --seeds, run each seed in these modes in turn: "+strings.Join(mutbench.Modes, ", ")+" (comma-separated; default: the one --blind and --no-states give)")
+	fs.Var(&o.tables, "table", "print the median and range over seeds and modes of the results in this "+mutbench.ResultsFile+" (or a benchmark's WORKDIR holding one) and exit; repeatable to merge runs")
 	positive(fs, "budget")
 	return o
+}
+
+// runs parses --seeds and --modes: nil seeds for a single run (--seed).
+func (o *mutbenchOptions) runs() (seeds []uint64, modes []string, err error) {
+	set := map[string]bool{}
+	o.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.seeds == "" {
+		if o.modes != "" {
+			return nil, nil, errors.New("--modes needs --seeds")
+		}
+		return nil, nil, nil
+	}
+	if set["seed"] {
+		return nil, nil, errors.New("--seed and --seeds: give one")
+	}
+	if seeds, err = parseSeeds(o.seeds); err != nil {
+		return nil, nil, fmt.Errorf("--seeds %q: %v", o.seeds, err)
+	}
+	if o.modes == "" {
+		return seeds, []string{mutbench.ModeOf(o.cfg)}, nil
+	}
+	if set["blind"] || set["no-states"] {
+		return nil, nil, errors.New("--modes with --blind or --no-states: name the modes in --modes")
+	}
+	for _, m := range strings.Split(o.modes, ",") {
+		m = strings.TrimSpace(m)
+		var c mutbench.Config
+		if err := mutbench.SetMode(&c, m); err != nil {
+			return nil, nil, fmt.Errorf("--modes: %v", err)
+		}
+		if slices.Contains(modes, m) {
+			return nil, nil, fmt.Errorf("--modes: %s twice", m)
+		}
+		modes = append(modes, m)
+	}
+	return seeds, modes, nil
+}
+
+// parseSeeds parses a list of seeds and ranges: "1-5", "2,7,9-11".
+func parseSeeds(s string) ([]uint64, error) {
+	var out []uint64
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.ParseUint(lo, 10, 64)
+		if err != nil || a == 0 {
+			return nil, fmt.Errorf("%q: want a seed of 1 or more", lo)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.ParseUint(hi, 10, 64); err != nil || b < a {
+				return nil, fmt.Errorf("%q: want a range LOW-HIGH with HIGH >= LOW", part)
+			}
+			if b-a >= 1000 {
+				return nil, fmt.Errorf("%q: more than 1000 seeds", part)
+			}
+		}
+		for v := a; v <= b; v++ {
+			if slices.Contains(out, v) {
+				return nil, fmt.Errorf("seed %d twice", v)
+			}
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }
 
 // printReach prints how many of the first --reach programs meet each

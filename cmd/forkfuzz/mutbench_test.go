@@ -27,6 +27,15 @@ func TestBenchMutantsBadInput(t *testing.T) {
 		{[]string{"bench", "mutants"}, "want --kernel IMAGE"},
 		{[]string{"bench", "mutants", "--kernel", img, "--mutants", "none", "--no-baseline"}, "nothing to run"},
 		{[]string{"bench", "mutants", "extra"}, `unexpected argument "extra"`},
+		{[]string{"bench", "mutants", "--kernel", img, "--seeds", "0"}, `--seeds "0": "0": want a seed of 1 or more`},
+		{[]string{"bench", "mutants", "--kernel", img, "--seeds", "1,5-2"}, `--seeds "1,5-2": "5-2": want a range LOW-HIGH`},
+		{[]string{"bench", "mutants", "--kernel", img, "--seeds", "1-3,2"}, `seed 2 twice`},
+		{[]string{"bench", "mutants", "--kernel", img, "--seeds", "1-3", "--seed", "2"}, "--seed and --seeds: give one"},
+		{[]string{"bench", "mutants", "--kernel", img, "--modes", "blind"}, "--modes needs --seeds"},
+		{[]string{"bench", "mutants", "--kernel", img, "--seeds", "1", "--modes", "guided,fast"}, `--modes: unknown mode "fast"`},
+		{[]string{"bench", "mutants", "--kernel", img, "--seeds", "1", "--modes", "blind,blind"}, `--modes: blind twice`},
+		{[]string{"bench", "mutants", "--kernel", img, "--seeds", "1", "--modes", "blind", "--blind"}, "--modes with --blind or --no-states"},
+		{[]string{"bench", "mutants", "--table", filepath.Join(dir, "none.jsonl")}, "--table: open " + filepath.Join(dir, "none.jsonl")},
 	} {
 		code, out, errs := forkfuzz(t, c.args...)
 		lines := strings.Split(strings.TrimRight(errs, "\n"), "\n")
@@ -37,6 +46,38 @@ func TestBenchMutantsBadInput(t *testing.T) {
 		if strings.Contains(out+errs, "booting") {
 			t.Errorf("forkfuzz %s: announced a boot", strings.Join(c.args, " "))
 		}
+	}
+}
+
+// --table prints the spread of kept results, merged over files and
+// workdirs, without a kernel; a bad line is exit 2 naming file and line.
+func TestBenchMutantsTable(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "bench", "mutbench", "testdata", "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(src), "\n")
+	dir := t.TempDir()
+	work := filepath.Join(dir, "work")
+	os.Mkdir(work, 0o755)
+	os.WriteFile(filepath.Join(work, mutbench.ResultsFile), []byte(strings.Join(lines[:7], "")), 0o644)
+	more := filepath.Join(dir, "more.jsonl")
+	os.WriteFile(more, []byte(strings.Join(lines[7:], "")), 0o644)
+	code, out, errs := forkfuzz(t, "bench", "mutants", "--table", work, "--table", more)
+	if code != exitClean {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	want, err := os.ReadFile(filepath.Join("..", "..", "bench", "mutbench", "testdata", "spread.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(want) {
+		t.Errorf("--table of the two halves:\n%s\nwant bench/mutbench/testdata/spread.golden:\n%s", out, want)
+	}
+	os.WriteFile(more, []byte(lines[7]+`{"seed":2,"mode":"blind","mutant":"wp-src-pmd","programs":-3}`+"\n"), 0o644)
+	code, _, errs = forkfuzz(t, "bench", "mutants", "--table", work, "--table", more)
+	if code != exitError || !strings.Contains(errs, more+`:2: field "programs": -3 is negative`) {
+		t.Errorf("bad line: exit %d, stderr %q", code, errs)
 	}
 }
 
