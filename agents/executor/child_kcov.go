@@ -165,7 +165,7 @@ func (k *kcovState) forgetCache() {
 		return
 	}
 	for j := range k.cache {
-		k.cache[j] = [2]uint64{}
+		k.cache[j] = 0
 	}
 }
 
@@ -211,15 +211,17 @@ func (k *kcovState) drainBufAt(i int, a []uint64, op int) {
 	// A (prev, pc) pair in the cache is in this process's sets, or (in a
 	// child, whose cache starts as its parent's) in an ancestor's: in the
 	// union either way. Loops repeat a few pairs hundreds of thousands of
-	// times, so the cache test is all most entries cost: no hashing.
+	// times, so the cache test is all most entries cost: one load and
+	// compare of the pair's key (cacheKey, inlined).
 	ents := a[1 : n+1]
 	for _, pc := range ents {
+		key := pc ^ prev*cacheMul
 		c := &cache[(pc^prev>>4)&(kcovCache-1)]
-		if c[0] == pc && c[1] == prev {
+		if *c == key {
 			prev = pc
 			continue
 		}
-		c[0], c[1] = pc, prev
+		*c = key
 		full = !setAdd(pcs, pc) || full
 		full = !setAdd(edges, edgeHash(prev, pc)) || full
 		prev = pc
@@ -285,6 +287,19 @@ func (k *kcovState) slotBuf(i int) []uint64 {
 	}
 	return k.buf(i)
 }
+
+// cacheMul makes a (prev, pc) pair one word for the drain's cache: pc ^
+// prev*cacheMul. Two pairs with one key in one cache slot would hide the
+// second pair's edge; kernel PCs differ in their low 24 bits, so that needs
+// the products of the two prevs to agree in 40 bits, as unlikely as the
+// 64-bit edge hashes the sets keep colliding.
+const cacheMul = 0x9e3779b97f4a7c15
+
+// cacheKey is the drain cache's key of the pair (prev, pc); drainBufAt
+// inlines it.
+//
+//forkfuzz:childsafe
+func cacheKey(prev, pc uint64) uint64 { return pc ^ prev*cacheMul }
 
 //forkfuzz:childsafe
 func edgeHash(prev, pc uint64) uint64 {

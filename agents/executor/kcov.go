@@ -81,7 +81,7 @@ const (
 	// kcovCache is the size of the per-process cache of edges drained
 	// recently: loops (a fork's copy of every PTE) repeat a few edges
 	// hundreds of thousands of times.
-	kcovCache = 1 << 12
+	kcovCache = 1 << 13
 	// Sets of PCs and edges: open addressing over a power of two of
 	// slots, after one count word. The main process's are on the heap;
 	// each child's are in a shared mapping the main process merges.
@@ -114,10 +114,10 @@ type kcovState struct {
 	area    [kcovSlots][]uint64 // shared with the kernel
 	pcs     [kcovSlots][]uint64 // sets: [0] count, then slots (0 = empty)
 	edges   [kcovSlots][]uint64
-	cache   [kcovCache][2]uint64 // (pc, prev) pairs drained; private to each process
+	cache   [kcovCache]uint64 // cacheKey of (prev, pc) pairs drained; private to each process
 	// tcache is each thread's cache (threads drain concurrently);
 	// tcache[t-1] for thread t, allocated by openThread.
-	tcache [prog.MaxThreads]*[kcovCache][2]uint64
+	tcache [prog.MaxThreads]*[kcovCache]uint64
 	// tnote[t-1] says why thread t has no coverage (openThread failed).
 	// hot[i] (main thread and threads): the functions that filled slot
 	// i's buffer, for the note (hotSpot).
@@ -361,7 +361,7 @@ func (k *kcovState) openThread(t int) {
 	k.pcs[i] = make([]uint64, kcovThreadPCs+1)
 	k.edges[i] = make([]uint64, kcovThreadEdges+1)
 	k.overWord[i] = []uint64{0, 0}
-	k.tcache[t-1] = new([kcovCache][2]uint64)
+	k.tcache[t-1] = new([kcovCache]uint64)
 	k.fd[i] = fd
 	k.area[i] = words64(b)
 }
