@@ -154,6 +154,36 @@ type agent struct {
 	port   *os.File
 	wmu    sync.Mutex
 	remote *executor.Remote
+	// warnOnce is the kernel's clear_warn_once, open (nil: absent).
+	warnOnce *os.File
+}
+
+// clearWarnOncePath re-arms the kernel's once-only reports (WARN_ON_ONCE,
+// WARN_ONCE, printk_once) when 1 is written to it (Linux 4.15 and later,
+// with debugfs).
+var clearWarnOncePath = "/sys/kernel/debug/clear_warn_once"
+
+// openWarnOnce opens clearWarnOncePath and says, for the hello's steps,
+// what that means for replays.
+func (a *agent) openWarnOnce() string {
+	f, err := os.OpenFile(clearWarnOncePath, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Sprintf("once-only warnings: cannot re-arm them (%v): a WARN_ON_ONCE fires once per boot of a VM, so a finding's replays on the VM it fired in cannot show it again", err)
+	}
+	a.warnOnce = f
+	return "once-only warnings: re-armed before every program (" + clearWarnOncePath + "): every program that reaches a WARN_ON_ONCE reports it"
+}
+
+// rearmWarnings re-arms the kernel's once-only reports before a program,
+// so that whether a program warns does not depend on what ran before it
+// on this VM: the minimizer's tries and a finding's replays on the VM
+// that warned see the warning again.
+func (a *agent) rearmWarnings() error {
+	if a.warnOnce == nil {
+		return nil
+	}
+	_, err := a.warnOnce.WriteAt([]byte("1\n"), 0)
+	return err
 }
 
 func serve() error {
@@ -193,6 +223,7 @@ func serve() error {
 	unix.Uname(&uts)
 	uname := unix.ByteSliceToString(uts.Release[:]) + " " + unix.ByteSliceToString(uts.Version[:])
 	steps = append(steps, "fork-implementation knobs: "+executor.ForkImplKnobs())
+	steps = append(steps, a.openWarnOnce())
 	// Start the executor now rather than at the first program: a VM
 	// restored from the state saved after this hello (snapshot.go) then
 	// has it running.
@@ -308,6 +339,9 @@ func (a *agent) run(m *Msg) *Msg {
 	var opt executor.Options
 	if m.Options != nil {
 		opt = *m.Options
+	}
+	if err := a.rearmWarnings(); err != nil {
+		a.send(&Msg{Type: MsgLog, Text: "guest: could not re-arm once-only warnings before the program (" + err.Error() + "): a warning an earlier program fired once may stay silent"})
 	}
 	raw, phases, err := a.remote.RunRaw(p, opt)
 	t1 := time.Now()
