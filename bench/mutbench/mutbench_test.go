@@ -150,7 +150,7 @@ func TestRunMany(t *testing.T) {
 	if len(seen) != 8 {
 		t.Errorf("rows %v: want every seed, mode and mutant once", seen)
 	}
-	if !strings.Contains(buf.String(), "dontfork-ignored     guided  2/2") || !strings.Contains(buf.String(), "0/0 (2 err)") {
+	if !strings.Contains(buf.String(), "dontfork-ignored      guided  2/2") || !strings.Contains(buf.String(), "0/0 (2 err)") {
 		t.Errorf("spread lacks the rows:\n%s", buf.String())
 	}
 	// Again: only the rows that could not run are run again.

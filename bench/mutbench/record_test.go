@@ -43,9 +43,9 @@ func TestSpread(t *testing.T) {
 	// The points the golden file must show, named, so that a rewrite
 	// that loses one fails here.
 	for _, line := range []string{
-		"wp-src-memfd         guided  2/3         17 (12->110)               56s (40s->5m0s)",
-		"dontfork-ignored     guided  3/3         16 (5-20)",
-		"                     blind   2/2 (1 err) 14 (14-25)                 1m25s (1m25s-1m40s)",
+		"wp-src-memfd          guided  2/3         17 (12->110)               56s (40s->5m0s)",
+		"dontfork-ignored      guided  3/3         16 (5-20)",
+		"                      blind   2/2 (1 err) 14 (14-25)                 1m25s (1m25s-1m40s)",
 		"total guided  over 3 seeds that ran all 2 mutants: found 5 of 6; per seed, programs 33 (32->115)",
 		"total blind   over 2 seeds that ran all 2 mutants: found 4 of 4",
 		"median programs: guided fewer on 0 mutants, blind on 2, 0 tied",
@@ -53,6 +53,26 @@ func TestSpread(t *testing.T) {
 	} {
 		if !strings.Contains(got, line) {
 			t.Errorf("Spread lacks %q", line)
+		}
+	}
+}
+
+// A mutant that only the second mode ran is still named on its line.
+func TestSpreadNamesEveryMutant(t *testing.T) {
+	got := Spread([]Record{
+		{Seed: 1, Mode: Guided, Mutant: "wp-src-memfd", Found: true, Programs: 3, Seconds: 9},
+		{Seed: 1, Mode: Blind, Mutant: "wp-src-memfd", Found: true, Programs: 2, Seconds: 8},
+		{Seed: 1, Mode: Blind, Mutant: "file-private-writable", Found: true, Programs: 9, Seconds: 40},
+	})
+	for _, line := range []string{
+		"wp-src-memfd          guided  1/1         3 ",
+		"                      blind   1/1         2 ",
+		"file-private-writable blind   1/1         9                          40s",
+		"total guided  no seed ran all 2 mutants",
+		"total blind   over 1 seeds that ran all 2 mutants: found 2 of 2; per seed, programs 11, time 48s",
+	} {
+		if !strings.Contains(got, line) {
+			t.Errorf("Spread lacks %q:\n%s", line, got)
 		}
 	}
 }

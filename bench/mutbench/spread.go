@@ -104,10 +104,11 @@ func Spread(recs []Record) string {
 	modes := presentModes(recs)
 	mutants := presentMutants(recs)
 	fmt.Fprintf(&b, "%d row runs; seeds per mode: %s\n", len(recs), seedsPerMode(recs, modes))
-	fmt.Fprintf(&b, "%-20s %-7s %-11s %-26s %s\n", "MUTANT", "MODE", "FOUND", "PROGRAMS median (range)", "TIME median (range)")
+	fmt.Fprintf(&b, "%-21s %-7s %-11s %-26s %s\n", "MUTANT", "MODE", "FOUND", "PROGRAMS median (range)", "TIME median (range)")
 	medProg := map[[2]string]outcome{}
 	for _, m := range mutants {
-		for i, mode := range modes {
+		name := m // on the mutant's first line only
+		for _, mode := range modes {
 			outs, errs := outcomes(recs, mode, m)
 			if len(outs) == 0 && errs == 0 {
 				continue
@@ -118,15 +119,12 @@ func Spread(recs []Record) string {
 					found++
 				}
 			}
-			name := m
-			if i > 0 {
-				name = ""
-			}
 			f := fmt.Sprintf("%d/%d", found, len(outs))
 			if errs > 0 {
 				f += fmt.Sprintf(" (%d err)", errs)
 			}
-			fmt.Fprintf(&b, "%-20s %-7s %-11s %-26s %s\n", name, mode, f, stat(outs, byPrograms, showPrograms), stat(outs, bySeconds, showSeconds))
+			fmt.Fprintf(&b, "%-21s %-7s %-11s %-26s %s\n", name, mode, f, stat(outs, byPrograms, showPrograms), stat(outs, bySeconds, showSeconds))
+			name = ""
 			if len(outs) > 0 {
 				s := slices.Clone(outs)
 				slices.SortFunc(s, byPrograms)
