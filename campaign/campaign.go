@@ -685,7 +685,7 @@ func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, saved *saved
 		found = append(found, &Finding{
 			Issue: is, Program: p, Observation: o, CampaignSeed: cfg.Seed, Index: i, Judged: v.Summary(),
 			ProgramSeed: org.Seed, Origin: org.Note, Target: cfg.Target.Name(), Corrupt: cfg.Corrupt,
-			TargetArgs: cfg.TargetArgs, Kernel: kid, Version: version.String(), NoCover: !cfg.CoverAt(i),
+			TargetArgs: cfg.TargetArgs, Kernel: kid, Version: version.String(), NoCover: !cfg.CoverAt(i), NoCensus: !cfg.CensusAt(i),
 		})
 	}
 	return found, nil

@@ -88,6 +88,11 @@ type Finding struct {
 	// and replays run the same way, so KCOV's slowdown of the kernel
 	// does not change a race's odds between them.
 	NoCover bool
+	// NoCensus: the run that showed it took no page census at its forks
+	// (campaigns take it for one program in Config.CensusEvery); its
+	// minimization and replays run the same way: the census reads
+	// /proc around every fork, which moves a race's timing.
+	NoCensus bool
 }
 
 // Reduce minimizes f.Program while the same signature reproduces on target,
@@ -105,7 +110,7 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 	}
 	// A hang is decided by runs with a longer timeout than the one it ran
 	// out of: with the same, a slow program "reproduces" every time.
-	opt := agents.Options{Corrupt: corrupt, Timeout: hangReplayTimeout(f), NoCover: f.NoCover}
+	opt := agents.Options{Corrupt: corrupt, Timeout: hangReplayTimeout(f), NoCover: f.NoCover, NoForkPages: f.NoCensus}
 	sig := f.Issue.Signature
 	runs := 0
 	deadline := time.Now().Add(maxTime)
@@ -523,6 +528,9 @@ func (f *Finding) Report() string {
 	if f.NoCover {
 		b.WriteString("kcov:     off in the run that showed it and in its minimization and replays (a blind campaign collects coverage for some programs only)\n")
 	}
+	if f.NoCensus {
+		b.WriteString("census:   no page census at forks in the run that showed it, nor in its minimization and replays (campaigns take it for some programs only)\n")
+	}
 	switch {
 	case f.Minimized == nil:
 		b.WriteString("minimized: not yet (saved as soon as seen; minimization follows)\n")
@@ -577,8 +585,9 @@ func (s *FindingStore) Exists(sig string) bool {
 
 // seedFile is a finding's seed file: the campaign's seed, the program's
 // index and seed, how it was drawn when not from ProgramRand(campaign
-// seed, index), and "kcov off" when its run collected no kernel coverage
-// (its replays run the same way).
+// seed, index), "kcov off" when its run collected no kernel coverage and
+// "census off" when it took no page census at forks (its replays run the
+// same way).
 func seedFile(f *Finding) string {
 	s := fmt.Sprintf("campaign-seed %d\nprogram-index %d\nprogram-seed %d\n", f.CampaignSeed, f.Index, f.ProgramSeed)
 	if f.Origin != "" {
@@ -587,12 +596,15 @@ func seedFile(f *Finding) string {
 	if f.NoCover {
 		s += "kcov off\n"
 	}
+	if f.NoCensus {
+		s += "census off\n"
+	}
 	return s
 }
 
 // ReadSeed takes in a finding's seed file (seedFile): the campaign seed,
 // the program's index and seed, how it was drawn, and whether its run
-// collected kernel coverage.
+// collected kernel coverage and took the page census.
 func (f *Finding) ReadSeed(b []byte) {
 	for _, line := range strings.Split(string(b), "\n") {
 		k, v, _ := strings.Cut(line, " ")
@@ -609,6 +621,8 @@ func (f *Finding) ReadSeed(b []byte) {
 			f.Origin = v
 		case "kcov":
 			f.NoCover = v == "off"
+		case "census":
+			f.NoCensus = v == "off"
 		}
 	}
 }

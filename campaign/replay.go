@@ -122,5 +122,8 @@ func (f *Finding) Replay() string {
 	if f.NoCover {
 		args = append(slices.Clip(args), "--no-cover") // as the run that showed it
 	}
+	if f.NoCensus {
+		args = append(slices.Clip(args), "--no-census")
+	}
 	return ReplayCommand(args, f.Corrupt, file)
 }

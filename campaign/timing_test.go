@@ -182,6 +182,51 @@ func (c *coverlessCrashTarget) Run(p *prog.Program, opt agents.Options) (*obs.Ob
 	return nil, &executor.CrashError{Status: "signal: segmentation fault"}
 }
 
+// censuslessCrashTarget's executor "dies" on every run without the page
+// census at forks.
+type censuslessCrashTarget struct {
+	modelTarget
+	runs, census atomic.Int64
+}
+
+func (c *censuslessCrashTarget) Parallel() int { return 1 }
+func (c *censuslessCrashTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	c.runs.Add(1)
+	if !opt.NoForkPages {
+		c.census.Add(1)
+		return checker.Expected(p), nil
+	}
+	return nil, &executor.CrashError{Status: "signal: segmentation fault"}
+}
+
+// A finding of a program that ran without the page census (three
+// programs in four) is minimized and replayed without it, and its report
+// and replay command say so.
+func TestFindingKeepsNoCensus(t *testing.T) {
+	tg := &censuslessCrashTarget{}
+	st, err := Run(context.Background(), Config{Target: tg, Seed: 4, Programs: 3, Weights: noThreads(gen.DefaultWeights()),
+		MinimizeRuns: 20, Workdir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := st.First
+	if f == nil || f.Index != 1 || !f.NoCensus {
+		t.Fatalf("first finding %+v, want program 1's, without the census", f)
+	}
+	if f.NotRepeated || f.Reproduced != f.Replays || f.Replays == 0 {
+		t.Fatalf("not repeated %v, reproduced %d/%d: minimization or replays took the census", f.NotRepeated, f.Reproduced, f.Replays)
+	}
+	if n := tg.census.Load(); n != 1 {
+		t.Fatalf("%d of %d runs took the census, want 1 (program 0)", n, tg.runs.Load())
+	}
+	if r := f.Report(); !strings.Contains(r, "census:   no page census at forks in the run that showed it") {
+		t.Fatalf("report:\n%s", r)
+	}
+	if r := f.Replay(); !strings.Contains(r, " --no-census ") {
+		t.Fatalf("replay command %q does not switch the census off", r)
+	}
+}
+
 // A finding of a program that ran without coverage is minimized and
 // replayed without coverage too, and its report says so.
 func TestFindingKeepsNoCover(t *testing.T) {

@@ -560,19 +560,21 @@ func TestDistCoverageGuided(t *testing.T) {
 }
 
 // coverlessCrash is the simulated kernel whose executor "dies" on every
-// run without coverage: a failure that shows only as its program ran.
+// run without coverage and without the page census: a failure that shows
+// only as its program ran.
 type coverlessCrash struct{ *sim.Target }
 
 func (c coverlessCrash) Run(p *prog.Program, opts agents.Options) (*obs.Observation, error) {
-	if opts.NoCover {
+	if opts.NoCover && opts.NoForkPages {
 		return nil, &executor.CrashError{Status: "signal: segmentation fault"}
 	}
 	return c.Target.Run(p, opts)
 }
 
 // A finding of a program that ran without coverage (a blind campaign's
-// seven in eight) is minimized without coverage too: with it, the
-// agent's reruns would not fail and the finding would stay unminimized.
+// seven in eight) and without the census (three in four) is minimized
+// that way too: otherwise the agent's reruns would not fail and the
+// finding would stay unminimized.
 func TestMinimizeKeepsNoCover(t *testing.T) {
 	_, st := testConnected(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -603,11 +605,11 @@ func TestMinimizeKeepsNoCover(t *testing.T) {
 	}
 	// The record and the directory keep it: the replay command and the
 	// gate (which reads the seed file) run it without coverage too.
-	if !recs[0].NoCover {
-		t.Errorf("finding record of program %d: no_cover false, want true", recs[0].Meta.Index)
+	if !recs[0].NoCover || !recs[0].NoCensus {
+		t.Errorf("finding record of program %d: no_cover %v, no_census %v, want both", recs[0].Meta.Index, recs[0].NoCover, recs[0].NoCensus)
 	}
 	dir := filepath.Join(wd, "findings", campaign.DirName(recs[0].Meta.Signature))
-	for file, want := range map[string]string{"replay": "--no-cover", "seed": "kcov off"} {
+	for file, want := range map[string]string{"replay": "--no-cover --no-census", "seed": "kcov off\ncensus off"} {
 		b, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil || !strings.Contains(string(b), want) {
 			t.Errorf("%s: %q (%v), want %q in it", file, b, err, want)

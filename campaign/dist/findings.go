@@ -53,6 +53,8 @@ type FindingRecord struct {
 	// NoCover: the run that showed it collected no kernel coverage
 	// (Result.NoCover); its minimization and replays run the same way.
 	NoCover bool `json:"no_cover,omitempty"`
+	// NoCensus: it took no page census at forks (Result.NoForkPages).
+	NoCensus bool `json:"no_census,omitempty"`
 }
 
 // minimizePending reports whether the finding still waits for an agent's
@@ -120,7 +122,7 @@ func (c *coord) saveFinding(ctx context.Context, r *Result, is judge.Issue) (boo
 		c.mu.Unlock()
 		rec = &FindingRecord{Meta: meta, Oracle: string(is.Oracle), Explanation: is.Explanation, Files: is.Files,
 			CampaignSeed: r.CampaignSeed, ProgramSeed: r.Seed, Drawn: r.Drawn, Target: r.Target, Corrupt: corrupt,
-			Program: r.Program, Observation: r.Observation, TargetArgs: r.TargetArgs, Version: version.String(), NoCover: r.NoCover}
+			Program: r.Program, Observation: r.Observation, TargetArgs: r.TargetArgs, Version: version.String(), NoCover: r.NoCover, NoCensus: r.NoForkPages}
 		if r.KernelID != nil {
 			rec.KernelID = *r.KernelID
 		}
@@ -174,7 +176,7 @@ func (c *coord) requestMinimize(ctx context.Context, rec *FindingRecord) error {
 	c.mu.Lock()
 	w := Work{V: WireVersion, Campaign: c.cfg.Campaign, CampaignSeed: rec.CampaignSeed, Index: rec.Meta.Index,
 		Seed: rec.ProgramSeed, Program: rec.Program, Target: c.state.Target, Kernel: c.state.Kernel, Corrupt: rec.Corrupt,
-		Minimize: rec.Meta.Signature, NoCover: rec.NoCover}
+		Minimize: rec.Meta.Signature, NoCover: rec.NoCover, NoForkPages: rec.NoCensus}
 	c.minPending[FindingKey(rec.Meta.Signature)] = true
 	c.mu.Unlock()
 	b, _ := json.Marshal(w)
@@ -301,7 +303,7 @@ func (rec *FindingRecord) Finding() (*campaign.Finding, error) {
 		Issue:   judge.Issue{Oracle: checker.Oracle(rec.Oracle), Signature: rec.Meta.Signature, Explanation: rec.Explanation, Files: rec.Files},
 		Program: p, Observation: rec.Observation, Target: rec.Target, CampaignSeed: rec.CampaignSeed,
 		Index: rec.Meta.Index, ProgramSeed: rec.ProgramSeed, Origin: rec.Drawn, Corrupt: rec.Corrupt,
-		TargetArgs: rec.TargetArgs, Kernel: rec.KernelID, Version: rec.Version, NoCover: rec.NoCover,
+		TargetArgs: rec.TargetArgs, Kernel: rec.KernelID, Version: rec.Version, NoCover: rec.NoCover, NoCensus: rec.NoCensus,
 	}
 	if m := rec.Minimized; m != nil {
 		if f.Minimized, err = prog.Parse([]byte(m.Program)); err != nil {

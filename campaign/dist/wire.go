@@ -52,7 +52,8 @@ type Work struct {
 	// NoCover and NoForkPages switch kernel coverage and the page census
 	// off for this program (agents.Options): the coordinator samples
 	// both as a local campaign does (campaign.Config.CoverAt, CensusAt).
-	// A minimization request's NoCover is the finding's program's.
+	// A minimization request's NoCover and NoForkPages are the
+	// finding's program's.
 	NoCover     bool `json:"no_cover,omitempty"`
 	NoForkPages bool `json:"no_fork_pages,omitempty"`
 }
@@ -117,6 +118,8 @@ type Result struct {
 	// NoCover is Work.NoCover: the run collected no kernel coverage (a
 	// finding from it is minimized and replayed the same way).
 	NoCover bool `json:"no_cover,omitempty"`
+	// NoForkPages is Work.NoForkPages: the run took no page census.
+	NoForkPages bool `json:"no_fork_pages,omitempty"`
 }
 
 // Heartbeat is an agent's periodic report, kept in the agents bucket.

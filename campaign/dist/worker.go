@@ -256,7 +256,7 @@ func (a *worker) serve(ctx context.Context, m jetstream.Msg) {
 	o, runErr := a.cfg.Target.Run(p, agents.Options{Corrupt: w.Corrupt, Symbols: w.Symbols, NoCover: w.NoCover, NoForkPages: w.NoForkPages})
 	r := &Result{V: WireVersion, Campaign: w.Campaign, CampaignSeed: w.CampaignSeed, Index: w.Index, Seed: w.Seed, Drawn: w.Drawn,
 		Agent: a.cfg.ID, Delivered: md.NumDelivered, Target: a.cfg.Target.Name(), Program: w.Program, Observation: o,
-		Err: NewRunError(runErr), Started: start, RunNanos: int64(time.Since(start)), TargetArgs: a.cfg.TargetArgs, NoCover: w.NoCover}
+		Err: NewRunError(runErr), Started: start, RunNanos: int64(time.Since(start)), TargetArgs: a.cfg.TargetArgs, NoCover: w.NoCover, NoForkPages: w.NoForkPages}
 	if kid := a.cfg.KernelID; kid != (campaign.KernelID{}) || o != nil {
 		if o != nil {
 			kid.Observed = o.Kernel
@@ -419,8 +419,9 @@ func (a *worker) minimize(ctx context.Context, m jetstream.Msg, w *Work, p *prog
 	if a.cfg.MinimizeRuns <= 0 {
 		r.Skipped = fmt.Sprintf("agent %s does not minimize (--minimize-runs 0)", a.cfg.ID)
 	} else {
-		// Minimized as the program ran: with or without coverage.
-		f := &campaign.Finding{Issue: judge.Issue{Signature: w.Minimize}, Program: p, NoCover: w.NoCover}
+		// Minimized as the program ran: with or without coverage and
+		// the census.
+		f := &campaign.Finding{Issue: judge.Issue{Signature: w.Minimize}, Program: p, NoCover: w.NoCover, NoCensus: w.NoForkPages}
 		campaign.Reduce(a.cfg.Target, f, a.cfg.MinimizeRuns, a.cfg.MinimizeTime, w.Corrupt)
 		if ctx.Err() != nil {
 			return // cut short: not acknowledged, so redelivered to someone

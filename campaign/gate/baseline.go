@@ -140,12 +140,12 @@ func (g *gate) baseline(ph *Phase) {
 	}()
 	// Distinct reproducers, in the order of their findings.
 	type repro struct {
-		p       *prog.Program
-		noCover bool            // run as the findings' runs were (FindingRecord.NoCover)
-		sigs    map[string]bool // the signatures of findings it stands for
-		shown   map[string]int  // signature -> runs that showed it
-		runs    int             // runs judged (the baseline did not break first)
-		tries   int
+		p     *prog.Program
+		mode  RunMode         // run as the findings' runs were (FindingRecord.RunMode)
+		sigs  map[string]bool // the signatures of findings it stands for
+		shown map[string]int  // signature -> runs that showed it
+		runs  int             // runs judged (the baseline did not break first)
+		tries int
 		// broke counts, per finding signature, the runs the baseline
 		// broke in first (no observation, other signatures: other).
 		broke map[string]int
@@ -159,7 +159,7 @@ func (g *gate) baseline(ph *Phase) {
 		h := baselineKey(f)
 		r, ok := rs[h]
 		if !ok {
-			r = &repro{p: f.reproProg, noCover: f.NoCover, sigs: map[string]bool{}, shown: map[string]int{}, broke: map[string]int{}, other: map[string]bool{}}
+			r = &repro{p: f.reproProg, mode: f.RunMode, sigs: map[string]bool{}, shown: map[string]int{}, broke: map[string]int{}, other: map[string]bool{}}
 			rs[h] = r
 			order = append(order, h)
 		}
@@ -185,7 +185,7 @@ rounds:
 				continue
 			}
 			r.tries++
-			o, err := b.Run(r.p, agents.Options{Corrupt: g.cfg.Corrupt, NoCover: r.noCover})
+			o, err := b.Run(r.p, r.mode.options(g.cfg.Corrupt))
 			v, herr := judge.Judge(r.p, o, err)
 			if herr != nil {
 				if errors.Is(herr, errBudget) {
@@ -227,7 +227,7 @@ rounds:
 		if f.Minimized != "" {
 			repro = f.Minimized
 		}
-		f.Baseline = &BaselineReplay{Runs: r.runs, Reproduced: r.shown[f.Signature], Command: g.replayCmd(repro, true, f.NoCover), Note: r.note}
+		f.Baseline = &BaselineReplay{Runs: r.runs, Reproduced: r.shown[f.Signature], Command: g.replayCmd(repro, true, f.RunMode), Note: r.note}
 		if n := r.broke[f.Signature]; n > 0 && f.Baseline.Reproduced == 0 {
 			f.Baseline.Inconclusive = n
 			for s := range r.other {
@@ -243,8 +243,5 @@ rounds:
 // baselineKey groups findings whose reproducer is one program run one
 // way: each group is replayed once a round on the baseline.
 func baselineKey(f *FindingRecord) string {
-	if f.NoCover {
-		return progHash(f.reproProg) + " kcov off"
-	}
-	return progHash(f.reproProg)
+	return fmt.Sprintf("%s %+v", progHash(f.reproProg), f.RunMode)
 }

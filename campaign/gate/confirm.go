@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/kernel/report"
@@ -168,7 +167,9 @@ func (g *gate) confirm(ph *Phase) {
 			}
 			run := min(to, left-time.Second)
 			c.TimeoutS = run.Seconds()
-			o, err := g.tut.Run(f.reproProg, agents.Options{Corrupt: g.cfg.Corrupt, Timeout: run, NoCover: f.NoCover})
+			opt := f.RunMode.options(g.cfg.Corrupt)
+			opt.Timeout = run
+			o, err := g.tut.Run(f.reproProg, opt)
 			v, herr := judge.Judge(f.reproProg, o, err)
 			if herr != nil {
 				c.Note = "replay: " + herr.Error()

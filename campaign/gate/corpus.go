@@ -190,7 +190,8 @@ func findingPrograms(dir string) ([]CorpusCase, error) {
 				errs = append(errs, err)
 				break
 			}
-			cs = append(cs, CorpusCase{Name: "finding/" + filepath.Base(path), Source: "finding", Path: pf, prog: p, Cover: !seedNoCover(path)})
+			m := seedMode(path)
+			cs = append(cs, CorpusCase{Name: "finding/" + filepath.Base(path), Source: "finding", Path: pf, prog: p, Cover: !m.NoCover, NoCensus: m.NoCensus})
 			return filepath.SkipDir
 		}
 		return nil
@@ -204,16 +205,42 @@ func findingPrograms(dir string) ([]CorpusCase, error) {
 	return cs, errors.Join(errs...)
 }
 
-// seedNoCover reports whether the finding directory dir says its run
-// collected no kernel coverage (its seed file, campaign.Finding.ReadSeed).
-func seedNoCover(dir string) bool {
+// RunMode is how a finding's run went where a campaign samples: without
+// kernel coverage, without the page census at forks. The gate replays a
+// finding the same way (both move a race's timing).
+type RunMode struct {
+	NoCover  bool `json:"no_cover,omitempty"`
+	NoCensus bool `json:"no_census,omitempty"`
+}
+
+// options is the agents.Options of a replay in mode m.
+func (m RunMode) options(corrupt string) agents.Options {
+	return agents.Options{Corrupt: corrupt, NoCover: m.NoCover, NoForkPages: m.NoCensus}
+}
+
+// Flags are `forkfuzz exec`'s flags for mode m.
+func (m RunMode) Flags() []string {
+	var f []string
+	if m.NoCover {
+		f = append(f, "--no-cover")
+	}
+	if m.NoCensus {
+		f = append(f, "--no-census")
+	}
+	return f
+}
+
+// seedMode reads how the run of the finding in directory dir went (its
+// seed file, campaign.Finding.ReadSeed); no seed file: collecting and
+// taking the census, the targets' default.
+func seedMode(dir string) RunMode {
 	b, err := fsutil.ReadFileLimited(filepath.Join(dir, "seed"), 1<<16)
 	if err != nil {
-		return false
+		return RunMode{}
 	}
 	var f campaign.Finding
 	f.ReadSeed(b)
-	return f.NoCover
+	return RunMode{NoCover: f.NoCover, NoCensus: f.NoCensus}
 }
 
 func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
@@ -236,7 +263,7 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 			continue
 		}
 		t0 := time.Now()
-		o, err := g.tut.Run(c.prog, agents.Options{Corrupt: g.cfg.Corrupt, NoCover: !c.Cover})
+		o, err := g.tut.Run(c.prog, c.mode().options(g.cfg.Corrupt))
 		v, herr := judge.Judge(c.prog, o, err)
 		c.Duration = time.Since(t0)
 		c.Seconds = c.Duration.Seconds()
@@ -287,7 +314,7 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 			}
 			f := &campaign.Finding{Issue: is, Program: c.prog, Observation: o, Minimized: c.prog, MinObs: o, MinIssue: is,
 				Judged: v.Summary(), Target: g.tut.Name(), Corrupt: g.cfg.Corrupt, Replays: 1, Reproduced: 1,
-				TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID(), Version: version.String(), NoCover: !c.Cover}
+				TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID(), Version: version.String(), NoCover: !c.Cover, NoCensus: c.NoCensus}
 			if trouble, hang := troubleKind(is.Signature); trouble {
 				// Harness trouble must happen again to count against
 				// the kernel (classify): a death is replayed now, a
@@ -303,11 +330,11 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 				return
 			}
 			g.corpusF[is.Signature] = c.Name
-			c.Replay = g.replayCmd(filepath.Join(dir, "minimized.ffz"), false, !c.Cover)
+			c.Replay = g.replayCmd(filepath.Join(dir, "minimized.ffz"), false, c.mode())
 			g.logf("corpus %s: new finding %s, saved %s", c.Name, is.Signature, dir)
 		}
 		if c.Replay == "" {
-			c.Replay = g.replayCmd(c.Path, false, !c.Cover)
+			c.Replay = g.replayCmd(c.Path, false, c.mode())
 		}
 	}
 	g.res.Corpus = cs
@@ -327,7 +354,7 @@ const corpusEventReplays = 3
 // back.
 func (g *gate) replayEvent(f *campaign.Finding, p *prog.Program, sig string, n int) {
 	for k := 0; k < 2*n && f.Replays < n && g.ctx.Err() == nil; k++ {
-		o, err := g.tut.Run(p, agents.Options{Corrupt: g.cfg.Corrupt, NoCover: f.NoCover})
+		o, err := g.tut.Run(p, RunMode{NoCover: f.NoCover, NoCensus: f.NoCensus}.options(g.cfg.Corrupt))
 		v, herr := judge.Judge(p, o, err)
 		if herr != nil {
 			f.ReplayErrors++

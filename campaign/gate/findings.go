@@ -49,7 +49,7 @@ func (g *gate) collect() {
 		if f.Minimized != "" {
 			repro = f.Minimized
 		}
-		f.Replay = g.replayCmd(repro, false, f.NoCover)
+		f.Replay = g.replayCmd(repro, false, f.RunMode)
 		f.Faults = faultsOf(f.reproProg)
 		g.res.Findings = append(g.res.Findings, *f)
 	}
@@ -82,7 +82,7 @@ func readFinding(dir string) (*FindingRecord, error) {
 	if p, err := readProg(mp); err == nil {
 		f.Minimized, f.reproProg, f.MinimizedOps = mp, p, len(p.Ops)
 	}
-	f.NoCover = seedNoCover(dir)
+	f.RunMode = seedMode(dir)
 	if b, err := os.ReadFile(filepath.Join(dir, "report.txt")); err == nil {
 		if m := reproRE.FindSubmatch(b); m != nil {
 			f.Reproduced, _ = strconv.Atoi(string(m[1]))

@@ -48,11 +48,11 @@ type FixCase struct {
 	BaselineCommand string         `json:"baseline_command,omitempty"`
 	PatchedCommand  string         `json:"patched_command,omitempty"`
 	Note            string         `json:"note,omitempty"`
-	// NoCover: the reproducer is a finding's program whose run collected
-	// no kernel coverage (its directory's seed file says "kcov off"); it
-	// runs that way on both kernels.
-	NoCover bool `json:"no_cover,omitempty"`
-	prog    *prog.Program
+	// RunMode: the reproducer is a finding's program whose run collected
+	// no kernel coverage or took no census (its directory's seed file
+	// says "kcov off", "census off"); it runs that way on both kernels.
+	RunMode
+	prog *prog.Program
 }
 
 // Rate is "k/N on the baseline, k/N patched".
@@ -83,7 +83,7 @@ func LoadFixes(paths []string) ([]FixCase, error) {
 			return nil, fmt.Errorf("--fixes: %w", err)
 		}
 		for _, c := range cases {
-			out = append(out, FixCase{Path: c.Path, Program: string(c.prog.Format()), prog: c.prog, NoCover: seedNoCover(filepath.Dir(c.Path))})
+			out = append(out, FixCase{Path: c.Path, Program: string(c.prog.Format()), prog: c.prog, RunMode: seedMode(filepath.Dir(c.Path))})
 		}
 	}
 	return out, nil
@@ -133,7 +133,7 @@ func (g *gate) fixes(ph *Phase, stop time.Time) {
 				failed *int
 				sigs   *map[string]int
 			}{{b, &c.BaselineRuns, &c.BaselineFailed, &c.Baseline}, {g.tut, &c.PatchedRuns, &c.PatchedFailed, &c.Patched}} {
-				o, err := side.t.Run(c.prog, agents.Options{Corrupt: g.cfg.Corrupt, NoCover: c.NoCover})
+				o, err := side.t.Run(c.prog, c.RunMode.options(g.cfg.Corrupt))
 				v, herr := judge.Judge(c.prog, o, err)
 				if herr != nil {
 					if !errors.Is(herr, errBudget) {
@@ -157,8 +157,8 @@ func (g *gate) fixes(ph *Phase, stop time.Time) {
 	}
 	for i := range cases {
 		c := &cases[i]
-		c.BaselineCommand = g.replayCmd(c.Path, true, c.NoCover)
-		c.PatchedCommand = g.replayCmd(c.Path, false, c.NoCover)
+		c.BaselineCommand = g.replayCmd(c.Path, true, c.RunMode)
+		c.PatchedCommand = g.replayCmd(c.Path, false, c.RunMode)
 		c.Status, c.Reason = fixVerdict(c, n)
 	}
 	ph.Note = fmt.Sprintf("%d reproducers, up to %d runs each on the baseline and the patched kernel, %d runs", len(cases), n, total)

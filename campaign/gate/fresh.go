@@ -128,7 +128,7 @@ func (g *gate) freshRuns(f *FindingRecord, v *FreshReplay, stop time.Time) {
 		t0 := time.Now()
 		b := &budgetTarget{Target: t}
 		b.setStop(stop)
-		o, err := runBy(b, f.reproProg, agents.Options{Corrupt: g.cfg.Corrupt, NoCover: f.NoCover}, stop)
+		o, err := runBy(b, f.reproProg, f.RunMode.options(g.cfg.Corrupt), stop)
 		longest = max(longest, time.Since(t0))
 		if err == errBudget {
 			v.Note = fmt.Sprintf("budget spent during a replay (abandoned after %v)", time.Since(t0).Round(100*time.Millisecond))

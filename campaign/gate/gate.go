@@ -125,8 +125,8 @@ type Config struct {
 	Corrupt        string
 	// ReplayCommand returns the command that runs program file path on
 	// the kernel under test (baseline false) or the baseline, without
-	// kernel coverage when noCover (as the run that showed it).
-	ReplayCommand func(path string, baseline, noCover bool) string
+	// kernel coverage or census as mode says (as the run that showed it).
+	ReplayCommand func(path string, baseline bool, mode RunMode) string
 	Log           io.Writer
 	Progress      io.Writer
 	// ProgressLines prints progress as plain lines (not a terminal).
@@ -526,14 +526,11 @@ func (g *gate) boot(ph *Phase) {
 	}
 }
 
-func (g *gate) replayCmd(path string, baseline, noCover bool) string {
+func (g *gate) replayCmd(path string, baseline bool, mode RunMode) string {
 	if g.cfg.ReplayCommand != nil {
-		return g.cfg.ReplayCommand(path, baseline, noCover)
+		return g.cfg.ReplayCommand(path, baseline, mode)
 	}
-	if noCover {
-		return "forkfuzz exec --no-cover " + path
-	}
-	return "forkfuzz exec " + path
+	return strings.Join(append(append([]string{"forkfuzz", "exec"}, mode.Flags()...), path), " ")
 }
 
 // fuzzPhase runs the fuzz phase on what is left but the baseline's share

@@ -42,11 +42,17 @@ type CorpusCase struct {
 	// Cover: the replay collected kernel coverage, as the run that
 	// showed this earlier finding did. Other corpus replays collect none:
 	// nothing in a gate reads it, and it costs 1.3-1.5x a run.
-	Cover    bool          `json:"kcov,omitempty"`
+	Cover bool `json:"kcov,omitempty"`
+	// NoCensus: the replay took no page census at forks, as the run that
+	// showed this earlier finding did not; other corpus replays take it.
+	NoCensus bool          `json:"no_census,omitempty"`
 	Duration time.Duration `json:"-"`
 	Seconds  float64       `json:"seconds"`
 	prog     *prog.Program
 }
+
+// mode is how c's replay runs.
+func (c *CorpusCase) mode() RunMode { return RunMode{NoCover: !c.Cover, NoCensus: c.NoCensus} }
 
 // BaselineReplay is what a reproducer did on the baseline kernel.
 type BaselineReplay struct {
@@ -96,10 +102,11 @@ type FindingRecord struct {
 	OriginalOps  int    `json:"original_ops"`
 	MinimizedOps int    `json:"minimized_ops,omitempty"`
 	Replay       string `json:"replay"`
-	// NoCover: the run that showed it collected no kernel coverage (the
-	// finding's seed file says "kcov off"); the gate's replays of it
-	// (confirm, baseline, fresh) and Replay run the same way.
-	NoCover    bool            `json:"no_cover,omitempty"`
+	// RunMode: whether the run that showed it collected no kernel
+	// coverage and took no page census (the finding's seed file says
+	// "kcov off", "census off"); the gate's replays of it (confirm,
+	// baseline, fresh) and Replay run the same way.
+	RunMode
 	Reproduced int             `json:"reproduced"`
 	Replays    int             `json:"replays"`
 	Baseline   *BaselineReplay `json:"baseline,omitempty"`

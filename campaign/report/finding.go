@@ -41,9 +41,12 @@ type Meta struct {
 	Corrupt      string `json:"corrupt,omitempty"`
 	// NoCover: the run that showed it collected no kernel coverage, and
 	// Replay runs it the same way (campaign.Finding.NoCover).
-	NoCover bool      `json:"no_cover,omitempty"`
-	Replay  string    `json:"replay"`
-	Saved   time.Time `json:"saved"`
+	NoCover bool `json:"no_cover,omitempty"`
+	// NoCensus: the run took no page census at forks, and Replay runs it
+	// the same way (campaign.Finding.NoCensus).
+	NoCensus bool      `json:"no_census,omitempty"`
+	Replay   string    `json:"replay"`
+	Saved    time.Time `json:"saved"`
 	// TargetArgs and KernelID are the finding's target flags and kernel
 	// identity as the campaign knew them: a page drawn again from the
 	// directory (forkfuzz report) keeps them.
@@ -72,7 +75,7 @@ func Files(f *campaign.Finding) (files map[string][]byte) {
 // MetaOf summarizes f.
 func MetaOf(f *campaign.Finding) Meta {
 	m := Meta{Signature: f.Issue.Signature, Oracle: string(f.Issue.Oracle), Target: f.Target, Kernel: kernelOf(f),
-		CampaignSeed: f.CampaignSeed, Index: f.Index, ProgramSeed: f.ProgramSeed, Corrupt: f.Corrupt, NoCover: f.NoCover,
+		CampaignSeed: f.CampaignSeed, Index: f.Index, ProgramSeed: f.ProgramSeed, Corrupt: f.Corrupt, NoCover: f.NoCover, NoCensus: f.NoCensus,
 		Replay: ReplayCommand(f), Saved: time.Now().UTC(), TargetArgs: f.TargetArgs}
 	if f.Kernel.String() != "unknown" {
 		k := f.Kernel
@@ -142,6 +145,9 @@ func ReplayCommand(f *campaign.Finding) string {
 	}
 	if f.NoCover {
 		args = append(args, "--no-cover")
+	}
+	if f.NoCensus {
+		args = append(args, "--no-census")
 	}
 	return strings.Join(append(args, file), " ")
 }

@@ -62,9 +62,10 @@ func TestFindingIdentityKept(t *testing.T) {
 	}
 }
 
-// A finding whose run collected no kernel coverage keeps saying so when
-// read back from its directory (the seed file), and every replay command
-// drawn from it runs the same way: with and without the target's flags.
+// A finding whose run collected no kernel coverage and took no page
+// census keeps saying so when read back from its directory (the seed
+// file), and every replay command drawn from it runs the same way: with
+// and without the target's flags.
 func TestFindingNoCoverKept(t *testing.T) {
 	p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4 thp=off\nfork f0\nwait f0\n"))
 	if err != nil {
@@ -72,24 +73,24 @@ func TestFindingNoCoverKept(t *testing.T) {
 	}
 	for _, args := range [][]string{{"--target", "qemu", "--kernel", "/k/bzImage"}, nil} {
 		f := &campaign.Finding{Issue: judge.Issue{Oracle: checker.OracleSnapshot, Signature: "snapshot:lost-store:anon-private", Explanation: "x"},
-			Program: p, Minimized: p, Target: "qemu", TargetArgs: args, CampaignSeed: 3, Index: 17, NoCover: true}
+			Program: p, Minimized: p, Target: "qemu", TargetArgs: args, CampaignSeed: 3, Index: 17, NoCover: true, NoCensus: true}
 		dir := storeFinding(t, t.TempDir(), f)
 		var m Meta
 		if err := json.Unmarshal([]byte(read(t, filepath.Join(dir, FindingJSON))), &m); err != nil {
 			t.Fatal(err)
 		}
-		if !m.NoCover || !strings.Contains(m.Replay, "--no-cover") {
-			t.Errorf("args %q: report.json no_cover %v, replay %q", args, m.NoCover, m.Replay)
+		if !m.NoCover || !strings.Contains(m.Replay, "--no-cover") || !m.NoCensus || !strings.Contains(m.Replay, "--no-census") {
+			t.Errorf("args %q: report.json no_cover %v, no_census %v, replay %q", args, m.NoCover, m.NoCensus, m.Replay)
 		}
 		g, err := LoadFinding(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !g.NoCover || g.Index != 17 || g.CampaignSeed != 3 {
-			t.Errorf("args %q: read back NoCover %v, index %d, seed %d", args, g.NoCover, g.Index, g.CampaignSeed)
+		if !g.NoCover || !g.NoCensus || g.Index != 17 || g.CampaignSeed != 3 {
+			t.Errorf("args %q: read back NoCover %v, NoCensus %v, index %d, seed %d", args, g.NoCover, g.NoCensus, g.Index, g.CampaignSeed)
 		}
-		if got := ReplayCommand(g); !strings.Contains(got, " --no-cover ") {
-			t.Errorf("args %q: replay command read back %q, want --no-cover before the program", args, got)
+		if got := ReplayCommand(g); !strings.Contains(got, " --no-cover ") || !strings.Contains(got, " --no-census ") {
+			t.Errorf("args %q: replay command read back %q, want --no-cover and --no-census before the program", args, got)
 		}
 	}
 }

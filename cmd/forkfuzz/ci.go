@@ -233,14 +233,12 @@ func (o *ciOptions) assemble(start time.Time, stdout, stderr io.Writer) error {
 		}
 		t.Close()
 	}
-	cfg.ReplayCommand = func(path string, base, noCover bool) string {
+	cfg.ReplayCommand = func(path string, base bool, mode gate.RunMode) string {
 		flags := cfg.Kernel.Flags
 		if base {
 			flags = cfg.Baseline.Flags
 		}
-		if noCover {
-			flags = append(slices.Clip(flags), "--no-cover")
-		}
+		flags = append(slices.Clip(flags), mode.Flags()...)
 		return campaign.ReplayCommand(flags, cfg.Corrupt, path)
 	}
 	return nil

@@ -390,6 +390,7 @@ func cmdExec(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the observation and the issues as JSON")
 	corrupt := fs.String("corrupt", "", "TEST ONLY: make the executor falsify the observation")
 	noCover := fs.Bool("no-cover", false, "collect no kernel coverage (KCOV), as the run that showed a finding did when its replay command says so")
+	noCensus := fs.Bool("no-census", false, "take no page census at forks, as the run that showed a finding did when its replay command says so")
 	if err := parseArgs(fs, args, "PROG"); err != nil {
 		return parseExit(err)
 	}
@@ -408,7 +409,7 @@ func cmdExec(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	defer t.Close()
-	o, runErr := t.Run(p, agents.Options{Corrupt: *corrupt, NoCover: *noCover})
+	o, runErr := t.Run(p, agents.Options{Corrupt: *corrupt, NoCover: *noCover, NoForkPages: *noCensus})
 	v, err := judge.Judge(p, o, runErr)
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz exec:", err)
