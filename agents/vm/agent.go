@@ -182,7 +182,9 @@ func (a *agent) rearmWarnings() error {
 	if a.warnOnce == nil {
 		return nil
 	}
-	_, err := a.warnOnce.WriteAt([]byte("1\n"), 0)
+	// A plain write: debugfs attributes are opened nonseekable, so a
+	// pwrite fails (ESPIPE).
+	_, err := a.warnOnce.Write([]byte("1\n"))
 	return err
 }
 

@@ -123,6 +123,8 @@ func fakeQEMU(mode, sock string) {
 			os.Exit(0)
 		case "warn":
 			fmt.Print(fakeWarning)
+		case "guestlog":
+			WriteMsg(conn, &Msg{Type: MsgLog, Text: "guest: could not re-arm once-only warnings before the program (write: illegal seek)"})
 		case "execcrash":
 			fmt.Print("[   42.000000] Out of memory: Killed process 123 (forkfuzz) total-vm:1000kB\n")
 			reply.Crash = &Crash{Status: "signal: killed", Stderr: "fatal error: runtime: out of memory\n"}
@@ -522,6 +524,25 @@ func TestFakeBootWarningIsNotAProgramsFinding(t *testing.T) {
 		t.Fatalf("the first program got the boot's report: %v", err)
 	}
 	if !strings.Contains(log.String(), "reported while booting: WARNING in copy_pte_range") {
+		t.Errorf("log: %s", log.String())
+	}
+}
+
+// What the agent says about a program it could not fully prepare (a
+// MsgLog) reaches the host's log, naming the VM.
+func TestFakeGuestLogReachesLog(t *testing.T) {
+	cfg := fakeConfig(t, "guestlog")
+	var log strings.Builder
+	cfg.Log = &log
+	tg, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if _, err := tg.Run(mustParse(t, testProg), agents.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "vm 0: guest: could not re-arm once-only warnings before the program (write: illegal seek)") {
 		t.Errorf("log: %s", log.String())
 	}
 }

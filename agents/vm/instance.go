@@ -576,6 +576,10 @@ func (in *instance) run(p *prog.Program, opt agents.Options, tt testHooks) (*obs
 				}
 			}
 			hang.Reset(c.HangTimeout)
+			if m.Type == MsgLog {
+				// The agent's word on something the run could not do.
+				fmt.Fprintf(c.Log, "vm %d: %s\n", in.idx, m.Text)
+			}
 			if m.Type != MsgResult || m.ID != id {
 				continue
 			}
