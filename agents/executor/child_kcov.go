@@ -212,10 +212,10 @@ func (k *kcovState) drainBufAt(i int, a []uint64, op int) {
 	// child, whose cache starts as its parent's) in an ancestor's: in the
 	// union either way. Loops repeat a few pairs hundreds of thousands of
 	// times, so the cache test is all most entries cost: one load and
-	// compare of the pair's key (cacheKey, inlined).
+	// compare of the pair's key.
 	ents := a[1 : n+1]
 	for _, pc := range ents {
-		key := pc ^ prev*cacheMul
+		key := cacheKey(prev, pc)
 		c := &cache[(pc^prev>>4)&(kcovCache-1)]
 		if *c == key {
 			prev = pc
@@ -295,8 +295,7 @@ func (k *kcovState) slotBuf(i int) []uint64 {
 // 64-bit edge hashes the sets keep colliding.
 const cacheMul = 0x9e3779b97f4a7c15
 
-// cacheKey is the drain cache's key of the pair (prev, pc); drainBufAt
-// inlines it.
+// cacheKey is the drain cache's key of the pair (prev, pc).
 //
 //forkfuzz:childsafe
 func cacheKey(prev, pc uint64) uint64 { return pc ^ prev*cacheMul }

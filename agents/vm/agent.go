@@ -177,15 +177,20 @@ func (a *agent) openWarnOnce() string {
 // rearmWarnings re-arms the kernel's once-only reports before a program,
 // so that whether a program warns does not depend on what ran before it
 // on this VM: the minimizer's tries and a finding's replays on the VM
-// that warned see the warning again.
+// that warned see the warning again. After a failed write it stops
+// trying (the error is said once).
 func (a *agent) rearmWarnings() error {
 	if a.warnOnce == nil {
 		return nil
 	}
 	// A plain write: debugfs attributes are opened nonseekable, so a
 	// pwrite fails (ESPIPE).
-	_, err := a.warnOnce.Write([]byte("1\n"))
-	return err
+	if _, err := a.warnOnce.Write([]byte("1\n")); err != nil {
+		a.warnOnce.Close()
+		a.warnOnce = nil
+		return err
+	}
+	return nil
 }
 
 func serve() error {
@@ -343,7 +348,7 @@ func (a *agent) run(m *Msg) *Msg {
 		opt = *m.Options
 	}
 	if err := a.rearmWarnings(); err != nil {
-		a.send(&Msg{Type: MsgLog, Text: "guest: could not re-arm once-only warnings before the program (" + err.Error() + "): a warning an earlier program fired once may stay silent"})
+		a.send(&Msg{Type: MsgLog, Text: "guest: could not re-arm once-only warnings before the program (" + err.Error() + "), and will not try again: from now on a warning an earlier program fired once may stay silent"})
 	}
 	raw, phases, err := a.remote.RunRaw(p, opt)
 	t1 := time.Now()

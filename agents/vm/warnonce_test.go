@@ -41,4 +41,16 @@ func TestRearmWarnings(t *testing.T) {
 	if err := b.rearmWarnings(); err != nil {
 		t.Errorf("without the file: %v", err)
 	}
+
+	// A write that fails is said once; then the agent stops trying.
+	clearWarnOncePath = filepath.Join(dir, "clear_warn_once")
+	c := &agent{}
+	c.openWarnOnce()
+	c.warnOnce.Close() // the next write fails
+	if err := c.rearmWarnings(); err == nil {
+		t.Error("a failed write: no error")
+	}
+	if err := c.rearmWarnings(); err != nil || c.warnOnce != nil {
+		t.Errorf("after a failed write: %v, file %v: want no more tries", err, c.warnOnce)
+	}
 }
