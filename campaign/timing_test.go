@@ -165,35 +165,20 @@ func TestCoverEvery(t *testing.T) {
 	}
 }
 
-// coverlessCrashTarget's executor "dies" on every run without coverage:
-// a failure that shows only as the run that found it ran.
-type coverlessCrashTarget struct {
+// modeCrashTarget's executor "dies" on every run whose options crash
+// says so (without coverage, without the census): a failure that shows
+// only as the run that found it ran. survived counts the other runs.
+type modeCrashTarget struct {
 	modelTarget
-	runs, covered atomic.Int64
+	crash          func(agents.Options) bool
+	runs, survived atomic.Int64
 }
 
-func (c *coverlessCrashTarget) Parallel() int { return 1 }
-func (c *coverlessCrashTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+func (c *modeCrashTarget) Parallel() int { return 1 }
+func (c *modeCrashTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
 	c.runs.Add(1)
-	if !opt.NoCover {
-		c.covered.Add(1)
-		return checker.Expected(p), nil
-	}
-	return nil, &executor.CrashError{Status: "signal: segmentation fault"}
-}
-
-// censuslessCrashTarget's executor "dies" on every run without the page
-// census at forks.
-type censuslessCrashTarget struct {
-	modelTarget
-	runs, census atomic.Int64
-}
-
-func (c *censuslessCrashTarget) Parallel() int { return 1 }
-func (c *censuslessCrashTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
-	c.runs.Add(1)
-	if !opt.NoForkPages {
-		c.census.Add(1)
+	if !c.crash(opt) {
+		c.survived.Add(1)
 		return checker.Expected(p), nil
 	}
 	return nil, &executor.CrashError{Status: "signal: segmentation fault"}
@@ -203,7 +188,7 @@ func (c *censuslessCrashTarget) Run(p *prog.Program, opt agents.Options) (*obs.O
 // programs in four) is minimized and replayed without it, and its report
 // and replay command say so.
 func TestFindingKeepsNoCensus(t *testing.T) {
-	tg := &censuslessCrashTarget{}
+	tg := &modeCrashTarget{crash: func(o agents.Options) bool { return o.NoForkPages }}
 	st, err := Run(context.Background(), Config{Target: tg, Seed: 4, Programs: 3, Weights: noThreads(gen.DefaultWeights()),
 		MinimizeRuns: 20, Workdir: t.TempDir()})
 	if err != nil {
@@ -216,7 +201,7 @@ func TestFindingKeepsNoCensus(t *testing.T) {
 	if f.NotRepeated || f.Reproduced != f.Replays || f.Replays == 0 {
 		t.Fatalf("not repeated %v, reproduced %d/%d: minimization or replays took the census", f.NotRepeated, f.Reproduced, f.Replays)
 	}
-	if n := tg.census.Load(); n != 1 {
+	if n := tg.survived.Load(); n != 1 {
 		t.Fatalf("%d of %d runs took the census, want 1 (program 0)", n, tg.runs.Load())
 	}
 	if r := f.Report(); !strings.Contains(r, "census:   no page census at forks in the run that showed it") {
@@ -230,7 +215,7 @@ func TestFindingKeepsNoCensus(t *testing.T) {
 // A finding of a program that ran without coverage is minimized and
 // replayed without coverage too, and its report says so.
 func TestFindingKeepsNoCover(t *testing.T) {
-	tg := &coverlessCrashTarget{}
+	tg := &modeCrashTarget{crash: func(o agents.Options) bool { return o.NoCover }}
 	st, err := Run(context.Background(), Config{Target: tg, Seed: 4, Programs: 3, Blind: true, Weights: noThreads(gen.DefaultWeights()),
 		MinimizeRuns: 20, Workdir: t.TempDir()})
 	if err != nil {
@@ -243,7 +228,7 @@ func TestFindingKeepsNoCover(t *testing.T) {
 	if f.NotRepeated || f.Reproduced != f.Replays || f.Replays == 0 {
 		t.Fatalf("not repeated %v, reproduced %d/%d: minimization or replays ran with coverage", f.NotRepeated, f.Reproduced, f.Replays)
 	}
-	if n := tg.covered.Load(); n != 1 {
+	if n := tg.survived.Load(); n != 1 {
 		t.Fatalf("%d of %d runs collected coverage, want 1 (program 0)", n, tg.runs.Load())
 	}
 	if r := f.Report(); !strings.Contains(r, "kcov:     off in the run that showed it") {

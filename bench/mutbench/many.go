@@ -46,7 +46,11 @@ func RunMany(ctx context.Context, cfg Config, seeds []uint64, modes []string, w 
 				}
 			}
 			run.Baseline = cfg.Baseline && !kept[key{seed, mode, Baseline}]
-			if skipped := len(cfg.Mutants) - len(run.Mutants) + b2i(cfg.Baseline && !run.Baseline); skipped > 0 {
+			skipped := len(cfg.Mutants) - len(run.Mutants)
+			if cfg.Baseline && !run.Baseline {
+				skipped++
+			}
+			if skipped > 0 {
 				fmt.Fprintf(w, "mutbench: seed %d, %s: %d rows already in %s, not run again\n", seed, mode, skipped, path)
 			}
 			if len(run.Mutants) == 0 && !run.Baseline {
@@ -81,13 +85,6 @@ func readKept(path string) (map[key]bool, error) {
 		}
 	}
 	return kept, nil
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // AllClean reports whether every mutant run in recs (Latest of them) was

@@ -46,23 +46,22 @@ type outcome struct {
 
 // byPrograms and bySeconds order outcomes: not found after every found.
 func byPrograms(a, b outcome) int {
-	if a.found != b.found {
-		if a.found {
-			return -1
-		}
-		return 1
-	}
-	return cmp.Compare(a.programs, b.programs)
+	return cmp.Or(foundFirst(a, b), cmp.Compare(a.programs, b.programs))
 }
 
 func bySeconds(a, b outcome) int {
-	if a.found != b.found {
-		if a.found {
-			return -1
-		}
-		return 1
+	return cmp.Or(foundFirst(a, b), cmp.Compare(a.seconds, b.seconds))
+}
+
+// foundFirst orders a found outcome before one not found (0: both alike).
+func foundFirst(a, b outcome) int {
+	switch {
+	case a.found == b.found:
+		return 0
+	case a.found:
+		return -1
 	}
-	return cmp.Compare(a.seconds, b.seconds)
+	return 1
 }
 
 // stat is the median and range of outcomes under an order, as text: a
