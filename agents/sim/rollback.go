@@ -19,6 +19,9 @@ import (
 // rollbackSetup is what an observation names as the injection mechanism.
 const rollbackSetup = "sim: fail-nth counts page-table and VMA allocations of the fork"
 
+// noMemcg says why oom_memcg is not applied here.
+const noMemcg = "the simulated kernel has no memory cgroups"
+
 // startInjection arms fork f's allocation context with its program
 // fail_nth (it overrides Config.FailNth) and takes the "before" part.
 func (x *machine) startInjection(parent, f int, ctx *allocCtx) {
@@ -33,7 +36,7 @@ func (x *machine) startInjection(parent, f int, ctx *allocCtx) {
 			kill = true
 		}
 	}
-	if op.FailNth == 0 && op.ChildFail == 0 && op.ChildOOM == 0 && !kill {
+	if op.FailNth == 0 && op.OOMMemcg == 0 && op.ChildFail == 0 && op.ChildOOM == 0 && !kill {
 		return
 	}
 	rb := &obs.Rollback{Fork: f, Op: i, At: i, Cause: obs.CauseKill, FailNth: op.FailNth,
@@ -42,6 +45,15 @@ func (x *machine) startInjection(parent, f int, ctx *allocCtx) {
 		rb.Cause = obs.CauseFailNth
 		rb.Setup = []string{rollbackSetup}
 		ctx.failAt = op.FailNth
+	}
+	if op.OOMMemcg > 0 {
+		// Measured as the executor measures a fork whose limit it could
+		// not set up: said, and the fork runs without it.
+		if rb.Cause == obs.CauseKill {
+			rb.Cause = obs.CauseOOMMemcg
+		}
+		rb.Memcg = "unsupported: " + noMemcg
+		x.o.Events = append(x.o.Events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: oom_memcg=%d not applied, the fork ran without a memory limit: %s", f, op.OOMMemcg, noMemcg))
 	}
 	childFailRollback(op, rb)
 	rb.ChildrenBefore = x.liveChildren()

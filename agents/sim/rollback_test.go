@@ -61,3 +61,27 @@ func TestSimFailNthSweep(t *testing.T) {
 		}
 	}
 }
+
+// TestSimOOMMemcgNotApplied: the simulated kernel has no memory cgroups,
+// so an oom_memcg fork runs without a limit, says so (an event and the
+// measurement's Memcg), and is judged clean: it once had no measurement
+// at all, and every such fork was a rollback:missing finding.
+func TestSimOOMMemcgNotApplied(t *testing.T) {
+	for _, mode := range []Mode{Eager, OnDemand, Async} {
+		p := mustParse(t, strings.Replace(twoVMAs, "fork f0\n", "fork f0 oom_memcg=4096\n", 1))
+		o, _, err := Run(p, Config{Mode: mode}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(o.Rollbacks) != 1 || o.Rollbacks[0].Cause != obs.CauseOOMMemcg || !strings.HasPrefix(o.Rollbacks[0].Memcg, "unsupported: ") || o.Rollbacks[0].Errno != 0 {
+			t.Fatalf("%v: rollbacks %+v", mode, o.Rollbacks)
+		}
+		said := false
+		for _, e := range o.Events {
+			said = said || e.Kind == obs.EvInjectNotApplied
+		}
+		if v := checker.Check(p, o); len(v.Findings) != 0 || !said {
+			t.Fatalf("%v: findings %v, not-applied event %v", mode, v.Findings, said)
+		}
+	}
+}
