@@ -277,13 +277,17 @@ func (m *machine) armParentMemcg(op *prog.Op, f int, rb *obs.Rollback) *memcgLim
 	if rb.Cause == obs.CauseKill {
 		rb.Cause = obs.CauseOOMMemcg
 	}
+	q := m.quiesceForLimit()
 	lim, what, err := armMemcg(op.OOMMemcg)
 	if err != nil {
+		q.end()
 		rb.Memcg = "unsupported: " + err.Error()
 		m.rb.events = append(m.rb.events, obs.ForkEvent(obs.EvInjectNotApplied, f, "fork f%d: oom_memcg=%d not applied, the fork ran without a memory limit: %v", f, op.OOMMemcg, err))
 		return nil
 	}
+	lim.quiet = q
 	rb.Setup = append(rb.Setup, what)
+	stderrMark(fmt.Sprintf("%s (fork f%d)", limitArmedMarker, f))
 	return lim
 }
 

@@ -79,6 +79,7 @@ type memcgLimit struct {
 	max    [4]byte
 	oldAdj []byte
 	events map[string]int64
+	quiet  quiescence // ended by disarm
 }
 
 // armMemcg prepares the limit for one fork (see memcgLimit); it returns
@@ -138,6 +139,10 @@ func (l *memcgLimit) disarm() (hit bool, what string) {
 	}
 	if len(l.oldAdj) > 0 {
 		os.WriteFile("/proc/self/oom_score_adj", bytes.TrimSpace(l.oldAdj), 0)
+	}
+	if l.quiet.on {
+		l.quiet.end()
+		stderrMark(limitLiftedMarker)
 	}
 	ev := memcgEvents(l.dir)
 	d := func(k string) int64 { return ev[k] - l.events[k] }

@@ -40,6 +40,10 @@ type RunArgs struct {
 	// receiving the program, as the OOM killer would, after a line on
 	// its standard error.
 	SelfKill bool
+	// LimitOOM is test-only: the executor writes that a memory limit is
+	// armed (memcg_quiet.go), then makes the Go runtime die of a real
+	// out-of-memory (under RLIMIT_AS), as it would under the limit.
+	LimitOOM bool
 	// SelfStop is test-only: the executor stops itself (SIGSTOP), as a
 	// process that stops answering.
 	SelfStop bool
@@ -65,6 +69,9 @@ type RunReply struct {
 	// it went there (Observation is then nil).
 	ObsLen int
 }
+
+// oomSink keeps RunArgs.LimitOOM's allocation from being optimized away.
+var oomSink []byte
 
 type rpcServer struct {
 	x       *Executor
@@ -95,6 +102,11 @@ func (s *rpcServer) Run(args RunArgs, reply *RunReply) error {
 		// replaced os.Stderr with a pipe to the client's SyncStderr).
 		unix.Write(2, []byte("executor: killing itself (test)\n"))
 		unix.Kill(os.Getpid(), unix.SIGKILL)
+	}
+	if args.LimitOOM {
+		stderrMark(limitArmedMarker + " (test)")
+		unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: 1 << 20, Max: unix.RLIM_INFINITY})
+		oomSink = make([]byte, 1<<30)
 	}
 	if args.SelfStop {
 		unix.Kill(os.Getpid(), unix.SIGSTOP)
@@ -469,6 +481,9 @@ func (r *Remote) runRaw(args RunArgs) ([]byte, map[string]int64, error) {
 		}
 		r.kill()
 		ce.Stderr = r.stderr.take()
+		if fatal := armedRuntimeOOM(ce.Stderr); fatal != "" && !ce.Lost {
+			return nil, nil, &LimitCrashError{Fatal: fatal, Status: ce.Status, Stderr: ce.Stderr}
+		}
 		return nil, nil, ce
 	}
 	if res.reply.Err != "" {

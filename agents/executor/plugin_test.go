@@ -273,3 +273,27 @@ func TestRemoteObsFile(t *testing.T) {
 		t.Fatalf("over the connection: %v, %d views", err, len(o.Views))
 	}
 }
+
+// An executor whose Go runtime dies of out-of-memory while its own
+// memory limit is armed is a harness failure (LimitCrashError), not a
+// crash of the program's; the next run gets a fresh executor.
+func TestRemoteLimitOOM(t *testing.T) {
+	r := testRemote(t)
+	p, err := prog.Parse([]byte(smallProg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.run(RunArgs{Program: p.Format(), LimitOOM: true}, len(p.Ops))
+	var lc *LimitCrashError
+	var ce *CrashError
+	if !errors.As(err, &lc) || errors.As(err, &ce) {
+		t.Fatalf("want a LimitCrashError and no CrashError, got %T %v", err, err)
+	}
+	if !strings.Contains(lc.Fatal, "fatal error:") || !strings.Contains(lc.Fatal, "out of memory") || !strings.Contains(lc.Stderr, limitArmedMarker) {
+		t.Fatalf("fatal %q, stderr %q", lc.Fatal, lc.Stderr)
+	}
+	t.Log(err)
+	if o, err := r.Run(p, Options{}); err != nil || len(o.Views) != 2 {
+		t.Fatalf("after the limit crash: %v", err)
+	}
+}

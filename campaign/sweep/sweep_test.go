@@ -437,7 +437,11 @@ func TestQEMUSweep(t *testing.T) {
 		q = big.Clone()
 		q.Ops[big.ForkOp(0)].OOMMemcg = c.limit
 		if o, err = tg.Run(q, agents.Options{}); err != nil {
-			t.Fatal(err)
+			var ce *executor.CrashError
+			if errors.As(err, &ce) {
+				t.Fatalf("oom_memcg=%d: %s", c.limit, ce.Explanation())
+			}
+			t.Fatalf("oom_memcg=%d: %v", c.limit, err)
 		}
 		rb := o.Rollbacks[0]
 		t.Logf("oom_memcg=%d: errno %d, %s, %v; write pass %d faults for %d pages", c.limit, rb.Errno, rb.Memcg, rb.Setup, rb.Faults, rb.WritePages)
