@@ -460,31 +460,7 @@ func (r *Remote) runRaw(args RunArgs) ([]byte, map[string]int64, error) {
 		return nil, nil, &CrashError{Hang: true, Status: fmt.Sprintf("no answer within %v", timeout), State: state, Stderr: r.stderr.take()}
 	}
 	if res.err != nil {
-		// The connection broke: the executor died, or stopped answering
-		// (go-plugin's connection gives up on a peer that does not
-		// answer its keepalive within 10 s). Wait for go-plugin to reap
-		// it so its exit status is known.
-		deadline := time.Now().Add(5 * time.Second)
-		for !r.client.Exited() && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		ce := &CrashError{Status: res.err.Error()}
-		switch {
-		case r.client.Exited() && r.cmd.ProcessState != nil:
-			// go-plugin reports Exited only after it read the
-			// executor's stderr to its end: nothing more will come.
-			ce.Status = r.cmd.ProcessState.String()
-		case !r.client.Exited():
-			ce.Lost = true
-			ce.State = r.liveState()
-			ce.Status = fmt.Sprintf("connection lost (%v) while the executor was still running; killed it", res.err)
-		}
-		r.kill()
-		ce.Stderr = r.stderr.take()
-		if fatal := armedRuntimeOOM(ce.Stderr); fatal != "" && !ce.Lost {
-			return nil, nil, &LimitCrashError{Fatal: fatal, Status: ce.Status, Stderr: ce.Stderr}
-		}
-		return nil, nil, ce
+		return nil, nil, r.died(res.err)
 	}
 	if res.reply.Err != "" {
 		return nil, nil, errors.New(res.reply.Err)
@@ -506,6 +482,37 @@ func (r *Remote) runRaw(args RunArgs) ([]byte, map[string]int64, error) {
 		phases["executor-start"] += started.Microseconds()
 	}
 	return res.reply.Observation, phases, nil
+}
+
+// died says how the executor ended after its connection broke with err:
+// a CrashError, or a LimitCrashError when the Go runtime ran out of
+// memory under the executor's own memory limit (limitcrash.go).
+func (r *Remote) died(err error) error {
+	// The connection broke: the executor died, or stopped answering
+	// (go-plugin's connection gives up on a peer that does not
+	// answer its keepalive within 10 s). Wait for go-plugin to reap
+	// it so its exit status is known.
+	deadline := time.Now().Add(5 * time.Second)
+	for !r.client.Exited() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	ce := &CrashError{Status: err.Error()}
+	switch {
+	case r.client.Exited() && r.cmd.ProcessState != nil:
+		// go-plugin reports Exited only after it read the
+		// executor's stderr to its end: nothing more will come.
+		ce.Status = r.cmd.ProcessState.String()
+	case !r.client.Exited():
+		ce.Lost = true
+		ce.State = r.liveState()
+		ce.Status = fmt.Sprintf("connection lost (%v) while the executor was still running; killed it", err)
+	}
+	r.kill()
+	ce.Stderr = r.stderr.take()
+	if fatal := armedRuntimeOOM(ce.Stderr); fatal != "" && !ce.Lost {
+		return &LimitCrashError{Fatal: fatal, Status: ce.Status, Stderr: ce.Stderr}
+	}
+	return ce
 }
 
 // obsTarget returns the file the executor is to write the observation to
