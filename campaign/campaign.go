@@ -716,6 +716,9 @@ func saveAndReduce(ctx context.Context, cfg Config, st *Stats, store *FindingSto
 		st.First = f
 	}
 	logf(cfg.Log, "  saved %s (minimized to %d ops, reproduced %d/%d)", dir, len(f.Minimized.Ops), f.Reproduced, f.Replays)
+	if n := f.ReplayRunsNote(); n != "" {
+		logf(cfg.Log, "  replays: %s", n)
+	}
 	if why := unconfirmedTrouble(f); why != "" {
 		st.Unconfirmed = append(st.Unconfirmed, f.Issue.Signature+": "+why)
 		logf(cfg.Log, "  %s: harness trouble, not counted against the kernel: %s", f.Issue.Signature, why)

@@ -83,6 +83,9 @@ type Finding struct {
 	MinDropped *prog.Program
 	// MinDroppedReplays is how many replays MinDropped failed.
 	MinDroppedReplays int
+	// ReplayRuns are the runs of the last replay round, in order: what
+	// each showed and how long it took (ReplayRunsNote).
+	ReplayRuns []ReplayRun
 	// NoCover: the run that showed it collected no kernel coverage (a
 	// blind campaign collects it for some programs only); minimization
 	// and replays run the same way, so KCOV's slowdown of the kernel
@@ -153,7 +156,7 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 		// The minimized program never failed again, though the original
 		// did on its rerun: keep the original as the reproducer if it
 		// still fails, and say what was dropped.
-		dropped, n, nerr := min, f.Replays, f.ReplayErrors
+		dropped, n, nerr, runs := min, f.Replays, f.ReplayErrors, f.ReplayRuns
 		f.Replays, f.ReplayErrors = 0, 0
 		replay(ctx, target, f, f.Program, opt)
 		if f.Reproduced > 0 {
@@ -162,7 +165,7 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 			return
 		}
 		// Neither replays: report the minimized program's replays.
-		f.Replays, f.Reproduced, f.ReplayErrors = n, 0, nerr
+		f.Replays, f.Reproduced, f.ReplayErrors, f.ReplayRuns = n, 0, nerr, runs
 	}
 }
 
@@ -193,14 +196,17 @@ func (f *Finding) triesNote() string {
 // it fails with the finding's signature.
 func replay(ctx context.Context, target agents.Target, f *Finding, p *prog.Program, opt agents.Options) {
 	sig := f.Issue.Signature
-	f.Replays, f.Reproduced = 0, 0
-	for k := 0; k < 2*replays && f.Replays < replays; k++ {
+	f.Replays, f.Reproduced, f.ReplayRuns = 0, 0, nil
+	enough := replaysEnough(f)
+	for k := 0; k < 2*replays && f.Replays < replays && f.Reproduced < enough; k++ {
 		if ctx.Err() != nil {
 			f.Interrupted = true
 			break
 		}
+		start := time.Now()
 		o, err := target.Run(p, opt)
 		v, herr := judge.Judge(p, o, err)
+		f.ReplayRuns = append(f.ReplayRuns, replayRun(sig, v, herr, time.Since(start)))
 		if herr != nil {
 			f.ReplayErrors++
 			continue
@@ -549,6 +555,9 @@ func (f *Finding) Report() string {
 	}
 	if f.ReplayErrors > 0 {
 		fmt.Fprintf(&b, "          (%d more replay runs gave no verdict: refused at the end of the budget, or harness errors)\n", f.ReplayErrors)
+	}
+	if n := f.ReplayRunsNote(); n != "" {
+		fmt.Fprintf(&b, "replays:  %s\n", n)
 	}
 	fmt.Fprintf(&b, "replay:   %s\n", f.Replay())
 	b.WriteString("          (in this directory; exit status 1 and the signature above when it reproduces)\n")

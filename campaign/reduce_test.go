@@ -272,3 +272,69 @@ func TestSealEndsSaves(t *testing.T) {
 		t.Errorf("the sealed finding changed on disk (%v)", err)
 	}
 }
+
+// hangTarget hangs (an executor hang, as the target reports one) on runs
+// whose number hangs says, and answers like the model otherwise.
+type hangTarget struct {
+	modelTarget
+	hangs func(n int64) bool
+	n     atomic.Int64
+}
+
+func (h *hangTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	if h.hangs(h.n.Add(1)) {
+		return nil, &executor.CrashError{Hang: true, Status: "no answer within " + opt.Timeout.String()}
+	}
+	return h.modelTarget.Run(p, opt)
+}
+
+// A hang's replays stop once hangReplaysEnough came back (each may cost
+// a long timeout and a VM restart); other findings keep all five, and
+// every replay run's outcome and time is reported.
+func TestReduceHangReplaysStopWhenDecided(t *testing.T) {
+	hang := judge.Issue{Signature: "executor-hang", Oracle: "executor-hang"}
+	for _, tc := range []struct {
+		name                string
+		hangs               func(n int64) bool
+		replays, reproduced int
+		outcomes            []string
+		stopNote            bool
+	}{
+		// The rerun hangs, then every replay: two are enough.
+		{"always", func(int64) bool { return true }, 2, 2, []string{"reproduced", "reproduced"}, true},
+		// Odd runs hang: run 1 is the rerun (minimization gets no more
+		// runs), replays are runs 2-5.
+		{"every other", func(n int64) bool { return n%2 == 1 }, 4, 2, []string{"passed", "reproduced", "passed", "reproduced"}, true},
+		// Only the rerun hangs: five replays, none came back.
+		{"once", func(n int64) bool { return n == 1 }, 5, 0, []string{"passed", "passed", "passed", "passed", "passed"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := crashFinding(t)
+			f.Issue, f.RunTime = hang, 10*time.Second
+			ReduceContext(context.Background(), &hangTarget{hangs: tc.hangs}, f, 1, 0, "")
+			if f.Replays != tc.replays || f.Reproduced != tc.reproduced {
+				t.Fatalf("reproduced %d/%d, want %d/%d", f.Reproduced, f.Replays, tc.reproduced, tc.replays)
+			}
+			var got []string
+			for _, r := range f.ReplayRuns {
+				got = append(got, r.Outcome)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.outcomes, ",") {
+				t.Fatalf("replay outcomes %v, want %v", got, tc.outcomes)
+			}
+			note := f.ReplayRunsNote()
+			if stop := strings.Contains(note, "a hang's replays stop once 2 came back (each may take the replay timeout, 1m0s"); stop != tc.stopNote {
+				t.Fatalf("stop note %v, want %v: %q", stop, tc.stopNote, note)
+			}
+			if r := f.Report(); !strings.Contains(r, "replays:  "+note) {
+				t.Fatalf("report has no replay runs line %q:\n%s", note, r)
+			}
+		})
+	}
+	// Not a hang: all five replays.
+	f := crashFinding(t)
+	ReduceContext(context.Background(), &crashTarget{minOps: 1}, f, 1, 0, "")
+	if f.Replays != 5 || f.Reproduced != 5 || len(f.ReplayRuns) != 5 || !strings.HasPrefix(f.ReplayRunsNote(), "5 reproduced (") {
+		t.Fatalf("crash: reproduced %d/%d, %d runs, note %q", f.Reproduced, f.Replays, len(f.ReplayRuns), f.ReplayRunsNote())
+	}
+}
