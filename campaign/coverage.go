@@ -3,6 +3,7 @@ package campaign
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,10 @@ type coverState struct {
 	// kernelID, when set, names the corpus directory instead of the
 	// target's image or the observed release (Guide).
 	kernelID string
+	// symsAtHand: the kernel's symbols need not be asked for
+	// (symbolsAtHand, computed once).
+	symsOnce   sync.Once
+	symsAtHand bool
 }
 
 func newCoverState(cfg Config) *coverState {
@@ -40,9 +45,36 @@ func newCoverState(cfg Config) *coverState {
 	return c
 }
 
-// wantSymbols: ask the target for kallsyms until the tracker has them.
+// wantSymbols: ask the target for kallsyms until the tracker has them;
+// before the tracker opens, only if they are not at hand already.
 func (c *coverState) wantSymbols() bool {
-	return c.failed == "" && (c.t == nil || c.t.NeedSymbols())
+	if c.failed != "" {
+		return false
+	}
+	if c.t == nil {
+		return !c.symbolsAtHand()
+	}
+	return c.t.NeedSymbols()
+}
+
+// symbolsAtHand reports whether the tracker will have the kernel's
+// symbols when it opens (cover.HaveSymbols: an earlier campaign on the
+// same image kept them), so the first program need not ask the guest for
+// them, seconds of reading /proc/kallsyms under TCG. Known only when the
+// corpus directory's name is known before the first observation.
+func (c *coverState) symbolsAtHand() bool {
+	c.symsOnce.Do(func() {
+		id := c.kernelID
+		if id == "" {
+			image := c.image()
+			if image == "" {
+				return
+			}
+			id = cover.KernelID(image, "")
+		}
+		c.symsAtHand = cover.HaveSymbols(c.cfg.Workdir, id)
+	})
+	return c.symsAtHand
 }
 
 // Origin is where program i of a campaign came from: its random source
@@ -162,6 +194,9 @@ func (c *coverState) open(id string) error {
 			return err
 		}
 		c.t = t
+		if t.SymbolsFrom != "" {
+			logf(c.cfg.Log, "coverage: the kernel's symbols from %s (an earlier campaign on this image read them; the guest was not asked)", t.SymbolsFrom)
+		}
 		if c.cfg.NoStates {
 			logf(c.cfg.Log, "coverage: memory states off (--no-states): programs enter the corpus for new KCOV edges only")
 		}

@@ -281,3 +281,55 @@ func (c *firstForkCensus) Run(p *prog.Program, opts agents.Options) (*obs.Observ
 	o.ForkPages = append(o.ForkPages, fp)
 	return o, nil
 }
+
+// symTarget is imageTarget answering a request for the kernel's symbols,
+// and counting the requests.
+type symTarget struct {
+	imageTarget
+	asked int
+}
+
+func (s *symTarget) Run(p *prog.Program, opts agents.Options) (*obs.Observation, error) {
+	o, err := s.imageTarget.Run(p, opts)
+	if opts.Symbols && o != nil && o.Cover.Available() {
+		s.asked++
+		o.Cover.Symbols = "ffffffff81000000 T _stext\nffffffff81100000 T dup_mmap\nffffffff81100900 T schedule\n"
+	}
+	return o, err
+}
+
+// TestSymbolsAskedOncePerImage: the first campaign on an image asks the
+// target for the kernel's symbols (seconds of reading /proc/kallsyms in a
+// TCG guest) on its first program; a later campaign on the same image, in
+// another workdir, takes them from the cache and never asks; another
+// image is asked again.
+func TestSymbolsAskedOncePerImage(t *testing.T) {
+	t.Setenv("FORKFUZZ_CACHE", t.TempDir())
+	w := noThreads(gen.DefaultWeights())
+	dir := t.TempDir()
+	one, two := filepath.Join(dir, "bzImage-1"), filepath.Join(dir, "bzImage-2")
+	os.WriteFile(one, []byte("kernel one"), 0o644)
+	os.WriteFile(two, []byte("kernel two"), 0o644)
+	for i, tc := range []struct {
+		image string
+		asked int
+		log   string
+	}{
+		{one, 1, ""},
+		{one, 0, "coverage: the kernel's symbols from "},
+		{two, 1, ""},
+	} {
+		var log testutil.SyncBuffer
+		tg := &symTarget{imageTarget: imageTarget{image: tc.image}}
+		st, err := Run(context.Background(), Config{Target: tg, Seed: 5, Programs: 6, Weights: w, Workdir: t.TempDir(), Log: &log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tg.asked != tc.asked || !st.CoverCounts.Symbols {
+			t.Errorf("campaign %d: asked for symbols %d times, want %d; counts %+v", i, tg.asked, tc.asked, st.CoverCounts)
+		}
+		if tc.log != "" && !strings.Contains(log.String(), tc.log) {
+			t.Errorf("campaign %d: log lacks %q:\n%s", i, tc.log, log.String())
+		}
+	}
+}

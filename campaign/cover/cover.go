@@ -114,7 +114,11 @@ type Tracker struct {
 	// measures (a blind campaign).
 	Guided bool
 	Dir    string // WORKDIR/corpus/KERNEL-ID
+	// SymbolsFrom names the cache file Open took the kernel's symbols
+	// from ("": none was taken; symcache.go).
+	SymbolsFrom string
 
+	id          string // KERNEL-ID
 	syms        *Symbols
 	edges       map[uint32]struct{}
 	pcs         map[uint64]struct{}
@@ -150,13 +154,22 @@ func KernelID(image, release string) string {
 // empty, receives one line per program: seconds, programs, PCs, edges,
 // fork/mm PCs, corpus size.
 func Open(workdir, kernelID string, guided bool, csvPath string) (*Tracker, error) {
-	t := &Tracker{Guided: guided, Dir: filepath.Join(workdir, "corpus", kernelID),
+	t := &Tracker{Guided: guided, Dir: filepath.Join(workdir, "corpus", kernelID), id: kernelID,
 		edges: map[uint32]struct{}{}, pcs: map[uint64]struct{}{}, states: map[uint64]struct{}{}, start: time.Now()}
 	if err := os.MkdirAll(t.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cover: %w", err)
 	}
 	if s, err := LoadSymbols(filepath.Join(t.Dir, "kallsyms")); err == nil {
 		t.syms = s
+	} else if text, err := cachedSymbols(kernelID); err == nil && text != "" {
+		// A cache that does not parse is left to be replaced: the
+		// target is asked as if there were none.
+		if s, err := ParseSymbols("kallsyms", strings.NewReader(text)); err == nil {
+			if err := os.WriteFile(filepath.Join(t.Dir, "kallsyms"), []byte(text), 0o644); err != nil {
+				return nil, fmt.Errorf("cover: %w", err)
+			}
+			t.syms, t.SymbolsFrom = s, symbolsCachePath(kernelID)
+		}
 	}
 	files, _ := filepath.Glob(filepath.Join(t.Dir, "*.ffz"))
 	sort.Strings(files)
@@ -222,8 +235,10 @@ func (t *Tracker) NeedSymbols() bool { return t.syms == nil && t.unavailable == 
 // Symbols returns the symbols in use (nil: none).
 func (t *Tracker) Symbols() *Symbols { return t.syms }
 
-// SetSymbols installs kallsyms text and saves it beside the corpus. The
-// fork/mm count of PCs seen so far is recomputed.
+// SetSymbols installs kallsyms text and saves it beside the corpus and,
+// for an image's kernel, in the cache (symcache.go). The fork/mm count of
+// PCs seen so far is recomputed. The symbols are in use even when the
+// error says they could not be cached.
 func (t *Tracker) SetSymbols(text string) error {
 	s, err := ParseSymbols("kallsyms", strings.NewReader(text))
 	if err != nil {
@@ -238,6 +253,9 @@ func (t *Tracker) SetSymbols(text string) error {
 		if forkMM(s, pc) {
 			t.mmPCs++
 		}
+	}
+	if err := cacheSymbols(t.id, text); err != nil {
+		return fmt.Errorf("cover: the kernel's symbols are in use but not cached: %w", err)
 	}
 	return nil
 }
