@@ -67,8 +67,11 @@ func (f *Finding) ReplayRunsNote() string {
 	}
 	note := strings.Join(parts, "; ")
 	if to := hangReplayTimeout(f); to > 0 && f.Reproduced >= hangReplaysEnough && f.Replays < replays {
-		note += fmt.Sprintf("; a hang's replays stop once %d came back (each may take the replay timeout, %v, and a VM restart)",
-			hangReplaysEnough, to.Round(time.Second))
+		each := "twice the hung run's time"
+		if f.RunTime > 0 { // not kept in a finding's directory
+			each = "the replay timeout, " + to.Round(time.Second).String()
+		}
+		note += fmt.Sprintf("; a hang's replays stop once %d came back (each may take %s, and a VM restart)", hangReplaysEnough, each)
 	}
 	return note
 }

@@ -52,6 +52,14 @@ type Meta struct {
 	// directory (forkfuzz report) keeps them.
 	TargetArgs []string           `json:"target_args,omitempty"`
 	KernelID   *campaign.KernelID `json:"kernel_id,omitempty"`
+	// ReplayRuns are the replay runs in order (campaign.Finding.ReplayRuns).
+	ReplayRuns []ReplayRun `json:"replay_runs,omitempty"`
+}
+
+// ReplayRun is one replay run in report.json.
+type ReplayRun struct {
+	Outcome string  `json:"outcome"`
+	Seconds float64 `json:"seconds"`
 }
 
 // Files returns report.html and report.json for a finding directory
@@ -86,6 +94,9 @@ func MetaOf(f *campaign.Finding) Meta {
 	}
 	if f.Minimized != nil {
 		m.Minimized, m.MinOps, m.Replays, m.Reproduced, m.MinRuns = true, len(f.Minimized.Ops), f.Replays, f.Reproduced, f.MinRuns
+	}
+	for _, r := range f.ReplayRuns {
+		m.ReplayRuns = append(m.ReplayRuns, ReplayRun{Outcome: r.Outcome, Seconds: r.Took.Seconds()})
 	}
 	return m
 }
@@ -198,6 +209,9 @@ func FindingPage(f *campaign.Finding) []byte {
 			rate = fmt.Sprintf("; reproduced %d/%d replays", f.Reproduced, f.Replays)
 		}
 		kv("minimized", esc(fmt.Sprintf("%d ops (from %d) in %d target runs%s", len(f.Minimized.Ops), len(f.Program.Ops), f.MinRuns, rate)))
+		if n := f.ReplayRunsNote(); n != "" {
+			kv("replays", esc(n))
+		}
 	} else {
 		kv("minimized", "not yet (saved as soon as seen; minimization follows)")
 	}

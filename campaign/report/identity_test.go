@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker"
@@ -119,4 +120,42 @@ func TestCampaignPageTime(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
+}
+
+// What every replay run showed and how long it took is in report.txt,
+// report.json and report.html, and stays there when the pages are drawn
+// again from the directory.
+func TestFindingReplayRunsKept(t *testing.T) {
+	p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4 thp=off\nfork f0\nwait f0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &campaign.Finding{Issue: judge.Issue{Oracle: "executor-hang", Signature: "executor-hang", Explanation: "x"},
+		Program: p, Minimized: p, Target: "qemu", CampaignSeed: 3, Index: 17, Replays: 3, Reproduced: 2,
+		ReplayRuns: []campaign.ReplayRun{{Outcome: "reproduced", Took: 125 * time.Second}, {Outcome: "passed", Took: 3 * time.Second}, {Outcome: "reproduced", Took: 124 * time.Second}}}
+	want := "2 reproduced (2m5s, 2m4s); 1 passed (3s); a hang's replays stop once 2 came back"
+	wd := t.TempDir()
+	dir := storeFinding(t, wd, f)
+	check := func(when string) {
+		t.Helper()
+		var m Meta
+		if err := json.Unmarshal([]byte(read(t, filepath.Join(dir, FindingJSON))), &m); err != nil {
+			t.Fatal(err)
+		}
+		if len(m.ReplayRuns) != 3 || m.ReplayRuns[1] != (ReplayRun{Outcome: "passed", Seconds: 3}) {
+			t.Errorf("%s: report.json replay_runs %+v", when, m.ReplayRuns)
+		}
+		if rep := read(t, filepath.Join(dir, "report.txt")); !strings.Contains(rep, "replays:  "+want) {
+			t.Errorf("%s: report.txt lacks %q:\n%s", when, want, rep)
+		}
+		// (The page escapes the apostrophe.)
+		if page := read(t, filepath.Join(dir, FindingHTML)); !strings.Contains(page, "2 reproduced (2m5s, 2m4s); 1 passed (3s); a hang&#39;s replays stop") {
+			t.Errorf("%s: report.html lacks %q", when, want)
+		}
+	}
+	check("saved")
+	if n, warns, err := WriteFindingPages(wd); err != nil || n != 1 || len(warns) > 0 {
+		t.Fatalf("WriteFindingPages: %d, %v, %v", n, warns, err)
+	}
+	check("drawn again")
 }

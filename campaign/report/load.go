@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker"
@@ -147,6 +148,9 @@ func loadReport(dir string, f *campaign.Finding, txt string) {
 		f.TargetArgs = meta.TargetArgs
 		if meta.KernelID != nil {
 			f.Kernel = *meta.KernelID
+		}
+		for _, r := range meta.ReplayRuns {
+			f.ReplayRuns = append(f.ReplayRuns, campaign.ReplayRun{Outcome: r.Outcome, Took: time.Duration(r.Seconds * float64(time.Second))})
 		}
 	}
 	if f.TargetArgs == nil {
