@@ -48,14 +48,19 @@ func FuzzArmedRuntimeOOM(f *testing.F) {
 }
 
 // After spareThreads(n), n goroutines that lock threads at the same time
-// find them idle: the runtime creates none while a limit is armed.
+// find them idle: the runtime creates none of them while a limit is
+// armed. The runtime may start a thread of its own meanwhile (a P handed
+// off around the test's own system calls: one was seen in CI), so two new
+// threads are allowed; without spareThreads the eight locks make about
+// eight.
 func TestSpareThreads(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	spareThreads(4)
+	const n = 8
+	spareThreads(n)
 	before := taskCount(t)
 	release := make(chan struct{})
-	locked := make(chan struct{}, 4)
-	for range 4 {
+	locked := make(chan struct{}, n)
+	for range n {
 		go func() {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
@@ -63,13 +68,13 @@ func TestSpareThreads(t *testing.T) {
 			<-release
 		}()
 	}
-	for range 4 {
+	for range n {
 		<-locked
 	}
 	during := taskCount(t)
 	close(release)
-	if during != before {
-		t.Fatalf("threads %d before, %d with 4 locked after spareThreads(4): want no new thread", before, during)
+	if during > before+2 {
+		t.Fatalf("threads %d before, %d with %d locked after spareThreads(%d): want at most two new threads", before, during, n, n)
 	}
 	// And the first call does create what is missing.
 	spareThreads(before + 2)
