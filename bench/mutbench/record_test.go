@@ -43,10 +43,10 @@ func TestSpread(t *testing.T) {
 	// The points the golden file must show, named, so that a rewrite
 	// that loses one fails here.
 	for _, line := range []string{
-		"wp-src-memfd          guided  2/3         17 (12->110)               56s (40s->5m0s)",
+		"wp-src-memfd          guided  2/3         17 (12-17, >110)           56s (40s-56s, >5m0s)",
 		"dontfork-ignored      guided  3/3         16 (5-20)",
 		"                      blind   2/2 (1 err) 14 (14-25)                 1m25s (1m25s-1m40s)",
-		"total guided  over 3 seeds that ran all 2 mutants: found 5 of 6; per seed, programs 33 (32->115)",
+		"total guided  over 3 seeds that ran all 2 mutants: found 5 of 6; per seed, programs 33 (32-33, >115)",
 		"total blind   over 2 seeds that ran all 2 mutants: found 4 of 4",
 		"median programs: guided fewer on 0 mutants, blind on 2, 0 tied",
 		"unmutated build, blind: 0 findings in 1 runs (120 programs)",
@@ -124,4 +124,26 @@ func FuzzReadRecords(f *testing.F) {
 		}
 		Spread(recs) // must not panic
 	})
+}
+
+// A range over runs that found a mutant and runs that did not shows the
+// finds' range and the largest bound: seeds 1-5 of the blind table once
+// read "13m46s (8m2s->16m41s)", hiding seed 2's 20m38s behind seed 5's
+// bound.
+func TestStatRangeWithMisses(t *testing.T) {
+	secs := func(found bool, s float64) outcome { return outcome{found: found, seconds: s} }
+	for _, c := range []struct {
+		outs []outcome
+		want string
+	}{
+		{[]outcome{secs(true, 610), secs(true, 1238), secs(true, 482), secs(false, 1001), secs(true, 826)}, "13m46s (8m2s-20m38s, >16m41s)"},
+		{[]outcome{secs(true, 40), secs(false, 300)}, "40s (40s, >5m0s)"},
+		{[]outcome{secs(false, 300), secs(false, 310)}, ">5m0s (>5m0s->5m10s)"},
+		{[]outcome{secs(true, 40), secs(true, 56)}, "40s (40s-56s)"},
+		{[]outcome{secs(false, 300)}, ">5m0s"},
+	} {
+		if got := stat(c.outs, bySeconds, showSeconds); got != c.want {
+			t.Errorf("stat(%v) = %q, want %q", c.outs, got, c.want)
+		}
+	}
 }

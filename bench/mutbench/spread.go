@@ -66,6 +66,10 @@ func foundFirst(a, b outcome) int {
 
 // stat is the median and range of outcomes under an order, as text: a
 // value from a run that did not find the mutant is a lower bound (">").
+// When some runs found it and some did not, the range is that of the runs
+// that found it, then the largest bound ("12-17, >110"): the order puts
+// every miss after every find, so a plain range would end at a bound and
+// hide a find that took longer.
 func stat(outs []outcome, order func(a, b outcome) int, show func(outcome) string) string {
 	if len(outs) == 0 {
 		return "-"
@@ -84,7 +88,18 @@ func stat(outs []outcome, order func(a, b outcome) int, show func(outcome) strin
 	if len(s) == 1 {
 		return med
 	}
-	return fmt.Sprintf("%s (%s-%s)", med, v(s[0]), v(s[len(s)-1]))
+	found := 0
+	for found < len(s) && s[found].found {
+		found++
+	}
+	if found == 0 || found == len(s) {
+		return fmt.Sprintf("%s (%s-%s)", med, v(s[0]), v(s[len(s)-1]))
+	}
+	r := show(s[0])
+	if found > 1 {
+		r += "-" + show(s[found-1])
+	}
+	return fmt.Sprintf("%s (%s, %s)", med, r, v(s[len(s)-1]))
 }
 
 func showPrograms(o outcome) string { return fmt.Sprint(o.programs) }
