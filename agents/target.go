@@ -69,6 +69,8 @@ type Options struct {
 	HeapTHP bool
 	// SyncKcovDrain: executor.Options.SyncKcovDrain (for measuring).
 	SyncKcovDrain bool
+	// ChildKcovGrow: executor.Options.ChildKcovGrow (for measuring).
+	ChildKcovGrow string
 	// RecyclePTEKB: executor.Options.RecyclePTEKB (a fresh executor
 	// once the page tables of the long-lived one reach this; 0: never).
 	RecyclePTEKB int64
@@ -90,7 +92,7 @@ func Refused(err error) bool {
 // Executor returns the executor's options for opt.
 func (opt Options) Executor() executor.Options {
 	return executor.Options{WordCap: opt.WordCap, Corrupt: opt.Corrupt, ForkImpl: opt.ForkImpl, ForkImplNoEvidence: opt.ForkImplNoEvidence,
-		Symbols: opt.Symbols, NoCover: opt.NoCover, NoForkPages: opt.NoForkPages, HeapTHP: opt.HeapTHP, SyncKcovDrain: opt.SyncKcovDrain, RecyclePTEKB: opt.RecyclePTEKB, TimeoutMs: int(opt.Timeout / time.Millisecond)}
+		Symbols: opt.Symbols, NoCover: opt.NoCover, NoForkPages: opt.NoForkPages, HeapTHP: opt.HeapTHP, SyncKcovDrain: opt.SyncKcovDrain, ChildKcovGrow: opt.ChildKcovGrow, RecyclePTEKB: opt.RecyclePTEKB, TimeoutMs: int(opt.Timeout / time.Millisecond)}
 }
 
 // Event is an error a target returns when the program caused something

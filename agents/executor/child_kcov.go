@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
 // childSlot is the slot of the child of fork f (-1: none, it runs
@@ -121,14 +123,6 @@ func (k *kcovState) grow(i, size int) {
 	}
 	k.grown[i], k.grownFd[i] = size, int(fd)
 	atomic.StoreUint64(&k.overWord[i][1], uint64(k.op+2)|uint64(words)<<32)
-}
-
-// overflowed reports whether child slot i's buffer has filled in this
-// program.
-//
-//forkfuzz:childsafe
-func (k *kcovState) overflowed(i int) bool {
-	return k != nil && k.ok && k.on && i > 0 && i <= kcovChildren && atomic.LoadUint64(&k.overWord[i][0]) != 0
 }
 
 // drain moves slot i's buffer into slot i's sets and empties it. Safe in
@@ -340,4 +334,42 @@ func setAdd(s []uint64, v uint64) bool {
 			return true
 		}
 	}
+}
+
+// growFor is the buffer size (grow's: 0 none, 1, 2) a child takes before
+// an operation that bigOp sized size: fork says it is a fork, filled that
+// the child's buffer filled before, outside a fork.
+//
+//forkfuzz:childsafe
+func (k *kcovState) growFor(size int, fork, filled bool) int {
+	if k == nil || k.growPolicy == growNone || k.growPolicy == growOps && fork {
+		return 0
+	}
+	if size == 0 && filled {
+		size = 1
+	}
+	return size
+}
+
+// filledAt is the operation during which child slot i's buffer first
+// filled in this program (-1: before the first; -2: it did not).
+//
+//forkfuzz:childsafe
+func (k *kcovState) filledAt(i int) int {
+	if k == nil || !k.ok || i <= 0 || i > kcovChildren {
+		return -2
+	}
+	return int(atomic.LoadUint64(&k.overWord[i][0])) - 2
+}
+
+// filledOutsideFork reports whether the calling child's buffer filled in
+// an operation other than a fork: what makes its later operations grow.
+//
+//forkfuzz:childsafe
+func (m *machine) filledOutsideFork() bool {
+	at := m.kc.filledAt(m.ks)
+	if at == -2 {
+		return false
+	}
+	return at < 0 || at >= len(m.p.Ops) || m.p.Ops[at].Kind != prog.OpFork
 }

@@ -385,12 +385,11 @@ func (m *machine) runProc(proc int) {
 		if m.kc != nil {
 			m.kc.op = i
 			if m.inChild {
-				size := m.bigOp(op)
-				if size == 0 && m.kc.overflowed(m.ks) {
-					size = 1
-				}
+				size := m.kc.growFor(m.bigOp(op), op.Kind == prog.OpFork, m.filledOutsideFork())
 				if size > 0 {
+					t := m.now()
 					m.kc.grow(m.ks, size)
+					m.addWork(workGrow, t)
 				}
 			}
 		}

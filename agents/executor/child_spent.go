@@ -20,6 +20,7 @@ const (
 	workCensus                            // the page census around a fork
 	workEvidence                          // the fork evidence (forkimpl.go)
 	workDrain                             // KCOV drains (kcov.go)
+	workGrow                              // a child's switch to a bigger KCOV buffer (child_kcov.go)
 	numWork
 )
 

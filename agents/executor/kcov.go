@@ -62,8 +62,9 @@ const KcovPath = "/sys/kernel/debug/kcov"
 const (
 	kcovMainWords  = 1 << 22 // drained after every operation; one fork of the executor takes ~1M
 	kcovChildWords = 1 << 16 // drained after every operation of the child, and as loops over pages go
-	// A child grows its buffer (grow) before an operation that one
-	// system call makes long: to kcovGrownWords before a migrate,
+	// Where Options.ChildKcovGrow asks for it (by default it does not:
+	// kcov_grow.go), a child grows its buffer (grow) before an operation
+	// that one system call makes long: to kcovGrownWords before a migrate,
 	// munmap, mremap, madvise, mlock or mprotect of kcovBigOp bytes or
 	// more, an operation on a region that may hold THP (one COW fault
 	// of a huge page copies 512 pages), or after its buffer filled; to
@@ -164,6 +165,9 @@ type kcovState struct {
 	async     *asyncDrain
 	syncDrain bool
 	asyncNote string // why there is no second buffer, until a result said it
+	// grow is the current program's policy for children's bigger
+	// buffers (Options.ChildKcovGrow).
+	growPolicy childGrow
 }
 
 // openKcov opens and maps every slot. Main process, executor thread only.

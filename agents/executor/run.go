@@ -56,6 +56,10 @@ type Options struct {
 	// the main thread, as before its second buffer (kcov_async.go; for
 	// measuring the difference).
 	SyncKcovDrain bool `json:"sync_kcov_drain,omitempty"`
+	// ChildKcovGrow says which operations of a forked child get a bigger
+	// KCOV buffer than its own 64K entries (child_kcov.go): GrowAll,
+	// GrowOps or GrowNone; empty: DefaultChildKcovGrow.
+	ChildKcovGrow string `json:"child_kcov_grow,omitempty"`
 	// RecyclePTEKB: when the executor's page tables (VmPTE) are at least
 	// this many KiB after the run, the Remote starts a fresh executor
 	// before the next (0: never). Page tables are freed only by munmap,
@@ -262,6 +266,10 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	if wordCap <= 0 {
 		wordCap = defaultWords
 	}
+	grow, err := parseChildGrow(opt.ChildKcovGrow)
+	if err != nil {
+		return nil, fmt.Errorf("executor: %w", err)
+	}
 	arena = p.Arena
 	ph := newPhases()
 	trimHeap()
@@ -318,6 +326,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 			}
 		}()
 		m.kc.begin(p.NumForks(), opt.NoCover, opt.SyncKcovDrain)
+		m.kc.setGrow(grow)
 		m.runProc(0)
 		for f := range m.th.stop {
 			m.th.stop[f].Store(true)

@@ -8,7 +8,7 @@ import (
 )
 
 // workNames names the activities after the operation kinds.
-var workNames = [numWork - prog.NumOpKinds]string{"view", "census", "evidence", "kcov-drain"}
+var workNames = [numWork - prog.NumOpKinds]string{"view", "census", "evidence", "kcov-drain", "kcov-grow"}
 
 // takeWork reads the counters after a run (main process, every child
 // reaped): microseconds by name, counters that stayed zero left out.

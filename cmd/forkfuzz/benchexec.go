@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
@@ -36,6 +37,10 @@ var execCosts = []execCost{
 	{"1 word/view", func(o *agents.Options) { o.WordCap = 1 }},
 	{"heap THP", func(o *agents.Options) { o.HeapTHP = true }},
 	{"sync drain", func(o *agents.Options) { o.SyncKcovDrain = true }},
+	// Children's bigger KCOV buffers (executor.Options.ChildKcovGrow).
+	{"child grow all", func(o *agents.Options) { o.ChildKcovGrow = executor.GrowAll }},
+	{"child grow ops", func(o *agents.Options) { o.ChildKcovGrow = executor.GrowOps }},
+	{"child grow none", func(o *agents.Options) { o.ChildKcovGrow = executor.GrowNone }},
 	// A fresh executor for every program (executor.Options.RecyclePTEKB
 	// 1): what a long-lived executor's page tables cost.
 	{"fresh executor", func(o *agents.Options) { o.RecyclePTEKB = 1 }},
@@ -54,6 +59,10 @@ type execRow struct {
 	// pteMin and pteMax bound the page tables over those runs: a
 	// long-lived executor's grow (docs/throughput.md).
 	pteMin, pteMax int64
+	// Kernel coverage: runs that had it, their edges summed, every edge
+	// seen in any run, and runs whose buffer or set filled.
+	covRuns, edgeSum, filled int
+	edges                    map[uint32]struct{}
 }
 
 func cmdBenchExec(args []string, stdout, stderr io.Writer) int {
@@ -110,7 +119,7 @@ func cmdBenchExec(args []string, stdout, stderr io.Writer) int {
 func benchExec(t agents.Target, progs []*prog.Program, execCosts []execCost, rounds int, each func(r, i int, c string, d time.Duration, err error)) []*execRow {
 	rows := make([]*execRow, len(execCosts))
 	for k, c := range execCosts {
-		rows[k] = &execRow{name: c.name, phases: map[string]int64{}, work: map[string]int64{}}
+		rows[k] = &execRow{name: c.name, phases: map[string]int64{}, work: map[string]int64{}, edges: map[uint32]struct{}{}}
 	}
 	for _, p := range progs {
 		t.Run(p, agents.Options{}) // warm-up, not counted
@@ -135,6 +144,7 @@ func benchExec(t agents.Target, progs []*prog.Program, execCosts []execCost, rou
 				rows[k].runs++
 				rows[k].total += d
 				if o != nil {
+					rows[k].addCover(o.Cover)
 					for ph, us := range o.Phases {
 						rows[k].phases[ph] += us
 					}
@@ -159,6 +169,21 @@ func benchExec(t agents.Target, progs []*prog.Program, execCosts []execCost, rou
 	return rows
 }
 
+// addCover counts one run's kernel coverage.
+func (r *execRow) addCover(c *obs.Coverage) {
+	if !c.Available() {
+		return
+	}
+	r.covRuns++
+	r.edgeSum += len(c.Edges)
+	if c.Overflow {
+		r.filled++
+	}
+	for _, e := range c.Edges {
+		r.edges[e] = struct{}{}
+	}
+}
+
 // printExecRows prints programs/s per configuration and its ratio to the
 // first (everything on), and the guest's phases per program.
 func printExecRows(w io.Writer, rows []*execRow) {
@@ -169,7 +194,7 @@ func printExecRows(w io.Writer, rows []*execRow) {
 		return float64(r.runs) / r.total.Seconds()
 	}
 	base := rate(rows[0])
-	fmt.Fprintf(w, "%-14s %6s %10s %8s  %s\n", "config", "runs", "programs/s", "ratio", "guest phases per program (ms)")
+	fmt.Fprintf(w, "%-16s %6s %10s %8s  %s\n", "config", "runs", "programs/s", "ratio", "guest phases per program (ms)")
 	for _, r := range rows {
 		ratio := "-"
 		if base > 0 {
@@ -179,20 +204,28 @@ func printExecRows(w io.Writer, rows []*execRow) {
 		if r.errs > 0 {
 			errs = fmt.Sprintf(" (%d harness errors, not counted)", r.errs)
 		}
-		fmt.Fprintf(w, "%-14s %6d %10.2f %8s  %s%s\n", r.name, r.runs, rate(r), ratio, perProgram(r.phases, r.runs), errs)
+		fmt.Fprintf(w, "%-16s %6d %10.2f %8s  %s%s\n", r.name, r.runs, rate(r), ratio, perProgram(r.phases, r.runs), errs)
 	}
 	header := "\nthe executor's own memory when a program starts (mean; every fork of the main process copies the page tables of its private resident memory):\n"
 	for _, r := range rows {
 		if n := int64(r.memN); n > 0 {
-			fmt.Fprintf(w, "%s%-14s  RssAnon %.1f MiB, page tables %d KiB (%d-%d), Go heap %.1f MiB, stacks %.1f MiB\n", header, r.name,
+			fmt.Fprintf(w, "%s%-16s  RssAnon %.1f MiB, page tables %d KiB (%d-%d), Go heap %.1f MiB, stacks %.1f MiB\n", header, r.name,
 				float64(r.mem.RssAnonKB/n)/1024, r.mem.PTEKB/n, r.pteMin, r.pteMax, float64(r.mem.HeapKB/n)/1024, float64(r.mem.StackKB/n)/1024)
+			header = ""
+		}
+	}
+	header = "\nkernel coverage (KCOV edges; a configuration that collects less shows it here):\n"
+	for _, r := range rows {
+		if r.covRuns > 0 {
+			fmt.Fprintf(w, "%s%-16s  %d per program (mean of %d runs), %d over all its runs, %d runs filled a buffer or set\n", header, r.name,
+				r.edgeSum/r.covRuns, r.covRuns, len(r.edges), r.filled)
 			header = ""
 		}
 	}
 	header = "\nwhere the program phase went, summed over its processes (ms per program; a fork includes its census and evidence, a wait its child's run):\n"
 	for _, r := range rows {
 		if len(r.work) > 0 {
-			fmt.Fprintf(w, "%s%-14s  %s\n", header, r.name, perProgram(r.work, r.runs))
+			fmt.Fprintf(w, "%s%-16s  %s\n", header, r.name, perProgram(r.work, r.runs))
 			header = ""
 		}
 	}

@@ -109,3 +109,43 @@ func TestSelectExecCosts(t *testing.T) {
 		}
 	}
 }
+
+// coverTarget returns edges {i, i+1} for program i, none without KCOV,
+// and a filled buffer when children keep their small buffers.
+type coverTarget struct{ orderTarget }
+
+func (c *coverTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	if opt.NoCover {
+		return &obs.Observation{Cover: &obs.Coverage{Unavailable: "off"}}, nil
+	}
+	i := uint32(p.Regions[0].Pages)
+	return &obs.Observation{Cover: &obs.Coverage{Edges: []uint32{i, i + 1}, Overflow: opt.ChildKcovGrow == "none"}}, nil
+}
+
+// bench exec counts each configuration's coverage: a configuration that
+// collects less than another says so beside its speed.
+func TestBenchExecCoverage(t *testing.T) {
+	var progs []*prog.Program
+	for i := 1; i <= 3; i++ {
+		progs = append(progs, &prog.Program{Regions: []prog.Region{{Kind: prog.AnonPrivate, Pages: i}}})
+	}
+	costs, err := selectExecCosts("all on,no kcov,child grow none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := benchExec(&coverTarget{}, progs, costs, 2, nil)
+	var b strings.Builder
+	printExecRows(&b, rows)
+	out := b.String()
+	for _, want := range []string{
+		"all on            2 per program (mean of 6 runs), 4 over all its runs, 0 runs filled a buffer or set",
+		"child grow none   2 per program (mean of 6 runs), 4 over all its runs, 6 runs filled a buffer or set",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if regexp.MustCompile(`(?m)^no kcov .*per program \(mean`).MatchString(out) {
+		t.Errorf("a configuration without coverage has a coverage line:\n%s", out)
+	}
+}

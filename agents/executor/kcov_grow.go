@@ -1,0 +1,53 @@
+package executor
+
+import "fmt"
+
+// Which operations of a forked child get a bigger KCOV buffer (grow)
+// than its own kcovChildWords entries (Options.ChildKcovGrow).
+const (
+	// GrowAll: a fork (kcovForkWords), a long system call or an
+	// operation on a region that may hold THP (kcovGrownWords, bigOp),
+	// and every operation after the buffer filled.
+	GrowAll = "all"
+	// GrowOps: as GrowAll except forks. A child's fork copies the page
+	// tables of the executor the child inherited, the code the main
+	// process's forks record too; it keeps its first kcovChildWords PCs
+	// and the result notes the overflow.
+	GrowOps = "ops"
+	// GrowNone: never; every operation of a child keeps the first
+	// kcovChildWords PCs it records.
+	GrowNone = "none"
+	// DefaultChildKcovGrow is the policy of a run that names none.
+	DefaultChildKcovGrow = GrowAll
+)
+
+// childGrow is a parsed Options.ChildKcovGrow.
+type childGrow uint8
+
+const (
+	growAll childGrow = iota
+	growOps
+	growNone
+)
+
+func parseChildGrow(s string) (childGrow, error) {
+	if s == "" {
+		s = DefaultChildKcovGrow
+	}
+	switch s {
+	case GrowAll:
+		return growAll, nil
+	case GrowOps:
+		return growOps, nil
+	case GrowNone:
+		return growNone, nil
+	}
+	return 0, fmt.Errorf("child_kcov_grow %q: want %q, %q or %q", s, GrowAll, GrowOps, GrowNone)
+}
+
+// setGrow sets the current program's policy (after begin).
+func (k *kcovState) setGrow(g childGrow) {
+	if k != nil {
+		k.growPolicy = g
+	}
+}
