@@ -17,8 +17,12 @@ const (
 	// GrowNone: never; every operation of a child keeps the first
 	// kcovChildWords PCs it records.
 	GrowNone = "none"
-	// DefaultChildKcovGrow is the policy of a run that names none.
-	DefaultChildKcovGrow = GrowAll
+	// DefaultChildKcovGrow is the policy of a run that names none. A
+	// grow allocates, zeroes and maps a kcov buffer of 8 or 32 MiB in the
+	// child and frees it at the child's exit, a large part of what KCOV
+	// costs a program under TCG, for no more edges (`forkfuzz bench exec`
+	// shows both; docs/throughput.md).
+	DefaultChildKcovGrow = GrowNone
 )
 
 // childGrow is a parsed Options.ChildKcovGrow.

@@ -13,7 +13,7 @@ func TestParseChildGrow(t *testing.T) {
 		want childGrow
 		err  string
 	}{
-		{"", growAll, ""}, // DefaultChildKcovGrow
+		{"", growNone, ""}, // DefaultChildKcovGrow
 		{"all", growAll, ""},
 		{"ops", growOps, ""},
 		{"none", growNone, ""},

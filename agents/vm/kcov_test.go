@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/internal/ksyms"
 	"github.com/forkfuzz/forkfuzz/kernel"
@@ -99,7 +100,7 @@ func TestQEMUKcov(t *testing.T) {
 		t.Logf("%s: %d PCs (async drain), %d (sync)", fn, n, ns)
 	}
 	thp, err := tg.Run(mustParse(t, "forkfuzz v1\nregion r0 anon-private pages=1024 thp=on\nstore r0 off=0x0 count=1024 stride=0x1000\n"+
-		"fork f0\nf0: store r0 off=0x8 count=4 stride=0x1000\nwait f0\nfork f1\nwait f1\n"), agents.Options{})
+		"fork f0\nf0: store r0 off=0x8 count=4 stride=0x1000\nwait f0\nfork f1\nwait f1\n"), agents.Options{ChildKcovGrow: executor.GrowAll})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,8 @@ func TestQEMUKcov(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := tl.Cover; c == nil || c.Threads != 1 || c.Overflow {
+	// (Its child's fork, op 6, fills the child's buffer: GrowNone.)
+	if c := tl.Cover; c == nil || c.Threads != 1 || strings.Contains(c.Note, "thread 1:") {
 		t.Errorf("a storeloop whose log grows: coverage %d threads, overflow %v (%s)", c.Threads, c.Overflow, c.Note)
 	}
 	o3, err := tg.Run(p, agents.Options{NoCover: true})
@@ -179,20 +181,29 @@ func TestQEMUKcov(t *testing.T) {
 	}
 	// A child that forks copies the page tables of the whole executor
 	// it inherited, and one that unmaps 4 MiB of THP does it in one
-	// call: both filled a child's 64K-PC buffer (79 and 35 of the 114
-	// children that overflowed in two campaigns' corpora) until the
-	// child grew its buffer before such an operation (without growing,
-	// the child's fork filled it).
+	// call: both fill a child's 64K-PC buffer. With GrowAll the child
+	// grows its buffer before such an operation and nothing is lost; by
+	// default (GrowNone) it keeps the first 64K PCs and the note names
+	// the operation.
 	nested := mustParse(t, "forkfuzz v1\nregion r0 anon-private pages=1024 thp=on\nstore r0 off=0x0 count=1024 stride=0x1000\n"+
 		"fork f0\nf0: fork f1\nf1: check\nf0: wait f1\nf0: munmap r0 off=0x0 len=0x400000\nwait f0\n")
-	o5, err := tg.Run(nested, agents.Options{})
+	o5, err := tg.Run(nested, agents.Options{ChildKcovGrow: executor.GrowAll})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c := o5.Cover; c == nil || c.Procs != 3 || c.Overflow {
-		t.Errorf("a child's fork and munmap of 4 MiB: coverage %d procs, overflow %v (%s)", c.Procs, c.Overflow, c.Note)
+		t.Errorf("a child's fork and munmap of 4 MiB, buffers grown: coverage %d procs, overflow %v (%s)", c.Procs, c.Overflow, c.Note)
 	} else {
-		t.Logf("a child's fork and munmap of 4 MiB: %d PCs, %d edges, no overflow", len(c.PCs), len(c.Edges))
+		t.Logf("a child's fork and munmap of 4 MiB, buffers grown: %d PCs, %d edges, no overflow", len(c.PCs), len(c.Edges))
+	}
+	o6, err := tg.Run(nested, agents.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := o6.Cover; c == nil || c.Procs != 3 || !c.Overflow || !strings.Contains(c.Note, "process 1: the kcov buffer filled during op 2") {
+		t.Errorf("a child's fork and munmap of 4 MiB, default buffers: coverage %d procs, overflow %v (%s); want the child's fork (op 2) noted", c.Procs, c.Overflow, c.Note)
+	} else {
+		t.Logf("a child's fork and munmap of 4 MiB, default buffers: %d PCs, %d edges against %d grown (%s)", len(c.PCs), len(c.Edges), len(o5.Cover.Edges), c.Note)
 	}
 }
 
