@@ -124,7 +124,8 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 		runs++
 		o, err := target.Run(q, opt)
 		v, herr := judge.Judge(q, o, err)
-		return herr == nil && v.Has(sig)
+		back, _ := CameBack(sig, v)
+		return herr == nil && back
 	}
 	// The program is minimized only if it fails again: a finding that
 	// does not reproduce (a flaky harness error, a very rare race) would
@@ -212,11 +213,12 @@ func replay(ctx context.Context, target agents.Target, f *Finding, p *prog.Progr
 			continue
 		}
 		f.Replays++
-		if !v.Has(sig) {
+		back, as := CameBack(sig, v)
+		if !back {
 			continue
 		}
 		f.Reproduced++
-		if f.MinObs == nil {
+		if f.MinObs == nil && as == sig {
 			f.MinObs = o
 			for _, is := range v.Issues {
 				if is.Signature == sig {

@@ -10,8 +10,10 @@ import (
 
 // ReplayRun is one run of a finding's replays.
 type ReplayRun struct {
-	// Outcome is "reproduced", "passed", the first other signature the
-	// run failed with, or "no verdict: " and the harness error.
+	// Outcome is "reproduced" ("reproduced as SIG" for a hang that came
+	// back as another hang: CameBack), "passed", the first other
+	// signature the run failed with, or "no verdict: " and the harness
+	// error.
 	Outcome string
 	Took    time.Duration
 }
@@ -19,11 +21,14 @@ type ReplayRun struct {
 // replayRun names what one replay run showed.
 func replayRun(sig string, v *judge.Verdict, herr error, took time.Duration) ReplayRun {
 	r := ReplayRun{Took: took}
+	back, as := CameBack(sig, v)
 	switch {
 	case herr != nil:
 		r.Outcome = "no verdict: " + firstLine(herr.Error(), 120)
-	case v.Has(sig):
+	case back && as == sig:
 		r.Outcome = "reproduced"
+	case back:
+		r.Outcome = "reproduced as " + as
 	case len(v.Issues) > 0:
 		r.Outcome = v.Issues[0].Signature
 	default:

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/internal/oracle"
 )
 
@@ -82,4 +83,38 @@ func (st *Stats) Blamed() int {
 		}
 	}
 	return n
+}
+
+// CameBack reports whether verdict v shows the failure of signature sig
+// again, and as which signature. A hang comes back as any hang: an
+// executor that gave no answer, a VM that sent nothing, or the kernel's
+// own report of one (kernel-hang/INFO-...). Which of them a run shows
+// depends on where the guest stalled and what still answered, and every
+// one is the program not finishing in the time it got (a replay that
+// decides a hang gets twice the time the hung run had).
+func CameBack(sig string, v *judge.Verdict) (bool, string) {
+	if v == nil {
+		return false, ""
+	}
+	if v.Has(sig) {
+		return true, sig
+	}
+	if _, hang := HarnessTrouble(sig); !hang {
+		return false, ""
+	}
+	for _, is := range v.Issues {
+		if anyHang(is.Signature) {
+			return true, is.Signature
+		}
+	}
+	return false, ""
+}
+
+// anyHang: sig is a hang, the harness's (HarnessTrouble) or one the
+// kernel reported.
+func anyHang(sig string) bool {
+	if _, hang := HarnessTrouble(sig); hang {
+		return true
+	}
+	return oracle.FromSignature(sig) == oracle.KernelHang
 }

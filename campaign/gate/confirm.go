@@ -45,6 +45,17 @@ type ConfirmReplay struct {
 	Reproduced int     `json:"reproduced"`
 	TimeoutS   float64 `json:"timeout_seconds,omitempty"`
 	Note       string  `json:"note,omitempty"`
+	// As is the other hang a hang came back as (campaign.CameBack),
+	// the first one seen; empty when it came back as itself.
+	As string `json:"reproduced_as,omitempty"`
+}
+
+// asNote says what a hang came back as when that was another hang.
+func (c *ConfirmReplay) asNote() string {
+	if c.As == "" {
+		return ""
+	}
+	return " (as " + c.As + ")"
 }
 
 // troubleLog is what the gate's target wrapper saw of harness trouble:
@@ -176,11 +187,14 @@ func (g *gate) confirm(ph *Phase) {
 				continue
 			}
 			c.Runs++
-			if v.Has(f.Signature) {
+			if back, as := campaign.CameBack(f.Signature, v); back {
 				c.Reproduced++
+				if as != f.Signature && c.As == "" {
+					c.As = as
+				}
 			}
 		}
-		notes = append(notes, fmt.Sprintf("%s: %d/%d with a timeout of %v%s", f.Signature, c.Reproduced, c.Runs,
+		notes = append(notes, fmt.Sprintf("%s: %d/%d%s with a timeout of %v%s", f.Signature, c.Reproduced, c.Runs, c.asNote(),
 			time.Duration(c.TimeoutS*float64(time.Second)).Round(time.Second), strings.TrimSuffix("; "+c.Note, "; ")))
 	}
 	ph.Note = strings.Join(notes, "\n")
@@ -212,7 +226,11 @@ func troubleStatus(f *FindingRecord, hang bool) (status, reason string) {
 	}
 	switch {
 	case shown > 0:
-		return StatusNew, fmt.Sprintf("the executor or VM %s again on %d of %d replays%s", what, shown, runs, confirmWith(f))
+		as := ""
+		if f.Confirm != nil {
+			as = f.Confirm.asNote()
+		}
+		return StatusNew, fmt.Sprintf("the executor or VM %s again on %d of %d replays%s%s", what, shown, runs, as, confirmWith(f))
 	case runs > 0:
 		return StatusHarnessFlake, fmt.Sprintf("the executor or VM %s, but not again on %d replay(s)%s, and the console showed no kernel report: "+
 			"an unreproduced harness error, not counted against the kernel (files: %s)", what, runs, confirmWith(f), f.Dir)

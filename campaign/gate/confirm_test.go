@@ -11,6 +11,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/agents/sim"
+	"github.com/forkfuzz/forkfuzz/agents/vm"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -23,6 +24,8 @@ type slowTarget struct {
 	*sim.Target
 	at     int64
 	always bool
+	// vmHang: with a longer timeout the slow program hangs the VM.
+	vmHang bool
 
 	mu   sync.Mutex
 	n    int64
@@ -43,6 +46,9 @@ func (s *slowTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation,
 		s.timeouts = append(s.timeouts, opt.Timeout)
 	}
 	s.mu.Unlock()
+	if slow && s.vmHang && opt.Timeout > 0 {
+		return nil, &vm.KernelReportError{Title: "VM hang: no result within the program timeout", Kind: "hang", Console: "[ 9.1] forkfuzz: program started\n"}
+	}
 	if slow && (s.always || opt.Timeout == 0) {
 		return nil, &executor.CrashError{Hang: true, Status: "no answer within 1m0s", State: "State: R (running)\n"}
 	}
@@ -100,6 +106,21 @@ func TestGateRealHangBlamed(t *testing.T) {
 	f := findingOf(r, "executor-hang")
 	if f == nil || f.Status != StatusNew || f.Confirm == nil || f.Confirm.Reproduced == 0 || r.ExitCode != ExitFindings {
 		t.Fatalf("exit %d, finding %+v", r.ExitCode, f)
+	}
+}
+
+// An executor hang whose longer replays hang the whole VM hung again:
+// the kernel's, and the reason says what it came back as (it was a
+// harness flake, exit 0, while replays had to show the same signature).
+func TestGateHangBackAsVMHang(t *testing.T) {
+	tg := &slowTarget{Target: simTarget(t), at: 60, vmHang: true}
+	r := runGate(t, 1, tg)
+	f := findingOf(r, "executor-hang")
+	if f == nil || f.Status != StatusNew || f.Confirm == nil || f.Confirm.Reproduced == 0 || r.ExitCode != ExitFindings {
+		t.Fatalf("exit %d, finding %+v", r.ExitCode, f)
+	}
+	if !strings.HasPrefix(f.Confirm.As, "kernel-hang/VM-hang") || !strings.Contains(f.StatusReason, "(as kernel-hang/VM-hang") {
+		t.Fatalf("not said what it came back as: %q, %s", f.Confirm.As, f.StatusReason)
 	}
 }
 
