@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -150,7 +152,10 @@ func (g *gate) baseline(ph *Phase) {
 		// broke in first (no observation, other signatures: other).
 		broke map[string]int
 		other map[string]bool
-		note  string
+		// as: a hang finding's signature -> the other hang it came back
+		// as (campaign.CameBack), the first one.
+		as   map[string]string
+		note string
 	}
 	var order []string
 	rs := map[string]*repro{}
@@ -159,7 +164,7 @@ func (g *gate) baseline(ph *Phase) {
 		h := baselineKey(f)
 		r, ok := rs[h]
 		if !ok {
-			r = &repro{p: f.reproProg, mode: f.RunMode, sigs: map[string]bool{}, shown: map[string]int{}, broke: map[string]int{}, other: map[string]bool{}}
+			r = &repro{p: f.reproProg, mode: f.RunMode, sigs: map[string]bool{}, shown: map[string]int{}, broke: map[string]int{}, other: map[string]bool{}, as: map[string]string{}}
 			rs[h] = r
 			order = append(order, h)
 		}
@@ -201,6 +206,15 @@ rounds:
 			}
 			total++
 			sigs := v.Signatures()
+			for s := range r.sigs {
+				// A hang that came back as another hang is shown.
+				if back, as := campaign.CameBack(s, v); back && as != s {
+					sigs = append(sigs, s)
+					if r.as[s] == "" {
+						r.as[s] = as
+					}
+				}
+			}
 			for _, s := range sigs {
 				r.shown[s]++
 			}
@@ -228,6 +242,9 @@ rounds:
 			repro = f.Minimized
 		}
 		f.Baseline = &BaselineReplay{Runs: r.runs, Reproduced: r.shown[f.Signature], Command: g.replayCmd(repro, true, f.RunMode), Note: r.note}
+		if as := r.as[f.Signature]; as != "" {
+			f.Baseline.Note = strings.TrimPrefix(f.Baseline.Note+"; the hang came back as "+as, "; ")
+		}
 		if n := r.broke[f.Signature]; n > 0 && f.Baseline.Reproduced == 0 {
 			f.Baseline.Inconclusive = n
 			for s := range r.other {

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -189,5 +190,43 @@ func TestTroubleStatus(t *testing.T) {
 				t.Fatalf("JUnit's harness case for %s:\n%s", tc.status, junit.String())
 			}
 		})
+	}
+}
+
+// hangingTarget is the simulated kernel on which every program with at
+// least three forks hangs, whatever the timeout: the executor (vm false)
+// or the whole VM (vm true).
+type hangingTarget struct {
+	*sim.Target
+	vm bool
+}
+
+func (h *hangingTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	if p.NumForks() < 3 {
+		return h.Target.Run(p, opt)
+	}
+	if h.vm {
+		return nil, &vm.KernelReportError{Title: "VM hang: no result within the program timeout", Kind: "hang", Console: "[ 9.1] forkfuzz: program started\n"}
+	}
+	return nil, &executor.CrashError{Hang: true, Status: "no answer within 1m0s", State: "State: R (running)\n"}
+}
+
+// A hang the baseline kernel shows as another hang (the same programs
+// hang the executor on the kernel under test and the VM on the baseline)
+// is pre-existing, never counted against the kernel under test.
+func TestGateBaselineHangAsAnotherHang(t *testing.T) {
+	cfg := Config{
+		Open:         func() (agents.Target, error) { return &hangingTarget{Target: simTarget(t)}, nil },
+		OpenBaseline: func() (agents.Target, error) { return &hangingTarget{Target: simTarget(t), vm: true}, nil },
+		Kernel:       KernelIdentity{Target: "sim-eager"}, Baseline: &KernelIdentity{Target: "sim-eager"},
+		Budget: 15 * time.Second, Seed: 7, Workdir: filepath.Join(t.TempDir(), "w"), MinPrograms: 1, MinimizeRuns: 5,
+	}
+	r := Run(context.Background(), cfg)
+	f := findingOf(gateRun{Result: r}, "executor-hang")
+	if f == nil || f.Baseline == nil {
+		t.Fatalf("no executor-hang finding replayed on the baseline: %s\n%s", r.Reason, r.Summary())
+	}
+	if f.Baseline.Reproduced == 0 || f.Status != StatusPreexisting || !strings.Contains(f.Baseline.Note, "the hang came back as kernel-hang/VM-hang") {
+		t.Fatalf("status %s (%s), baseline %+v", f.Status, f.StatusReason, f.Baseline)
 	}
 }

@@ -361,7 +361,7 @@ func (g *gate) replayEvent(f *campaign.Finding, p *prog.Program, sig string, n i
 			continue
 		}
 		f.Replays++
-		if v.Has(sig) {
+		if back, _ := campaign.CameBack(sig, v); back {
 			f.Reproduced++
 		}
 	}

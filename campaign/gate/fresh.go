@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
@@ -140,7 +141,7 @@ func (g *gate) freshRuns(f *FindingRecord, v *FreshReplay, stop time.Time) {
 			continue
 		}
 		v.Runs++
-		if res.Has(f.Signature) {
+		if back, _ := campaign.CameBack(f.Signature, res); back {
 			v.Reproduced++
 		}
 	}
