@@ -84,6 +84,9 @@ type uffdMiss struct {
 	one     [1]byte
 	ctl     [24]byte // CMSG_SPACE(sizeof(int))
 	pid     int
+	// failFill (tests only) is the errno every fill fails with
+	// instead of being tried (resolve).
+	failFill uintptr
 }
 
 // uffdOp runs uffdreg or uffdunreg at addr. skip is obs.SkipNoUffdMissing
@@ -232,33 +235,49 @@ func (u *uffdMiss) drainFaults(fd int) {
 }
 
 // resolve fills the missing page at addr with zeros and wakes whoever
-// waits for it. A hugetlb page that cannot be had (no free huge page) is
-// unregistered before the wake, so that the retried fault fails as it
-// would have without userfaultfd (SIGBUS) instead of coming back forever.
+// waits for it. A fill that fails for any reason but EEXIST (filled
+// meanwhile) would fail again for the retried fault, forever: an
+// executor hang that the replays would blame on the kernel. So the range
+// is unregistered before the wake, and the retried fault is an ordinary
+// one, as without userfaultfd: it gets a zero page, or fails as it would
+// have (SIGBUS for a hugetlb page that cannot be had).
 //
 //forkfuzz:childsafe
 func (u *uffdMiss) resolve(fd int, addr uintptr) {
 	pg := addr &^ (prog.PageSize - 1)
-	z := uffdioZeropageArg{rng: uffdioRange{start: uint64(pg), len: prog.PageSize}}
-	_, e := sys3(unix.SYS_IOCTL, uintptr(fd), uffdioZeropage, uintptr(unsafe.Pointer(&z)))
+	r := uffdioRange{start: uint64(pg), len: prog.PageSize}
+	z := uffdioZeropageArg{rng: r}
+	e := u.fill(fd, uffdioZeropage, uintptr(unsafe.Pointer(&z)))
 	if e == 0 {
 		return
 	}
-	r := uffdioRange{start: uint64(pg), len: prog.PageSize}
 	if e == uintptr(unix.EINVAL) && u.zero != 0 {
 		// hugetlb: UFFDIO_ZEROPAGE is EINVAL there.
 		hp := addr &^ (uffdHuge - 1)
 		c := uffdioCopyArg{dst: uint64(hp), src: uint64(u.zero), len: uffdHuge}
-		_, e = sys3(unix.SYS_IOCTL, uintptr(fd), uffdioCopy, uintptr(unsafe.Pointer(&c)))
-		if e == 0 {
+		if e = u.fill(fd, uffdioCopy, uintptr(unsafe.Pointer(&c))); e == 0 {
 			return
 		}
 		r = uffdioRange{start: uint64(hp), len: uffdHuge}
-		if e == uintptr(unix.ENOMEM) {
+	}
+	if e != uintptr(unix.EEXIST) {
+		if _, ue := sys3(unix.SYS_IOCTL, uintptr(fd), uffdioUnregister, uintptr(unsafe.Pointer(&r))); ue == uintptr(unix.EINVAL) && r.len == prog.PageSize {
+			// A hugetlb range is unregistered whole huge pages at a
+			// time (no zero source to fill it with: u.zero).
+			r = uffdioRange{start: uint64(addr &^ (uffdHuge - 1)), len: uffdHuge}
 			sys3(unix.SYS_IOCTL, uintptr(fd), uffdioUnregister, uintptr(unsafe.Pointer(&r)))
 		}
 	}
-	// EEXIST: filled meanwhile (another thread's fault, a racing
-	// resolution); the waiter still needs its wake.
 	sys3(unix.SYS_IOCTL, uintptr(fd), uffdioWake, uintptr(unsafe.Pointer(&r)))
+}
+
+// fill runs one filling ioctl (UFFDIO_ZEROPAGE, UFFDIO_COPY) on fd.
+//
+//forkfuzz:childsafe
+func (u *uffdMiss) fill(fd int, req, arg uintptr) uintptr {
+	if u.failFill != 0 {
+		return u.failFill
+	}
+	_, e := sys3(unix.SYS_IOCTL, uintptr(fd), req, arg)
+	return e
 }
