@@ -22,11 +22,14 @@ func TestResolveFailureUnregisters(t *testing.T) {
 	}
 	page, err := unix.Mmap(-1, 0, prog.PageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
+		unix.Close(fd)
 		t.Fatal(err)
 	}
 	addr := uintptr(unsafe.Pointer(&page[0]))
 	reg := uffdioRegisterArg{rng: uffdioRange{start: uint64(addr), len: prog.PageSize}, mode: uffdioRegisterModeMissing}
 	if _, e := sys3(unix.SYS_IOCTL, uintptr(fd), uffdioRegister, uintptr(unsafe.Pointer(&reg))); e != 0 {
+		unix.Close(fd)
+		unix.Munmap(page)
 		t.Skipf("UFFDIO_REGISTER: %v", unix.Errno(e))
 	}
 	// The fault is the kernel's, in read(2): a goroutine in a system call
