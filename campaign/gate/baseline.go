@@ -99,6 +99,41 @@ func (g *gate) closeBaseline() {
 	}
 }
 
+// baseRepro is one distinct reproducer of the baseline phase and what
+// its runs on the baseline showed.
+type baseRepro struct {
+	p     *prog.Program
+	mode  RunMode         // run as the findings' runs were (FindingRecord.RunMode)
+	sigs  map[string]bool // the signatures of findings it stands for
+	shown map[string]int  // signature -> runs that showed it
+	runs  int             // runs judged (the baseline did not break first)
+	tries int
+	// broke counts, per finding signature, the runs the baseline
+	// broke in first (no observation, other signatures: other).
+	broke map[string]int
+	other map[string]bool
+	// as: a hang finding's signature -> the other hang it came back
+	// as (campaign.CameBack), the first one.
+	as   map[string]string
+	note string
+}
+
+// shownBy is the signatures run v shows for r: v's own, and the
+// signature of each of r's hang findings that came back as another hang
+// (campaign.CameBack).
+func (r *baseRepro) shownBy(v *judge.Verdict) []string {
+	sigs := v.Signatures()
+	for s := range r.sigs {
+		if back, as := campaign.CameBack(s, v); back && as != s {
+			sigs = append(sigs, s)
+			if r.as[s] == "" {
+				r.as[s] = as
+			}
+		}
+	}
+	return sigs
+}
+
 // baseline replays every reproducer not already known on the baseline
 // kernel, in rounds of one run each, up to BaselineReplays runs; a
 // reproducer that shows its finding's signature there once is settled:
@@ -141,36 +176,20 @@ func (g *gate) baseline(ph *Phase) {
 		}
 	}()
 	// Distinct reproducers, in the order of their findings.
-	type repro struct {
-		p     *prog.Program
-		mode  RunMode         // run as the findings' runs were (FindingRecord.RunMode)
-		sigs  map[string]bool // the signatures of findings it stands for
-		shown map[string]int  // signature -> runs that showed it
-		runs  int             // runs judged (the baseline did not break first)
-		tries int
-		// broke counts, per finding signature, the runs the baseline
-		// broke in first (no observation, other signatures: other).
-		broke map[string]int
-		other map[string]bool
-		// as: a hang finding's signature -> the other hang it came back
-		// as (campaign.CameBack), the first one.
-		as   map[string]string
-		note string
-	}
 	var order []string
-	rs := map[string]*repro{}
+	rs := map[string]*baseRepro{}
 	for _, i := range todo {
 		f := &g.res.Findings[i]
 		h := baselineKey(f)
 		r, ok := rs[h]
 		if !ok {
-			r = &repro{p: f.reproProg, mode: f.RunMode, sigs: map[string]bool{}, shown: map[string]int{}, broke: map[string]int{}, other: map[string]bool{}, as: map[string]string{}}
+			r = &baseRepro{p: f.reproProg, mode: f.RunMode, sigs: map[string]bool{}, shown: map[string]int{}, broke: map[string]int{}, other: map[string]bool{}, as: map[string]string{}}
 			rs[h] = r
 			order = append(order, h)
 		}
 		r.sigs[f.Signature] = true
 	}
-	settled := func(r *repro) bool {
+	settled := func(r *baseRepro) bool {
 		for s := range r.sigs {
 			if r.shown[s] == 0 {
 				return false
@@ -205,16 +224,7 @@ rounds:
 				continue
 			}
 			total++
-			sigs := v.Signatures()
-			for s := range r.sigs {
-				// A hang that came back as another hang is shown.
-				if back, as := campaign.CameBack(s, v); back && as != s {
-					sigs = append(sigs, s)
-					if r.as[s] == "" {
-						r.as[s] = as
-					}
-				}
-			}
+			sigs := r.shownBy(v)
 			for _, s := range sigs {
 				r.shown[s]++
 			}
