@@ -49,9 +49,10 @@ func parseChildGrow(s string) (childGrow, error) {
 	return 0, fmt.Errorf("child_kcov_grow %q: want %q, %q or %q", s, GrowAll, GrowOps, GrowNone)
 }
 
-// setGrow sets the current program's policy (after begin).
-func (k *kcovState) setGrow(g childGrow) {
-	if k != nil {
+// setGrow sets the current program's policy (after begin) from an
+// Options.ChildKcovGrow that Executor.Run has checked.
+func (k *kcovState) setGrow(policy string) {
+	if g, err := parseChildGrow(policy); k != nil && err == nil {
 		k.growPolicy = g
 	}
 }

@@ -182,6 +182,9 @@ func (x *Executor) Run(p *prog.Program, opt Options) (*obs.Observation, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("executor: invalid program: %w", err)
 	}
+	if _, err := parseChildGrow(opt.ChildKcovGrow); err != nil {
+		return nil, fmt.Errorf("executor: %w", err)
+	}
 	r := request{p: p, opt: opt, resp: make(chan response, 1)}
 	x.reqs <- r
 	res := <-r.resp
@@ -266,10 +269,6 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 	if wordCap <= 0 {
 		wordCap = defaultWords
 	}
-	grow, err := parseChildGrow(opt.ChildKcovGrow)
-	if err != nil {
-		return nil, fmt.Errorf("executor: %w", err)
-	}
 	arena = p.Arena
 	ph := newPhases()
 	trimHeap()
@@ -326,7 +325,7 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 			}
 		}()
 		m.kc.begin(p.NumForks(), opt.NoCover, opt.SyncKcovDrain)
-		m.kc.setGrow(grow)
+		m.kc.setGrow(opt.ChildKcovGrow) // checked by Run
 		m.runProc(0)
 		for f := range m.th.stop {
 			m.th.stop[f].Store(true)
