@@ -46,6 +46,10 @@ type Target interface {
 type Options struct {
 	// WordCap bounds the non-zero words recorded per view (0: default).
 	WordCap int
+	// DigestsFirst: views carry words only where threads race
+	// (executor.Options.DigestsFirst); the checker judges the other
+	// pages by digest.
+	DigestsFirst bool
 	// Corrupt is a test-only switch that makes the executor falsify the
 	// observation in a stated way (executor.Corruptions), to prove the
 	// oracles bite. Targets without an executor reject it.
@@ -91,7 +95,7 @@ func Refused(err error) bool {
 
 // Executor returns the executor's options for opt.
 func (opt Options) Executor() executor.Options {
-	return executor.Options{WordCap: opt.WordCap, Corrupt: opt.Corrupt, ForkImpl: opt.ForkImpl, ForkImplNoEvidence: opt.ForkImplNoEvidence,
+	return executor.Options{WordCap: opt.WordCap, DigestsFirst: opt.DigestsFirst, Corrupt: opt.Corrupt, ForkImpl: opt.ForkImpl, ForkImplNoEvidence: opt.ForkImplNoEvidence,
 		Symbols: opt.Symbols, NoCover: opt.NoCover, NoForkPages: opt.NoForkPages, HeapTHP: opt.HeapTHP, SyncKcovDrain: opt.SyncKcovDrain, ChildKcovGrow: opt.ChildKcovGrow, RecyclePTEKB: opt.RecyclePTEKB, TimeoutMs: int(opt.Timeout / time.Millisecond)}
 }
 

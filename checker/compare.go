@@ -374,8 +374,10 @@ func (c *comparer) comparePage(pr *proc, at, vi int, s *seg, g int, a *actualPag
 		alts = pg.alts
 	}
 	if pg != nil && len(pg.wild) > 0 {
-		// Words a thread may write are not judged here.
+		// Words a thread may write are not judged here, and the others
+		// need the page's words.
 		if !a.complete {
+			c.col.v.Stats.WordsMissing++
 			return
 		}
 		aw := a.words.without(pg.wild)
@@ -538,7 +540,9 @@ func (c *comparer) threads() {
 	// finding of its own kind: never a pass.
 	cc := newConcurrency(c.p)
 	c.col.v.Stats.Cells = len(judgedCells(c.p, cc))
-	for _, f := range cutFindings(c.p, c.o, cc, cutTimeout) {
+	fs, missing := cutFindings(c.p, c.o, cc, cutTimeout)
+	c.col.v.Stats.WordsMissing += missing
+	for _, f := range fs {
 		c.col.add(f)
 	}
 }

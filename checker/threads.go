@@ -90,10 +90,11 @@ type forkHistory struct {
 
 // forkHistories builds, for every child start view of a fork of the main
 // process, the threads' timed stores and what the child saw in the judged
-// cells.
-func forkHistories(p *prog.Program, o *obs.Observation, c *concurrency) []forkHistory {
+// cells. A view that holds a judged cell's page by digest only (its
+// words were not recorded) is left out and counted in missing.
+func forkHistories(p *prog.Program, o *obs.Observation, c *concurrency) (out []forkHistory, missing int) {
 	if len(o.Threads) == 0 {
-		return nil
+		return nil, 0
 	}
 	var writes []cut.Write
 	region := make(map[uint64]int)
@@ -110,7 +111,6 @@ func forkHistories(p *prog.Program, o *obs.Observation, c *concurrency) []forkHi
 		}
 	}
 	judged := judgedCells(p, c)
-	var out []forkHistory
 	for vi := range o.Views {
 		v := &o.Views[vi]
 		if v.At != obs.AtStart || v.Proc < 1 {
@@ -146,6 +146,10 @@ func forkHistories(p *prog.Program, o *obs.Observation, c *concurrency) []forkHi
 		for _, w := range v.Words {
 			words[cellKey{w.Region, w.Off}] = w.Value
 		}
+		if v.Truncated && !wordsComplete(v, words, judged) {
+			missing++
+			continue
+		}
 		fh := forkHistory{fork: f, forkOp: fi, view: vi, h: h, region: region}
 		for key := range judged {
 			if v.StateAt(key.region, int(key.off/prog.PageSize)) != obs.Readable {
@@ -160,14 +164,35 @@ func forkHistories(p *prog.Program, o *obs.Observation, c *concurrency) []forkHi
 		}
 		out = append(out, fh)
 	}
-	return out
+	return out, missing
+}
+
+// wordsComplete says whether view v, whose word list is not complete,
+// holds every word of each page in which a judged cell is readable.
+func wordsComplete(v *obs.View, words map[cellKey]uint64, judged map[cellKey]bool) bool {
+	type pageKey struct{ region, page int }
+	have := map[pageKey]int{}
+	for k := range words {
+		have[pageKey{k.region, int(k.off / prog.PageSize)}]++
+	}
+	nonzero := map[pageKey]int{}
+	for _, d := range v.Pages {
+		nonzero[pageKey{d.Region, d.Page}] = d.NonZero
+	}
+	for k := range judged {
+		pk := pageKey{k.region, int(k.off / prog.PageSize)}
+		if v.StateAt(k.region, pk.page) == obs.Readable && have[pk] != nonzero[pk] {
+			return false
+		}
+	}
+	return true
 }
 
 // cutFindings judges the child start views of the main process's forks
 // against the threads' timed stores.
-func cutFindings(p *prog.Program, o *obs.Observation, c *concurrency, timeout time.Duration) []Finding {
-	var out []Finding
-	for _, fh := range forkHistories(p, o, c) {
+func cutFindings(p *prog.Program, o *obs.Observation, c *concurrency, timeout time.Duration) (out []Finding, missing int) {
+	fhs, missing := forkHistories(p, o, c)
+	for _, fh := range fhs {
 		f, fi, vi, h, region := fh.fork, fh.forkOp, fh.view, fh.h, fh.region
 		v := &o.Views[vi]
 		if fd, bad := pinnedFinding(p, fh, v, timeout); bad {
@@ -206,7 +231,7 @@ func cutFindings(p *prog.Program, o *obs.Observation, c *concurrency, timeout ti
 			Explanation: fmt.Sprintf("start view of the child of f%d is not a consistent cut of the threads' stores during `%s` (TSC ticks; the fork call ran from %d to %d): %s",
 				f, p.Ops[fi].String(), h.ForkInv, h.ForkResp, explainCut(p, verdict, region))})
 	}
-	return out
+	return out, missing
 }
 
 // pinnedFinding judges the pinned cells of one child start view each
@@ -242,7 +267,8 @@ func pinnedFinding(p *prog.Program, fh forkHistory, v *obs.View, timeout time.Du
 // to what can matter (cut.Trim) so porcupine can show it.
 func LinearizabilityHTML(p *prog.Program, o *obs.Observation, timeout time.Duration) map[string][]byte {
 	out := make(map[string][]byte)
-	for _, fh := range forkHistories(p, o, newConcurrency(p)) {
+	fhs, _ := forkHistories(p, o, newConcurrency(p))
+	for _, fh := range fhs {
 		if cut.Check(fh.h).Result == cut.Ok {
 			continue
 		}

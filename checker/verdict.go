@@ -77,6 +77,11 @@ type Stats struct {
 	Excused int `json:"excused,omitempty"`
 	// SharedUnjudged: shared memory stopped being judged at some point.
 	SharedUnjudged bool `json:"shared_unjudged,omitempty"`
+	// WordsMissing counts pages and cells left unjudged because a view
+	// held their page's digest but not its words (a view recorded words
+	// only where threads race, or hit its word cap): a run with every
+	// view's words can judge them.
+	WordsMissing int `json:"words_missing,omitempty"`
 }
 
 // OK reports whether no oracle failed.

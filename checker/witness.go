@@ -28,7 +28,8 @@ type CutWitness struct {
 // decides histories the exact one cannot).
 func CutWitnesses(p *prog.Program, o *obs.Observation, timeout time.Duration) []CutWitness {
 	var out []CutWitness
-	for _, fh := range forkHistories(p, o, newConcurrency(p)) {
+	fhs, _ := forkHistories(p, o, newConcurrency(p))
+	for _, fh := range fhs {
 		h := fh.h
 		v := cut.Check(h)
 		if v.Result == cut.Unknown {

@@ -250,8 +250,9 @@ func (m *machine) viewRecs(at int) {
 			m.rec(obs.RecVMA, arena.Canonical(v.start), arena.Canonical(v.end-1)+1, v.prot, v.off, v.inode, 0)
 		}
 	}
-	words := 0
+	words, capped := 0, false
 	for r := range m.p.Regions {
+		wordy := m.wordRegions&(1<<uint(r)) != 0
 		base := arena.RegionBase(r)
 		end := base + prog.SpanBytes
 		runFirst, runN, runState := 0, 0, obs.PageState(0)
@@ -300,11 +301,14 @@ func (m *machine) viewRecs(at int) {
 						}
 						digest += obs.WordDigest(uint64(w*8), val)
 						nz++
-						if words < m.wordCap {
+						switch {
+						case !wordy:
+							truncated = 1
+						case words < m.wordCap:
 							m.rec(obs.RecWord, uint64(r), addr-base+uint64(w*8), val, 0, 0, 0)
 							words++
-						} else {
-							truncated = 1
+						default:
+							truncated, capped = 1, true
 						}
 					}
 				}
@@ -317,7 +321,7 @@ func (m *machine) viewRecs(at int) {
 			m.rec(obs.RecRun, uint64(r), uint64(runFirst), uint64(runN), uint64(runState), 0, 0)
 		}
 	}
-	if truncated != 0 {
+	if capped {
 		m.rec(obs.RecEvent, obs.EventViewOverrun, uint64(m.proc), uint64(m.wordCap), 0, 0, 0)
 	}
 	m.rec(obs.RecViewEnd, truncated, 0, 0, 0, 0, 0)

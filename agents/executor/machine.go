@@ -67,6 +67,8 @@ type machine struct {
 	sigOld   uint64
 	sigAll   uint64
 	mapsPath [32]byte
+	// wordRegions: the regions whose views record words (bit r).
+	wordRegions uint64
 
 	// main process only: mremap results outside the arena, to clean up;
 	// the threads t1..tN; TSC bounds of the main process's forks.
@@ -109,7 +111,7 @@ func newMachine(rep, ctl, maps []byte) *machine {
 }
 
 func (m *machine) reset(p *prog.Program, wordCap int) {
-	m.p, m.wordCap = p, wordCap
+	m.p, m.wordCap, m.wordRegions = p, wordCap, ^uint64(0)
 	m.nvma, m.nobj, m.proc, m.inChild, m.ks = 0, 0, 0, false, 0
 	m.moved = m.moved[:0]
 	for i := range m.memfd {

@@ -25,6 +25,11 @@ import (
 type Options struct {
 	// WordCap bounds the non-zero words recorded per view (0: default).
 	WordCap int
+	// DigestsFirst records views' words only in the regions whose words
+	// may change out of the program's order (prog.Program.RacedRegions);
+	// elsewhere a view holds page digests only. The checker judges such
+	// pages by digest and says when it needed words it did not get.
+	DigestsFirst bool `json:"digests_first,omitempty"`
 	// Corrupt is a test-only switch that makes the executor falsify the
 	// observation in a stated way, to prove that the oracles bite. See
 	// Corruptions.
@@ -278,6 +283,9 @@ func runOne(m *machine, p *prog.Program, opt Options) (o *obs.Observation, err e
 		ph.mark("heap-thp")
 	}
 	m.reset(p, wordCap)
+	if opt.DigestsFirst {
+		m.wordRegions = p.RacedRegions()
+	}
 	m.rb = newRollbackState()
 	m.rb.corrupt = opt.Corrupt
 	rep := m.rep

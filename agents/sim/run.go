@@ -34,6 +34,8 @@ type machine struct {
 	clock   int64
 	tsc     uint64
 	wordCap int
+	// wordRegions: the regions whose views carry words (bit r).
+	wordRegions uint64
 	// viewPages is scratch for view: the pages behind v.Pages.
 	viewPages []*Page
 	// loops are the storeloops running on threads of the main process.
@@ -53,6 +55,12 @@ type loop struct {
 // (for its page tables and events). Kernel events are also appended to the
 // observation's Events.
 func Run(p *prog.Program, cfg Config, wordCap int) (*obs.Observation, *Kernel, error) {
+	return run(p, cfg, wordCap, ^uint64(0))
+}
+
+// run is Run whose views carry words only in the regions of wordRegions
+// (bit r), as the executor's with Options.DigestsFirst.
+func run(p *prog.Program, cfg Config, wordCap int, wordRegions uint64) (*obs.Observation, *Kernel, error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("sim: invalid program: %w", err)
 	}
@@ -75,7 +83,7 @@ func Run(p *prog.Program, cfg Config, wordCap int) (*obs.Observation, *Kernel, e
 	if wordCap <= 0 {
 		wordCap = DefaultWordCap
 	}
-	x := &machine{k: k, p: p, wordCap: wordCap, o: newObs(p),
+	x := &machine{k: k, p: p, wordCap: wordCap, wordRegions: wordRegions, o: newObs(p),
 		procs: make([]*proc, p.NumForks()+1), memfds: make([]*File, len(p.Regions))}
 	main := &proc{mm: k.newMM()}
 	x.procs[0] = main
@@ -522,6 +530,10 @@ func (x *machine) view(pid, at int) {
 	for i, pg := range x.viewPages {
 		pd := &v.Pages[i]
 		off := uint64(pd.Page) * pageSize
+		if x.wordRegions&(1<<uint(pd.Region)) == 0 {
+			v.Truncated = true
+			continue
+		}
 		for _, w := range pg.nz {
 			if len(v.Words) == x.wordCap {
 				v.Truncated = true

@@ -58,7 +58,11 @@ func (t *Target) Run(p *prog.Program, opt agents.Options) (*obs.Observation, err
 	}
 	cfg := t.Config
 	cfg.SchedSeed = t.RunSeed(p)
-	o, k, err := Run(p, cfg, opt.WordCap)
+	regions := ^uint64(0)
+	if opt.DigestsFirst {
+		regions = p.RacedRegions()
+	}
+	o, k, err := run(p, cfg, opt.WordCap, regions)
 	t.Last = k
 	return o, err
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,5 +191,104 @@ func TestWordCap(t *testing.T) {
 		if v := checker.Check(p, o); !v.OK() {
 			dump(t, fmt.Sprintf("wordcap-%d", s), p, v.Report())
 		}
+	}
+}
+
+// TestDigestsFirst runs generated programs (threads included) with views
+// that carry words only in the regions threads race in: no false
+// positives, and a changed digest of a page known by digest only is
+// caught as a digest finding.
+func TestDigestsFirst(t *testing.T) {
+	n := envInt("HOSTN", 20)
+	seed := envInt("HOSTSEED", 1)
+	var digestOnly, missing, flips, caught int
+	for s := seed; s < seed+n; s++ {
+		p := gen.Generate(rand.New(rand.NewPCG(uint64(s), 19)), gen.DefaultWeights())
+		o, err := exe(t).Run(p, executor.Options{DigestsFirst: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := checker.Check(p, o)
+		missing += v.Stats.WordsMissing
+		if !v.OK() {
+			dump(t, fmt.Sprintf("digests-%d", s), p, v.Report())
+			continue
+		}
+		raced := p.RacedRegions()
+		for vi := range o.Views {
+			pages := o.Views[vi].Pages
+			for k := range pages {
+				d := &pages[k]
+				if raced&(1<<uint(d.Region)) != 0 || v.Stats.SharedUnjudged && p.Regions[d.Region].Kind.Base() != prog.AnonPrivate {
+					continue
+				}
+				digestOnly++
+				if k != len(pages)/2 {
+					continue
+				}
+				old := d.Digest
+				d.Digest ^= 1 << 20
+				flips++
+				for _, f := range checker.Check(p, o).Findings {
+					if strings.Contains(f.Signature, ":digest:") {
+						caught++
+						break
+					}
+				}
+				d.Digest = old
+			}
+		}
+	}
+	t.Logf("%d programs: %d pages known by digest only, %d pages or cells unjudged for lack of words; %d/%d changed digests caught", n, digestOnly, missing, caught, flips)
+	if digestOnly == 0 {
+		t.Fatal("no page was known by digest only: the test shows nothing")
+	}
+	if caught < flips*9/10 {
+		t.Errorf("only %d of %d changed digests were caught", caught, flips)
+	}
+}
+
+// TestWordsMissing strips the words of the regions threads race in from
+// views of thread programs: the pages and cells that needed them are
+// counted unjudged, never judged from what is left.
+func TestWordsMissing(t *testing.T) {
+	n := envInt("HOSTN", 10)
+	seed := envInt("HOSTSEED", 1)
+	w := gen.DefaultWeights()
+	w.ThreadProb, w.ThreadVMAProb = 1, 0
+	stripped, missing := 0, 0
+	for s := seed; s < seed+n; s++ {
+		p := gen.Generate(rand.New(rand.NewPCG(uint64(s), 23)), w)
+		raced := p.RacedRegions()
+		o, err := exe(t).Run(p, executor.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := checker.Check(p, o); !v.OK() || v.Stats.WordsMissing != 0 {
+			t.Errorf("seed %d with every word: %d findings, %d words missing", s, len(v.Findings), v.Stats.WordsMissing)
+			continue
+		}
+		for vi := range o.Views {
+			v := &o.Views[vi]
+			ws := v.Words[:0]
+			for _, w := range v.Words {
+				if raced&(1<<uint(w.Region)) == 0 {
+					ws = append(ws, w)
+				} else {
+					v.Truncated = true
+					stripped++
+				}
+			}
+			v.Words = ws
+		}
+		v := checker.Check(p, o)
+		missing += v.Stats.WordsMissing
+		if !v.OK() {
+			dump(t, fmt.Sprintf("stripped-%d", s), p, v.Report())
+		}
+	}
+	t.Logf("%d thread programs: %d words stripped, %d pages or cells unjudged", n, stripped, missing)
+	if stripped == 0 || missing == 0 {
+		t.Fatalf("%d words stripped, %d unjudged: the test shows nothing", stripped, missing)
 	}
 }

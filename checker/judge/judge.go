@@ -71,6 +71,9 @@ type Judged struct {
 	Lost int `json:"lost,omitempty"`
 	// SharedUnjudged: shared memory stopped being judged at some point.
 	SharedUnjudged bool `json:"shared_unjudged,omitempty"`
+	// WordsMissing: pages and cells not judged because the views held
+	// their digests but not their words (checker.Stats.WordsMissing).
+	WordsMissing int `json:"words_missing,omitempty"`
 	// Excused: findings explained by an injected failure (not issues).
 	Excused int `json:"excused,omitempty"`
 	// Observation is false when there was none to judge (a crash).
@@ -285,7 +288,7 @@ func Judge(p *prog.Program, o *obs.Observation, runErr error) (*Verdict, error) 
 	}
 	cv := checker.Check(p, o)
 	v.Judged = Judged{Views: cv.Stats.Views, Pages: cv.Stats.Pages, Cells: cv.Stats.Cells, Lost: cv.Stats.Lost,
-		SharedUnjudged: cv.Stats.SharedUnjudged, Excused: cv.Stats.Excused, Observation: true, AtFork: atFork(o)}
+		SharedUnjudged: cv.Stats.SharedUnjudged, WordsMissing: cv.Stats.WordsMissing, Excused: cv.Stats.Excused, Observation: true, AtFork: atFork(o)}
 	var html map[string][]byte
 	for i := range cv.Findings {
 		f := cv.Findings[i]
@@ -355,6 +358,9 @@ func (v *Verdict) Summary() string {
 	if j.SharedUnjudged {
 		b.WriteString("; shared memory partly unjudged")
 	}
+	if j.WordsMissing > 0 {
+		fmt.Fprintf(&b, "; %d pages or cells unjudged without their words", j.WordsMissing)
+	}
 	if j.Excused > 0 {
 		fmt.Fprintf(&b, "; %d findings excused by injected failures", j.Excused)
 	}
@@ -421,7 +427,7 @@ func (t *Tally) Add(v *Verdict) {
 	t.Forks += v.Judged.Forks
 	t.PipeReads += v.Judged.PipeReads
 	t.Rollbacks += v.Judged.Rollbacks
-	if v.Judged.Lost > 0 || v.Judged.SharedUnjudged {
+	if v.Judged.Lost > 0 || v.Judged.SharedUnjudged || v.Judged.WordsMissing > 0 {
 		t.Unjudged++
 	}
 	t.Notes += len(v.Notes)
