@@ -93,6 +93,11 @@ type Config struct {
 	// negative: never). It costs about a tenth of a program's time on
 	// the reference kernel under TCG (docs/throughput.md).
 	CensusEvery int
+	// DigestsFirst: views carry words only where threads race and page
+	// digests elsewhere (agents.Options.DigestsFirst); a run whose
+	// verdict needs the words runs again with them (runJudged). Off by
+	// default: it saved nothing measurable (docs/throughput.md).
+	DigestsFirst bool
 	// FindingPages returns the pages written beside every finding
 	// (report.Files: report.html, report.json); nil: none.
 	FindingPages func(f *Finding) map[string][]byte
@@ -491,17 +496,16 @@ func (r *campaignRun) worker() {
 		r.mu.Unlock()
 		ranFrom := time.Now()
 		cover := cfg.CoverAt(i)
-		o, err := cfg.Target.Run(p, agents.Options{Corrupt: cfg.Corrupt, Symbols: syms && cover, NoCover: !cover, NoForkPages: !cfg.CensusAt(i)})
-		ran := time.Since(ranFrom)
-		judgeFrom := time.Now()
-		v, herr := judge.Judge(p, o, err)
-		judged := time.Since(judgeFrom)
-		found, recorded := r.record(i, org, p, o, v, herr, ran)
+		jr := runJudged(cfg.Target, p, agents.Options{Corrupt: cfg.Corrupt, Symbols: syms && cover, NoCover: !cover, NoForkPages: !cfg.CensusAt(i),
+			DigestsFirst: cfg.DigestsFirst})
+		o, v, herr := jr.o, jr.v, jr.herr
+		found, recorded := r.record(i, org, p, o, v, herr, jr.kept)
 		st.spent.add(func(t *TimeSpent) {
 			t.Programs++
 			t.Generate += secs(ranFrom.Sub(genFrom))
-			t.Run += secs(ran)
-			t.Judge += secs(judged)
+			t.Run += secs(jr.ran)
+			t.Judge += secs(jr.judged)
+			t.WordReruns += int64(jr.reruns)
 			t.Record += secs(recorded)
 			if o != nil && o.Phases != nil {
 				if t.Guest == nil {

@@ -22,6 +22,10 @@ type TimeSpent struct {
 	Save     float64 `json:"save"`     // writing finding directories
 	Minimize float64 `json:"minimize"` // minimizing and replaying findings
 	Programs int64   `json:"programs"`
+	// WordReruns counts programs run again with every view's words
+	// because their digests-first run's verdict needed them (runJudged);
+	// their time is in Run and Judge.
+	WordReruns int64 `json:"word_reruns,omitempty"`
 	// Guest sums the guest's phases (obs.Observation.Phases) by name.
 	Guest map[string]float64 `json:"guest,omitempty"`
 	// Work sums what the program's processes did inside the guest's
@@ -65,6 +69,9 @@ func (t *TimeSpent) String() string {
 	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x/total) }
 	s := fmt.Sprintf("run %s (%.2f s/program), generate %s, judge %s, record %s, save %s, minimize %s",
 		pct(t.Run), t.Run/float64(t.Programs), pct(t.Generate), pct(t.Judge), pct(t.Record), pct(t.Save), pct(t.Minimize))
+	if t.WordReruns > 0 {
+		s += fmt.Sprintf(" (%d programs ran again with every view's word)", t.WordReruns)
+	}
 	if len(t.Guest) > 0 && t.Run > 0 {
 		var ks []string
 		for k := range t.Guest {

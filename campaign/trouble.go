@@ -91,13 +91,25 @@ func (st *Stats) Blamed() int {
 // own report of one (kernel-hang/INFO-...). Which of them a run shows
 // depends on where the guest stalled and what still answered, and every
 // one is the program not finishing in the time it got (a replay that
-// decides a hang gets twice the time the hung run had).
+// decides a hang gets twice the time the hung run had). A content
+// finding known by digest only (ORACLE:digest:KIND: its run's views held
+// no words there) comes back as the same oracle's finding on the same
+// kind of page, which replays, run with every word, name by what the
+// page held.
 func CameBack(sig string, v *judge.Verdict) (bool, string) {
 	if v == nil {
 		return false, ""
 	}
 	if v.Has(sig) {
 		return true, sig
+	}
+	if isDigest(sig) {
+		for _, is := range v.Issues {
+			if digestBack(sig, is.Signature) {
+				return true, is.Signature
+			}
+		}
+		return false, ""
 	}
 	if _, hang := HarnessTrouble(sig); !hang {
 		return false, ""

@@ -11,6 +11,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/campaign"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
@@ -35,6 +36,9 @@ var execCosts = []execCost{
 	{"no census", func(o *agents.Options) { o.NoForkPages = true }},
 	{"neither", func(o *agents.Options) { o.NoCover, o.NoForkPages = true, true }},
 	{"1 word/view", func(o *agents.Options) { o.WordCap = 1 }},
+	// Views with words only where threads race (run --digests-first,
+	// agents.Options.DigestsFirst).
+	{"digests first", func(o *agents.Options) { o.DigestsFirst = true }},
 	{"heap THP", func(o *agents.Options) { o.HeapTHP = true }},
 	{"sync drain", func(o *agents.Options) { o.SyncKcovDrain = true }},
 	// Children's bigger KCOV buffers (executor.Options.ChildKcovGrow).
@@ -63,6 +67,10 @@ type execRow struct {
 	// seen in any run, and runs whose buffer or set filled.
 	covRuns, edgeSum, filled int
 	edges                    map[uint32]struct{}
+	// needWords counts digests-first runs whose verdict needs every
+	// word (a campaign runs them again: campaign.NeedsWords).
+	needWords int
+	digests   bool
 }
 
 func cmdBenchExec(args []string, stdout, stderr io.Writer) int {
@@ -143,6 +151,12 @@ func benchExec(t agents.Target, progs []*prog.Program, execCosts []execCost, rou
 				}
 				rows[k].runs++
 				rows[k].total += d
+				if opt.DigestsFirst {
+					rows[k].digests = true
+					if v, herr := judge.Judge(p, o, err); herr == nil && campaign.NeedsWords(v) {
+						rows[k].needWords++
+					}
+				}
 				if o != nil {
 					rows[k].addCover(o.Cover)
 					for ph, us := range o.Phases {
@@ -220,6 +234,11 @@ func printExecRows(w io.Writer, rows []*execRow) {
 			fmt.Fprintf(w, "%s%-16s  %d per program (mean of %d runs), %d over all its runs, %d runs filled a buffer or set\n", header, r.name,
 				r.edgeSum/r.covRuns, r.covRuns, len(r.edges), r.filled)
 			header = ""
+		}
+	}
+	for _, r := range rows {
+		if r.digests {
+			fmt.Fprintf(w, "\n%s: %d of %d runs needed every word (a campaign runs those again: not in the figures above)\n", r.name, r.needWords, r.runs)
 		}
 	}
 	header = "\nwhere the program phase went, summed over its processes (ms per program; a fork includes its census and evidence, a wait its child's run):\n"

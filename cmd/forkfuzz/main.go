@@ -255,6 +255,7 @@ func runFlagSet(stderr io.Writer) *runOptions {
 	fs.BoolVar(&o.quiet, "q", false, "no progress line")
 	fs.StringVar(&o.profile, "profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", ")+" (part of what a seed replays)")
 	fs.BoolVar(&o.dist, "dist", false, "run through a coordinator and an agent in this process over an embedded NATS JetStream server")
+	fs.BoolVar(&c.DigestsFirst, "digests-first", false, "views carry words only where threads race and page digests elsewhere; a run whose verdict needs the words runs again with them (measured no faster: docs/throughput.md)")
 	o.cover = coverFlags(fs)
 	o.resume = runFlags(fs)
 	fs.IntVar(&c.MaxHarnessErrors, "max-harness-errors", campaign.DefaultMaxHarnessErrors, "give up (exit 2) after this many harness errors in a row")
