@@ -91,6 +91,12 @@ type Finding struct {
 	// and replays run the same way, so KCOV's slowdown of the kernel
 	// does not change a race's odds between them.
 	NoCover bool
+	// AimNote says how the replays aimed the forks' fail_nth at the
+	// injection site the finding's run recorded (aim.go), AimRuns the
+	// runs that took; "" when no fork of the program injects a fault
+	// the kernel reported. Minimized starts from the aimed program.
+	AimNote string
+	AimRuns int
 	// NoCensus: the run that showed it took no page census at its forks
 	// (campaigns take it for one program in Config.CensusEvery); its
 	// minimization and replays run the same way: the census reads
@@ -136,14 +142,20 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 	// gets as many runs as that took: with one run a step, most steps
 	// were rejected because the race did not fire, not because the step
 	// removed it, and such findings kept every op.
-	min := f.Program
+	base := f.Program
+	if sites := aimSites(f.Observation); len(sites) > 0 {
+		var aimed *prog.Program
+		aimed, f.AimNote, f.AimRuns = aim(ctx, target, f.Program, sites, opt, 2*aimWindow+1)
+		base = aimed
+	}
+	min := base
 	for f.MinTries = 1; f.MinTries <= flakyReruns; f.MinTries++ {
-		if reproduces(f.Program) {
+		if reproduces(base) {
 			break
 		}
 	}
 	if f.MinTries <= flakyReruns {
-		min, _ = minimize.Minimize(f.Program, tries(f.MinTries, reproduces), minimize.MaxAttempts(maxRuns))
+		min, _ = minimize.Minimize(base, tries(f.MinTries, reproduces), minimize.MaxAttempts(maxRuns))
 	} else {
 		f.NotRepeated, f.MinTries = true, 0
 	}
@@ -153,16 +165,16 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 	// (the gate's budget is spent) or a harness error is not a failure
 	// to reproduce. At most twice as many runs are tried.
 	replay(ctx, target, f, min, opt)
-	if f.Reproduced == 0 && f.Replays > 0 && !f.NotRepeated && len(min.Ops) < len(f.Program.Ops) && !f.Interrupted {
+	if f.Reproduced == 0 && f.Replays > 0 && !f.NotRepeated && len(min.Ops) < len(base.Ops) && !f.Interrupted {
 		// The minimized program never failed again, though the original
 		// did on its rerun: keep the original as the reproducer if it
 		// still fails, and say what was dropped.
 		dropped, n, nerr, runs := min, f.Replays, f.ReplayErrors, f.ReplayRuns
 		f.Replays, f.ReplayErrors = 0, 0
-		replay(ctx, target, f, f.Program, opt)
+		replay(ctx, target, f, base, opt)
 		if f.Reproduced > 0 {
 			f.MinDropped, f.MinDroppedReplays = dropped, n
-			f.Minimized = f.Program
+			f.Minimized = base
 			return
 		}
 		// Neither replays: report the minimized program's replays.
@@ -557,6 +569,9 @@ func (f *Finding) Report() string {
 	}
 	if f.ReplayErrors > 0 {
 		fmt.Fprintf(&b, "          (%d more replay runs gave no verdict: refused at the end of the budget, or harness errors)\n", f.ReplayErrors)
+	}
+	if f.AimNote != "" {
+		fmt.Fprintf(&b, "aimed:    %s (%d runs; a fork's K-th failure point moves with the executor's own mappings)\n", f.AimNote, f.AimRuns)
 	}
 	if n := f.ReplayRunsNote(); n != "" {
 		fmt.Fprintf(&b, "replays:  %s\n", n)

@@ -1,0 +1,81 @@
+package campaign
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// siteTarget reports, for the fork at op, the injection site its
+// fail_nth hits: sites[fail_nth], else "failslab: elsewhere".
+type siteTarget struct {
+	op    int
+	sites map[int]string
+	ks    []int // the fail_nth of each run
+}
+
+func (s *siteTarget) Run(p *prog.Program, _ agents.Options) (*obs.Observation, error) {
+	k := p.Ops[s.op].FailNth
+	s.ks = append(s.ks, k)
+	site, ok := s.sites[k]
+	if !ok {
+		site = "failslab: elsewhere"
+	}
+	return &obs.Observation{Rollbacks: []obs.Rollback{{Op: s.op, Cause: obs.CauseFailNth, Injection: obs.InjInjected, FailNth: k, Site: site}}}, nil
+}
+
+func (s *siteTarget) Close() error { return nil }
+func (s *siteTarget) Name() string { return "sites" }
+
+func TestAim(t *testing.T) {
+	p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4\nstore r0 off=0x0 count=1 stride=0x8\nfork f0 fail_nth=149\nwait f0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "failslab: anon_vma_fork <- dup_mmap"
+	recorded := &obs.Observation{Rollbacks: []obs.Rollback{{Op: 1, Cause: obs.CauseFailNth, Injection: obs.InjInjected, FailNth: 149, Site: want}}}
+	sites := aimSites(recorded)
+	if len(sites) != 1 || sites[1] != want {
+		t.Fatalf("aimSites = %v", sites)
+	}
+	tests := []struct {
+		name    string
+		at      int // where the site is now (0: nowhere)
+		max     int
+		wantK   int
+		wantRun int
+		note    string
+	}{
+		{"still there", 149, 25, 149, 1, "hit the recorded site again"},
+		{"moved up", 152, 25, 152, 6, "fail_nth=152 hits the recorded one"},
+		{"moved down", 147, 25, 147, 5, "fail_nth=147 hits the recorded one"},
+		{"gone", 0, 25, 149, 25, "no fail_nth within 12 of 149"},
+		{"budget", 152, 3, 149, 3, "in 3 runs"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := &siteTarget{op: 1, sites: map[int]string{tc.at: want}}
+			q, note, runs := aim(context.Background(), tg, p, sites, agents.Options{}, tc.max)
+			if q.Ops[1].FailNth != tc.wantK || runs != tc.wantRun || len(tg.ks) != runs || !strings.Contains(note, tc.note) {
+				t.Errorf("fail_nth %d after %d runs %v, note %q; want %d after %d, note with %q", q.Ops[1].FailNth, runs, tg.ks, note, tc.wantK, tc.wantRun, tc.note)
+			}
+			if p.Ops[1].FailNth != 149 {
+				t.Fatalf("aim changed the program it was given")
+			}
+		})
+	}
+	// Only injected faults with a reported site are aimed at.
+	for _, rb := range []obs.Rollback{
+		{Op: 1, Cause: obs.CauseFailNth, Injection: obs.InjNotReached, FailNth: 149, Site: want},
+		{Op: 1, Cause: obs.CauseFailNth, Injection: obs.InjInjected, FailNth: 149},
+		{Op: 1, Cause: obs.CauseKill, Site: want},
+	} {
+		if s := aimSites(&obs.Observation{Rollbacks: []obs.Rollback{rb}}); len(s) != 0 {
+			t.Errorf("aimSites(%+v) = %v, want none", rb, s)
+		}
+	}
+}
