@@ -555,8 +555,12 @@ func (f *Finding) Report() string {
 	case f.Minimized == nil:
 		b.WriteString("minimized: not yet (saved as soon as seen; minimization follows)\n")
 	case f.NotRepeated:
-		fmt.Fprintf(&b, "minimized: no, the program did not fail again on %d reruns%s; reproduced %d/%d replays\n",
-			flakyReruns, map[bool]string{true: " (then interrupted)"}[f.Interrupted], f.Reproduced, f.Replays)
+		budget := ""
+		if f.MinRuns < flakyReruns && !f.Interrupted {
+			budget = fmt.Sprintf(" (the minimization budget allowed %d of %d)", f.MinRuns, flakyReruns)
+		}
+		fmt.Fprintf(&b, "minimized: no, the program did not fail again on %d reruns%s%s; reproduced %d/%d replays\n",
+			f.MinRuns, budget, map[bool]string{true: " (then interrupted)"}[f.Interrupted], f.Reproduced, f.Replays)
 	case f.MinDropped != nil:
 		fmt.Fprintf(&b, "minimized: no: the minimized program (%d ops, in %d target runs; minimized-dropped.ffz) reproduced 0/%d replays, so the original is kept; reproduced %d/%d replays\n",
 			len(f.MinDropped.Ops), f.MinRuns, f.MinDroppedReplays, f.Reproduced, f.Replays)

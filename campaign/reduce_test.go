@@ -64,6 +64,12 @@ func TestReduceUnrepeatedFinding(t *testing.T) {
 	if r := f.Report(); !strings.Contains(r, "did not fail again on 3 reruns; reproduced 0/5 replays") {
 		t.Fatalf("report:\n%s", r)
 	}
+	// With a budget of one run, the report says only one was made.
+	f = crashFinding(t)
+	ReduceContext(context.Background(), &crashTarget{}, f, 1, 0, "")
+	if r := f.Report(); !f.NotRepeated || !strings.Contains(r, "did not fail again on 1 reruns (the minimization budget allowed 1 of 3); reproduced 0/5") {
+		t.Fatalf("budget of 1 run: report:\n%s", r)
+	}
 }
 
 // raceTarget crashes on programs that still have every needed line,
