@@ -24,10 +24,14 @@ import (
 // aimWindow bounds how far from the recorded K aiming looks, either way.
 const aimWindow = 12
 
-// aimSites returns, by fork operation, the injection site each fork with
+// AimRuns is the most runs Aim needs for one fork: K and aimWindow
+// either side.
+const AimRuns = 2*aimWindow + 1
+
+// AimSites returns, by fork operation, the injection site each fork with
 // fail_nth hit in observation o (forks whose fault was injected and whose
 // site the kernel reported).
-func aimSites(o *obs.Observation) map[int]string {
+func AimSites(o *obs.Observation) map[int]string {
 	if o == nil {
 		return nil
 	}
@@ -44,6 +48,16 @@ func aimSites(o *obs.Observation) map[int]string {
 	return out
 }
 
+// OnSite says whether every fork of sites hit its site in o.
+func OnSite(o *obs.Observation, sites map[int]string) bool {
+	for op, want := range sites {
+		if siteOf(o, op) != want {
+			return false
+		}
+	}
+	return true
+}
+
 // siteOf returns the injection site fork operation op hit in o ("" if
 // none was injected or reported).
 func siteOf(o *obs.Observation, op int) string {
@@ -58,11 +72,11 @@ func siteOf(o *obs.Observation, op int) string {
 	return ""
 }
 
-// aim returns p with the fail_nth of each fork in sites moved to where
+// Aim returns p with the fail_nth of each fork in sites moved to where
 // the kernel reports the recorded site, if a run of p hits another one;
 // at most maxRuns runs. note says what moved, or why nothing could be
 // aimed; runs is what it spent.
-func aim(ctx context.Context, t agents.Target, p *prog.Program, sites map[int]string, opt agents.Options, maxRuns int) (q *prog.Program, note string, runs int) {
+func Aim(ctx context.Context, t agents.Target, p *prog.Program, sites map[int]string, opt agents.Options, maxRuns int) (q *prog.Program, note string, runs int) {
 	q = p
 	var notes []string
 	for _, i := range slices.Sorted(maps.Keys(sites)) {

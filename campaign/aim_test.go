@@ -38,7 +38,7 @@ func TestAim(t *testing.T) {
 	}
 	const want = "failslab: anon_vma_fork <- dup_mmap"
 	recorded := &obs.Observation{Rollbacks: []obs.Rollback{{Op: 1, Cause: obs.CauseFailNth, Injection: obs.InjInjected, FailNth: 149, Site: want}}}
-	sites := aimSites(recorded)
+	sites := AimSites(recorded)
 	if len(sites) != 1 || sites[1] != want {
 		t.Fatalf("aimSites = %v", sites)
 	}
@@ -59,7 +59,7 @@ func TestAim(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := &siteTarget{op: 1, sites: map[int]string{tc.at: want}}
-			q, note, runs := aim(context.Background(), tg, p, sites, agents.Options{}, tc.max)
+			q, note, runs := Aim(context.Background(), tg, p, sites, agents.Options{}, tc.max)
 			if q.Ops[1].FailNth != tc.wantK || runs != tc.wantRun || len(tg.ks) != runs || !strings.Contains(note, tc.note) {
 				t.Errorf("fail_nth %d after %d runs %v, note %q; want %d after %d, note with %q", q.Ops[1].FailNth, runs, tg.ks, note, tc.wantK, tc.wantRun, tc.note)
 			}
@@ -74,8 +74,8 @@ func TestAim(t *testing.T) {
 		{Op: 1, Cause: obs.CauseFailNth, Injection: obs.InjInjected, FailNth: 149},
 		{Op: 1, Cause: obs.CauseKill, Site: want},
 	} {
-		if s := aimSites(&obs.Observation{Rollbacks: []obs.Rollback{rb}}); len(s) != 0 {
-			t.Errorf("aimSites(%+v) = %v, want none", rb, s)
+		if s := AimSites(&obs.Observation{Rollbacks: []obs.Rollback{rb}}); len(s) != 0 {
+			t.Errorf("AimSites(%+v) = %v, want none", rb, s)
 		}
 	}
 }

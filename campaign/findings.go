@@ -143,9 +143,9 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 	// were rejected because the race did not fire, not because the step
 	// removed it, and such findings kept every op.
 	base := f.Program
-	if sites := aimSites(f.Observation); len(sites) > 0 {
+	if sites := AimSites(f.Observation); len(sites) > 0 {
 		var aimed *prog.Program
-		aimed, f.AimNote, f.AimRuns = aim(ctx, target, f.Program, sites, opt, 2*aimWindow+1)
+		aimed, f.AimNote, f.AimRuns = Aim(ctx, target, f.Program, sites, opt, AimRuns)
 		base = aimed
 	}
 	min := base

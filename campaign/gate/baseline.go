@@ -11,6 +11,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
 
@@ -116,6 +117,30 @@ type baseRepro struct {
 	// as (campaign.CameBack), the first one.
 	as   map[string]string
 	note string
+	// sites: where the finding's run injected its forks' faults; runs
+	// that passed with a fault elsewhere are offSite (not in runs), and
+	// the first aims p at the sites (aimed).
+	sites    map[int]string
+	offSiteN int
+	aimed    bool
+}
+
+// offSite says whether a passing baseline run (observation o) injected
+// a fork's fault at another allocation than the finding's run did: such
+// a run tests something else and is not counted. The first one aims r's
+// program at the recorded sites on baseline b (campaign.Aim).
+func (r *baseRepro) offSite(g *gate, b agents.Target, o *obs.Observation) bool {
+	if len(r.sites) == 0 || campaign.OnSite(o, r.sites) {
+		return false
+	}
+	r.offSiteN++
+	if !r.aimed {
+		r.aimed = true
+		q, note, _ := campaign.Aim(g.ctx, b, r.p, r.sites, r.mode.options(g.cfg.Corrupt), campaign.AimRuns)
+		r.p = q
+		r.note = appendNote(r.note, "on the baseline: "+note)
+	}
+	return true
 }
 
 // shownBy is the signatures run v shows for r: v's own, and the
@@ -183,7 +208,8 @@ func (g *gate) baseline(ph *Phase) {
 		h := baselineKey(f)
 		r, ok := rs[h]
 		if !ok {
-			r = &baseRepro{p: f.reproProg, mode: f.RunMode, sigs: map[string]bool{}, shown: map[string]int{}, broke: map[string]int{}, other: map[string]bool{}, as: map[string]string{}}
+			r = &baseRepro{p: f.reproProg, mode: f.RunMode, sigs: map[string]bool{}, shown: map[string]int{}, broke: map[string]int{}, other: map[string]bool{}, as: map[string]string{},
+				sites: f.sites}
 			rs[h] = r
 			order = append(order, h)
 		}
@@ -225,6 +251,9 @@ rounds:
 			}
 			total++
 			sigs := r.shownBy(v)
+			if o != nil && len(sigs) == 0 && r.offSite(g, b, o) {
+				continue
+			}
 			for _, s := range sigs {
 				r.shown[s]++
 			}
@@ -251,7 +280,7 @@ rounds:
 		if f.Minimized != "" {
 			repro = f.Minimized
 		}
-		f.Baseline = &BaselineReplay{Runs: r.runs, Reproduced: r.shown[f.Signature], Command: g.replayCmd(repro, true, f.RunMode), Note: r.note}
+		f.Baseline = &BaselineReplay{Runs: r.runs, Reproduced: r.shown[f.Signature], Command: g.replayCmd(repro, true, f.RunMode), Note: r.note, OffSite: r.offSiteN}
 		if as := r.as[f.Signature]; as != "" {
 			f.Baseline.Note = strings.TrimPrefix(f.Baseline.Note+"; the hang came back as "+as, "; ")
 		}

@@ -48,6 +48,9 @@ func (g *gate) classify() {
 			case f.Baseline.Runs == 0 && f.Baseline.Inconclusive > 0:
 				f.StatusReason = "not shown on the baseline, but " + f.Baseline.inconclusiveNote() +
 					": the comparison is inconclusive, and an incomplete gate never passes a kernel"
+			case f.Baseline.Runs == 0 && f.Baseline.OffSite > 0:
+				f.StatusReason = fmt.Sprintf("not shown on the baseline, but none of its %d runs injected the fault where the finding's run did (%s): "+
+					"the comparison is inconclusive, and an incomplete gate never passes a kernel", f.Baseline.OffSite, f.Baseline.Note)
 			case f.Baseline.Runs == 0:
 				f.StatusReason = "not replayed on the baseline: " + f.Baseline.Note
 			default:

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker"
 	"github.com/forkfuzz/forkfuzz/corpus"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
@@ -83,6 +84,7 @@ func readFinding(dir string) (*FindingRecord, error) {
 		f.Minimized, f.reproProg, f.MinimizedOps = mp, p, len(p.Ops)
 	}
 	f.RunMode = seedMode(dir)
+	f.sites = reproSites(dir, f)
 	if b, err := os.ReadFile(filepath.Join(dir, "report.txt")); err == nil {
 		if m := reproRE.FindSubmatch(b); m != nil {
 			f.Reproduced, _ = strconv.Atoi(string(m[1]))
@@ -173,6 +175,35 @@ func rejudge(p *prog.Program, b []byte) *checker.Verdict {
 		return nil
 	}
 	return checker.Check(p, &o)
+}
+
+// reproSites returns where the recorded run of f's reproducer injected
+// its forks' faults: from the minimized program's observation, or from
+// the original's when the reproducer has the same operations (an aimed
+// program differs only in fail_nth); nil without a fork with fail_nth.
+func reproSites(dir string, f *FindingRecord) map[int]string {
+	if len(f.reproProg.Injected()) == 0 {
+		return nil
+	}
+	var files []string
+	if f.Minimized != "" {
+		files = append(files, "minimized-observation.json")
+	}
+	if len(f.reproProg.Ops) == len(f.origProg.Ops) {
+		files = append(files, "observation.json")
+	}
+	for _, name := range files {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		var o obs.Observation
+		if json.Unmarshal(b, &o) != nil || len(o.Ops) != len(f.reproProg.Ops) {
+			continue
+		}
+		return campaign.AimSites(&o)
+	}
+	return nil
 }
 
 func progHash(p *prog.Program) string {

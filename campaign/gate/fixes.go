@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/corpus"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
@@ -48,11 +49,24 @@ type FixCase struct {
 	BaselineCommand string         `json:"baseline_command,omitempty"`
 	PatchedCommand  string         `json:"patched_command,omitempty"`
 	Note            string         `json:"note,omitempty"`
+	// OffSite counts patched runs not counted because a fork's injected
+	// fault hit another allocation than in the baseline's failing run
+	// (obs.Rollback.Site): they did not test the same failure. Aimed is
+	// the reproducer with its fail_nth moved to where the patched kernel
+	// reports the baseline's site (campaign.Aim), run from then on.
+	OffSite int    `json:"off_site,omitempty"`
+	Aimed   string `json:"aimed_program,omitempty"`
 	// RunMode: the reproducer is a finding's program whose run collected
 	// no kernel coverage or took no census (its directory's seed file
 	// says "kcov off", "census off"); it runs that way on both kernels.
 	RunMode
 	prog *prog.Program
+	// sites: where the baseline's first failing run injected its faults
+	// (campaign.AimSites); aimed: the program the patched kernel runs
+	// once aimed; aimTried: aiming was tried.
+	sites    map[int]string
+	aimed    *prog.Program
+	aimTried bool
 }
 
 // Rate is "k/N on the baseline, k/N patched".
@@ -127,32 +141,8 @@ func (g *gate) fixes(ph *Phase, stop time.Time) {
 	for k := 0; k < n && time.Now().Before(stop) && g.ctx.Err() == nil; k++ {
 		for i := range cases {
 			c := &cases[i]
-			for _, side := range []struct {
-				t      agents.Target
-				runs   *int
-				failed *int
-				sigs   *map[string]int
-			}{{b, &c.BaselineRuns, &c.BaselineFailed, &c.Baseline}, {g.tut, &c.PatchedRuns, &c.PatchedFailed, &c.Patched}} {
-				o, err := side.t.Run(c.prog, c.RunMode.options(g.cfg.Corrupt))
-				v, herr := judge.Judge(c.prog, o, err)
-				if herr != nil {
-					if !errors.Is(herr, errBudget) {
-						c.Note = appendNote(c.Note, "harness error: "+herr.Error())
-					}
-					continue
-				}
-				*side.runs++
-				total++
-				if sigs := v.Signatures(); len(sigs) > 0 {
-					*side.failed++
-					if *side.sigs == nil {
-						*side.sigs = map[string]int{}
-					}
-					for _, s := range sigs {
-						(*side.sigs)[s]++
-					}
-				}
-			}
+			total += g.fixRun(c, b, true)
+			total += g.fixRun(c, g.tut, false)
 		}
 	}
 	for i := range cases {
@@ -164,6 +154,64 @@ func (g *gate) fixes(ph *Phase, stop time.Time) {
 	ph.Note = fmt.Sprintf("%d reproducers, up to %d runs each on the baseline and the patched kernel, %d runs", len(cases), n, total)
 }
 
+// fixRun runs claim c once on the baseline or the patched kernel t and
+// counts the run; it returns the target runs it took. A patched run that
+// passed while a fork's fault hit another allocation than in the
+// baseline's failing run tested something else: it is not counted, and
+// the first such run aims the reproducer at the baseline's site
+// (campaign.Aim) and runs the aimed program instead.
+func (g *gate) fixRun(c *FixCase, t agents.Target, baseline bool) int {
+	opt := c.RunMode.options(g.cfg.Corrupt)
+	p := c.prog
+	if !baseline && c.aimed != nil {
+		p = c.aimed
+	}
+	runs := 1
+	o, err := t.Run(p, opt)
+	v, herr := judge.Judge(p, o, err)
+	if herr != nil {
+		if !errors.Is(herr, errBudget) {
+			c.Note = appendNote(c.Note, "harness error: "+herr.Error())
+		}
+		return runs
+	}
+	sigs := v.Signatures()
+	if !baseline && len(sigs) == 0 && len(c.sites) > 0 && !campaign.OnSite(o, c.sites) {
+		c.OffSite++
+		if c.aimTried {
+			return runs
+		}
+		c.aimTried = true
+		q, note, n := campaign.Aim(g.ctx, t, c.prog, c.sites, opt, campaign.AimRuns)
+		runs += n
+		c.Note = appendNote(c.Note, "patched kernel: "+note)
+		if q == c.prog {
+			return runs
+		}
+		c.aimed, c.Aimed = q, string(q.Format())
+		return runs + g.fixRun(c, t, false)
+	}
+	side, failed, shown := &c.PatchedRuns, &c.PatchedFailed, &c.Patched
+	if baseline {
+		side, failed, shown = &c.BaselineRuns, &c.BaselineFailed, &c.Baseline
+	}
+	*side++
+	if len(sigs) == 0 {
+		return runs
+	}
+	*failed++
+	if *shown == nil {
+		*shown = map[string]int{}
+	}
+	for _, s := range sigs {
+		(*shown)[s]++
+	}
+	if baseline && c.sites == nil {
+		c.sites = campaign.AimSites(o)
+	}
+	return runs
+}
+
 // fixVerdict judges one claim after the runs.
 func fixVerdict(c *FixCase, n int) (string, string) {
 	switch {
@@ -173,10 +221,23 @@ func fixVerdict(c *FixCase, n int) (string, string) {
 		return FixUnconfirmed, "it never ran on the baseline"
 	case c.BaselineFailed == 0:
 		return FixUnconfirmed, fmt.Sprintf("the baseline never failed it (%s): the fix cannot be confirmed", c.Rate())
+	case c.PatchedRuns < n && c.OffSite > 0:
+		return FixUnconfirmed, fmt.Sprintf("it ran %d of %d times on the patched kernel where the baseline failed; %d more runs injected their fault at another allocation than the baseline's failing run (%s) and test nothing: %s",
+			c.PatchedRuns, n, c.OffSite, siteList(c.sites), c.Rate())
 	case c.PatchedRuns < n:
 		return FixUnconfirmed, fmt.Sprintf("it ran %d of %d times on the patched kernel (budget or harness errors): %s", c.PatchedRuns, n, c.Rate())
 	}
 	return FixFixed, fmt.Sprintf("present on the baseline (%s), absent on the patched kernel: %s", sigList(c.Baseline), c.Rate())
+}
+
+// siteList names fault-injection sites by fork operation.
+func siteList(sites map[int]string) string {
+	var out []string
+	for op, s := range sites {
+		out = append(out, fmt.Sprintf("op %d: %s", op, s))
+	}
+	sort.Strings(out)
+	return strings.Join(out, "; ")
 }
 
 func sigList(m map[string]int) string {

@@ -67,6 +67,11 @@ type BaselineReplay struct {
 	// has the finding nor that it does not.
 	Inconclusive int      `json:"inconclusive,omitempty"`
 	Other        []string `json:"inconclusive_signatures,omitempty"`
+	// OffSite counts runs that passed while a fork's injected fault hit
+	// another allocation than in the finding's run: they tested
+	// something else and are not in Runs (the first aims the reproducer
+	// at the recorded site: campaign.Aim).
+	OffSite int `json:"off_site,omitempty"`
 }
 
 // noteOrEmpty is b's Note ("" for a nil b).
@@ -127,7 +132,10 @@ type FindingRecord struct {
 
 	reproProg *prog.Program
 	origProg  *prog.Program
-	origEv    *checker.Finding
+	// sites: where the reproducer's recorded run injected its forks'
+	// faults (campaign.AimSites; reproSites).
+	sites  map[int]string
+	origEv *checker.Finding
 	// reproSigs are the signatures the minimized reproducer's recorded
 	// run showed.
 	reproSigs []string

@@ -1,0 +1,149 @@
+package gate
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/sim"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
+	"github.com/forkfuzz/forkfuzz/fuzz/prog"
+)
+
+// shiftTarget is a kernel whose fork makes shift more allocations before
+// the simulated kernel's (fewer when negative): its fail_nth K fails the
+// simulated kernel's K-shift-th (none when that is not positive), and it
+// reports that
+// points 4-6 are in the page-table copy (where async-rollback-partial
+// breaks the rollback) and the others elsewhere.
+type shiftTarget struct {
+	agents.Target
+	shift int
+}
+
+func (s *shiftTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	q := p.Clone()
+	for i := range q.Ops {
+		if q.Ops[i].FailNth > 0 {
+			q.Ops[i].FailNth = max(q.Ops[i].FailNth-s.shift, 0)
+		}
+	}
+	o, err := s.Target.Run(q, opt)
+	if o != nil {
+		for j := range o.Rollbacks {
+			rb := &o.Rollbacks[j]
+			rb.Site = "sim: elsewhere"
+			if rb.FailNth >= 4 && rb.FailNth <= 6 {
+				rb.Site = "sim: copy_page_range"
+			}
+			rb.FailNth = p.Ops[rb.Op].FailNth
+		}
+	}
+	return o, err
+}
+
+// A claimed fix of a fail_nth reproducer is judged where the baseline
+// failed: a patched kernel whose K-th failure point is another
+// allocation passes without testing anything, so its runs are aimed at
+// the baseline's site first.
+func TestFixAimedAtBaselineSite(t *testing.T) {
+	const text = "forkfuzz v1\nregion r0 anon-private pages=1024 thp=off\nregion r1 anon-private pages=1024 thp=off\n" +
+		"store r0 off=0x0 count=4 stride=0x200000\nstore r1 off=0x0 count=4 stride=0x200000\nfork f0 fail_nth=4\nwait f0\n"
+	p, err := prog.Parse([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel := func(mutant string, shift int) agents.Target {
+		s, err := sim.NewTarget(sim.Config{Mode: sim.Async, Mutant: mutant, SchedSeed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &shiftTarget{Target: s, shift: shift}
+	}
+	tests := []struct {
+		name    string
+		patched agents.Target
+		status  string
+		aimedK  int
+		reason  string
+	}{
+		// Without aiming, K=4 fails the patched kernel's first point
+		// and passes: "fixed", while the bug is still there at K=7.
+		{"still broken", kernel("async-rollback-partial", 3), FixNotFixed, 7, "pmd-rw-not-restored"},
+		{"fixed", kernel("", 3), FixFixed, 7, "absent on the patched kernel"},
+		{"never there", kernel("async-rollback-partial", -20), FixUnconfirmed, 0, "injected their fault at another allocation"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fixes := []FixCase{{Path: filepath.Join(t.TempDir(), "repro.ffz"), Program: text, prog: p}}
+			r := Run(context.Background(), Config{
+				Open:         func() (agents.Target, error) { return tc.patched, nil },
+				OpenBaseline: func() (agents.Target, error) { return kernel("async-rollback-partial", 0), nil },
+				Kernel:       KernelIdentity{Target: "sim-async"}, Baseline: &KernelIdentity{Target: "sim-async"},
+				Budget: 20 * time.Second, Seed: 1, Workdir: filepath.Join(t.TempDir(), "w"), MinPrograms: 1, Fixes: fixes, FixRuns: 3,
+			})
+			if len(r.Fixes) != 1 {
+				t.Fatalf("%d fix cases", len(r.Fixes))
+			}
+			f := r.Fixes[0]
+			if f.Status != tc.status || !strings.Contains(f.Reason, tc.reason) {
+				t.Fatalf("status %s (%s), want %s with %q; note %q", f.Status, f.Reason, tc.status, tc.reason, f.Note)
+			}
+			if tc.aimedK > 0 {
+				q, err := prog.Parse([]byte(f.Aimed))
+				if err != nil || q.Ops[2].FailNth != tc.aimedK {
+					t.Fatalf("aimed program %q (%v), want fail_nth=%d; note %q", f.Aimed, err, tc.aimedK, f.Note)
+				}
+			}
+			if f.OffSite == 0 || !strings.Contains(f.Note, "patched kernel: fork f0") {
+				t.Errorf("off-site runs %d, note %q: want the first patched run off the site and the aiming said", f.OffSite, f.Note)
+			}
+		})
+	}
+}
+
+// A fail_nth finding is compared with the baseline where it failed: a
+// baseline whose K-th failure point is another allocation would pass
+// without testing anything, and the finding would be called new (the
+// kernel under test blamed) while the baseline has the same bug.
+func TestBaselineAimedAtFindingSite(t *testing.T) {
+	const text = "forkfuzz v1\nregion r0 anon-private pages=1024 thp=off\nregion r1 anon-private pages=1024 thp=off\n" +
+		"store r0 off=0x0 count=4 stride=0x200000\nstore r1 off=0x0 count=4 stride=0x200000\nfork f0 fail_nth=4\nwait f0\n"
+	dir := t.TempDir()
+	corpusDir := filepath.Join(dir, "corpus")
+	if err := os.MkdirAll(corpusDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(corpusDir, "rollback-partial.ffz"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kernel := func(shift int) agents.Target {
+		s, err := sim.NewTarget(sim.Config{Mode: sim.Async, Mutant: "async-rollback-partial", SchedSeed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &shiftTarget{Target: s, shift: shift}
+	}
+	r := Run(context.Background(), Config{
+		Open:         func() (agents.Target, error) { return kernel(0), nil },
+		OpenBaseline: func() (agents.Target, error) { return kernel(3), nil },
+		Kernel:       KernelIdentity{Target: "sim-async"}, Baseline: &KernelIdentity{Target: "sim-async"},
+		Budget: 20 * time.Second, Seed: 1, Workdir: filepath.Join(dir, "w"), MinPrograms: 1, CorpusDirs: []string{corpusDir},
+	})
+	var f *FindingRecord
+	for i := range r.Findings {
+		if strings.HasPrefix(r.Findings[i].Source, "corpus:") && r.Findings[i].Signature == "pagetable:pmd-rw-not-restored" {
+			f = &r.Findings[i]
+		}
+	}
+	if f == nil {
+		t.Fatalf("no finding from the corpus program; findings %+v", r.Findings)
+	}
+	if f.Status != StatusPreexisting || f.Baseline == nil || f.Baseline.OffSite == 0 || !strings.Contains(f.Baseline.Note, "fail_nth=7 hits the recorded one") {
+		t.Fatalf("%s: status %s (%s), baseline %+v: want pre-existing after aiming at fail_nth=7", f.Signature, f.Status, f.StatusReason, f.Baseline)
+	}
+}
