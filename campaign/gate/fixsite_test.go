@@ -147,3 +147,44 @@ func TestBaselineAimedAtFindingSite(t *testing.T) {
 		t.Fatalf("%s: status %s (%s), baseline %+v: want pre-existing after aiming at fail_nth=7", f.Signature, f.Status, f.StatusReason, f.Baseline)
 	}
 }
+
+// Fresh targets whose fork's K-th failure point is another allocation do
+// not call a fail_nth finding flaky: their runs tested something else,
+// and are counted apart.
+func TestFreshOffSite(t *testing.T) {
+	const text = "forkfuzz v1\nregion r0 anon-private pages=1024 thp=off\nregion r1 anon-private pages=1024 thp=off\n" +
+		"store r0 off=0x0 count=4 stride=0x200000\nstore r1 off=0x0 count=4 stride=0x200000\nfork f0 fail_nth=4\nwait f0\n"
+	dir := t.TempDir()
+	corpusDir := filepath.Join(dir, "corpus")
+	if err := os.MkdirAll(corpusDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(corpusDir, "rollback-partial.ffz"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kernel := func(shift int) agents.Target {
+		s, err := sim.NewTarget(sim.Config{Mode: sim.Async, Mutant: "async-rollback-partial", SchedSeed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &shiftTarget{Target: s, shift: shift}
+	}
+	r := Run(context.Background(), Config{
+		Open:      func() (agents.Target, error) { return kernel(0), nil },
+		OpenFresh: func() (agents.Target, error) { return kernel(3), nil },
+		Kernel:    KernelIdentity{Target: "sim-async"},
+		Budget:    20 * time.Second, Seed: 1, Workdir: filepath.Join(dir, "w"), MinPrograms: 1, CorpusDirs: []string{corpusDir},
+	})
+	var f *FindingRecord
+	for i := range r.Findings {
+		if strings.HasPrefix(r.Findings[i].Source, "corpus:") && r.Findings[i].Signature == "pagetable:pmd-rw-not-restored" {
+			f = &r.Findings[i]
+		}
+	}
+	if f == nil || f.Fresh == nil {
+		t.Fatalf("no fresh validation of the corpus finding: %+v", f)
+	}
+	if f.Fresh.OffSite == 0 || f.Fresh.Runs != 0 || !strings.Contains(f.Reproducibility(), "another allocation") {
+		t.Fatalf("fresh %+v: %s; want every run off the site and said so", f.Fresh, f.Reproducibility())
+	}
+}

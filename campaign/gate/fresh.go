@@ -29,6 +29,11 @@ type FreshReplay struct {
 	Runs       int    `json:"runs"`
 	Reproduced int    `json:"reproduced"`
 	Note       string `json:"note,omitempty"`
+	// OffSite counts runs that did not show it while a fork's injected
+	// fault hit another allocation than in the finding's run (a fresh
+	// executor's own mappings move fail_nth's K-th point): they tested
+	// something else and are not in Runs.
+	OffSite int `json:"off_site,omitempty"`
 }
 
 // freshVerdict is the reproducibility a fresh validation gives, or ""
@@ -38,10 +43,12 @@ func (f *FindingRecord) freshVerdict() string {
 	switch {
 	case v == nil:
 		return ""
+	case v.Runs == 0 && v.Note == "" && v.OffSite > 0:
+		return fmt.Sprintf("not validated on fresh VMs (all %d runs injected their fault at another allocation than the finding's run)", v.OffSite)
 	case v.Runs == 0:
-		return "not validated on fresh VMs (" + v.Note + ")"
+		return "not validated on fresh VMs (" + v.Note + ")" + v.offSiteNote()
 	case v.Reproduced >= freshWant:
-		return fmt.Sprintf("reproducible %d/%d on fresh VMs", v.Reproduced, v.Runs)
+		return fmt.Sprintf("reproducible %d/%d on fresh VMs", v.Reproduced, v.Runs) + v.offSiteNote()
 	}
 	s := fmt.Sprintf("flaky %d/%d on fresh VMs (reproducible takes %d)", v.Reproduced, v.Runs, freshWant)
 	if v.Reproduced == v.Runs {
@@ -51,7 +58,15 @@ func (f *FindingRecord) freshVerdict() string {
 	if v.Note != "" {
 		s += "; " + v.Note
 	}
-	return s
+	return s + v.offSiteNote()
+}
+
+// offSiteNote says how many runs hit another fault site, if any.
+func (v *FreshReplay) offSiteNote() string {
+	if v.OffSite == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d more runs injected their fault at another allocation than the finding's run and were not counted", v.OffSite)
 }
 
 // freshShare is what the fuzz phase leaves for the fresh validation: an
@@ -140,8 +155,13 @@ func (g *gate) freshRuns(f *FindingRecord, v *FreshReplay, stop time.Time) {
 			v.Note = "replay: " + herr.Error()
 			continue
 		}
+		back, _ := campaign.CameBack(f.Signature, res)
+		if !back && o != nil && len(f.sites) > 0 && !campaign.OnSite(o, f.sites) {
+			v.OffSite++
+			continue
+		}
 		v.Runs++
-		if back, _ := campaign.CameBack(f.Signature, res); back {
+		if back {
 			v.Reproduced++
 		}
 	}

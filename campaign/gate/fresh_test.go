@@ -79,6 +79,11 @@ func TestFreshVerdictWording(t *testing.T) {
 		{&FreshReplay{Runs: 2, Reproduced: 1}, "flaky 1/2 on fresh VMs (reproducible takes 2)"},
 		{&FreshReplay{Note: "budget spent: 0s left, a fresh target takes 3s to come up"},
 			"not validated on fresh VMs (budget spent: 0s left, a fresh target takes 3s to come up)"},
+		{&FreshReplay{OffSite: 10}, "not validated on fresh VMs (all 10 runs injected their fault at another allocation than the finding's run)"},
+		{&FreshReplay{Runs: 3, Reproduced: 2, OffSite: 1},
+			"reproducible 2/3 on fresh VMs; 1 more runs injected their fault at another allocation than the finding's run and were not counted"},
+		{&FreshReplay{Runs: 5, Reproduced: 0, OffSite: 2},
+			"flaky 0/5 on fresh VMs (reproducible takes 2); 2 more runs injected their fault at another allocation than the finding's run and were not counted"},
 	} {
 		f := &FindingRecord{Replays: 5, Reproduced: 5, Fresh: c.v}
 		if got := f.Reproducibility(); got != c.want {
