@@ -97,6 +97,11 @@ type Finding struct {
 	// the kernel reported. Minimized starts from the aimed program.
 	AimNote string
 	AimRuns int
+	// Sites, when set, are the fault sites to aim at where Observation
+	// is not at hand (a distributed campaign's minimization request
+	// carries AimSites of the run that showed it); else they come from
+	// Observation.
+	Sites map[int]string
 	// NoCensus: the run that showed it took no page census at its forks
 	// (campaigns take it for one program in Config.CensusEvery); its
 	// minimization and replays run the same way: the census reads
@@ -143,7 +148,11 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 	// were rejected because the race did not fire, not because the step
 	// removed it, and such findings kept every op.
 	base := f.Program
-	if sites := AimSites(f.Observation); len(sites) > 0 {
+	sites := f.Sites
+	if sites == nil {
+		sites = AimSites(f.Observation)
+	}
+	if len(sites) > 0 {
 		var aimed *prog.Program
 		aimed, f.AimNote, f.AimRuns = Aim(ctx, target, f.Program, sites, opt, AimRuns)
 		base = aimed

@@ -176,7 +176,7 @@ func (c *coord) requestMinimize(ctx context.Context, rec *FindingRecord) error {
 	c.mu.Lock()
 	w := Work{V: WireVersion, Campaign: c.cfg.Campaign, CampaignSeed: rec.CampaignSeed, Index: rec.Meta.Index,
 		Seed: rec.ProgramSeed, Program: rec.Program, Target: c.state.Target, Kernel: c.state.Kernel, Corrupt: rec.Corrupt,
-		Minimize: rec.Meta.Signature, NoCover: rec.NoCover, NoForkPages: rec.NoCensus}
+		Minimize: rec.Meta.Signature, NoCover: rec.NoCover, NoForkPages: rec.NoCensus, Sites: campaign.AimSites(rec.Observation)}
 	c.minPending[FindingKey(rec.Meta.Signature)] = true
 	c.mu.Unlock()
 	b, _ := json.Marshal(w)
@@ -311,6 +311,7 @@ func (rec *FindingRecord) Finding() (*campaign.Finding, error) {
 		}
 		f.MinObs, f.MinRuns, f.Replays, f.Reproduced = m.Observation, m.Runs, m.Replays, m.Reproduced
 		f.MinTries, f.NotRepeated = max(m.Tries, 1), m.NotRepeated
+		f.AimNote, f.AimRuns = m.Aimed, m.AimRuns
 		f.MinIssue = judge.Issue{Oracle: checker.Oracle(rec.Oracle), Signature: m.Signature, Explanation: m.Explanation}
 	}
 	return f, nil

@@ -18,7 +18,7 @@ import (
 
 // WireVersion is the version of every message below. A peer that speaks
 // another version is refused with an error naming both versions.
-const WireVersion = 3
+const WireVersion = 4
 
 // Work is one program to run: published by the coordinator on the work
 // stream, pulled by exactly one agent at a time.
@@ -56,6 +56,10 @@ type Work struct {
 	// finding's program's.
 	NoCover     bool `json:"no_cover,omitempty"`
 	NoForkPages bool `json:"no_fork_pages,omitempty"`
+	// Sites, on a minimization request, are the fault-injection sites
+	// the finding's run recorded, by fork operation (campaign.AimSites):
+	// its replays aim the forks' fail_nth at them.
+	Sites map[int]string `json:"sites,omitempty"`
 }
 
 // RunError is a target's error, carried as data so the coordinator judges
@@ -85,6 +89,10 @@ type Minimized struct {
 	// NotRepeated: the program did not fail again, so it was not
 	// minimized (Program is the original).
 	NotRepeated bool `json:"not_repeated,omitempty"`
+	// Aimed and AimRuns: how the replays aimed the forks' fail_nth at
+	// the recorded sites (campaign.Finding.AimNote, AimRuns).
+	Aimed   string `json:"aimed,omitempty"`
+	AimRuns int    `json:"aim_runs,omitempty"`
 }
 
 // Result is what an agent publishes for one Work.
@@ -206,6 +214,14 @@ func DecodeWork(b []byte) (*Work, *prog.Program, error) {
 	p, err := prog.Parse([]byte(w.Program))
 	if err != nil {
 		return fail(fmt.Errorf("field program: %w", err))
+	}
+	for op := range w.Sites {
+		if op < 0 || op >= len(p.Ops) || p.Ops[op].Kind != prog.OpFork {
+			return fail(fmt.Errorf("field sites: op %d is not a fork of the program", op))
+		}
+	}
+	if len(w.Sites) == 0 {
+		w.Sites = nil
 	}
 	return &w, p, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -44,9 +45,10 @@ func TestWireRoundTrip(t *testing.T) {
 	for ; injects(p); i++ {
 		p = campaign.NewProgram(5, i+1, nil, gen.DefaultWeights())
 	}
-	w := Work{V: WireVersion, Campaign: "c1", CampaignSeed: 5, Index: i, Seed: campaign.ProgramSeed(5, i), Program: string(p.Format()), Target: "sim"}
+	w := Work{V: WireVersion, Campaign: "c1", CampaignSeed: 5, Index: i, Seed: campaign.ProgramSeed(5, i), Program: string(p.Format()), Target: "sim",
+		Sites: map[int]string{4: "failslab: anon_vma_fork <- dup_mmap"}}
 	got, gp, err := DecodeWork(mustJSON(t, w))
-	if err != nil || *got != w || string(gp.Format()) != w.Program {
+	if err != nil || !reflect.DeepEqual(*got, w) || string(gp.Format()) != w.Program {
 		t.Fatalf("work round trip: %+v %v", got, err)
 	}
 	o := checker.Expected(p)
@@ -120,6 +122,8 @@ func TestDecodeRejects(t *testing.T) {
 		{"campaign", "work", "field campaign", mustJSON(t, Work{V: WireVersion, Campaign: "a b", Program: smallProg})},
 		{"index", "work", "field index", mustJSON(t, Work{V: WireVersion, Campaign: "c", Index: -1, Program: smallProg})},
 		{"program", "work", "field program", mustJSON(t, Work{V: WireVersion, Campaign: "c", Program: "forkfuzz v1\nfrob\n"})},
+		{"sites", "work", "field sites: op 0 is not a fork", mustJSON(t, Work{V: WireVersion, Campaign: "c", Program: smallProg, Sites: map[int]string{0: "x"}})},
+		{"sites range", "work", "field sites: op 99 is not a fork", mustJSON(t, Work{V: WireVersion, Campaign: "c", Program: smallProg, Sites: map[int]string{99: "x"}})},
 		{"unknown field", "work", "unknown field", []byte(`{"v":1,"campaign":"c","program":"forkfuzz v1\n","colour":1}`)},
 		{"trailing", "work", "trailing", []byte(`{"v":1,"campaign":"c","program":"forkfuzz v1\n"} {}`)},
 		{"nothing", "result", "neither observation nor error", mustJSON(t, Result{V: WireVersion, Campaign: "c", Program: smallProg})},
@@ -163,7 +167,7 @@ func FuzzDecodeWork(f *testing.F) {
 		}
 		// What decodes re-encodes to something that decodes the same.
 		w2, p2, err := DecodeWork(mustJSON(t, w))
-		if err != nil || *w2 != *w || string(p2.Format()) != string(p.Format()) {
+		if err != nil || !reflect.DeepEqual(*w2, *w) || string(p2.Format()) != string(p.Format()) {
 			t.Fatalf("re-decoding %+v: %+v %v", w, w2, err)
 		}
 	})

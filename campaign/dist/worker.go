@@ -421,7 +421,7 @@ func (a *worker) minimize(ctx context.Context, m jetstream.Msg, w *Work, p *prog
 	} else {
 		// Minimized as the program ran: with or without coverage and
 		// the census.
-		f := &campaign.Finding{Issue: judge.Issue{Signature: w.Minimize}, Program: p, NoCover: w.NoCover, NoCensus: w.NoForkPages}
+		f := &campaign.Finding{Issue: judge.Issue{Signature: w.Minimize}, Program: p, NoCover: w.NoCover, NoCensus: w.NoForkPages, Sites: w.Sites}
 		campaign.Reduce(a.cfg.Target, f, a.cfg.MinimizeRuns, a.cfg.MinimizeTime, w.Corrupt)
 		if ctx.Err() != nil {
 			return // cut short: not acknowledged, so redelivered to someone
@@ -430,7 +430,7 @@ func (a *worker) minimize(ctx context.Context, m jetstream.Msg, w *Work, p *prog
 			"reproduced", fmt.Sprintf("%d/%d", f.Reproduced, f.Replays))
 		r.Minimized = Minimized{Signature: w.Minimize, Program: string(f.Minimized.Format()), Observation: f.MinObs,
 			Explanation: f.MinIssue.Explanation, Runs: f.MinRuns, Replays: f.Replays, Reproduced: f.Reproduced,
-			NotRepeated: f.NotRepeated}
+			NotRepeated: f.NotRepeated, Aimed: f.AimNote, AimRuns: f.AimRuns}
 		if f.MinTries > 1 {
 			r.Minimized.Tries = f.MinTries
 		}
