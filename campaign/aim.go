@@ -116,3 +116,39 @@ func Aim(ctx context.Context, t agents.Target, p *prog.Program, sites map[int]st
 	}
 	return q, strings.Join(notes, "; "), runs
 }
+
+// stepAimRuns bounds the runs aiming one minimization step may take.
+const stepAimRuns = 9
+
+// aimStep handles a minimization candidate q that did not reproduce in
+// its run (observation o): removing an operation that maps memory before
+// the failing allocation moves fail_nth's K-th point. When q has one
+// fork with fail_nth, sites one site, and the run hit another, it returns
+// q aimed at the site (nil if none nearby hits it) and the runs spent, at
+// most maxRuns.
+func aimStep(ctx context.Context, t agents.Target, q *prog.Program, o *obs.Observation, sites map[int]string, opt agents.Options, maxRuns int) (*prog.Program, int) {
+	if len(sites) != 1 || o == nil || maxRuns <= 0 {
+		return nil, 0
+	}
+	var want string
+	for _, s := range sites {
+		want = s
+	}
+	fork := -1
+	for i := range q.Ops {
+		if q.Ops[i].Kind == prog.OpFork && q.Ops[i].FailNth > 0 {
+			if fork >= 0 {
+				return nil, 0
+			}
+			fork = i
+		}
+	}
+	if fork < 0 || siteOf(o, fork) == want {
+		return nil, 0
+	}
+	a, _, runs := Aim(ctx, t, q, map[int]string{fork: want}, opt, min(maxRuns, stepAimRuns))
+	if a == q {
+		return nil, runs
+	}
+	return a, runs
+}

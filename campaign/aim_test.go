@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/sim"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -77,5 +79,71 @@ func TestAim(t *testing.T) {
 		if s := AimSites(&obs.Observation{Rollbacks: []obs.Rollback{rb}}); len(s) != 0 {
 			t.Errorf("AimSites(%+v) = %v, want none", rb, s)
 		}
+	}
+}
+
+// checkShift is a kernel whose fork allocates three times for every
+// `check` the main process ran before it: fail_nth K fails the simulated
+// kernel's K-3c-th point (c checks), which it reports as in the
+// page-table copy for points 4-6 (where async-rollback-partial breaks
+// the rollback), elsewhere otherwise.
+type checkShift struct{ agents.Target }
+
+func (s checkShift) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	q := p.Clone()
+	checks := 0
+	for i := range q.Ops {
+		switch op := &q.Ops[i]; {
+		case op.Kind == prog.OpCheck && op.Proc == 0:
+			checks++
+		case op.FailNth > 0:
+			op.FailNth = max(op.FailNth-3*checks, 0)
+		}
+	}
+	o, err := s.Target.Run(q, opt)
+	if o != nil {
+		for j := range o.Rollbacks {
+			rb := &o.Rollbacks[j]
+			rb.Site = "sim: elsewhere"
+			if rb.FailNth >= 4 && rb.FailNth <= 6 {
+				rb.Site = "sim: copy_page_range"
+			}
+			rb.FailNth = p.Ops[rb.Op].FailNth
+		}
+	}
+	return o, err
+}
+
+// Minimization steps that remove what moves the failure point are aimed
+// again: the checks, which only shift fail_nth here, leave the
+// minimized program.
+func TestReduceAimsSteps(t *testing.T) {
+	s, err := sim.NewTarget(sim.Config{Mode: sim.Async, Mutant: "async-rollback-partial", SchedSeed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := checkShift{s}
+	p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=1024 thp=off\nregion r1 anon-private pages=1024 thp=off\n" +
+		"store r0 off=0x0 count=4 stride=0x200000\ncheck\nstore r1 off=0x0 count=4 stride=0x200000\ncheck\ncheck\nfork f0 fail_nth=13\nwait f0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := tg.Run(p, agents.Options{})
+	v, herr := judge.Judge(p, o, err)
+	const sig = "pagetable:pmd-rw-not-restored"
+	if herr != nil || !v.Has(sig) {
+		t.Fatalf("the program does not show %s: %v %v", sig, v.Signatures(), herr)
+	}
+	f := &Finding{Issue: judge.Issue{Signature: sig}, Program: p, Observation: o}
+	ReduceContext(context.Background(), tg, f, 200, 0, "")
+	checks, k := 0, 0
+	for _, op := range f.Minimized.Ops {
+		if op.Kind == prog.OpCheck {
+			checks++
+		}
+		k = max(k, op.FailNth)
+	}
+	if checks != 0 || k < 4 || k > 6 || f.Reproduced != f.Replays || f.Replays == 0 {
+		t.Fatalf("minimized to %d checks, fail_nth=%d, reproduced %d/%d:\n%s", checks, k, f.Reproduced, f.Replays, f.Minimized.Format())
 	}
 }

@@ -128,15 +128,37 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 	sig := f.Issue.Signature
 	runs := 0
 	deadline := time.Now().Add(maxTime)
+	sites := f.Sites
+	if sites == nil {
+		sites = AimSites(f.Observation)
+	}
+	// aimed: candidates that reproduced once their fail_nth was aimed
+	// (aimStep), by program text, for the minimizer (minimize.Adjusted).
+	aimed := map[string]*prog.Program{}
 	reproduces := func(q *prog.Program) bool {
-		if runs >= maxRuns || (maxTime > 0 && time.Now().After(deadline)) || ctx.Err() != nil {
-			return false
+		for try := q; ; {
+			if runs >= maxRuns || (maxTime > 0 && time.Now().After(deadline)) || ctx.Err() != nil {
+				return false
+			}
+			runs++
+			o, err := target.Run(try, opt)
+			v, herr := judge.Judge(try, o, err)
+			if back, _ := CameBack(sig, v); herr == nil && back {
+				if try != q {
+					aimed[string(q.Format())] = try
+				}
+				return true
+			}
+			if try != q {
+				return false
+			}
+			a, n := aimStep(ctx, target, q, o, sites, opt, maxRuns-runs)
+			runs += n
+			if a == nil {
+				return false
+			}
+			try = a
 		}
-		runs++
-		o, err := target.Run(q, opt)
-		v, herr := judge.Judge(q, o, err)
-		back, _ := CameBack(sig, v)
-		return herr == nil && back
 	}
 	// The program is minimized only if it fails again: a finding that
 	// does not reproduce (a flaky harness error, a very rare race) would
@@ -148,14 +170,8 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 	// were rejected because the race did not fire, not because the step
 	// removed it, and such findings kept every op.
 	base := f.Program
-	sites := f.Sites
-	if sites == nil {
-		sites = AimSites(f.Observation)
-	}
 	if len(sites) > 0 {
-		var aimed *prog.Program
-		aimed, f.AimNote, f.AimRuns = Aim(ctx, target, f.Program, sites, opt, AimRuns)
-		base = aimed
+		base, f.AimNote, f.AimRuns = Aim(ctx, target, f.Program, sites, opt, AimRuns)
 	}
 	min := base
 	for f.MinTries = 1; f.MinTries <= flakyReruns; f.MinTries++ {
@@ -164,7 +180,8 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 		}
 	}
 	if f.MinTries <= flakyReruns {
-		min, _ = minimize.Minimize(base, tries(f.MinTries, reproduces), minimize.MaxAttempts(maxRuns))
+		min, _ = minimize.Minimize(base, tries(f.MinTries, reproduces), minimize.MaxAttempts(maxRuns),
+			minimize.Adjusted(func(q *prog.Program) *prog.Program { return aimed[string(q.Format())] }))
 	} else {
 		f.NotRepeated, f.MinTries = true, 0
 	}

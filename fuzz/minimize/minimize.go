@@ -22,11 +22,21 @@ type Option func(*config)
 type config struct {
 	maxAttempts int
 	logf        func(format string, args ...any)
+	adjusted    func(*prog.Program) *prog.Program
 }
 
 // MaxAttempts bounds the calls of the predicate (DefaultMaxAttempts if not
 // given; n <= 0 means no bound).
 func MaxAttempts(n int) Option { return func(c *config) { c.maxAttempts = n } }
+
+// Adjusted is asked, after a candidate reproduced, for the program that
+// did: the predicate may have changed a value of its copy to make it
+// reproduce (a fork's fail_nth aimed at a failure site), and returns it
+// here (nil: the candidate as tried). The result becomes the current
+// program.
+func Adjusted(f func(tried *prog.Program) *prog.Program) Option {
+	return func(c *config) { c.adjusted = f }
+}
 
 // Logf receives a line of progress after every pass.
 func Logf(f func(format string, args ...any)) Option { return func(c *config) { c.logf = f } }
@@ -94,6 +104,11 @@ func (m *minimizer) try(q *prog.Program) bool {
 	}
 	if ok {
 		m.cur = q
+		if m.cfg.adjusted != nil {
+			if a := m.cfg.adjusted(q); a != nil && a.Validate() == nil {
+				m.cur = a
+			}
+		}
 	}
 	return ok
 }

@@ -371,3 +371,37 @@ func TestMinimizeInvalidInput(t *testing.T) {
 		t.Fatalf("got %+v\n%s", st, q.Format())
 	}
 }
+
+// A predicate that made its copy of a candidate reproduce by changing a
+// value hands that program back through Adjusted, and minimization goes
+// on from it: here a fork's fail_nth must equal the number of operations
+// before it, which every removal changes.
+func TestMinimizeAdjusted(t *testing.T) {
+	p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4\nstore r0 off=0x0\ncheck\nstore r0 off=0x8\ncheck\nfork f0 fail_nth=4\nwait f0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed := map[string]*prog.Program{}
+	aim := func(q *prog.Program) bool {
+		for i := range q.Ops {
+			if q.Ops[i].Kind == prog.OpFork {
+				if q.Ops[i].FailNth == i {
+					return true
+				}
+				if i == 0 {
+					return false
+				}
+				a := q.Clone()
+				a.Ops[i].FailNth = i
+				fixed[string(q.Format())] = a
+				return true
+			}
+		}
+		return false
+	}
+	m, _ := Minimize(p, aim, Adjusted(func(q *prog.Program) *prog.Program { return fixed[string(q.Format())] }))
+	fork := m.ForkOp(0)
+	if fork != 1 || m.Ops[fork].FailNth != fork {
+		t.Fatalf("minimized to fork at op %d:\n%s", fork, m.Format())
+	}
+}
