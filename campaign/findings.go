@@ -176,6 +176,9 @@ func ReduceContext(ctx context.Context, target agents.Target, f *Finding, maxRun
 	min := base
 	for f.MinTries = 1; f.MinTries <= flakyReruns; f.MinTries++ {
 		if reproduces(base) {
+			if a := aimed[string(base.Format())]; a != nil {
+				base, min = a, a
+			}
 			break
 		}
 	}
