@@ -155,7 +155,7 @@ func (g *gate) fixes(ph *Phase, stop time.Time) {
 }
 
 // fixRun runs claim c once on the baseline or the patched kernel t and
-// counts the run; it returns the target runs it took. A patched run that
+// counts the run; it returns the judged target runs it took. A patched run that
 // passed while a fork's fault hit another allocation than in the
 // baseline's failing run tested something else: it is not counted, and
 // the first such run aims the reproducer at the baseline's site
@@ -173,7 +173,7 @@ func (g *gate) fixRun(c *FixCase, t agents.Target, baseline bool) int {
 		if !errors.Is(herr, errBudget) {
 			c.Note = appendNote(c.Note, "harness error: "+herr.Error())
 		}
-		return runs
+		return 0 // the phase counts judged runs
 	}
 	sigs := v.Signatures()
 	if !baseline && len(sigs) == 0 && len(c.sites) > 0 && !campaign.OnSite(o, c.sites) {
