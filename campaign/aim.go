@@ -16,10 +16,11 @@ import (
 // makes, and the executor's own mappings are copied before or after the
 // program's: when the Go runtime's mappings differ from the run that
 // showed a finding, the same K fails another allocation, and the finding
-// does not come back (docs/rollback.md, "Replaying fail_nth"). Every run
-// records where the fault hit (obs.Rollback.Site); a replay aims at the
-// site the finding's run recorded, trying the K nearby until the kernel
-// reports the same one.
+// does not come back (docs/rollback.md, "Replaying fail_nth"); a child's
+// (child_fail) moves the same way with the page tables Async-fork's
+// child copies. Every run records where the fault hit (obs.Rollback.Site,
+// ChildFault.Site); a replay aims at the site the finding's run
+// recorded, trying the K nearby until the kernel reports the same one.
 
 // aimWindow bounds how far from the recorded K aiming looks, either way.
 const aimWindow = 12
@@ -28,90 +29,164 @@ const aimWindow = 12
 // either side.
 const AimRuns = 2*aimWindow + 1
 
-// AimSites returns, by fork operation, the injection site each fork with
-// fail_nth hit in observation o (forks whose fault was injected and whose
-// site the kernel reported).
-func AimSites(o *obs.Observation) map[int]string {
-	if o == nil {
-		return nil
+// Fault names one injected fault of a program: the one fork operation
+// Op's forking thread meets (prog.Op.FailNth) or, with Child, the one its
+// child meets before user space (prog.Op.ChildFail).
+type Fault struct {
+	Op    int  `json:"op"`
+	Child bool `json:"child,omitempty"`
+}
+
+func (f Fault) String() string {
+	if f.Child {
+		return fmt.Sprintf("op %d childfail", f.Op)
 	}
-	var out map[int]string
-	for _, rb := range o.Rollbacks {
-		if rb.Cause != obs.CauseFailNth || rb.Injection != obs.InjInjected || rb.Site == "" || rb.FailNth <= 0 {
-			continue
-		}
-		if out == nil {
-			out = map[int]string{}
-		}
-		out[rb.Op] = rb.Site
+	return fmt.Sprintf("op %d fail_nth", f.Op)
+}
+
+// nth returns the field of op that f's failure point is.
+func (f Fault) nth(op *prog.Op) *int {
+	if f.Child {
+		return &op.ChildFail
+	}
+	return &op.FailNth
+}
+
+// Sites maps each injected fault to where the kernel reported it hit.
+type Sites map[Fault]string
+
+// FaultSite is one entry of Sites, as a list holds it (JSON).
+type FaultSite struct {
+	Fault
+	Site string `json:"site"`
+}
+
+// List returns s's entries in fault order.
+func (s Sites) List() []FaultSite {
+	var out []FaultSite
+	for _, f := range slices.SortedFunc(maps.Keys(s), cmpFault) {
+		out = append(out, FaultSite{f, s[f]})
 	}
 	return out
 }
 
-// OnSite says whether every fork of sites hit its site in o.
-func OnSite(o *obs.Observation, sites map[int]string) bool {
-	for op, want := range sites {
-		if siteOf(o, op) != want {
+// SitesOf makes Sites of a list (nil for none).
+func SitesOf(l []FaultSite) Sites {
+	if len(l) == 0 {
+		return nil
+	}
+	s := make(Sites, len(l))
+	for _, e := range l {
+		s[e.Fault] = e.Site
+	}
+	return s
+}
+
+func cmpFault(a, b Fault) int {
+	if a.Op != b.Op {
+		return a.Op - b.Op
+	}
+	if a.Child == b.Child {
+		return 0
+	}
+	if b.Child {
+		return -1
+	}
+	return 1
+}
+
+// AimSites returns where each fault injected into a fork (fail_nth, and
+// child_fail) hit in observation o, for the faults the kernel reported.
+func AimSites(o *obs.Observation) Sites {
+	if o == nil {
+		return nil
+	}
+	var out Sites
+	add := func(f Fault, site string) {
+		if out == nil {
+			out = Sites{}
+		}
+		out[f] = site
+	}
+	for _, rb := range o.Rollbacks {
+		if rb.Cause == obs.CauseFailNth && rb.Injection == obs.InjInjected && rb.Site != "" && rb.FailNth > 0 {
+			add(Fault{Op: rb.Op}, rb.Site)
+		}
+		if c := rb.Child; c != nil && c.FailNth > 0 && c.Injection == obs.InjInjected && c.Site != "" {
+			add(Fault{Op: rb.Op, Child: true}, c.Site)
+		}
+	}
+	return out
+}
+
+// OnSite says whether every fault of sites hit its site in o.
+func OnSite(o *obs.Observation, sites Sites) bool {
+	for f, want := range sites {
+		if siteOf(o, f) != want {
 			return false
 		}
 	}
 	return true
 }
 
-// siteOf returns the injection site fork operation op hit in o ("" if
-// none was injected or reported).
-func siteOf(o *obs.Observation, op int) string {
+// siteOf returns the site fault f hit in o ("" if it was not injected
+// or not reported).
+func siteOf(o *obs.Observation, f Fault) string {
 	if o == nil {
 		return ""
 	}
 	for _, rb := range o.Rollbacks {
-		if rb.Op == op && rb.Cause == obs.CauseFailNth && rb.Injection == obs.InjInjected {
+		switch {
+		case rb.Op != f.Op:
+		case !f.Child && rb.Cause == obs.CauseFailNth && rb.Injection == obs.InjInjected:
 			return rb.Site
+		case f.Child && rb.Child != nil && rb.Child.Injection == obs.InjInjected:
+			return rb.Child.Site
 		}
 	}
 	return ""
 }
 
-// Aim returns p with the fail_nth of each fork in sites moved to where
-// the kernel reports the recorded site, if a run of p hits another one;
-// at most maxRuns runs. note says what moved, or why nothing could be
-// aimed; runs is what it spent.
-func Aim(ctx context.Context, t agents.Target, p *prog.Program, sites map[int]string, opt agents.Options, maxRuns int) (q *prog.Program, note string, runs int) {
+// Aim returns p with the failure point of each fault in sites moved to
+// where the kernel reports the recorded site, if a run of p hits another
+// one; at most maxRuns runs. note says what moved, or why nothing could
+// be aimed; runs is what it spent.
+func Aim(ctx context.Context, t agents.Target, p *prog.Program, sites Sites, opt agents.Options, maxRuns int) (q *prog.Program, note string, runs int) {
 	q = p
 	var notes []string
-	for _, i := range slices.Sorted(maps.Keys(sites)) {
-		want := sites[i]
-		if i < 0 || i >= len(q.Ops) || q.Ops[i].Kind != prog.OpFork || q.Ops[i].FailNth <= 0 {
+	for _, f := range slices.SortedFunc(maps.Keys(sites), cmpFault) {
+		want := sites[f]
+		if f.Op < 0 || f.Op >= len(q.Ops) || q.Ops[f.Op].Kind != prog.OpFork || *f.nth(&q.Ops[f.Op]) <= 0 {
 			continue
 		}
-		k0 := q.Ops[i].FailNth
+		k0 := *f.nth(&q.Ops[f.Op])
 		try := func(k int) bool {
 			if runs >= maxRuns || ctx.Err() != nil {
 				return false
 			}
 			c := q.Clone()
-			c.Ops[i].FailNth = k
+			*f.nth(&c.Ops[f.Op]) = k
 			runs++
 			o, err := t.Run(c, opt)
-			if err != nil || siteOf(o, i) != want {
+			if err != nil || siteOf(o, f) != want {
 				return false
 			}
 			q = c
 			return true
 		}
+		fork, attr := q.Ops[f.Op].Fork, map[bool]string{false: "fail_nth", true: "childfail"}[f.Child]
 		if try(k0) {
-			notes = append(notes, fmt.Sprintf("fork f%d fail_nth=%d hit the recorded site again", q.Ops[i].Fork, k0))
+			notes = append(notes, fmt.Sprintf("fork f%d %s=%d hit the recorded site again", fork, attr, k0))
 			continue
 		}
 		found := false
 		for d := 1; d <= aimWindow && !found && runs < maxRuns; d++ {
 			found = try(k0+d) || k0-d > 0 && try(k0-d)
 		}
-		f := q.Ops[i].Fork
 		if found {
-			notes = append(notes, fmt.Sprintf("fork f%d fail_nth=%d hit another site; fail_nth=%d hits the recorded one (%s)", f, k0, q.Ops[i].FailNth, want))
+			notes = append(notes, fmt.Sprintf("fork f%d %s=%d hit another site; %s=%d hits the recorded one (%s)", fork, attr, k0, attr, *f.nth(&q.Ops[f.Op]), want))
 		} else {
-			notes = append(notes, fmt.Sprintf("fork f%d: no fail_nth within %d of %d hit the recorded site (%s) in %d runs", f, aimWindow, k0, want, runs))
+			notes = append(notes, fmt.Sprintf("fork f%d: no %s within %d of %d hit the recorded site (%s) in %d runs", fork, attr, aimWindow, k0, want, runs))
 		}
 	}
 	return q, strings.Join(notes, "; "), runs
@@ -122,31 +197,32 @@ const stepAimRuns = 9
 
 // aimStep handles a minimization candidate q that did not reproduce in
 // its run (observation o): removing an operation that maps memory before
-// the failing allocation moves fail_nth's K-th point. When q has one
-// fork with fail_nth, sites one site, and the run hit another, it returns
-// q aimed at the site (nil if none nearby hits it) and the runs spent, at
-// most maxRuns.
-func aimStep(ctx context.Context, t agents.Target, q *prog.Program, o *obs.Observation, sites map[int]string, opt agents.Options, maxRuns int) (*prog.Program, int) {
+// the failing allocation moves the failure point. When sites holds one
+// fault, q has one fork injecting that kind of fault, and the run hit
+// another site, it returns q aimed at the site (nil if none nearby hits
+// it) and the runs spent, at most maxRuns.
+func aimStep(ctx context.Context, t agents.Target, q *prog.Program, o *obs.Observation, sites Sites, opt agents.Options, maxRuns int) (*prog.Program, int) {
 	if len(sites) != 1 || o == nil || maxRuns <= 0 {
 		return nil, 0
 	}
 	var want string
-	for _, s := range sites {
-		want = s
+	var kind Fault
+	for f, s := range sites {
+		kind, want = f, s
 	}
-	fork := -1
+	f := Fault{Op: -1, Child: kind.Child}
 	for i := range q.Ops {
-		if q.Ops[i].Kind == prog.OpFork && q.Ops[i].FailNth > 0 {
-			if fork >= 0 {
+		if q.Ops[i].Kind == prog.OpFork && *f.nth(&q.Ops[i]) > 0 {
+			if f.Op >= 0 {
 				return nil, 0
 			}
-			fork = i
+			f.Op = i
 		}
 	}
-	if fork < 0 || siteOf(o, fork) == want {
+	if f.Op < 0 || siteOf(o, f) == want {
 		return nil, 0
 	}
-	a, _, runs := Aim(ctx, t, q, map[int]string{fork: want}, opt, min(maxRuns, stepAimRuns))
+	a, _, runs := Aim(ctx, t, q, Sites{f: want}, opt, min(maxRuns, stepAimRuns))
 	if a == q {
 		return nil, runs
 	}

@@ -13,19 +13,28 @@ import (
 )
 
 // siteTarget reports, for the fork at op, the injection site its
-// fail_nth hits: sites[fail_nth], else "failslab: elsewhere".
+// fail_nth (with child: its childfail) hits: sites[K], else
+// "failslab: elsewhere".
 type siteTarget struct {
 	op    int
+	child bool
 	sites map[int]string
-	ks    []int // the fail_nth of each run
+	ks    []int // the K of each run
 }
 
 func (s *siteTarget) Run(p *prog.Program, _ agents.Options) (*obs.Observation, error) {
 	k := p.Ops[s.op].FailNth
+	if s.child {
+		k = p.Ops[s.op].ChildFail
+	}
 	s.ks = append(s.ks, k)
 	site, ok := s.sites[k]
 	if !ok {
 		site = "failslab: elsewhere"
+	}
+	if s.child {
+		return &obs.Observation{Rollbacks: []obs.Rollback{{Op: s.op, Cause: obs.CauseChildFail,
+			Child: &obs.ChildFault{FailNth: k, Injection: obs.InjInjected, Site: site}}}}, nil
 	}
 	return &obs.Observation{Rollbacks: []obs.Rollback{{Op: s.op, Cause: obs.CauseFailNth, Injection: obs.InjInjected, FailNth: k, Site: site}}}, nil
 }
@@ -41,8 +50,8 @@ func TestAim(t *testing.T) {
 	const want = "failslab: anon_vma_fork <- dup_mmap"
 	recorded := &obs.Observation{Rollbacks: []obs.Rollback{{Op: 1, Cause: obs.CauseFailNth, Injection: obs.InjInjected, FailNth: 149, Site: want}}}
 	sites := AimSites(recorded)
-	if len(sites) != 1 || sites[1] != want {
-		t.Fatalf("aimSites = %v", sites)
+	if len(sites) != 1 || sites[Fault{Op: 1}] != want {
+		t.Fatalf("AimSites = %v", sites)
 	}
 	tests := []struct {
 		name    string
@@ -69,6 +78,22 @@ func TestAim(t *testing.T) {
 				t.Fatalf("aim changed the program it was given")
 			}
 		})
+	}
+	// A child's fault (childfail) is aimed the same way.
+	cp, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4\nstore r0 off=0x0 count=1 stride=0x8\nfork f0 childfail=30\nwait f0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const copySite = "fail_page_alloc: pte_alloc_one <- async_fork_cpr_rest"
+	crec := &obs.Observation{Rollbacks: []obs.Rollback{{Op: 1, Cause: obs.CauseChildFail, Child: &obs.ChildFault{FailNth: 30, Injection: obs.InjInjected, Site: copySite}}}}
+	csites := AimSites(crec)
+	if len(csites) != 1 || csites[Fault{Op: 1, Child: true}] != copySite {
+		t.Fatalf("AimSites of a child fault = %v", csites)
+	}
+	ct := &siteTarget{op: 1, child: true, sites: map[int]string{33: copySite}}
+	q, note, runs := Aim(context.Background(), ct, cp, csites, agents.Options{}, AimRuns)
+	if q.Ops[1].ChildFail != 33 || q.Ops[1].FailNth != 0 || runs != 6 || !strings.Contains(note, "fork f0 childfail=30 hit another site; childfail=33 hits") {
+		t.Errorf("child: childfail %d (fail_nth %d) after %d runs, note %q", q.Ops[1].ChildFail, q.Ops[1].FailNth, runs, note)
 	}
 	// Only injected faults with a reported site are aimed at.
 	for _, rb := range []obs.Rollback{

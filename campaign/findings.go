@@ -101,7 +101,7 @@ type Finding struct {
 	// is not at hand (a distributed campaign's minimization request
 	// carries AimSites of the run that showed it); else they come from
 	// Observation.
-	Sites map[int]string
+	Sites Sites
 	// NoCensus: the run that showed it took no page census at its forks
 	// (campaigns take it for one program in Config.CensusEvery); its
 	// minimization and replays run the same way: the census reads

@@ -176,7 +176,7 @@ func (c *coord) requestMinimize(ctx context.Context, rec *FindingRecord) error {
 	c.mu.Lock()
 	w := Work{V: WireVersion, Campaign: c.cfg.Campaign, CampaignSeed: rec.CampaignSeed, Index: rec.Meta.Index,
 		Seed: rec.ProgramSeed, Program: rec.Program, Target: c.state.Target, Kernel: c.state.Kernel, Corrupt: rec.Corrupt,
-		Minimize: rec.Meta.Signature, NoCover: rec.NoCover, NoForkPages: rec.NoCensus, Sites: campaign.AimSites(rec.Observation)}
+		Minimize: rec.Meta.Signature, NoCover: rec.NoCover, NoForkPages: rec.NoCensus, Sites: campaign.AimSites(rec.Observation).List()}
 	c.minPending[FindingKey(rec.Meta.Signature)] = true
 	c.mu.Unlock()
 	b, _ := json.Marshal(w)

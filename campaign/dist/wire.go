@@ -57,9 +57,9 @@ type Work struct {
 	NoCover     bool `json:"no_cover,omitempty"`
 	NoForkPages bool `json:"no_fork_pages,omitempty"`
 	// Sites, on a minimization request, are the fault-injection sites
-	// the finding's run recorded, by fork operation (campaign.AimSites):
-	// its replays aim the forks' fail_nth at them.
-	Sites map[int]string `json:"sites,omitempty"`
+	// the finding's run recorded (campaign.AimSites): its replays aim the
+	// forks' fail_nth and child_fail at them.
+	Sites []campaign.FaultSite `json:"sites,omitempty"`
 }
 
 // RunError is a target's error, carried as data so the coordinator judges
@@ -215,9 +215,9 @@ func DecodeWork(b []byte) (*Work, *prog.Program, error) {
 	if err != nil {
 		return fail(fmt.Errorf("field program: %w", err))
 	}
-	for op := range w.Sites {
-		if op < 0 || op >= len(p.Ops) || p.Ops[op].Kind != prog.OpFork {
-			return fail(fmt.Errorf("field sites: op %d is not a fork of the program", op))
+	for i, e := range w.Sites {
+		if e.Op < 0 || e.Op >= len(p.Ops) || p.Ops[e.Op].Kind != prog.OpFork {
+			return fail(fmt.Errorf("field sites[%d]: op %d is not a fork of the program", i, e.Op))
 		}
 	}
 	if len(w.Sites) == 0 {

@@ -46,7 +46,7 @@ func TestWireRoundTrip(t *testing.T) {
 		p = campaign.NewProgram(5, i+1, nil, gen.DefaultWeights())
 	}
 	w := Work{V: WireVersion, Campaign: "c1", CampaignSeed: 5, Index: i, Seed: campaign.ProgramSeed(5, i), Program: string(p.Format()), Target: "sim",
-		Sites: map[int]string{4: "failslab: anon_vma_fork <- dup_mmap"}}
+		Sites: []campaign.FaultSite{{Fault: campaign.Fault{Op: forkOp(p)}, Site: "failslab: anon_vma_fork <- dup_mmap"}}}
 	got, gp, err := DecodeWork(mustJSON(t, w))
 	if err != nil || !reflect.DeepEqual(*got, w) || string(gp.Format()) != w.Program {
 		t.Fatalf("work round trip: %+v %v", got, err)
@@ -122,8 +122,8 @@ func TestDecodeRejects(t *testing.T) {
 		{"campaign", "work", "field campaign", mustJSON(t, Work{V: WireVersion, Campaign: "a b", Program: smallProg})},
 		{"index", "work", "field index", mustJSON(t, Work{V: WireVersion, Campaign: "c", Index: -1, Program: smallProg})},
 		{"program", "work", "field program", mustJSON(t, Work{V: WireVersion, Campaign: "c", Program: "forkfuzz v1\nfrob\n"})},
-		{"sites", "work", "field sites: op 0 is not a fork", mustJSON(t, Work{V: WireVersion, Campaign: "c", Program: smallProg, Sites: map[int]string{0: "x"}})},
-		{"sites range", "work", "field sites: op 99 is not a fork", mustJSON(t, Work{V: WireVersion, Campaign: "c", Program: smallProg, Sites: map[int]string{99: "x"}})},
+		{"sites", "work", "field sites[0]: op 0 is not a fork", mustJSON(t, Work{V: WireVersion, Campaign: "c", Program: smallProg, Sites: []campaign.FaultSite{{Site: "x"}}})},
+		{"sites range", "work", "field sites[0]: op 99 is not a fork", mustJSON(t, Work{V: WireVersion, Campaign: "c", Program: smallProg, Sites: []campaign.FaultSite{{Fault: campaign.Fault{Op: 99}, Site: "x"}}})},
 		{"unknown field", "work", "unknown field", []byte(`{"v":1,"campaign":"c","program":"forkfuzz v1\n","colour":1}`)},
 		{"trailing", "work", "trailing", []byte(`{"v":1,"campaign":"c","program":"forkfuzz v1\n"} {}`)},
 		{"nothing", "result", "neither observation nor error", mustJSON(t, Result{V: WireVersion, Campaign: "c", Program: smallProg})},
@@ -219,3 +219,6 @@ func FuzzDecodeMinimizeResult(f *testing.F) {
 		}
 	})
 }
+
+// forkOp is the index of p's first fork.
+func forkOp(p *prog.Program) int { return p.ForkOp(0) }

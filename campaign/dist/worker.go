@@ -421,7 +421,7 @@ func (a *worker) minimize(ctx context.Context, m jetstream.Msg, w *Work, p *prog
 	} else {
 		// Minimized as the program ran: with or without coverage and
 		// the census.
-		f := &campaign.Finding{Issue: judge.Issue{Signature: w.Minimize}, Program: p, NoCover: w.NoCover, NoCensus: w.NoForkPages, Sites: w.Sites}
+		f := &campaign.Finding{Issue: judge.Issue{Signature: w.Minimize}, Program: p, NoCover: w.NoCover, NoCensus: w.NoForkPages, Sites: campaign.SitesOf(w.Sites)}
 		campaign.Reduce(a.cfg.Target, f, a.cfg.MinimizeRuns, a.cfg.MinimizeTime, w.Corrupt)
 		if ctx.Err() != nil {
 			return // cut short: not acknowledged, so redelivered to someone

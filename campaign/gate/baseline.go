@@ -120,7 +120,7 @@ type baseRepro struct {
 	// sites: where the finding's run injected its forks' faults; runs
 	// that passed with a fault elsewhere are offSite (not in runs), and
 	// the first aims p at the sites (aimed).
-	sites    map[int]string
+	sites    campaign.Sites
 	offSiteN int
 	aimed    bool
 }

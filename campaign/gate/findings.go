@@ -181,8 +181,8 @@ func rejudge(p *prog.Program, b []byte) *checker.Verdict {
 // its forks' faults: from the minimized program's observation, or from
 // the original's when the reproducer has the same operations (an aimed
 // program differs only in fail_nth); nil without a fork with fail_nth.
-func reproSites(dir string, f *FindingRecord) map[int]string {
-	if len(f.reproProg.Injected()) == 0 {
+func reproSites(dir string, f *FindingRecord) campaign.Sites {
+	if len(f.reproProg.Injected()) == 0 && len(f.reproProg.ChildInjected()) == 0 {
 		return nil
 	}
 	var files []string

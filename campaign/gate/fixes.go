@@ -64,7 +64,7 @@ type FixCase struct {
 	// sites: where the baseline's first failing run injected its faults
 	// (campaign.AimSites); aimed: the program the patched kernel runs
 	// once aimed; aimTried: aiming was tried.
-	sites    map[int]string
+	sites    campaign.Sites
 	aimed    *prog.Program
 	aimTried bool
 }
@@ -230,13 +230,12 @@ func fixVerdict(c *FixCase, n int) (string, string) {
 	return FixFixed, fmt.Sprintf("present on the baseline (%s), absent on the patched kernel: %s", sigList(c.Baseline), c.Rate())
 }
 
-// siteList names fault-injection sites by fork operation.
-func siteList(sites map[int]string) string {
+// siteList names fault-injection sites by fault.
+func siteList(sites campaign.Sites) string {
 	var out []string
-	for op, s := range sites {
-		out = append(out, fmt.Sprintf("op %d: %s", op, s))
+	for _, e := range sites.List() {
+		out = append(out, fmt.Sprintf("%v: %s", e.Fault, e.Site))
 	}
-	sort.Strings(out)
 	return strings.Join(out, "; ")
 }
 

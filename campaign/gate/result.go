@@ -134,7 +134,7 @@ type FindingRecord struct {
 	origProg  *prog.Program
 	// sites: where the reproducer's recorded run injected its forks'
 	// faults (campaign.AimSites; reproSites).
-	sites  map[int]string
+	sites  campaign.Sites
 	origEv *checker.Finding
 	// reproSigs are the signatures the minimized reproducer's recorded
 	// run showed.
