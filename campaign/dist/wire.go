@@ -58,7 +58,7 @@ type Work struct {
 	NoForkPages bool `json:"no_fork_pages,omitempty"`
 	// Sites, on a minimization request, are the fault-injection sites
 	// the finding's run recorded (campaign.AimSites): its replays aim the
-	// forks' fail_nth and child_fail at them.
+	// forks' fail_nth and childfail at them.
 	Sites []campaign.FaultSite `json:"sites,omitempty"`
 }
 
@@ -89,7 +89,7 @@ type Minimized struct {
 	// NotRepeated: the program did not fail again, so it was not
 	// minimized (Program is the original).
 	NotRepeated bool `json:"not_repeated,omitempty"`
-	// Aimed and AimRuns: how the replays aimed the forks' fail_nth at
+	// Aimed and AimRuns: how the replays aimed the forks' faults at
 	// the recorded sites (campaign.Finding.AimNote, AimRuns).
 	Aimed   string `json:"aimed,omitempty"`
 	AimRuns int    `json:"aim_runs,omitempty"`
