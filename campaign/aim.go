@@ -17,7 +17,7 @@ import (
 // program's: when the Go runtime's mappings differ from the run that
 // showed a finding, the same K fails another allocation, and the finding
 // does not come back (docs/rollback.md, "Replaying fail_nth"); a child's
-// (child_fail) moves the same way with the page tables Async-fork's
+// (childfail) moves the same way with the page tables Async-fork's
 // child copies. Every run records where the fault hit (obs.Rollback.Site,
 // ChildFault.Site); a replay aims at the site the finding's run
 // recorded, trying the K nearby until the kernel reports the same one.
@@ -96,7 +96,7 @@ func cmpFault(a, b Fault) int {
 }
 
 // AimSites returns where each fault injected into a fork (fail_nth, and
-// child_fail) hit in observation o, for the faults the kernel reported.
+// childfail) hit in observation o, for the faults the kernel reported.
 func AimSites(o *obs.Observation) Sites {
 	if o == nil {
 		return nil
