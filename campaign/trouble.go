@@ -93,9 +93,9 @@ func (st *Stats) Blamed() int {
 // one is the program not finishing in the time it got (a replay that
 // decides a hang gets twice the time the hung run had). A content
 // finding known by digest only (ORACLE:digest:KIND: its run's views held
-// no words there) comes back as the same oracle's finding on the same
-// kind of page, which replays, run with every word, name by what the
-// page held.
+// no words there) comes back as any content finding on the same kind of
+// page (digestBack), which replays, run with every word, name by what
+// the page held.
 func CameBack(sig string, v *judge.Verdict) (bool, string) {
 	if v == nil {
 		return false, ""
