@@ -46,24 +46,57 @@ func (s *shiftTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation
 	return o, err
 }
 
+// rollbackPartial shows async-rollback-partial's broken rollback when its
+// fork's fault is the simulated kernel's 4th to 6th failure point.
+const rollbackPartial = "forkfuzz v1\nregion r0 anon-private pages=1024 thp=off\nregion r1 anon-private pages=1024 thp=off\n" +
+	"store r0 off=0x0 count=4 stride=0x200000\nstore r1 off=0x0 count=4 stride=0x200000\nfork f0 fail_nth=4\nwait f0\n"
+
+// shiftKernel is the simulated Async-fork kernel with mutant behind a
+// shiftTarget.
+func shiftKernel(t *testing.T, mutant string, shift int) agents.Target {
+	t.Helper()
+	s, err := sim.NewTarget(sim.Config{Mode: sim.Async, Mutant: mutant, SchedSeed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &shiftTarget{Target: s, shift: shift}
+}
+
+// rollbackCorpus writes rollbackPartial as the only program of a corpus
+// directory under dir and returns the directory.
+func rollbackCorpus(t *testing.T, dir string) string {
+	t.Helper()
+	corpusDir := filepath.Join(dir, "corpus")
+	if err := os.MkdirAll(corpusDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(corpusDir, "rollback-partial.ffz"), []byte(rollbackPartial), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return corpusDir
+}
+
+// rollbackFinding is the gate's finding of rollbackPartial from the
+// corpus, nil if none.
+func rollbackFinding(r *Result) *FindingRecord {
+	for i := range r.Findings {
+		if strings.HasPrefix(r.Findings[i].Source, "corpus:") && r.Findings[i].Signature == "pagetable:pmd-rw-not-restored" {
+			return &r.Findings[i]
+		}
+	}
+	return nil
+}
+
 // A claimed fix of a fail_nth reproducer is judged where the baseline
 // failed: a patched kernel whose K-th failure point is another
 // allocation passes without testing anything, so its runs are aimed at
 // the baseline's site first.
 func TestFixAimedAtBaselineSite(t *testing.T) {
-	const text = "forkfuzz v1\nregion r0 anon-private pages=1024 thp=off\nregion r1 anon-private pages=1024 thp=off\n" +
-		"store r0 off=0x0 count=4 stride=0x200000\nstore r1 off=0x0 count=4 stride=0x200000\nfork f0 fail_nth=4\nwait f0\n"
-	p, err := prog.Parse([]byte(text))
+	p, err := prog.Parse([]byte(rollbackPartial))
 	if err != nil {
 		t.Fatal(err)
 	}
-	kernel := func(mutant string, shift int) agents.Target {
-		s, err := sim.NewTarget(sim.Config{Mode: sim.Async, Mutant: mutant, SchedSeed: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &shiftTarget{Target: s, shift: shift}
-	}
+	kernel := func(mutant string, shift int) agents.Target { return shiftKernel(t, mutant, shift) }
 	tests := []struct {
 		name    string
 		patched agents.Target
@@ -79,7 +112,7 @@ func TestFixAimedAtBaselineSite(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			fixes := []FixCase{{Path: filepath.Join(t.TempDir(), "repro.ffz"), Program: text, prog: p}}
+			fixes := []FixCase{{Path: filepath.Join(t.TempDir(), "repro.ffz"), Program: rollbackPartial, prog: p}}
 			r := Run(context.Background(), Config{
 				Open:         func() (agents.Target, error) { return tc.patched, nil },
 				OpenBaseline: func() (agents.Target, error) { return kernel("async-rollback-partial", 0), nil },
@@ -111,35 +144,16 @@ func TestFixAimedAtBaselineSite(t *testing.T) {
 // without testing anything, and the finding would be called new (the
 // kernel under test blamed) while the baseline has the same bug.
 func TestBaselineAimedAtFindingSite(t *testing.T) {
-	const text = "forkfuzz v1\nregion r0 anon-private pages=1024 thp=off\nregion r1 anon-private pages=1024 thp=off\n" +
-		"store r0 off=0x0 count=4 stride=0x200000\nstore r1 off=0x0 count=4 stride=0x200000\nfork f0 fail_nth=4\nwait f0\n"
 	dir := t.TempDir()
-	corpusDir := filepath.Join(dir, "corpus")
-	if err := os.MkdirAll(corpusDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(corpusDir, "rollback-partial.ffz"), []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	kernel := func(shift int) agents.Target {
-		s, err := sim.NewTarget(sim.Config{Mode: sim.Async, Mutant: "async-rollback-partial", SchedSeed: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &shiftTarget{Target: s, shift: shift}
-	}
+	corpusDir := rollbackCorpus(t, dir)
+	kernel := func(shift int) agents.Target { return shiftKernel(t, "async-rollback-partial", shift) }
 	r := Run(context.Background(), Config{
 		Open:         func() (agents.Target, error) { return kernel(0), nil },
 		OpenBaseline: func() (agents.Target, error) { return kernel(3), nil },
 		Kernel:       KernelIdentity{Target: "sim-async"}, Baseline: &KernelIdentity{Target: "sim-async"},
 		Budget: 20 * time.Second, Seed: 1, Workdir: filepath.Join(dir, "w"), MinPrograms: 1, CorpusDirs: []string{corpusDir},
 	})
-	var f *FindingRecord
-	for i := range r.Findings {
-		if strings.HasPrefix(r.Findings[i].Source, "corpus:") && r.Findings[i].Signature == "pagetable:pmd-rw-not-restored" {
-			f = &r.Findings[i]
-		}
-	}
+	f := rollbackFinding(r)
 	if f == nil {
 		t.Fatalf("no finding from the corpus program; findings %+v", r.Findings)
 	}
@@ -152,35 +166,16 @@ func TestBaselineAimedAtFindingSite(t *testing.T) {
 // not call a fail_nth finding flaky: their runs tested something else,
 // and are counted apart.
 func TestFreshOffSite(t *testing.T) {
-	const text = "forkfuzz v1\nregion r0 anon-private pages=1024 thp=off\nregion r1 anon-private pages=1024 thp=off\n" +
-		"store r0 off=0x0 count=4 stride=0x200000\nstore r1 off=0x0 count=4 stride=0x200000\nfork f0 fail_nth=4\nwait f0\n"
 	dir := t.TempDir()
-	corpusDir := filepath.Join(dir, "corpus")
-	if err := os.MkdirAll(corpusDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(corpusDir, "rollback-partial.ffz"), []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	kernel := func(shift int) agents.Target {
-		s, err := sim.NewTarget(sim.Config{Mode: sim.Async, Mutant: "async-rollback-partial", SchedSeed: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &shiftTarget{Target: s, shift: shift}
-	}
+	corpusDir := rollbackCorpus(t, dir)
+	kernel := func(shift int) agents.Target { return shiftKernel(t, "async-rollback-partial", shift) }
 	r := Run(context.Background(), Config{
 		Open:      func() (agents.Target, error) { return kernel(0), nil },
 		OpenFresh: func() (agents.Target, error) { return kernel(3), nil },
 		Kernel:    KernelIdentity{Target: "sim-async"},
 		Budget:    20 * time.Second, Seed: 1, Workdir: filepath.Join(dir, "w"), MinPrograms: 1, CorpusDirs: []string{corpusDir},
 	})
-	var f *FindingRecord
-	for i := range r.Findings {
-		if strings.HasPrefix(r.Findings[i].Source, "corpus:") && r.Findings[i].Signature == "pagetable:pmd-rw-not-restored" {
-			f = &r.Findings[i]
-		}
-	}
+	f := rollbackFinding(r)
 	if f == nil || f.Fresh == nil {
 		t.Fatalf("no fresh validation of the corpus finding: %+v", f)
 	}
