@@ -122,11 +122,56 @@ func AimSites(o *obs.Observation) Sites {
 // OnSite says whether every fault of sites hit its site in o.
 func OnSite(o *obs.Observation, sites Sites) bool {
 	for f, want := range sites {
-		if siteOf(o, f) != want {
+		if !SiteMatches(siteOf(o, f), want) {
 			return false
 		}
 	}
 	return true
+}
+
+// SiteMatches says whether a fault the kernel reported at site got hit
+// the site want: the same report, or want is its innermost frames (a
+// corpus file's directive may name fewer frames than the kernel prints).
+func SiteMatches(got, want string) bool {
+	return got != "" && (got == want || strings.HasPrefix(got, want+" <- "))
+}
+
+// Missed says, for each fault of sites that run o could have injected
+// at its site but did not, what happened instead: the kernel reported
+// the fault at another site, or the fork met fewer failure points than
+// its K (the fork or the child did not fail). A fault the kernel could
+// not inject (no fail-nth) or did not report is not missed: o cannot
+// tell. nil when o exercised every fault of sites.
+func Missed(o *obs.Observation, sites Sites) []string {
+	if o == nil {
+		return nil
+	}
+	var out []string
+	for _, f := range slices.SortedFunc(maps.Keys(sites), cmpFault) {
+		want := sites[f]
+		for _, rb := range o.Rollbacks {
+			if rb.Op != f.Op {
+				continue
+			}
+			inj, site, k := rb.Injection, rb.Site, rb.FailNth
+			if f.Child {
+				if rb.Child == nil {
+					continue
+				}
+				inj, site, k = rb.Child.Injection, rb.Child.Site, rb.Child.FailNth
+			} else if rb.Cause != obs.CauseFailNth {
+				continue
+			}
+			attr := map[bool]string{false: "fail_nth", true: "childfail"}[f.Child]
+			switch {
+			case inj == obs.InjNotReached:
+				out = append(out, fmt.Sprintf("fork f%d's %s=%d was not reached (fewer failure points), not %s", rb.Fork, attr, k, want))
+			case inj == obs.InjInjected && site != "" && !SiteMatches(site, want):
+				out = append(out, fmt.Sprintf("fork f%d's %s=%d hit %s, not %s", rb.Fork, attr, k, site, want))
+			}
+		}
+	}
+	return out
 }
 
 // siteOf returns the site fault f hit in o ("" if it was not injected
@@ -168,7 +213,7 @@ func Aim(ctx context.Context, t agents.Target, p *prog.Program, sites Sites, opt
 			*f.nth(&c.Ops[f.Op]) = k
 			runs++
 			o, err := t.Run(c, opt)
-			if err != nil || siteOf(o, f) != want {
+			if err != nil || !SiteMatches(siteOf(o, f), want) {
 				return false
 			}
 			q = c
@@ -219,7 +264,7 @@ func aimStep(ctx context.Context, t agents.Target, q *prog.Program, o *obs.Obser
 			f.Op = i
 		}
 	}
-	if f.Op < 0 || siteOf(o, f) == want {
+	if f.Op < 0 || SiteMatches(siteOf(o, f), want) {
 		return nil, 0
 	}
 	a, _, runs := Aim(ctx, t, q, Sites{f: want}, opt, min(maxRuns, stepAimRuns))

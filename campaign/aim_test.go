@@ -172,3 +172,36 @@ func TestReduceAimsSteps(t *testing.T) {
 		t.Fatalf("minimized to %d checks, fail_nth=%d, reproduced %d/%d:\n%s", checks, k, f.Reproduced, f.Replays, f.Minimized.Format())
 	}
 }
+
+func TestMissed(t *testing.T) {
+	const site = "fail_page_alloc: pte_alloc_one <- __pte_alloc <- copy_page_range <- dup_mmap <- copy_process"
+	sites := Sites{{Op: 2}: "fail_page_alloc: pte_alloc_one <- __pte_alloc", {Op: 2, Child: true}: "failslab: x"}
+	rb := func(inj, site string, child *obs.ChildFault) obs.Observation {
+		return obs.Observation{Rollbacks: []obs.Rollback{{Fork: 1, Op: 2, Cause: obs.CauseFailNth, FailNth: 90, Injection: inj, Site: site, Child: child}}}
+	}
+	onChild := &obs.ChildFault{FailNth: 5, Injection: obs.InjInjected, Site: "failslab: x <- y"}
+	for _, tc := range []struct {
+		name string
+		o    obs.Observation
+		want string // "" for none missed
+	}{
+		{"innermost frames match", rb(obs.InjInjected, site, onChild), ""},
+		{"another site", rb(obs.InjInjected, "failslab: anon_vma_fork <- dup_mmap", onChild), "fork f1's fail_nth=90 hit failslab: anon_vma_fork <- dup_mmap, not fail_page_alloc"},
+		{"a frame's prefix is not a frame", rb(obs.InjInjected, "fail_page_alloc: pte_alloc_one <- __pte_alloc_kernel", onChild), "hit fail_page_alloc: pte_alloc_one <- __pte_alloc_kernel"},
+		{"not reached", rb(obs.InjNotReached, "", onChild), "fork f1's fail_nth=90 was not reached"},
+		{"unsupported: cannot tell", rb(obs.InjUnsupported, "", nil), ""},
+		{"not reported: cannot tell", rb(obs.InjInjected, "", nil), ""},
+		{"child elsewhere", rb(obs.InjInjected, site, &obs.ChildFault{FailNth: 5, Injection: obs.InjInjected, Site: "failslab: z"}), "fork f1's childfail=5 hit failslab: z"},
+		{"child not reached", rb(obs.InjInjected, site, &obs.ChildFault{FailNth: 5, Injection: obs.InjNotReached}), "fork f1's childfail=5 was not reached"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := strings.Join(Missed(&tc.o, sites), "; ")
+			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+				t.Fatalf("Missed = %q, want %q", got, tc.want)
+			}
+			if on := OnSite(&tc.o, sites); on && got != "" {
+				t.Fatalf("OnSite true while %q", got)
+			}
+		})
+	}
+}
