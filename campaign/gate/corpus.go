@@ -13,6 +13,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/corpus"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 	"github.com/forkfuzz/forkfuzz/internal/fsutil"
 	"github.com/forkfuzz/forkfuzz/internal/version"
@@ -140,11 +141,20 @@ func regressCases(src, f, path string, b []byte) ([]CorpusCase, error) {
 				name += fmt.Sprintf("#%d", n+1)
 			}
 			// Pad with empty lines so errors name the file's line.
-			p, err := corpus.ParseFile(f, []byte(strings.Repeat("#\n", first-1)+text))
+			padded := []byte(strings.Repeat("#\n", first-1) + text)
+			p, err := corpus.ParseFile(f, padded)
 			if err != nil {
 				errs = append(errs, err)
 			} else {
-				cs = append(cs, CorpusCase{Name: name, Source: src, Path: path, prog: p})
+				sites, err := corpus.ParseSites(f, padded, p)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				c := CorpusCase{Name: name, Source: src, Path: path, prog: p}
+				for _, s := range sites {
+					c.Sites = append(c.Sites, campaign.FaultSite{Fault: campaign.Fault{Op: s.Op, Child: s.Child}, Site: s.Site})
+				}
+				cs = append(cs, c)
 			}
 			n++
 		}
@@ -191,7 +201,9 @@ func findingPrograms(dir string) ([]CorpusCase, error) {
 				break
 			}
 			m := seedMode(path)
-			cs = append(cs, CorpusCase{Name: "finding/" + filepath.Base(path), Source: "finding", Path: pf, prog: p, Cover: !m.NoCover, NoCensus: m.NoCensus})
+			obsFile := map[string]string{"minimized.ffz": "minimized-observation.json", "program.ffz": "observation.json"}[name]
+			cs = append(cs, CorpusCase{Name: "finding/" + filepath.Base(path), Source: "finding", Path: pf, prog: p, Cover: !m.NoCover, NoCensus: m.NoCensus,
+				Sites: obsSites(filepath.Join(path, obsFile), p).List()})
 			return filepath.SkipDir
 		}
 		return nil
@@ -263,10 +275,14 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 			continue
 		}
 		t0 := time.Now()
-		o, err := g.tut.Run(c.prog, c.mode().options(g.cfg.Corrupt))
-		v, herr := judge.Judge(c.prog, o, err)
+		p, o, v, herr, skip := g.corpusRun(c)
 		c.Duration = time.Since(t0)
 		c.Seconds = c.Duration.Seconds()
+		if skip != "" {
+			c.Status, c.Note = "skipped", skip
+			skipped++
+			continue
+		}
 		if herr != nil {
 			c.Status, c.Note = "harness-error", herr.Error()
 			if errors.Is(herr, errBudget) {
@@ -284,7 +300,7 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 		}
 		ran++
 		g.res.CorpusPrograms++
-		g.res.Forks += int64(c.prog.NumForks())
+		g.res.Forks += int64(p.NumForks())
 		tally.Add(v)
 		c.Judged = v.Summary()
 		if v.OK() {
@@ -312,7 +328,7 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 			if g.store.Seen(is.Signature) {
 				continue
 			}
-			f := &campaign.Finding{Issue: is, Program: c.prog, Observation: o, Minimized: c.prog, MinObs: o, MinIssue: is,
+			f := &campaign.Finding{Issue: is, Program: p, Observation: o, Minimized: p, MinObs: o, MinIssue: is,
 				Judged: v.Summary(), Target: g.tut.Name(), Corrupt: g.cfg.Corrupt, Replays: 1, Reproduced: 1,
 				TargetArgs: g.res.Kernel.Flags, Kernel: g.kernelID(), Version: version.String(), NoCover: !c.Cover, NoCensus: c.NoCensus}
 			if trouble, hang := troubleKind(is.Signature); trouble {
@@ -321,7 +337,7 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 				// hang by the confirm phase with a longer timeout.
 				f.Replays, f.Reproduced = 0, 0
 				if !hang {
-					g.replayEvent(f, c.prog, is.Signature, corpusEventReplays)
+					g.replayEvent(f, p, is.Signature, corpusEventReplays)
 				}
 			}
 			dir, err := g.store.Save(f)
@@ -343,6 +359,43 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 		n += "\n" + ph.Note
 	}
 	ph.Note = n
+}
+
+// corpusRun runs corpus case c once and judges the run. A passing run
+// that missed one of c's fault sites (campaign.Missed: the fault hit
+// another allocation, or the fork met fewer failure points than its K)
+// tested something else, and a pass would say the kernel passed a test
+// it never ran: c's program is aimed at the sites (campaign.Aim) and the
+// aimed program p runs instead; if that run misses them too, skip says
+// why and the case is not counted.
+func (g *gate) corpusRun(c *CorpusCase) (p *prog.Program, o *obs.Observation, v *judge.Verdict, herr error, skip string) {
+	opt := c.mode().options(g.cfg.Corrupt)
+	p = c.prog
+	o, err := g.tut.Run(p, opt)
+	v, herr = judge.Judge(p, o, err)
+	sites := campaign.SitesOf(c.Sites)
+	if herr != nil || !v.OK() || len(sites) == 0 {
+		return p, o, v, herr, ""
+	}
+	missed := campaign.Missed(o, sites)
+	if len(missed) == 0 {
+		return p, o, v, herr, ""
+	}
+	c.OffSite++
+	q, note, _ := campaign.Aim(g.ctx, g.tut, p, sites, opt, campaign.AimRuns)
+	c.Note = fmt.Sprintf("the run missed the fault site (%s); aimed: %s", strings.Join(missed, "; "), note)
+	o, err = g.tut.Run(q, opt)
+	v, herr = judge.Judge(q, o, err)
+	if herr == nil && v.OK() {
+		if m := campaign.Missed(o, sites); len(m) > 0 {
+			c.OffSite++
+			return q, o, v, nil, fmt.Sprintf("not exercised: %s; the aimed program's run missed it too (%s)", c.Note, strings.Join(m, "; "))
+		}
+	}
+	if q != p {
+		c.Aimed = string(q.Format())
+	}
+	return q, o, v, herr, ""
 }
 
 // corpusEventReplays is how often a corpus program that made the

@@ -182,9 +182,6 @@ func rejudge(p *prog.Program, b []byte) *checker.Verdict {
 // the original's when the reproducer has the same operations (an aimed
 // program differs only in fail_nth); nil without a fork with fail_nth.
 func reproSites(dir string, f *FindingRecord) campaign.Sites {
-	if len(f.reproProg.Injected()) == 0 && len(f.reproProg.ChildInjected()) == 0 {
-		return nil
-	}
 	var files []string
 	if f.Minimized != "" {
 		files = append(files, "minimized-observation.json")
@@ -193,17 +190,29 @@ func reproSites(dir string, f *FindingRecord) campaign.Sites {
 		files = append(files, "observation.json")
 	}
 	for _, name := range files {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			continue
+		if s := obsSites(filepath.Join(dir, name), f.reproProg); s != nil {
+			return s
 		}
-		var o obs.Observation
-		if json.Unmarshal(b, &o) != nil || len(o.Ops) != len(f.reproProg.Ops) {
-			continue
-		}
-		return campaign.AimSites(&o)
 	}
 	return nil
+}
+
+// obsSites returns where the faults injected into p's forks hit in the
+// run whose observation file is path (campaign.AimSites); nil if p
+// injects none, or the file is missing or is not a run of p.
+func obsSites(path string, p *prog.Program) campaign.Sites {
+	if len(p.Injected()) == 0 && len(p.ChildInjected()) == 0 {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var o obs.Observation
+	if json.Unmarshal(b, &o) != nil || len(o.Ops) != len(p.Ops) {
+		return nil
+	}
+	return campaign.AimSites(&o)
 }
 
 func progHash(p *prog.Program) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,15 +63,15 @@ func shiftKernel(t *testing.T, mutant string, shift int) agents.Target {
 	return &shiftTarget{Target: s, shift: shift}
 }
 
-// rollbackCorpus writes rollbackPartial as the only program of a corpus
-// directory under dir and returns the directory.
-func rollbackCorpus(t *testing.T, dir string) string {
+// rollbackCorpus writes rollbackPartial, after header, as the only
+// program of a corpus directory under dir and returns the directory.
+func rollbackCorpus(t *testing.T, dir, header string) string {
 	t.Helper()
 	corpusDir := filepath.Join(dir, "corpus")
 	if err := os.MkdirAll(corpusDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(corpusDir, "rollback-partial.ffz"), []byte(rollbackPartial), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(corpusDir, "rollback-partial.ffz"), []byte(header+rollbackPartial), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return corpusDir
@@ -145,7 +146,7 @@ func TestFixAimedAtBaselineSite(t *testing.T) {
 // kernel under test blamed) while the baseline has the same bug.
 func TestBaselineAimedAtFindingSite(t *testing.T) {
 	dir := t.TempDir()
-	corpusDir := rollbackCorpus(t, dir)
+	corpusDir := rollbackCorpus(t, dir, "")
 	kernel := func(shift int) agents.Target { return shiftKernel(t, "async-rollback-partial", shift) }
 	r := Run(context.Background(), Config{
 		Open:         func() (agents.Target, error) { return kernel(0), nil },
@@ -167,7 +168,7 @@ func TestBaselineAimedAtFindingSite(t *testing.T) {
 // and are counted apart.
 func TestFreshOffSite(t *testing.T) {
 	dir := t.TempDir()
-	corpusDir := rollbackCorpus(t, dir)
+	corpusDir := rollbackCorpus(t, dir, "")
 	kernel := func(shift int) agents.Target { return shiftKernel(t, "async-rollback-partial", shift) }
 	r := Run(context.Background(), Config{
 		Open:      func() (agents.Target, error) { return kernel(0), nil },
@@ -181,5 +182,60 @@ func TestFreshOffSite(t *testing.T) {
 	}
 	if f.Fresh.OffSite == 0 || f.Fresh.Runs != 0 || !strings.Contains(f.Reproducibility(), "another allocation") {
 		t.Fatalf("fresh %+v: %s; want every run off the site and said so", f.Fresh, f.Reproducibility())
+	}
+}
+
+// A regression program's site directive holds its fork's fault where the
+// program was written for: on a kernel whose K-th failure point is
+// another allocation, the run passes without testing the rollback, so
+// the gate aims the program at the site, and skips it (not pass) when
+// nothing nearby hits it.
+func TestCorpusAimedAtSite(t *testing.T) {
+	const directive = "# site f0 fail_nth: sim: copy_page_range\n"
+	tests := []struct {
+		name, header, mutant string
+		shift                int
+		status, note         string
+		aimedK               int
+	}{
+		// Without the directive K=4 is the shifted kernel's first
+		// failure point: a pass that never reached the broken rollback.
+		{"no directive", "", "async-rollback-partial", 3, "pass", "", 0},
+		{"aimed at the bug", directive, "async-rollback-partial", 3, "fail", "fail_nth=7 hits the recorded one", 7},
+		{"aimed, fixed", directive, "", 3, "pass", "fail_nth=7 hits the recorded one", 7},
+		{"on site", directive, "async-rollback-partial", 0, "fail", "", 0},
+		{"never there", directive, "async-rollback-partial", -20, "skipped", "not exercised: the run missed the fault site", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			corpusDir := rollbackCorpus(t, dir, tc.header)
+			r := Run(context.Background(), Config{
+				Open:   func() (agents.Target, error) { return shiftKernel(t, tc.mutant, tc.shift), nil },
+				Kernel: KernelIdentity{Target: "sim-async"}, Budget: 8 * time.Second, Seed: 1,
+				Workdir: filepath.Join(dir, "w"), MinPrograms: 1, CorpusDirs: []string{corpusDir},
+			})
+			var c *CorpusCase
+			for i := range r.Corpus {
+				if r.Corpus[i].Name == "corpus/rollback-partial.ffz" {
+					c = &r.Corpus[i]
+				}
+			}
+			if c == nil {
+				t.Fatalf("corpus case not replayed: %+v", r.Corpus)
+			}
+			if c.Status != tc.status || !strings.Contains(c.Note, tc.note) {
+				t.Fatalf("status %s (note %q, signatures %v), want %s with %q", c.Status, c.Note, c.Signatures, tc.status, tc.note)
+			}
+			if tc.status == "fail" && !slices.Contains(c.Signatures, "pagetable:pmd-rw-not-restored") {
+				t.Errorf("signatures %v, want the broken rollback", c.Signatures)
+			}
+			if tc.aimedK > 0 {
+				q, err := prog.Parse([]byte(c.Aimed))
+				if err != nil || q.Ops[2].FailNth != tc.aimedK || c.OffSite != 1 {
+					t.Fatalf("aimed program %q (%v), off-site runs %d: want fail_nth=%d after one", c.Aimed, err, c.OffSite, tc.aimedK)
+				}
+			}
+		})
 	}
 }

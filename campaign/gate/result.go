@@ -45,9 +45,18 @@ type CorpusCase struct {
 	Cover bool `json:"kcov,omitempty"`
 	// NoCensus: the replay took no page census at forks, as the run that
 	// showed this earlier finding did not; other corpus replays take it.
-	NoCensus bool          `json:"no_census,omitempty"`
-	Duration time.Duration `json:"-"`
-	Seconds  float64       `json:"seconds"`
+	NoCensus bool `json:"no_census,omitempty"`
+	// Sites: where the program's injected faults are meant to hit (a
+	// regression file's site directives, corpus.ParseSites; an earlier
+	// finding's recorded run). A passing run whose fault hit elsewhere
+	// (or did not fail) tested something else: the program is aimed at
+	// the sites (Aimed: the program run instead) or, if nothing nearby
+	// hits them, the case is skipped saying so (OffSite counts such runs).
+	Sites    []campaign.FaultSite `json:"fault_sites,omitempty"`
+	Aimed    string               `json:"aimed_program,omitempty"`
+	OffSite  int                  `json:"off_site,omitempty"`
+	Duration time.Duration        `json:"-"`
+	Seconds  float64              `json:"seconds"`
 	prog     *prog.Program
 }
 
