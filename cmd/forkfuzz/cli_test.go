@@ -79,6 +79,7 @@ func TestConventions(t *testing.T) {
 		{[]string{"exec"}, exitError, "forkfuzz exec: missing PROG (usage: forkfuzz exec [flags] PROG)"},
 		{[]string{"check", "a.ffz"}, exitError, "forkfuzz check: missing OBS (usage: forkfuzz check [flags] PROG OBS)"},
 		{[]string{"exec", "--", "-no-such.ffz"}, exitError, "forkfuzz exec: open -no-such.ffz: no such file or directory"},
+		{[]string{"exec", "testdata/bad-site.ffz"}, exitError, "forkfuzz exec: testdata/bad-site.ffz:1: site directive: the program has no fork f3"},
 		// Numeric flags, checked by name before anything runs.
 		{[]string{"bench", "fork", "--max-ratio", "-1"}, exitError, "forkfuzz bench fork: --max-ratio -1: want a number >= 0 (0: no gate)"},
 		{[]string{"bench", "fork", "--max-ratio", "NaN"}, exitError, "forkfuzz bench fork: --max-ratio NaN: want a finite number"},

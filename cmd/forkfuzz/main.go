@@ -22,6 +22,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/campaign/report"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/corpus"
 	"github.com/forkfuzz/forkfuzz/fuzz/gen"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
@@ -169,6 +170,27 @@ func readProgram(path string) (*prog.Program, error) {
 		return nil, fmt.Errorf("%s:%w", path, withColon(err))
 	}
 	return p, nil
+}
+
+// programSites returns the site directives of program file path
+// (corpus.ParseSites) for p, its program.
+func programSites(path string, p *prog.Program) (campaign.Sites, error) {
+	b, err := readLimited(path, maxProgramFile, "program")
+	if err != nil {
+		return nil, err
+	}
+	l, err := corpus.ParseSites(path, b, p)
+	if err != nil {
+		return nil, err
+	}
+	var s campaign.Sites
+	for _, e := range l {
+		if s == nil {
+			s = campaign.Sites{}
+		}
+		s[campaign.Fault{Op: e.Op, Child: e.Child}] = e.Site
+	}
+	return s, nil
 }
 
 // withColon makes "path:" + err read as "path:LINE:COL: msg" or "path: msg".
@@ -400,6 +422,11 @@ func cmdExec(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "forkfuzz exec:", err)
 		return exitError
 	}
+	sites, err := programSites(fs.Arg(0), p)
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz exec:", err)
+		return exitError
+	}
 	if err := sel.checkAll(*corrupt); err != nil {
 		fmt.Fprintln(stderr, "forkfuzz exec:", err)
 		return exitError
@@ -415,6 +442,9 @@ func cmdExec(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz exec:", err)
 		return exitError
+	}
+	if m := campaign.Missed(o, sites); len(m) > 0 {
+		fmt.Fprintf(stderr, "forkfuzz exec: the run missed the fault site PROG's site directive names (%s): it did not test what PROG was written for (the gate aims such a program, docs/rollback.md)\n", strings.Join(m, "; "))
 	}
 	// A kernel event seen while the target was opened (the --fork-impl
 	// calibration's own program broke the kernel) is a finding too: the
