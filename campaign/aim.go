@@ -237,6 +237,28 @@ func Aim(ctx context.Context, t agents.Target, p *prog.Program, sites Sites, opt
 	return q, strings.Join(notes, "; "), runs
 }
 
+// Nearby returns p with fault f's failure point at the i-th K Aim tries
+// (i = 0: p's own K, then K+1, K-1, K+2, ... within aimWindow), for
+// callers that try one K a run, such as replays on fresh targets; nil if
+// i is past the window, the K is not positive, or f is not one of p's
+// faults.
+func Nearby(p *prog.Program, f Fault, i int) *prog.Program {
+	if i < 0 || i > 2*aimWindow || f.Op < 0 || f.Op >= len(p.Ops) || p.Ops[f.Op].Kind != prog.OpFork || *f.nth(&p.Ops[f.Op]) <= 0 {
+		return nil
+	}
+	d := (i + 1) / 2
+	if i%2 == 0 {
+		d = -d
+	}
+	k := *f.nth(&p.Ops[f.Op]) + d
+	if k <= 0 {
+		return nil
+	}
+	q := p.Clone()
+	*f.nth(&q.Ops[f.Op]) = k
+	return q
+}
+
 // stepAimRuns bounds the runs aiming one minimization step may take.
 const stepAimRuns = 9
 

@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -203,5 +204,27 @@ func TestMissed(t *testing.T) {
 				t.Fatalf("OnSite true while %q", got)
 			}
 		})
+	}
+}
+
+func TestNearby(t *testing.T) {
+	p, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4 thp=off\nfork f0 fail_nth=2\nwait f0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := Fault{Op: 0}
+	var got []int
+	for i := 0; i <= AimRuns; i++ {
+		if q := Nearby(p, f, i); q != nil {
+			got = append(got, q.Ops[0].FailNth)
+		}
+	}
+	// 2, then 3, 1, 4, (0), 5, (-1), ... up to 2+12.
+	want := []int{2, 3, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Nearby's K: %v, want %v", got, want)
+	}
+	if p.Ops[0].FailNth != 2 || Nearby(p, Fault{Op: 0, Child: true}, 0) != nil || Nearby(p, Fault{Op: 1}, 0) != nil {
+		t.Fatal("Nearby changed p, or aimed a fault p does not inject")
 	}
 }

@@ -34,6 +34,10 @@ type FreshReplay struct {
 	// executor's own mappings move fail_nth's K-th point): they tested
 	// something else and are not in Runs.
 	OffSite int `json:"off_site,omitempty"`
+	// Aimed says at which failure point the reproducer's fault hit the
+	// recorded site on fresh targets, when its own did not (each off-site
+	// run moves it one step, campaign.Nearby).
+	Aimed string `json:"aimed,omitempty"`
 }
 
 // freshVerdict is the reproducibility a fresh validation gives, or ""
@@ -66,7 +70,11 @@ func (v *FreshReplay) offSiteNote() string {
 	if v.OffSite == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; %d more runs injected their fault at another allocation than the finding's run and were not counted", v.OffSite)
+	s := fmt.Sprintf("; %d more runs injected their fault at another allocation than the finding's run and were not counted", v.OffSite)
+	if v.Aimed != "" {
+		s += " (" + v.Aimed + ")"
+	}
+	return s
 }
 
 // freshShare is what the fuzz phase leaves for the fresh validation: an
@@ -123,7 +131,21 @@ func (g *gate) freshRuns(f *FindingRecord, v *FreshReplay, stop time.Time) {
 	for _, c := range g.res.Corpus {
 		longest = max(longest, time.Duration(c.Seconds*float64(time.Second)))
 	}
-	for k := 0; k < 2*freshMax && v.Runs < freshMax && v.Reproduced < freshWant; k++ {
+	// A fresh executor's mappings move a fault's K-th failure point
+	// alike on every fresh target: an off-site run moves the one fault's
+	// K a step (campaign.Nearby) for the next target, until a run hits
+	// the recorded site; later runs keep that K.
+	p, aim, step, aimed := f.reproProg, campaign.Fault{Op: -1}, 0, false
+	if len(f.sites) == 1 {
+		for a := range f.sites {
+			aim = a
+		}
+	}
+	tries := 2 * freshMax
+	if aim.Op >= 0 {
+		tries += campaign.AimRuns
+	}
+	for k := 0; k < tries && v.Runs < freshMax && v.Reproduced < freshWant; k++ {
 		if g.ctx.Err() != nil {
 			v.Note = "interrupted"
 			return
@@ -144,13 +166,13 @@ func (g *gate) freshRuns(f *FindingRecord, v *FreshReplay, stop time.Time) {
 		t0 := time.Now()
 		b := &budgetTarget{Target: t}
 		b.setStop(stop)
-		o, err := runBy(b, f.reproProg, f.RunMode.options(g.cfg.Corrupt), stop)
+		o, err := runBy(b, p, f.RunMode.options(g.cfg.Corrupt), stop)
 		longest = max(longest, time.Since(t0))
 		if err == errBudget {
 			v.Note = fmt.Sprintf("budget spent during a replay (abandoned after %v)", time.Since(t0).Round(100*time.Millisecond))
 			return
 		}
-		res, herr := judge.Judge(f.reproProg, o, err)
+		res, herr := judge.Judge(p, o, err)
 		if herr != nil {
 			v.Note = "replay: " + herr.Error()
 			continue
@@ -158,8 +180,22 @@ func (g *gate) freshRuns(f *FindingRecord, v *FreshReplay, stop time.Time) {
 		back, _ := campaign.CameBack(f.Signature, res)
 		if !back && o != nil && len(f.sites) > 0 && !campaign.OnSite(o, f.sites) {
 			v.OffSite++
+			for !aimed && aim.Op >= 0 {
+				step++
+				q := campaign.Nearby(f.reproProg, aim, step)
+				if q != nil || step > campaign.AimRuns {
+					if q != nil {
+						p = q
+					}
+					break
+				}
+			}
 			continue
 		}
+		if !aimed && p != f.reproProg {
+			v.Aimed = fmt.Sprintf("aimed: %s=%d hits the recorded site on fresh targets", map[bool]string{false: "fail_nth", true: "childfail"}[aim.Child], nthOf(p, aim))
+		}
+		aimed = true
 		v.Runs++
 		if back {
 			v.Reproduced++
@@ -192,4 +228,12 @@ func runBy(t agents.Target, p *prog.Program, opt agents.Options, stop time.Time)
 		}()
 		return nil, errBudget
 	}
+}
+
+// nthOf is fault a's failure point in p.
+func nthOf(p *prog.Program, a campaign.Fault) int {
+	if a.Child {
+		return p.Ops[a.Op].ChildFail
+	}
+	return p.Ops[a.Op].FailNth
 }
