@@ -272,7 +272,7 @@ func runFlagSet(stderr io.Writer) *runOptions {
 	fs.Uint64Var(&c.Seed, "seed", 0, "campaign seed (0: random, printed)")
 	fs.StringVar(&c.Workdir, "workdir", "workdir", "where findings are saved")
 	fs.IntVar(&c.MinimizeRuns, "minimize-runs", campaign.DefaultMinimizeRuns, fmt.Sprintf("target runs to spend minimizing each new finding (0: the default, %d)", campaign.DefaultMinimizeRuns))
-	fs.DurationVar(&c.MinimizeTime, "minimize-time", 2*time.Minute, "time to spend minimizing each new finding (0: no bound)")
+	fs.DurationVar(&c.MinimizeTime, "minimize-time", 2*time.Minute, "time to spend minimizing each new finding (0: no bound; the replays, and aiming a fault-injection finding at its recorded site first, up to 25 runs, come on top)")
 	fs.StringVar(&c.Corrupt, "corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
 	fs.BoolVar(&o.quiet, "q", false, "no progress line")
 	fs.StringVar(&o.profile, "profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", ")+" (part of what a seed replays)")

@@ -138,7 +138,7 @@ func mutbenchFlags(stderr io.Writer) *mutbenchOptions {
 	fs.StringVar(&c.Workdir, "workdir", "", "where each row's findings go (WORKDIR/MUTANT/findings; default: a new forkfuzz-mutbench-* directory in $TMPDIR, printed)")
 	fs.BoolVar(&o.noBase, "no-baseline", false, "skip the unmutated build's run")
 	fs.IntVar(&c.MinimizeRuns, "minimize-runs", 40, "target runs spent minimizing each finding")
-	fs.DurationVar(&c.MinimizeTime, "minimize-time", 3*time.Minute, "time spent minimizing each finding (then 5 replays)")
+	fs.DurationVar(&c.MinimizeTime, "minimize-time", 3*time.Minute, "time spent minimizing each finding (then 5 replays; aiming a fault-injection finding at its recorded site, up to 25 runs, comes on top)")
 	fs.StringVar(&o.profile, "profile", "default", "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
 	fs.BoolVar(&o.list, "list", false, "list the mutants and exit")
 	fs.IntVar(&o.reach, "reach", 0, "no kernel: estimate how many of the campaign's first N generated programs meet each mutant's trigger condition, and exit")
