@@ -86,7 +86,10 @@ func readFinding(dir string) (*FindingRecord, error) {
 	f.RunMode = seedMode(dir)
 	f.sites = reproSites(dir, f)
 	if b, err := os.ReadFile(filepath.Join(dir, "report.txt")); err == nil {
-		if m := reproRE.FindSubmatch(b); m != nil {
+		// The last count is the finding's: one before it may be another
+		// program's (a minimized program dropped for replaying 0/N).
+		if all := reproRE.FindAllSubmatch(b, -1); all != nil {
+			m := all[len(all)-1]
 			f.Reproduced, _ = strconv.Atoi(string(m[1]))
 			f.Replays, _ = strconv.Atoi(string(m[2]))
 		}
