@@ -31,7 +31,10 @@ func isTrouble(f *FindingRecord) (trouble, hang bool) {
 	if !trouble {
 		return false, false
 	}
-	if b, err := os.ReadFile(filepath.Join(f.Dir, "console.txt")); err == nil && report.Contains(b) {
+	// report.Contains is only Parse's prefilter: the guest OOM killer's
+	// dump ("Free swap  = 0kB") matches it, and an executor the OOM
+	// killer took would be blamed on the kernel without a replay.
+	if b, err := os.ReadFile(filepath.Join(f.Dir, "console.txt")); err == nil && len(report.Parse(b)) > 0 {
 		return false, false
 	}
 	return trouble, hang

@@ -142,6 +142,12 @@ func TestTroubleStatus(t *testing.T) {
 	withReport := filepath.Join(dir, "report")
 	os.MkdirAll(withReport, 0o755)
 	os.WriteFile(filepath.Join(withReport, "console.txt"), []byte("[ 9.1] BUG: unable to handle page fault for address: ffff888000000000\n"), 0o644)
+	// The guest OOM killer's dump matches report.Contains's prefilter
+	// (" swap ") but holds no report: the death is still trouble.
+	withOOM := filepath.Join(dir, "oom")
+	os.MkdirAll(withOOM, 0o755)
+	os.WriteFile(filepath.Join(withOOM, "console.txt"), []byte("[ 9.1] Free swap  = 0kB\n[ 9.1] Total swap = 0kB\n[ 9.1] 0 pages in swap cache\n"+
+		"[ 9.2] Out of memory: Killed process 212 (forkfuzz-exec) total-vm:1048576kB\n"), 0o644)
 	tests := []struct {
 		name     string
 		f        FindingRecord
@@ -160,6 +166,7 @@ func TestTroubleStatus(t *testing.T) {
 		{"VM hang never replayed", FindingRecord{Signature: "kernel-hang/VM-hang--no-result-within-the-program-timeout"}, true, StatusUnconfirmed, ExitError},
 		{"a kernel report is the kernel's", FindingRecord{Signature: "kernel-hang/INFO--task-hung"}, false, StatusNew, ExitFindings},
 		{"a death with a report on the console", FindingRecord{Signature: "executor-crash", Dir: withReport}, false, StatusNew, ExitFindings},
+		{"a death with the OOM killer's dump on the console", FindingRecord{Signature: "executor-crash", Dir: withOOM, Replays: 3}, true, StatusHarnessFlake, ExitPass},
 		{"an oracle finding", FindingRecord{Signature: "snapshot:child-sees-parent-write", Replays: 0}, false, StatusNew, ExitFindings},
 	}
 	for _, tc := range tests {
