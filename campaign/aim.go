@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -195,46 +196,86 @@ func siteOf(o *obs.Observation, f Fault) string {
 // Aim returns p with the failure point of each fault in sites moved to
 // where the kernel reports the recorded site, if a run of p hits another
 // one; at most maxRuns runs. note says what moved, or why nothing could
-// be aimed; runs is what it spent.
+// be aimed; runs is what it spent. What its runs showed is dropped:
+// callers that judge the kernel by them use AimJudged.
 func Aim(ctx context.Context, t agents.Target, p *prog.Program, sites Sites, opt agents.Options, maxRuns int) (q *prog.Program, note string, runs int) {
-	q = p
+	r := AimJudged(ctx, t, p, sites, opt, maxRuns)
+	return r.Prog, r.Note, r.Runs
+}
+
+// AimResult is what AimJudged did.
+type AimResult struct {
+	Prog *prog.Program // p aimed (p itself when nothing moved)
+	Note string        // what moved, or why nothing could be aimed
+	Runs int
+	// Failed is the first of its runs that showed an issue (a kernel
+	// report, an oracle finding), on the site or off it: aiming runs the
+	// kernel under test, and a bug one of its runs shows must not be
+	// lost because the run was only meant to find a K. A failing run on
+	// the site ends aiming there: Prog is then Failed.Prog.
+	Failed *AimRun
+}
+
+// AimRun is one of AimJudged's runs.
+type AimRun struct {
+	Prog    *prog.Program
+	Obs     *obs.Observation
+	Verdict *judge.Verdict
+}
+
+// AimJudged is Aim that judges each run (judge.Judge) and keeps the
+// first that showed an issue.
+func AimJudged(ctx context.Context, t agents.Target, p *prog.Program, sites Sites, opt agents.Options, maxRuns int) (r AimResult) {
+	r.Prog = p
 	var notes []string
 	for _, f := range slices.SortedFunc(maps.Keys(sites), cmpFault) {
 		want := sites[f]
+		q := r.Prog
 		if f.Op < 0 || f.Op >= len(q.Ops) || q.Ops[f.Op].Kind != prog.OpFork || *f.nth(&q.Ops[f.Op]) <= 0 {
 			continue
 		}
 		k0 := *f.nth(&q.Ops[f.Op])
+		fork, attr := q.Ops[f.Op].Fork, map[bool]string{false: "fail_nth", true: "childfail"}[f.Child]
 		try := func(k int) bool {
-			if runs >= maxRuns || ctx.Err() != nil {
+			if r.Runs >= maxRuns || ctx.Err() != nil {
 				return false
 			}
 			c := q.Clone()
 			*f.nth(&c.Ops[f.Op]) = k
-			runs++
+			r.Runs++
 			o, err := t.Run(c, opt)
-			if err != nil || !SiteMatches(siteOf(o, f), want) {
+			v, herr := judge.Judge(c, o, err)
+			onSite := err == nil && SiteMatches(siteOf(o, f), want)
+			if herr == nil && !v.OK() && r.Failed == nil {
+				r.Failed = &AimRun{Prog: c, Obs: o, Verdict: v}
+				where := "off the recorded site"
+				if onSite {
+					where = "on the recorded site"
+				}
+				notes = append(notes, fmt.Sprintf("fork f%d %s=%d showed %s (%s)", fork, attr, k, strings.Join(v.Signatures(), ", "), where))
+			}
+			if !onSite {
 				return false
 			}
-			q = c
+			r.Prog = c
 			return true
 		}
-		fork, attr := q.Ops[f.Op].Fork, map[bool]string{false: "fail_nth", true: "childfail"}[f.Child]
 		if try(k0) {
 			notes = append(notes, fmt.Sprintf("fork f%d %s=%d hit the recorded site again", fork, attr, k0))
 			continue
 		}
 		found := false
-		for d := 1; d <= aimWindow && !found && runs < maxRuns; d++ {
+		for d := 1; d <= aimWindow && !found && r.Runs < maxRuns; d++ {
 			found = try(k0+d) || k0-d > 0 && try(k0-d)
 		}
 		if found {
-			notes = append(notes, fmt.Sprintf("fork f%d %s=%d hit another site; %s=%d hits the recorded one (%s)", fork, attr, k0, attr, *f.nth(&q.Ops[f.Op]), want))
+			notes = append(notes, fmt.Sprintf("fork f%d %s=%d hit another site; %s=%d hits the recorded one (%s)", fork, attr, k0, attr, *f.nth(&r.Prog.Ops[f.Op]), want))
 		} else {
-			notes = append(notes, fmt.Sprintf("fork f%d: no %s within %d of %d hit the recorded site (%s) in %d runs", fork, attr, aimWindow, k0, want, runs))
+			notes = append(notes, fmt.Sprintf("fork f%d: no %s within %d of %d hit the recorded site (%s) in %d runs", fork, attr, aimWindow, k0, want, r.Runs))
 		}
 	}
-	return q, strings.Join(notes, "; "), runs
+	r.Note = strings.Join(notes, "; ")
+	return r
 }
 
 // Nearby returns p with fault f's failure point at the i-th K Aim tries

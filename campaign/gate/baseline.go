@@ -136,9 +136,13 @@ func (r *baseRepro) offSite(g *gate, b agents.Target, o *obs.Observation) bool {
 	r.offSiteN++
 	if !r.aimed {
 		r.aimed = true
-		q, note, _ := campaign.Aim(g.ctx, b, r.p, r.sites, r.mode.options(g.cfg.Corrupt), campaign.AimRuns)
-		r.p = q
-		r.note = appendNote(r.note, "on the baseline: "+note)
+		// Aiming runs on the baseline are not counted either way: one
+		// that showed the finding's signature with its fault elsewhere
+		// says the baseline fails there, not that it has this bug (the
+		// note says what they showed).
+		a := campaign.AimJudged(g.ctx, b, r.p, r.sites, r.mode.options(g.cfg.Corrupt), campaign.AimRuns)
+		r.p = a.Prog
+		r.note = appendNote(r.note, "on the baseline: "+a.Note)
 	}
 	return true
 }

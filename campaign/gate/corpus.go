@@ -382,8 +382,17 @@ func (g *gate) corpusRun(c *CorpusCase) (p *prog.Program, o *obs.Observation, v 
 		return p, o, v, herr, ""
 	}
 	c.OffSite++
-	q, note, _ := campaign.Aim(g.ctx, g.tut, p, sites, opt, campaign.AimRuns)
-	c.Note = fmt.Sprintf("the run missed the fault site (%s); aimed: %s", strings.Join(missed, "; "), note)
+	a := campaign.AimJudged(g.ctx, g.tut, p, sites, opt, campaign.AimRuns)
+	c.Note = fmt.Sprintf("the run missed the fault site (%s); aimed: %s", strings.Join(missed, "; "), a.Note)
+	if f := a.Failed; f != nil {
+		// A run of the kernel under test showed an issue while aiming:
+		// it is the case's run, whether or not its fault was on the site.
+		if f.Prog != p {
+			c.Aimed = string(f.Prog.Format())
+		}
+		return f.Prog, f.Obs, f.Verdict, nil, ""
+	}
+	q := a.Prog
 	o, err = g.tut.Run(q, opt)
 	v, herr = judge.Judge(q, o, err)
 	if herr == nil && v.OK() {

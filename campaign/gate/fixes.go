@@ -182,22 +182,38 @@ func (g *gate) fixRun(c *FixCase, t agents.Target, baseline bool) int {
 			return runs
 		}
 		c.aimTried = true
-		q, note, n := campaign.Aim(g.ctx, t, c.prog, c.sites, opt, campaign.AimRuns)
-		runs += n
-		c.Note = appendNote(c.Note, "patched kernel: "+note)
+		a := campaign.AimJudged(g.ctx, t, c.prog, c.sites, opt, campaign.AimRuns)
+		q := a.Prog
+		runs += a.Runs
+		c.Note = appendNote(c.Note, "patched kernel: "+a.Note)
+		if f := a.Failed; f != nil {
+			// The patched kernel showed an issue while aiming: a
+			// failing patched run, wherever its fault hit.
+			c.countRun(false, f.Verdict.Signatures())
+		}
 		if q == c.prog {
 			return runs
 		}
 		c.aimed, c.Aimed = q, string(q.Format())
 		return runs + g.fixRun(c, t, false)
 	}
+	c.countRun(baseline, sigs)
+	if baseline && len(sigs) > 0 && c.sites == nil {
+		c.sites = campaign.AimSites(o)
+	}
+	return runs
+}
+
+// countRun counts a judged run of c on the baseline or the patched
+// kernel that showed sigs (none: it passed).
+func (c *FixCase) countRun(baseline bool, sigs []string) {
 	side, failed, shown := &c.PatchedRuns, &c.PatchedFailed, &c.Patched
 	if baseline {
 		side, failed, shown = &c.BaselineRuns, &c.BaselineFailed, &c.Baseline
 	}
 	*side++
 	if len(sigs) == 0 {
-		return runs
+		return
 	}
 	*failed++
 	if *shown == nil {
@@ -206,10 +222,6 @@ func (g *gate) fixRun(c *FixCase, t agents.Target, baseline bool) int {
 	for _, s := range sigs {
 		(*shown)[s]++
 	}
-	if baseline && c.sites == nil {
-		c.sites = campaign.AimSites(o)
-	}
-	return runs
 }
 
 // fixVerdict judges one claim after the runs.

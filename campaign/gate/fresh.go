@@ -182,11 +182,13 @@ func (g *gate) freshRuns(f *FindingRecord, v *FreshReplay, stop time.Time) {
 			v.OffSite++
 			for !aimed && aim.Op >= 0 {
 				step++
-				q := campaign.Nearby(f.reproProg, aim, step)
-				if q != nil || step > campaign.AimRuns {
-					if q != nil {
-						p = q
-					}
+				if step > campaign.AimRuns {
+					// Every K nearby missed: further runs would too.
+					v.Note = fmt.Sprintf("no K within %d of the reproducer's hit the recorded site", campaign.AimRuns/2)
+					return
+				}
+				if q := campaign.Nearby(f.reproProg, aim, step); q != nil {
+					p = q
 					break
 				}
 			}
