@@ -248,7 +248,7 @@ func replay(ctx context.Context, target agents.Target, f *Finding, p *prog.Progr
 		start := time.Now()
 		o, err := target.Run(p, opt)
 		v, herr := judge.Judge(p, o, err)
-		f.ReplayRuns = append(f.ReplayRuns, replayRun(sig, v, herr, time.Since(start)))
+		f.ReplayRuns = append(f.ReplayRuns, NewReplayRun(sig, v, herr, time.Since(start)))
 		if herr != nil {
 			f.ReplayErrors++
 			continue

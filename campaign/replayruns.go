@@ -18,8 +18,9 @@ type ReplayRun struct {
 	Took    time.Duration
 }
 
-// replayRun names what one replay run showed.
-func replayRun(sig string, v *judge.Verdict, herr error, took time.Duration) ReplayRun {
+// NewReplayRun names what one replay run of a finding with signature sig
+// showed (v and herr as judge.Judge gave them).
+func NewReplayRun(sig string, v *judge.Verdict, herr error, took time.Duration) ReplayRun {
 	r := ReplayRun{Took: took}
 	back, as := CameBack(sig, v)
 	switch {
@@ -48,6 +49,20 @@ func replaysEnough(f *Finding) int {
 		return hangReplaysEnough
 	}
 	return replays
+}
+
+// Showed is the signature a replay run's outcome names when the run
+// failed with another one than the finding's, "" otherwise.
+func (r ReplayRun) Showed() string {
+	return OutcomeShowed(r.Outcome)
+}
+
+// OutcomeShowed is ReplayRun.Showed of an outcome as report.json keeps it.
+func OutcomeShowed(outcome string) string {
+	if outcome == "passed" || outcome == "reproduced" || strings.HasPrefix(outcome, "reproduced as ") || strings.HasPrefix(outcome, "no verdict: ") {
+		return ""
+	}
+	return outcome
 }
 
 // ReplayRunsNote says what f's replay runs showed and what they cost,

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -36,6 +37,12 @@ func (g *gate) classify() {
 			f.Status = StatusPreexisting
 			f.StatusReason = fmt.Sprintf("also fails on the baseline (%d/%d replays)", f.Baseline.Reproduced, f.Baseline.Runs)
 		case trouble(f):
+			// What its replays showed that a known issue waives does not
+			// make the event the kernel's.
+			f.ReplayShowed = slices.DeleteFunc(f.ReplayShowed, func(sig string) bool {
+				k, _ := g.cfg.Known.Match(sig, r.Kernel.Release, r.Kernel.Target, now)
+				return k != nil
+			})
 			_, hang := isTrouble(f)
 			f.Status, f.StatusReason = troubleStatus(f, hang)
 		default:

@@ -190,11 +190,15 @@ func (g *gate) confirm(ph *Phase) {
 				continue
 			}
 			c.Runs++
-			if back, as := campaign.CameBack(f.Signature, v); back {
+			back, as := campaign.CameBack(f.Signature, v)
+			if back {
 				c.Reproduced++
 				if as != f.Signature && c.As == "" {
 					c.As = as
 				}
+			}
+			for _, s := range v.Signatures() {
+				f.addShowed(s)
 			}
 		}
 		notes = append(notes, fmt.Sprintf("%s: %d/%d%s with a timeout of %v%s", f.Signature, c.Reproduced, c.Runs, c.asNote(),
@@ -234,6 +238,9 @@ func troubleStatus(f *FindingRecord, hang bool) (status, reason string) {
 			as = f.Confirm.asNote()
 		}
 		return StatusNew, fmt.Sprintf("the executor or VM %s again on %d of %d replays%s%s", what, shown, runs, as, confirmWith(f))
+	case runs > 0 && len(f.ReplayShowed) > 0:
+		return StatusNew, fmt.Sprintf("the executor or VM %s, not again on %d replay(s)%s, but the replays showed %s on the kernel under test",
+			what, runs, confirmWith(f), strings.Join(f.ReplayShowed, ", "))
 	case runs > 0:
 		return StatusHarnessFlake, fmt.Sprintf("the executor or VM %s, but not again on %d replay(s)%s, and the console showed no kernel report: "+
 			"an unreproduced harness error, not counted against the kernel (files: %s)", what, runs, confirmWith(f), f.Dir)

@@ -162,6 +162,9 @@ func TestTroubleStatus(t *testing.T) {
 		{"death never replayed", FindingRecord{Signature: "executor-crash"}, true, StatusUnconfirmed, ExitError},
 		{"death replayed, gone", FindingRecord{Signature: "executor-crash", Replays: 3}, true, StatusHarnessFlake, ExitPass},
 		{"death replayed, back", FindingRecord{Signature: "executor-crash", Replays: 3, Reproduced: 1}, true, StatusNew, ExitFindings},
+		// A replay that failed with a kernel report instead is the
+		// kernel's, not a flake (it used to be one: exit 0).
+		{"death replayed, gone, a replay showed a kernel bug", FindingRecord{Signature: "executor-crash", Replays: 3, ReplayShowed: []string{"kernel-bug/BUG-Bad-page-state"}}, true, StatusNew, ExitFindings},
 		{"lost connection never replayed", FindingRecord{Signature: "kernel-lost-connection/lost-connection-to-VM"}, true, StatusUnconfirmed, ExitError},
 		{"VM hang never replayed", FindingRecord{Signature: "kernel-hang/VM-hang--no-result-within-the-program-timeout"}, true, StatusUnconfirmed, ExitError},
 		{"a kernel report is the kernel's", FindingRecord{Signature: "kernel-hang/INFO--task-hung"}, false, StatusNew, ExitFindings},

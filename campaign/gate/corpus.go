@@ -416,8 +416,12 @@ const corpusEventReplays = 3
 // back.
 func (g *gate) replayEvent(f *campaign.Finding, p *prog.Program, sig string, n int) {
 	for k := 0; k < 2*n && f.Replays < n && g.ctx.Err() == nil; k++ {
+		t0 := time.Now()
 		o, err := g.tut.Run(p, RunMode{NoCover: f.NoCover, NoCensus: f.NoCensus}.options(g.cfg.Corrupt))
 		v, herr := judge.Judge(p, o, err)
+		// Kept in report.json: what else a replay showed is judged too
+		// (FindingRecord.ReplayShowed).
+		f.ReplayRuns = append(f.ReplayRuns, campaign.NewReplayRun(sig, v, herr, time.Since(t0)))
 		if herr != nil {
 			f.ReplayErrors++
 			continue

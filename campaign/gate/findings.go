@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,10 +68,16 @@ func readFinding(dir string) (*FindingRecord, error) {
 	// A finding carries its oracle as data (report.json) where saved.
 	if b, err := fsutil.ReadFileLimited(filepath.Join(dir, "report.json"), 1<<20); err == nil {
 		var m struct {
-			Oracle string `json:"oracle"`
+			Oracle     string `json:"oracle"`
+			ReplayRuns []struct {
+				Outcome string `json:"outcome"`
+			} `json:"replay_runs"`
 		}
 		if json.Unmarshal(b, &m) == nil && m.Oracle != "" {
 			f.Oracle = m.Oracle
+		}
+		for _, r := range m.ReplayRuns {
+			f.addShowed(campaign.OutcomeShowed(r.Outcome))
 		}
 	}
 	f.origProg, err = readProg(f.Program)
@@ -198,6 +205,18 @@ func reproSites(dir string, f *FindingRecord) campaign.Sites {
 		}
 	}
 	return nil
+}
+
+// addShowed records sig ("" for none) as one f's replays showed, unless
+// it is f's own or harness trouble.
+func (f *FindingRecord) addShowed(sig string) {
+	if sig == "" || sig == f.Signature || slices.Contains(f.ReplayShowed, sig) {
+		return
+	}
+	if trouble, _ := campaign.HarnessTrouble(sig); trouble {
+		return
+	}
+	f.ReplayShowed = append(f.ReplayShowed, sig)
 }
 
 // obsSites returns where the faults injected into p's forks hit in the

@@ -101,7 +101,12 @@ func (b *BaselineReplay) inconclusiveNote() string {
 
 // FindingRecord is one finding (one signature) of the gate.
 type FindingRecord struct {
-	Signature    string `json:"signature"`
+	Signature string `json:"signature"`
+	// ReplayShowed are the other signatures its replays (the campaign's,
+	// the gate's confirm replays) failed with, harness trouble left
+	// out: a harness event whose replays showed a kernel report or an
+	// oracle finding is not a harness flake.
+	ReplayShowed []string `json:"replay_showed,omitempty"`
 	Oracle       string `json:"oracle"`
 	Group        string `json:"group"`
 	Status       string `json:"status"` // new, known, pre-existing
