@@ -107,13 +107,13 @@ type FindingRecord struct {
 	// out: a harness event whose replays showed a kernel report or an
 	// oracle finding is not a harness flake.
 	ReplayShowed []string `json:"replay_showed,omitempty"`
-	Oracle       string `json:"oracle"`
-	Group        string `json:"group"`
-	Status       string `json:"status"` // new, known, pre-existing
-	StatusReason string `json:"status_reason"`
-	KnownIssue   string `json:"known_issue,omitempty"` // file:line of the entry
-	Source       string `json:"source"`                // fuzz or corpus:NAME
-	Dir          string `json:"dir"`
+	Oracle       string   `json:"oracle"`
+	Group        string   `json:"group"`
+	Status       string   `json:"status"` // new, known, pre-existing
+	StatusReason string   `json:"status_reason"`
+	KnownIssue   string   `json:"known_issue,omitempty"` // file:line of the entry
+	Source       string   `json:"source"`                // fuzz or corpus:NAME
+	Dir          string   `json:"dir"`
 	// Program and Minimized are files in Dir; Replay the command that
 	// runs the reproducer (Minimized, else Program) again.
 	Program      string `json:"program"`
