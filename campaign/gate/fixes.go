@@ -175,7 +175,15 @@ func (g *gate) fixRun(c *FixCase, t agents.Target, baseline bool) int {
 		}
 		return 0 // the phase counts judged runs
 	}
-	sigs := v.Signatures()
+	sigs, trouble := kernelSigs(v.Signatures())
+	if len(trouble) > 0 {
+		// An executor death or a hang proves nothing either way here
+		// (no confirm replays with a longer timeout): not counted.
+		c.Note = appendNote(c.Note, fmt.Sprintf("harness trouble on the %s (%s): not counted", map[bool]string{false: "patched kernel", true: "baseline"}[baseline], strings.Join(trouble, ", ")))
+		if len(sigs) == 0 {
+			return 0
+		}
+	}
 	if !baseline && len(sigs) == 0 && len(c.sites) > 0 && !campaign.OnSite(o, c.sites) {
 		c.OffSite++
 		if c.aimTried {
@@ -189,7 +197,9 @@ func (g *gate) fixRun(c *FixCase, t agents.Target, baseline bool) int {
 		if f := a.Failed; f != nil {
 			// The patched kernel showed an issue while aiming: a
 			// failing patched run, wherever its fault hit.
-			c.countRun(false, f.Verdict.Signatures())
+			if ks, _ := kernelSigs(f.Verdict.Signatures()); len(ks) > 0 {
+				c.countRun(false, ks)
+			}
 		}
 		if q == c.prog {
 			return runs
@@ -202,6 +212,19 @@ func (g *gate) fixRun(c *FixCase, t agents.Target, baseline bool) int {
 		c.sites = campaign.AimSites(o)
 	}
 	return runs
+}
+
+// kernelSigs splits a run's signatures into the kernel's and harness
+// trouble (campaign.HarnessTrouble).
+func kernelSigs(all []string) (kernel, trouble []string) {
+	for _, s := range all {
+		if t, _ := campaign.HarnessTrouble(s); t {
+			trouble = append(trouble, s)
+		} else {
+			kernel = append(kernel, s)
+		}
+	}
+	return kernel, trouble
 }
 
 // countRun counts a judged run of c on the baseline or the patched

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
+	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/agents/sim"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
@@ -270,5 +271,45 @@ func TestCorpusAimedAtSite(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// hangOnce is a target whose first run of program want hangs.
+type hangOnce struct {
+	agents.Target
+	want string
+	hung bool
+}
+
+func (h *hangOnce) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	if !h.hung && string(p.Format()) == h.want {
+		h.hung = true
+		return nil, &executor.CrashError{Hang: true, Status: "no answer within 1m0s", State: "State: R (running)\n"}
+	}
+	return h.Target.Run(p, opt)
+}
+
+// A claimed fix is not called not-fixed because the patched kernel's
+// executor hung once (a loaded host, no confirm replay with a longer
+// timeout): harness trouble counts on neither side.
+func TestFixIgnoresHarnessTrouble(t *testing.T) {
+	p, err := prog.Parse([]byte(rollbackPartial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixes := []FixCase{{Path: filepath.Join(t.TempDir(), "repro.ffz"), Program: rollbackPartial, prog: p}}
+	patched := &hangOnce{Target: shiftKernel(t, "", 0), want: string(p.Format())}
+	r := Run(context.Background(), Config{
+		Open:         func() (agents.Target, error) { return patched, nil },
+		OpenBaseline: func() (agents.Target, error) { return shiftKernel(t, "async-rollback-partial", 0), nil },
+		Kernel:       KernelIdentity{Target: "sim-async"}, Baseline: &KernelIdentity{Target: "sim-async"},
+		Budget: 8 * time.Second, Seed: 1, Workdir: filepath.Join(t.TempDir(), "w"), MinPrograms: 1, Fixes: fixes, FixRuns: 3,
+	})
+	if len(r.Fixes) != 1 || !patched.hung {
+		t.Fatalf("%d fix cases, hung %v", len(r.Fixes), patched.hung)
+	}
+	f := r.Fixes[0]
+	if f.Status == FixNotFixed || f.PatchedFailed != 0 || !strings.Contains(f.Note, "harness trouble on the patched kernel (executor-hang): not counted") {
+		t.Fatalf("status %s (%s), patched %d/%d failed, note %q: want the hang not counted", f.Status, f.Reason, f.PatchedFailed, f.PatchedRuns, f.Note)
 	}
 }
