@@ -123,6 +123,9 @@ type baseRepro struct {
 	sites    campaign.Sites
 	offSiteN int
 	aimed    bool
+	// timeout is each run's program timeout (0: the target's): a hang
+	// finding's confirm timeout.
+	timeout time.Duration
 }
 
 // offSite says whether a passing baseline run (observation o) injected
@@ -218,6 +221,17 @@ func (g *gate) baseline(ph *Phase) {
 			order = append(order, h)
 		}
 		r.sigs[f.Signature] = true
+		if _, hang := isTrouble(f); hang {
+			// A hang counts against the kernel under test only if it
+			// came back with a longer timeout (confirm): the baseline
+			// gets the same, or a slow run there would make it
+			// pre-existing.
+			to := g.confirmTimeout(f.Signature)
+			if c := f.Confirm; c != nil && c.TimeoutS > 0 {
+				to = time.Duration(c.TimeoutS * float64(time.Second))
+			}
+			r.timeout = max(r.timeout, to)
+		}
 	}
 	settled := func(r *baseRepro) bool {
 		for s := range r.sigs {
@@ -239,7 +253,9 @@ rounds:
 				continue
 			}
 			r.tries++
-			o, err := b.Run(r.p, r.mode.options(g.cfg.Corrupt))
+			opt := r.mode.options(g.cfg.Corrupt)
+			opt.Timeout = r.timeout
+			o, err := b.Run(r.p, opt)
 			v, herr := judge.Judge(r.p, o, err)
 			if herr != nil {
 				if errors.Is(herr, errBudget) {

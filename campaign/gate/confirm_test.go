@@ -240,3 +240,48 @@ func TestGateBaselineHangAsAnotherHang(t *testing.T) {
 		t.Fatalf("status %s (%s), baseline %+v", f.Status, f.StatusReason, f.Baseline)
 	}
 }
+
+// slowTwin is a baseline kernel on which of's slow program runs out of
+// time with the target's usual timeout only.
+type slowTwin struct {
+	*sim.Target
+	of       *slowTarget
+	timeouts []time.Duration
+}
+
+func (s *slowTwin) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	s.of.mu.Lock()
+	slow := s.of.slow
+	s.of.mu.Unlock()
+	if string(p.Format()) == slow {
+		s.timeouts = append(s.timeouts, opt.Timeout)
+		if opt.Timeout == 0 {
+			return nil, &executor.CrashError{Hang: true, Status: "no answer within 1m0s", State: "State: R (running)\n"}
+		}
+	}
+	return s.Target.Run(p, opt)
+}
+
+// A hang confirmed with a longer timeout on the kernel under test is
+// replayed on the baseline with that timeout too: with the usual one, a
+// program merely slow there made the hang pre-existing (exit 0).
+func TestBaselineHangLongerTimeout(t *testing.T) {
+	tg := &slowTarget{Target: simTarget(t), at: 60, always: true}
+	base := &slowTwin{Target: simTarget(t), of: tg}
+	r := Run(context.Background(), Config{
+		Open:         func() (agents.Target, error) { return tg, nil },
+		OpenBaseline: func() (agents.Target, error) { return base, nil },
+		Kernel:       KernelIdentity{Target: "sim-eager"}, Baseline: &KernelIdentity{Target: "sim-eager"},
+		Budget: 12 * time.Second, Seed: 7, Workdir: filepath.Join(t.TempDir(), "w"), MinPrograms: 1, MinimizeRuns: 20,
+	})
+	f := findingOf(gateRun{Result: r}, "executor-hang")
+	if f == nil {
+		t.Fatalf("no executor-hang finding (runs %d)", tg.n)
+	}
+	if len(base.timeouts) == 0 || base.timeouts[0] == 0 {
+		t.Fatalf("baseline runs of the hang with timeouts %v: want the confirm timeout", base.timeouts)
+	}
+	if f.Status != StatusNew || r.ExitCode != ExitFindings {
+		t.Fatalf("hang: status %s (%s), exit %d; want new: the baseline does not hang with the longer timeout", f.Status, f.StatusReason, r.ExitCode)
+	}
+}
