@@ -519,12 +519,14 @@ func probeKey(image string) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// scanReports returns the first kernel report in console output b.
+// scanReports returns the kernel report in console output b that makes
+// the run's finding: the worst (report.Worst), so that a warning first
+// does not hide a BUG after it.
 func scanReports(b []byte) *report.Report {
 	if !report.Contains(b) {
 		return nil
 	}
-	return report.First(b)
+	return report.Worst(b)
 }
 
 func lastBytes(b []byte, n int) string {

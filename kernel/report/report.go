@@ -286,6 +286,32 @@ func isOops(line string) bool {
 // [#1] ...", "general protection fault, ...: 0000 [#1] ...".
 var dieRe = regexp.MustCompile(`: [0-9a-f]{4} \[#[0-9]+\]`)
 
+// Worst returns the most severe report in log, the first of equally
+// severe ones, or nil: one that killed a task or stopped the kernel, then
+// any but a warning or an RSS counter, then those. A run's finding is its
+// worst report: with the first, a WARNING (perhaps a known issue, or one
+// the baseline shows too) hid a BUG or an Oops that followed it.
+func Worst(log []byte) *Report {
+	var worst *Report
+	for _, r := range Parse(log) {
+		if worst == nil || r.severity() > worst.severity() {
+			worst = r
+		}
+	}
+	return worst
+}
+
+// severity ranks reports for Worst.
+func (r *Report) severity() int {
+	switch {
+	case r.KillsTask():
+		return 2
+	case r.Kind != Warning && r.Kind != RSS:
+		return 1
+	}
+	return 0
+}
+
 // First returns the first report in log, or nil.
 func First(log []byte) *Report {
 	if r := Parse(log); len(r) > 0 {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -122,4 +123,38 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A run's finding is its worst report: a WARNING first (perhaps a known
+// issue) must not hide the KASAN report or the Oops after it.
+func TestWorst(t *testing.T) {
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	warn, rss, kasan, gpf := read("synthetic-warning.log"), read("synthetic-rss-counter.log"), read("synthetic-kasan.log"), read("synthetic-gpf.log")
+	for _, tc := range []struct {
+		name string
+		log  [][]byte
+		want string
+	}{
+		{"warning alone", [][]byte{warn}, "WARNING in copy_pte_range"},
+		{"warning, then KASAN", [][]byte{warn, kasan}, "KASAN: use-after-free in copy_pmd_range"},
+		{"rss counter, warning", [][]byte{rss, warn}, "BUG: Bad rss-counter state"},
+		{"warning, KASAN, then a fault that kills the task", [][]byte{warn, kasan, gpf}, "general protection fault in __list_del_entry_valid"},
+		{"the first of equals", [][]byte{kasan, kasan}, "KASAN: use-after-free in copy_pmd_range"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Worst(bytes.Join(tc.log, nil))
+			if r == nil || r.Title != tc.want {
+				t.Fatalf("Worst = %+v, want %q", r, tc.want)
+			}
+		})
+	}
+	if Worst([]byte("hello\n")) != nil {
+		t.Fatal("Worst of a log without reports")
+	}
 }
