@@ -56,6 +56,11 @@ type FixCase struct {
 	// reports the baseline's site (campaign.Aim), run from then on.
 	OffSite int    `json:"off_site,omitempty"`
 	Aimed   string `json:"aimed_program,omitempty"`
+	// SitesUnknown: the reproducer injects a fault, the baseline's runs
+	// reported no site for it (a crash leaves no observation), and the
+	// patched kernel passed: whether its runs failed the same allocation
+	// cannot be told, so the fix is not confirmed.
+	SitesUnknown bool `json:"sites_unknown,omitempty"`
 	// RunMode: the reproducer is a finding's program whose run collected
 	// no kernel coverage or took no census (its directory's seed file
 	// says "kcov off", "census off"); it runs that way on both kernels.
@@ -67,6 +72,43 @@ type FixCase struct {
 	sites    campaign.Sites
 	aimed    *prog.Program
 	aimTried bool
+	// passSites: the sites of the patched passes counted before sites
+	// was known (reconcile checks them then); baseSites: the sites of a
+	// passing baseline run, for when its failing runs reported none (a
+	// kernel crash leaves no observation).
+	passSites []campaign.Sites
+	baseSites campaign.Sites
+}
+
+// injects says whether c's reproducer injects a fault into a fork.
+func (c *FixCase) injects() bool {
+	return c.prog != nil && (len(c.prog.Injected()) > 0 || len(c.prog.ChildInjected()) > 0)
+}
+
+// reconcile settles the sites c's patched runs are judged against once
+// the runs are over: the baseline's failing run's, else (when those
+// runs reported none) a passing baseline run's; a patched pass counted
+// before they were known that hit other sites is moved to OffSite.
+func (c *FixCase) reconcile() {
+	if c.sites == nil && c.baseSites != nil && c.BaselineFailed > 0 {
+		c.sites = c.baseSites
+		c.Note = appendNote(c.Note, "fault sites from a passing baseline run (its failing runs reported none)")
+	}
+	if c.sites == nil {
+		c.SitesUnknown = c.BaselineFailed > 0 && len(c.passSites) > 0
+		return
+	}
+	for _, got := range c.passSites {
+		on := true
+		for f, want := range c.sites {
+			on = on && campaign.SiteMatches(got[f], want)
+		}
+		if !on {
+			c.PatchedRuns--
+			c.OffSite++
+		}
+	}
+	c.passSites = nil
 }
 
 // Rate is "k/N on the baseline, k/N patched".
@@ -149,6 +191,7 @@ func (g *gate) fixes(ph *Phase, stop time.Time) {
 		c := &cases[i]
 		c.BaselineCommand = g.replayCmd(c.Path, true, c.RunMode)
 		c.PatchedCommand = g.replayCmd(c.Path, false, c.RunMode)
+		c.reconcile()
 		c.Status, c.Reason = fixVerdict(c, n)
 	}
 	ph.Note = fmt.Sprintf("%d reproducers, up to %d runs each on the baseline and the patched kernel, %d runs", len(cases), n, total)
@@ -208,8 +251,13 @@ func (g *gate) fixRun(c *FixCase, t agents.Target, baseline bool) int {
 		return runs + g.fixRun(c, t, false)
 	}
 	c.countRun(baseline, sigs)
-	if baseline && len(sigs) > 0 && c.sites == nil {
+	switch {
+	case baseline && len(sigs) > 0 && c.sites == nil:
 		c.sites = campaign.AimSites(o)
+	case baseline && c.baseSites == nil:
+		c.baseSites = campaign.AimSites(o)
+	case !baseline && len(sigs) == 0 && c.sites == nil && c.injects():
+		c.passSites = append(c.passSites, campaign.AimSites(o))
 	}
 	return runs
 }
@@ -261,6 +309,8 @@ func fixVerdict(c *FixCase, n int) (string, string) {
 			c.PatchedRuns, n, c.OffSite, siteList(c.sites), c.Rate())
 	case c.PatchedRuns < n:
 		return FixUnconfirmed, fmt.Sprintf("it ran %d of %d times on the patched kernel (budget or harness errors): %s", c.PatchedRuns, n, c.Rate())
+	case c.SitesUnknown:
+		return FixUnconfirmed, fmt.Sprintf("the baseline's runs reported no fault-injection site, so the patched kernel's passing runs may have failed another allocation than the baseline's: %s", c.Rate())
 	}
 	return FixFixed, fmt.Sprintf("present on the baseline (%s), absent on the patched kernel: %s", sigList(c.Baseline), c.Rate())
 }

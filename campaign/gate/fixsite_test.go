@@ -12,6 +12,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/agents/sim"
+	"github.com/forkfuzz/forkfuzz/agents/vm"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -311,5 +312,45 @@ func TestFixIgnoresHarnessTrouble(t *testing.T) {
 	f := r.Fixes[0]
 	if f.Status == FixNotFixed || f.PatchedFailed != 0 || !strings.Contains(f.Note, "harness trouble on the patched kernel (executor-hang): not counted") {
 		t.Fatalf("status %s (%s), patched %d/%d failed, note %q: want the hang not counted", f.Status, f.Reason, f.PatchedFailed, f.PatchedRuns, f.Note)
+	}
+}
+
+// crashOn is a kernel that crashes (a kernel report, no observation)
+// whenever it runs program want.
+type crashOn struct {
+	agents.Target
+	want string
+}
+
+func (c *crashOn) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	if string(p.Format()) == c.want {
+		return nil, &vm.KernelReportError{Title: "BUG: unable to handle page fault in copy_pte_range", Kind: "bug", Console: "[ 9.1] BUG: unable to handle page fault\n"}
+	}
+	return c.Target.Run(p, opt)
+}
+
+// A baseline that crashes on a fail_nth reproducer leaves no observation,
+// so no fault site: a patched kernel that passes may have failed another
+// allocation, and the claim is not confirmed (it was "fixed").
+func TestFixSitesUnknown(t *testing.T) {
+	p, err := prog.Parse([]byte(rollbackPartial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixes := []FixCase{{Path: filepath.Join(t.TempDir(), "repro.ffz"), Program: rollbackPartial, prog: p}}
+	r := Run(context.Background(), Config{
+		Open: func() (agents.Target, error) { return shiftKernel(t, "", 3), nil },
+		OpenBaseline: func() (agents.Target, error) {
+			return &crashOn{Target: shiftKernel(t, "", 0), want: rollbackPartial}, nil
+		},
+		Kernel: KernelIdentity{Target: "sim-async"}, Baseline: &KernelIdentity{Target: "sim-async"},
+		Budget: 8 * time.Second, Seed: 1, Workdir: filepath.Join(t.TempDir(), "w"), MinPrograms: 1, Fixes: fixes, FixRuns: 3,
+	})
+	if len(r.Fixes) != 1 {
+		t.Fatalf("%d fix cases", len(r.Fixes))
+	}
+	f := r.Fixes[0]
+	if f.BaselineFailed == 0 || f.Status != FixUnconfirmed || !f.SitesUnknown || !strings.Contains(f.Reason, "reported no fault-injection site") {
+		t.Fatalf("status %s (%s), baseline %d/%d failed, sites unknown %v: want unconfirmed", f.Status, f.Reason, f.BaselineFailed, f.BaselineRuns, f.SitesUnknown)
 	}
 }
