@@ -248,14 +248,22 @@ func (r *Result) corpusCase(cp CorpusCase) JUnitTestCase {
 	case "harness-error":
 		c.Error = &JUnitProblem{Type: "harness-error", Message: cp.Note, Text: cp.Note}
 	default: // fail
-		f := r.findingBySig(cp.Signatures)
-		status := "new"
-		if f != nil {
-			status = f.Status
+		// Each signature with its own status: the case fails if any is
+		// new (by the first one's, [known, new] read as a pass while
+		// the gate exited 1).
+		var parts []string
+		anyNew := false
+		for _, sig := range cp.Signatures {
+			status := StatusNew
+			if f := r.findingBySig([]string{sig}); f != nil {
+				status = f.Status
+			}
+			anyNew = anyNew || status == StatusNew
+			parts = append(parts, fmt.Sprintf("%s (%s)", sig, status))
 		}
 		text := cp.Explanation + "\n\nreplay: " + cp.Replay
-		msg := fmt.Sprintf("%s (%s)", strings.Join(cp.Signatures, ", "), status)
-		if status == StatusNew {
+		msg := strings.Join(parts, ", ")
+		if anyNew || len(cp.Signatures) == 0 {
 			c.Failure = &JUnitProblem{Type: "finding", Message: msg, Text: text}
 		} else {
 			c.SystemOut = msg + "\n" + text

@@ -95,3 +95,22 @@ func TestJUnitUnexercisedOracleSkipped(t *testing.T) {
 		t.Fatalf("exercised oracle: %+v", rb)
 	}
 }
+
+// A corpus case that failed with a known and a new signature fails in
+// JUnit, whichever signature comes first.
+func TestJUnitCorpusCaseAnyNew(t *testing.T) {
+	r := &Result{Findings: []FindingRecord{{Signature: "kernel-bug/WARNING-in-x", Status: StatusKnown}, {Signature: "snapshot:child-sees-parent-write", Status: StatusNew}}}
+	for _, tc := range []struct {
+		sigs []string
+		fail bool
+	}{
+		{[]string{"kernel-bug/WARNING-in-x", "snapshot:child-sees-parent-write"}, true},
+		{[]string{"snapshot:child-sees-parent-write", "kernel-bug/WARNING-in-x"}, true},
+		{[]string{"kernel-bug/WARNING-in-x"}, false},
+	} {
+		c := r.corpusCase(CorpusCase{Name: "regress/x.ffz", Source: "regress", Status: "fail", Signatures: tc.sigs})
+		if (c.Failure != nil) != tc.fail {
+			t.Errorf("signatures %v: failure %+v, want failing %v", tc.sigs, c.Failure, tc.fail)
+		}
+	}
+}
