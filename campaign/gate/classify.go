@@ -321,6 +321,8 @@ func (g *gate) outcome(flakeNote string) {
 		}
 		r.Outcome, r.ExitCode = "error", ExitError
 		r.Reason = fmt.Sprintf("harness trouble never replayed (%s): the gate can neither blame the kernel nor clear it; no new finding otherwise", strings.Join(sigs, ", "))
+	case harnessErrorsTooMany(r.HarnessErrors, r.Programs):
+		r.Outcome, r.ExitCode, r.Reason = "error", ExitError, fmt.Sprintf("harness unhealthy: %d runs gave no verdict (harness errors) against %d that did; no new finding, but the gate cannot vouch for the kernel", r.HarnessErrors, r.Programs)
 	case r.HarnessFlakeRuns > int64(g.cfg.MaxHarnessFlakes):
 		r.Outcome, r.ExitCode, r.Reason = "error", ExitError, "harness unhealthy: "+flakeNote+"; no new finding, but the gate cannot vouch for the kernel"
 	case unconfirmedFixes > 0:
@@ -343,6 +345,13 @@ func (g *gate) outcome(flakeNote string) {
 			r.Reason += "; " + flakeNote + ", not counted against the kernel"
 		}
 	}
+}
+
+// harnessErrorsTooMany: more than a tenth of the runs gave no verdict (a
+// harness error: the agent or the target failed, not the program), too
+// many for a pass to mean the kernel passed what the gate meant to run.
+func harnessErrorsTooMany(errs, programs int64) bool {
+	return errs > 1 && errs*10 > programs+errs
 }
 
 // fixesWith lists the fix claims of one status with their rates.

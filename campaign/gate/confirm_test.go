@@ -285,3 +285,19 @@ func TestBaselineHangLongerTimeout(t *testing.T) {
 		t.Fatalf("hang: status %s (%s), exit %d; want new: the baseline does not hang with the longer timeout", f.Status, f.StatusReason, r.ExitCode)
 	}
 }
+
+func TestHarnessErrorsTooMany(t *testing.T) {
+	for _, tc := range []struct {
+		errs, programs int64
+		want           bool
+	}{{0, 0, false}, {1, 0, false}, {2, 100, false}, {12, 100, true}, {2, 10, true}, {5, 1000, false}} {
+		if got := harnessErrorsTooMany(tc.errs, tc.programs); got != tc.want {
+			t.Errorf("%d harness errors in %d programs: %v, want %v", tc.errs, tc.programs, got, tc.want)
+		}
+	}
+	g := &gate{res: &Result{Programs: 10, HarnessErrors: 5, MinPrograms: 1}, ctx: t.Context(), start: time.Now()}
+	g.finish()
+	if g.res.ExitCode != ExitError || !strings.Contains(g.res.Reason, "5 runs gave no verdict") {
+		t.Fatalf("exit %d (%s): want an error, not a pass", g.res.ExitCode, g.res.Reason)
+	}
+}
