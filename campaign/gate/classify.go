@@ -215,8 +215,11 @@ func (g *gate) finish() {
 	var flakes []string
 	for _, f := range r.Findings {
 		if f.Status == StatusHarnessFlake {
-			r.HarnessFlakeRuns += g.sigRuns[f.Signature]
-			flakes = append(flakes, fmt.Sprintf("%s (%d run(s), reproduced 0/%d)", f.Signature, g.sigRuns[f.Signature], f.Replays))
+			// At least the run that showed it: a fuzz phase abandoned at
+			// the hard stop leaves no per-signature counts.
+			n := max(g.sigRuns[f.Signature], 1)
+			r.HarnessFlakeRuns += n
+			flakes = append(flakes, fmt.Sprintf("%s (%d run(s), reproduced 0/%d)", f.Signature, n, f.Replays))
 		}
 	}
 	r.MaxHarnessFlakes = g.cfg.MaxHarnessFlakes

@@ -301,3 +301,16 @@ func TestHarnessErrorsTooMany(t *testing.T) {
 		t.Fatalf("exit %d (%s): want an error, not a pass", g.res.ExitCode, g.res.Reason)
 	}
 }
+
+// A harness flake counts at least the run that showed it, also when the
+// fuzz phase left no per-signature counts (abandoned at the hard stop):
+// two such flakes exceed a tolerance of one.
+func TestHarnessFlakesCountedWithoutRunCounts(t *testing.T) {
+	fs := []FindingRecord{{Signature: "executor-crash", Replays: 3, Dir: t.TempDir()}, {Signature: "kernel-lost-connection/lost-connection-to-VM", Replays: 3, Dir: t.TempDir()}}
+	g := &gate{cfg: Config{MaxHarnessFlakes: 1}, res: &Result{Findings: fs, Programs: 10, MinPrograms: 1}, sigRuns: map[string]int64{}, ctx: t.Context(), start: time.Now()}
+	g.classify()
+	g.finish()
+	if g.res.HarnessFlakeRuns != 2 || g.res.ExitCode != ExitError {
+		t.Fatalf("%d flake runs, exit %d (%s): want 2 and an unhealthy harness", g.res.HarnessFlakeRuns, g.res.ExitCode, g.res.Reason)
+	}
+}
