@@ -10,6 +10,7 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/internal/oracle"
 	"github.com/forkfuzz/forkfuzz/kernel/report"
 )
 
@@ -22,14 +23,37 @@ import (
 // timeout than the one it ran out of. Trouble that was never replayed is
 // an error of the gate (exit 2), never a finding against the kernel.
 
-// troubleKind is campaign.HarnessTrouble.
-func troubleKind(sig string) (trouble, hang bool) { return campaign.HarnessTrouble(sig) }
+// troubleKind is campaign.HarnessTrouble, and a stall the kernel
+// reported (an RCU stall, a hung task, a soft or hard lockup:
+// kernel-hang/INFO-...): on a loaded host a TCG guest's vCPUs can go
+// without the host's CPU long enough for the kernel to report one, so
+// the gate blames the kernel for a stall only when it comes back on a
+// replay, as for an executor death.
+func troubleKind(sig string) (trouble, hang bool) {
+	if t, h := campaign.HarnessTrouble(sig); t {
+		return t, h
+	}
+	return kernelStall(sig), false
+}
 
-// isTrouble: f is harness trouble with no kernel report on its console.
+// kernelStall: sig is a stall the kernel reported on its console.
+func kernelStall(sig string) bool { return oracle.FromSignature(sig) == oracle.KernelHang }
+
+// isTrouble: f is harness trouble with no kernel report on its console
+// (a stall: no report but stalls).
 func isTrouble(f *FindingRecord) (trouble, hang bool) {
 	trouble, hang = troubleKind(f.Signature)
 	if !trouble {
 		return false, false
+	}
+	if kernelStall(f.Signature) {
+		b, _ := os.ReadFile(filepath.Join(f.Dir, "console.txt"))
+		for _, r := range report.Parse(b) {
+			if r.Kind != report.Hang {
+				return false, false
+			}
+		}
+		return true, false
 	}
 	// report.Contains is only Parse's prefilter: the guest OOM killer's
 	// dump ("Free swap  = 0kB") matches it, and an executor the OOM
@@ -227,9 +251,12 @@ func troubleStatus(f *FindingRecord, hang bool) (status, reason string) {
 		runs += c.Runs
 		shown += c.Reproduced
 	}
-	what := "died"
-	if hang {
-		what = "ran out of time"
+	what, clean := "the executor or VM died", "the console showed no kernel report"
+	switch {
+	case hang:
+		what = "the executor or VM ran out of time"
+	case kernelStall(f.Signature):
+		what, clean = "the kernel reported a stall", "the console showed no other report (a TCG guest whose vCPUs the loaded host starved reports stalls too)"
 	}
 	switch {
 	case shown > 0:
@@ -237,19 +264,19 @@ func troubleStatus(f *FindingRecord, hang bool) (status, reason string) {
 		if f.Confirm != nil {
 			as = f.Confirm.asNote()
 		}
-		return StatusNew, fmt.Sprintf("the executor or VM %s again on %d of %d replays%s%s", what, shown, runs, as, confirmWith(f))
+		return StatusNew, fmt.Sprintf("%s again on %d of %d replays%s%s", what, shown, runs, as, confirmWith(f))
 	case runs > 0 && len(f.ReplayShowed) > 0:
-		return StatusNew, fmt.Sprintf("the executor or VM %s, not again on %d replay(s)%s, but the replays showed %s on the kernel under test",
+		return StatusNew, fmt.Sprintf("%s, not again on %d replay(s)%s, but the replays showed %s on the kernel under test",
 			what, runs, confirmWith(f), strings.Join(f.ReplayShowed, ", "))
 	case runs > 0:
-		return StatusHarnessFlake, fmt.Sprintf("the executor or VM %s, but not again on %d replay(s)%s, and the console showed no kernel report: "+
-			"an unreproduced harness error, not counted against the kernel (files: %s)", what, runs, confirmWith(f), f.Dir)
+		return StatusHarnessFlake, fmt.Sprintf("%s, but not again on %d replay(s)%s, and %s: "+
+			"an unreproduced harness error, not counted against the kernel (files: %s)", what, runs, confirmWith(f), clean, f.Dir)
 	}
 	why := "budget spent"
 	if c := f.Confirm; c != nil && c.Note != "" {
 		why = c.Note
 	}
-	return StatusUnconfirmed, fmt.Sprintf("the executor or VM %s and was never replayed (%s): harness trouble the gate cannot blame on the kernel nor clear (files: %s)", what, why, f.Dir)
+	return StatusUnconfirmed, fmt.Sprintf("%s and was never replayed (%s): harness trouble the gate cannot blame on the kernel nor clear (files: %s)", what, why, f.Dir)
 }
 
 func confirmWith(f *FindingRecord) string {

@@ -167,7 +167,13 @@ func TestTroubleStatus(t *testing.T) {
 		{"death replayed, gone, a replay showed a kernel bug", FindingRecord{Signature: "executor-crash", Replays: 3, ReplayShowed: []string{"kernel-bug/BUG-Bad-page-state"}}, true, StatusNew, ExitFindings},
 		{"lost connection never replayed", FindingRecord{Signature: "kernel-lost-connection/lost-connection-to-VM"}, true, StatusUnconfirmed, ExitError},
 		{"VM hang never replayed", FindingRecord{Signature: "kernel-hang/VM-hang--no-result-within-the-program-timeout"}, true, StatusUnconfirmed, ExitError},
-		{"a kernel report is the kernel's", FindingRecord{Signature: "kernel-hang/INFO--task-hung"}, false, StatusNew, ExitFindings},
+		{"a kernel report is the kernel's", FindingRecord{Signature: "kernel-bug/BUG-Bad-page-state"}, false, StatusNew, ExitFindings},
+		// A stall the kernel reported counts once it comes back: a TCG
+		// guest the loaded host starves reports stalls too.
+		{"a stall never replayed", FindingRecord{Signature: "kernel-hang/INFO-rcu-detected-stall-in-copy_pte_range"}, true, StatusUnconfirmed, ExitError},
+		{"a stall replayed, gone", FindingRecord{Signature: "kernel-hang/INFO-rcu-detected-stall-in-copy_pte_range", Replays: 5}, true, StatusHarnessFlake, ExitPass},
+		{"a stall replayed, back", FindingRecord{Signature: "kernel-hang/INFO-rcu-detected-stall-in-copy_pte_range", Replays: 5, Reproduced: 2}, true, StatusNew, ExitFindings},
+		{"a stall with a BUG on the console", FindingRecord{Signature: "kernel-hang/INFO-rcu-detected-stall-in-copy_pte_range", Dir: withReport, Replays: 5}, false, StatusNew, ExitFindings},
 		{"a death with a report on the console", FindingRecord{Signature: "executor-crash", Dir: withReport}, false, StatusNew, ExitFindings},
 		{"a death with the OOM killer's dump on the console", FindingRecord{Signature: "executor-crash", Dir: withOOM, Replays: 3}, true, StatusHarnessFlake, ExitPass},
 		{"an oracle finding", FindingRecord{Signature: "snapshot:child-sees-parent-write", Replays: 0}, false, StatusNew, ExitFindings},

@@ -213,7 +213,7 @@ func (f *FindingRecord) addShowed(sig string) {
 	if sig == "" || sig == f.Signature || slices.Contains(f.ReplayShowed, sig) {
 		return
 	}
-	if trouble, _ := campaign.HarnessTrouble(sig); trouble {
+	if trouble, _ := troubleKind(sig); trouble {
 		return
 	}
 	f.ReplayShowed = append(f.ReplayShowed, sig)
