@@ -163,6 +163,11 @@ func TestQEMUChildFail(t *testing.T) {
 		t.Errorf("childfail=%d (the last): issues %v", points, v.Issues)
 	case c.Phase == obs.PhaseCopy && c.Outcome == obs.ChildDied && c.Signal == 9:
 	case c.Phase == obs.PhaseChild && strings.Contains(c.Site, "do_signal_stop") && c.Outcome == obs.ChildStopped:
+	case c.Phase == obs.PhaseChild && c.Outcome == obs.ChildStopped && !strings.Contains(c.Site, " <- "):
+		// The child survived outside the copy, and the kernel log held
+		// the report's first line without its stack ("failslab"), so
+		// which allocation it was cannot be told.
+		t.Logf("childfail=%d: the child survived a fault outside the copy whose stack the log did not hold (%q)", points, c.Site)
 	case c.Injection == obs.InjNotReached && c.Outcome == obs.ChildStopped:
 		t.Logf("childfail=%d: not reached this time (%d points)", points, points-c.Remaining)
 	default:
