@@ -9,6 +9,7 @@ import (
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/corpus"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -43,6 +44,31 @@ func (f Fault) String() string {
 		return fmt.Sprintf("op %d childfail", f.Op)
 	}
 	return fmt.Sprintf("op %d fail_nth", f.Op)
+}
+
+// Attr is the program attribute f's failure point is: fail_nth or
+// childfail.
+func (f Fault) Attr() string {
+	if f.Child {
+		return "childfail"
+	}
+	return "fail_nth"
+}
+
+// K is f's failure point in p.
+func (f Fault) K(p *prog.Program) int { return *f.nth(&p.Ops[f.Op]) }
+
+// DirectiveSites makes Sites of a program file's site directives
+// (corpus.ParseSites); nil for none.
+func DirectiveSites(l []corpus.FaultSite) Sites {
+	var s Sites
+	for _, e := range l {
+		if s == nil {
+			s = Sites{}
+		}
+		s[Fault{Op: e.Op, Child: e.Child}] = e.Site
+	}
+	return s
 }
 
 // nth returns the field of op that f's failure point is.
@@ -163,7 +189,7 @@ func Missed(o *obs.Observation, sites Sites) []string {
 			} else if rb.Cause != obs.CauseFailNth {
 				continue
 			}
-			attr := map[bool]string{false: "fail_nth", true: "childfail"}[f.Child]
+			attr := f.Attr()
 			switch {
 			case inj == obs.InjNotReached:
 				out = append(out, fmt.Sprintf("fork f%d's %s=%d was not reached (fewer failure points), not %s", rb.Fork, attr, k, want))
@@ -235,7 +261,7 @@ func AimJudged(ctx context.Context, t agents.Target, p *prog.Program, sites Site
 			continue
 		}
 		k0 := *f.nth(&q.Ops[f.Op])
-		fork, attr := q.Ops[f.Op].Fork, map[bool]string{false: "fail_nth", true: "childfail"}[f.Child]
+		fork, attr := q.Ops[f.Op].Fork, f.Attr()
 		try := func(k int) bool {
 			if r.Runs >= maxRuns || ctx.Err() != nil {
 				return false

@@ -150,11 +150,7 @@ func regressCases(src, f, path string, b []byte) ([]CorpusCase, error) {
 				if err != nil {
 					errs = append(errs, err)
 				}
-				c := CorpusCase{Name: name, Source: src, Path: path, prog: p}
-				for _, s := range sites {
-					c.Sites = append(c.Sites, campaign.FaultSite{Fault: campaign.Fault{Op: s.Op, Child: s.Child}, Site: s.Site})
-				}
-				cs = append(cs, c)
+				cs = append(cs, CorpusCase{Name: name, Source: src, Path: path, prog: p, Sites: campaign.DirectiveSites(sites).List()})
 			}
 			n++
 		}

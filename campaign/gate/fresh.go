@@ -195,7 +195,7 @@ func (g *gate) freshRuns(f *FindingRecord, v *FreshReplay, stop time.Time) {
 			continue
 		}
 		if !aimed && p != f.reproProg {
-			v.Aimed = fmt.Sprintf("aimed: %s=%d hits the recorded site on fresh targets", map[bool]string{false: "fail_nth", true: "childfail"}[aim.Child], nthOf(p, aim))
+			v.Aimed = fmt.Sprintf("aimed: %s=%d hits the recorded site on fresh targets", aim.Attr(), aim.K(p))
 		}
 		aimed = true
 		v.Runs++
@@ -230,12 +230,4 @@ func runBy(t agents.Target, p *prog.Program, opt agents.Options, stop time.Time)
 		}()
 		return nil, errBudget
 	}
-}
-
-// nthOf is fault a's failure point in p.
-func nthOf(p *prog.Program, a campaign.Fault) int {
-	if a.Child {
-		return p.Ops[a.Op].ChildFail
-	}
-	return p.Ops[a.Op].FailNth
 }

@@ -183,14 +183,7 @@ func programSites(path string, p *prog.Program) (campaign.Sites, error) {
 	if err != nil {
 		return nil, err
 	}
-	var s campaign.Sites
-	for _, e := range l {
-		if s == nil {
-			s = campaign.Sites{}
-		}
-		s[campaign.Fault{Op: e.Op, Child: e.Child}] = e.Site
-	}
-	return s, nil
+	return campaign.DirectiveSites(l), nil
 }
 
 // withColon makes "path:" + err read as "path:LINE:COL: msg" or "path: msg".
