@@ -275,6 +275,28 @@ func TestCorpusAimedAtSite(t *testing.T) {
 	}
 }
 
+// claimRollbackFix runs an 8-second gate claiming rollbackPartial is
+// fixed on patched, against baseline (3 runs each), and returns the
+// claim.
+func claimRollbackFix(t *testing.T, patched, baseline agents.Target) FixCase {
+	t.Helper()
+	p, err := prog.Parse([]byte(rollbackPartial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixes := []FixCase{{Path: filepath.Join(t.TempDir(), "repro.ffz"), Program: rollbackPartial, prog: p}}
+	r := Run(context.Background(), Config{
+		Open:         func() (agents.Target, error) { return patched, nil },
+		OpenBaseline: func() (agents.Target, error) { return baseline, nil },
+		Kernel:       KernelIdentity{Target: "sim-async"}, Baseline: &KernelIdentity{Target: "sim-async"},
+		Budget: 8 * time.Second, Seed: 1, Workdir: filepath.Join(t.TempDir(), "w"), MinPrograms: 1, Fixes: fixes, FixRuns: 3,
+	})
+	if len(r.Fixes) != 1 {
+		t.Fatalf("%d fix cases", len(r.Fixes))
+	}
+	return r.Fixes[0]
+}
+
 // hangOnce is a target whose first run of program want hangs.
 type hangOnce struct {
 	agents.Target
@@ -294,22 +316,11 @@ func (h *hangOnce) Run(p *prog.Program, opt agents.Options) (*obs.Observation, e
 // executor hung once (a loaded host, no confirm replay with a longer
 // timeout): harness trouble counts on neither side.
 func TestFixIgnoresHarnessTrouble(t *testing.T) {
-	p, err := prog.Parse([]byte(rollbackPartial))
-	if err != nil {
-		t.Fatal(err)
+	patched := &hangOnce{Target: shiftKernel(t, "", 0), want: rollbackPartial}
+	f := claimRollbackFix(t, patched, shiftKernel(t, "async-rollback-partial", 0))
+	if !patched.hung {
+		t.Fatal("the patched kernel never hung")
 	}
-	fixes := []FixCase{{Path: filepath.Join(t.TempDir(), "repro.ffz"), Program: rollbackPartial, prog: p}}
-	patched := &hangOnce{Target: shiftKernel(t, "", 0), want: string(p.Format())}
-	r := Run(context.Background(), Config{
-		Open:         func() (agents.Target, error) { return patched, nil },
-		OpenBaseline: func() (agents.Target, error) { return shiftKernel(t, "async-rollback-partial", 0), nil },
-		Kernel:       KernelIdentity{Target: "sim-async"}, Baseline: &KernelIdentity{Target: "sim-async"},
-		Budget: 8 * time.Second, Seed: 1, Workdir: filepath.Join(t.TempDir(), "w"), MinPrograms: 1, Fixes: fixes, FixRuns: 3,
-	})
-	if len(r.Fixes) != 1 || !patched.hung {
-		t.Fatalf("%d fix cases, hung %v", len(r.Fixes), patched.hung)
-	}
-	f := r.Fixes[0]
 	if f.Status == FixNotFixed || f.PatchedFailed != 0 || !strings.Contains(f.Note, "harness trouble on the patched kernel (executor-hang): not counted") {
 		t.Fatalf("status %s (%s), patched %d/%d failed, note %q: want the hang not counted", f.Status, f.Reason, f.PatchedFailed, f.PatchedRuns, f.Note)
 	}
@@ -333,23 +344,7 @@ func (c *crashOn) Run(p *prog.Program, opt agents.Options) (*obs.Observation, er
 // so no fault site: a patched kernel that passes may have failed another
 // allocation, and the claim is not confirmed (it was "fixed").
 func TestFixSitesUnknown(t *testing.T) {
-	p, err := prog.Parse([]byte(rollbackPartial))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fixes := []FixCase{{Path: filepath.Join(t.TempDir(), "repro.ffz"), Program: rollbackPartial, prog: p}}
-	r := Run(context.Background(), Config{
-		Open: func() (agents.Target, error) { return shiftKernel(t, "", 3), nil },
-		OpenBaseline: func() (agents.Target, error) {
-			return &crashOn{Target: shiftKernel(t, "", 0), want: rollbackPartial}, nil
-		},
-		Kernel: KernelIdentity{Target: "sim-async"}, Baseline: &KernelIdentity{Target: "sim-async"},
-		Budget: 8 * time.Second, Seed: 1, Workdir: filepath.Join(t.TempDir(), "w"), MinPrograms: 1, Fixes: fixes, FixRuns: 3,
-	})
-	if len(r.Fixes) != 1 {
-		t.Fatalf("%d fix cases", len(r.Fixes))
-	}
-	f := r.Fixes[0]
+	f := claimRollbackFix(t, shiftKernel(t, "", 3), &crashOn{Target: shiftKernel(t, "", 0), want: rollbackPartial})
 	if f.BaselineFailed == 0 || f.Status != FixUnconfirmed || !f.SitesUnknown || !strings.Contains(f.Reason, "reported no fault-injection site") {
 		t.Fatalf("status %s (%s), baseline %d/%d failed, sites unknown %v: want unconfirmed", f.Status, f.Reason, f.BaselineFailed, f.BaselineRuns, f.SitesUnknown)
 	}
