@@ -103,12 +103,13 @@ func (g *gate) closeBaseline() {
 // baseRepro is one distinct reproducer of the baseline phase and what
 // its runs on the baseline showed.
 type baseRepro struct {
-	p     *prog.Program
-	mode  RunMode         // run as the findings' runs were (FindingRecord.RunMode)
-	sigs  map[string]bool // the signatures of findings it stands for
-	shown map[string]int  // signature -> runs that showed it
-	runs  int             // runs judged (the baseline did not break first)
-	tries int
+	p      *prog.Program
+	mode   RunMode         // run as the findings' runs were (FindingRecord.RunMode)
+	sigs   map[string]bool // the signatures of findings it stands for
+	shown  map[string]int  // signature -> runs that showed it
+	runs   int             // runs judged (the baseline did not break first)
+	judged int             // every judged run, also those it broke in
+	tries  int
 	// broke counts, per finding signature, the runs the baseline
 	// broke in first (no observation, other signatures: other).
 	broke map[string]int
@@ -235,7 +236,7 @@ func (g *gate) baseline(ph *Phase) {
 	}
 	settled := func(r *baseRepro) bool {
 		for s := range r.sigs {
-			if r.shown[s] == 0 {
+			if r.shown[s] < baselineNeed(s) {
 				return false
 			}
 		}
@@ -274,6 +275,7 @@ rounds:
 			if o != nil && len(sigs) == 0 && r.offSite(g, b, o) {
 				continue
 			}
+			r.judged++
 			for _, s := range sigs {
 				r.shown[s]++
 			}
@@ -300,7 +302,7 @@ rounds:
 		if f.Minimized != "" {
 			repro = f.Minimized
 		}
-		f.Baseline = &BaselineReplay{Runs: r.runs, Reproduced: r.shown[f.Signature], Command: g.replayCmd(repro, true, f.RunMode), Note: r.note, OffSite: r.offSiteN}
+		f.Baseline = &BaselineReplay{Runs: r.runs, Reproduced: r.shown[f.Signature], Command: g.replayCmd(repro, true, f.RunMode), Note: r.note, OffSite: r.offSiteN, Judged: r.judged}
 		if as := r.as[f.Signature]; as != "" {
 			f.Baseline.Note = strings.TrimPrefix(f.Baseline.Note+"; the hang came back as "+as, "; ")
 		}
@@ -314,6 +316,19 @@ rounds:
 	}
 	ph.Note = fmt.Sprintf("baseline %s up in %v (booted in the background from the start); %d distinct reproducers of %d findings, %d runs (up to %d each, stopping at the first reproduction)",
 		bt.Name(), bo.took.Round(time.Millisecond), len(order), len(todo), total, g.cfg.BaselineReplays)
+}
+
+// baselineNeed is how many baseline runs must show a finding of
+// signature sig for it to be pre-existing: one for a kernel report, two
+// for harness trouble (an executor death or hang, a VM that went quiet,
+// a stall under TCG), which a loaded host can cause once on any kernel:
+// one such run on the baseline must not clear a kernel under test on
+// which it came back.
+func baselineNeed(sig string) int {
+	if t, _ := troubleKind(sig); t {
+		return 2
+	}
+	return 1
 }
 
 // baselineKey groups findings whose reproducer is one program run one

@@ -33,9 +33,16 @@ func (g *gate) classify() {
 		case k != nil:
 			f.Status, f.KnownIssue = StatusKnown, k.Where
 			f.StatusReason = fmt.Sprintf("known issue (%s): %s", k.Where, k.Reason)
-		case f.Baseline != nil && f.Baseline.Reproduced > 0:
+		case f.Baseline != nil && f.Baseline.Reproduced >= baselineNeed(f.Signature):
 			f.Status = StatusPreexisting
-			f.StatusReason = fmt.Sprintf("also fails on the baseline (%d/%d replays)", f.Baseline.Reproduced, f.Baseline.Runs)
+			f.StatusReason = fmt.Sprintf("also fails on the baseline (%s)", f.Baseline.shownOf())
+		case f.Baseline != nil && f.Baseline.Reproduced > 0:
+			// Harness trouble the baseline showed once: neither
+			// pre-existing (one such run can be the host's doing) nor
+			// new (it may be the baseline's too).
+			f.Status = StatusUnconfirmed
+			f.StatusReason = fmt.Sprintf("harness trouble the baseline showed on %s, fewer than the %d that make it pre-existing: "+
+				"the gate can neither blame the kernel under test nor clear it (files: %s)", f.Baseline.shownOf(), baselineNeed(f.Signature), f.Dir)
 		case trouble(f):
 			// What its replays showed that a known issue waives does not
 			// make the event the kernel's.
@@ -323,7 +330,7 @@ func (g *gate) outcome(flakeNote string) {
 			}
 		}
 		r.Outcome, r.ExitCode = "error", ExitError
-		r.Reason = fmt.Sprintf("harness trouble never replayed (%s): the gate can neither blame the kernel nor clear it; no new finding otherwise", strings.Join(sigs, ", "))
+		r.Reason = fmt.Sprintf("harness trouble undecided (%s: never replayed, or shown once on the baseline): the gate can neither blame the kernel nor clear it; no new finding otherwise", strings.Join(sigs, ", "))
 	case harnessErrorsTooMany(r.HarnessErrors, r.Programs):
 		r.Outcome, r.ExitCode, r.Reason = "error", ExitError, fmt.Sprintf("harness unhealthy: %d runs gave no verdict (harness errors) against %d that did; no new finding, but the gate cannot vouch for the kernel", r.HarnessErrors, r.Programs)
 	case r.HarnessFlakeRuns > int64(g.cfg.MaxHarnessFlakes):

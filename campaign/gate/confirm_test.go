@@ -320,3 +320,54 @@ func TestHarnessFlakesCountedWithoutRunCounts(t *testing.T) {
 		t.Fatalf("%d flake runs, exit %d (%s): want 2 and an unhealthy harness", g.res.HarnessFlakeRuns, g.res.ExitCode, g.res.Reason)
 	}
 }
+
+// slowTwinOnce is a baseline on which the slow program hangs on its
+// first hangs runs whatever their timeout, then passes.
+type slowTwinOnce struct {
+	*sim.Target
+	of    *slowTarget
+	hangs int
+	runs  int
+}
+
+func (s *slowTwinOnce) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	s.of.mu.Lock()
+	slow := s.of.slow
+	s.of.mu.Unlock()
+	if string(p.Format()) == slow {
+		s.runs++
+		if s.runs <= s.hangs {
+			return nil, &executor.CrashError{Hang: true, Status: "no answer within 2m0s", State: "State: R (running)\n"}
+		}
+	}
+	return s.Target.Run(p, opt)
+}
+
+// One hang on the baseline (a loaded host can cause one on any kernel)
+// used to make a hang that came back on the kernel under test
+// pre-existing, exit 0. Harness trouble takes two baseline runs to be
+// pre-existing; one leaves it undecided (exit 2).
+func TestBaselineTroubleNeedsTwo(t *testing.T) {
+	for _, tc := range []struct {
+		hangs      int
+		wantStatus string
+		wantExit   int
+	}{{1, StatusUnconfirmed, ExitError}, {99, StatusPreexisting, ExitPass}} {
+		tg := &slowTarget{Target: simTarget(t), at: 60, always: true}
+		base := &slowTwinOnce{Target: simTarget(t), of: tg, hangs: tc.hangs}
+		r := Run(context.Background(), Config{
+			Open:         func() (agents.Target, error) { return tg, nil },
+			OpenBaseline: func() (agents.Target, error) { return base, nil },
+			Kernel:       KernelIdentity{Target: "sim-eager"}, Baseline: &KernelIdentity{Target: "sim-eager"},
+			Budget: 12 * time.Second, Seed: 7, Workdir: filepath.Join(t.TempDir(), "w"), MinPrograms: 1, MinimizeRuns: 20, BaselineReplays: 3,
+		})
+		f := findingOf(gateRun{Result: r}, "executor-hang")
+		if f == nil {
+			t.Fatalf("hangs %d: no executor-hang finding (runs %d)", tc.hangs, tg.n)
+		}
+		if f.Status != tc.wantStatus || r.ExitCode != tc.wantExit {
+			t.Errorf("baseline hangs %d time(s): status %s (%s), exit %d (%s); want %s, exit %d",
+				tc.hangs, f.Status, f.StatusReason, r.ExitCode, r.Reason, tc.wantStatus, tc.wantExit)
+		}
+	}
+}

@@ -92,7 +92,7 @@ func mailText(r *Result, f *FindingRecord) string {
 	fmt.Fprintf(&b, "  status:         %s: %s\n", f.Status, f.StatusReason)
 	fmt.Fprintf(&b, "  reproducible:   %s\n", f.Reproducibility())
 	if f.Baseline != nil && r.Baseline != nil {
-		fmt.Fprintf(&b, "  baseline:       %s: %d/%d replays showed it\n", or(r.Baseline.Release, r.Baseline.Target), f.Baseline.Reproduced, f.Baseline.Runs)
+		fmt.Fprintf(&b, "  baseline:       %s: %s showed it\n", or(r.Baseline.Release, r.Baseline.Target), f.Baseline.shownOf())
 	}
 	fmt.Fprintf(&b, "  %s\n\n", faultsLine(f.Faults))
 	fmt.Fprintf(&b, "What went wrong:\n\n%s\n\n", indentText(strings.TrimSpace(f.Explanation), 60))

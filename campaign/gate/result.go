@@ -81,6 +81,16 @@ type BaselineReplay struct {
 	// something else and are not in Runs (the first aims the reproducer
 	// at the recorded site: campaign.Aim).
 	OffSite int `json:"off_site,omitempty"`
+	// Judged counts every judged run of the reproducer on the baseline:
+	// Runs, and the runs it broke in (those that showed the finding
+	// too: Reproduced can exceed Runs).
+	Judged int `json:"judged"`
+}
+
+// shownOf is "k/n replays": the runs that showed the finding of those
+// judged.
+func (b *BaselineReplay) shownOf() string {
+	return fmt.Sprintf("%d/%d replays", b.Reproduced, max(b.Judged, b.Runs))
 }
 
 // noteOrEmpty is b's Note ("" for a nil b).
