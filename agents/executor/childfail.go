@@ -324,7 +324,7 @@ func (a *childArm) settle(lim *childLimit) *obs.ChildFault {
 		cf.Injection, cf.Remaining = obs.InjNotReached, left
 	}
 	if a.kmsg >= 0 {
-		lines := kmsgLines(a.kmsg)
+		lines := kmsgReport(a.kmsg)
 		cf.Site = ParseFaultSite(lines)
 		cf.Phase = FaultPhase(lines, a.pid)
 	}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/forkfuzz/forkfuzz/checker"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
@@ -124,5 +125,42 @@ func TestChildOOMStock(t *testing.T) {
 	}
 	if v := checker.Check(p, o); len(v.Findings) != 0 {
 		t.Fatalf("findings: %v", v.Findings)
+	}
+}
+
+// The executor can read the kernel log while another task still prints
+// its fault's stack (seen: a site of "failslab" alone): readReport reads
+// again until the stack has ended, and never waits when no report began
+// or the stack is whole.
+func TestReadReportWaitsForStack(t *testing.T) {
+	full := strings.Split(stopFault, "\n")
+	for _, c := range []struct {
+		name   string
+		chunks [][]string // what successive reads return
+		want   string
+		reads  int
+	}{
+		{"whole at once", [][]string{full}, "failslab: __sigqueue_alloc <- __send_signal_locked <- do_notify_parent_cldstop <- do_signal_stop <- get_signal", 1},
+		{"stack later", [][]string{full[:2], nil, full[2:7], full[7:]}, "failslab: __sigqueue_alloc <- __send_signal_locked <- do_notify_parent_cldstop <- do_signal_stop <- get_signal", 4},
+		{"no report", [][]string{{"random: crng init done"}}, "", 1},
+		{"stack never ends", [][]string{full[:2]}, "failslab", 51},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			reads, slept := 0, time.Duration(0)
+			read := func() []string {
+				reads++
+				if reads <= len(c.chunks) {
+					return c.chunks[reads-1]
+				}
+				return nil
+			}
+			lines := readReport(read, func(d time.Duration) { slept += d })
+			if got := ParseFaultSite(lines); got != c.want || reads != c.reads {
+				t.Fatalf("site %q after %d reads; want %q after %d", got, reads, c.want, c.reads)
+			}
+			if slept > stackWait {
+				t.Fatalf("waited %v, more than %v", slept, stackWait)
+			}
+		})
 	}
 }

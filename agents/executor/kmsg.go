@@ -6,6 +6,7 @@ package executor
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -30,7 +31,47 @@ func kmsgOpen() int {
 // first frames of the stack trace that are not fault-injection or
 // allocator plumbing, innermost first, e.g. "failslab: vm_area_dup <-
 // dup_mmap <- copy_process <- kernel_clone". "" if the log says nothing.
-func kmsgSite(fd int) string { return ParseFaultSite(kmsgLines(fd)) }
+func kmsgSite(fd int) string { return ParseFaultSite(kmsgReport(fd)) }
+
+// kmsgReport is kmsgLines, read again while the last fault-injection
+// report's stack is still being written (stackPending): a fault in
+// another task (an Async-fork child copying) may still be printing its
+// stack when the executor reads, and a site without frames reads as
+// another site. At most stackWait more, only when a stack is pending.
+func kmsgReport(fd int) []string {
+	return readReport(func() []string { return kmsgLines(fd) }, time.Sleep)
+}
+
+// stackWait bounds how long readReport waits for a pending stack.
+const stackWait = 100 * time.Millisecond
+
+// readReport reads lines with read until no stack is pending or
+// stackWait has passed, in steps of a fiftieth of it.
+func readReport(read func() []string, sleep func(time.Duration)) []string {
+	lines := read()
+	step := stackWait / 50
+	for waited := time.Duration(0); waited < stackWait && stackPending(lines); waited += step {
+		sleep(step)
+		lines = append(lines, read()...)
+	}
+	return lines
+}
+
+// stackPending: the last fault-injection (or OOM-killer) report in lines
+// has begun and its stack has not ended ("</TASK>": dump_stack's last
+// line, also after an IRQ stack).
+func stackPending(lines []string) bool {
+	start := reportStart(lines)
+	if start < 0 {
+		return false
+	}
+	for _, l := range lines[start+1:] {
+		if strings.TrimSpace(l) == "</TASK>" {
+			return false
+		}
+	}
+	return true
+}
 
 // kmsgLines reads the kernel log records written since kmsgOpen, one
 // line per message line.
