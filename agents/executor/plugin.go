@@ -2,7 +2,6 @@ package executor
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -463,7 +462,7 @@ func (r *Remote) runRaw(args RunArgs) ([]byte, map[string]int64, error) {
 		return nil, nil, r.died(res.err)
 	}
 	if res.reply.Err != "" {
-		return nil, nil, errors.New(res.reply.Err)
+		return nil, nil, FromText("", res.reply.Err)
 	}
 	if err := r.readObs(res.reply); err != nil {
 		return nil, nil, err

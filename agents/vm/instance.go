@@ -681,7 +681,7 @@ func (in *instance) result(m *Msg, nops int, start int64, fromReport func(*repor
 		if kr != nil {
 			return nil, kr
 		}
-		return nil, &guestError{msg: fmt.Sprintf("vm %d: %s", in.idx, m.Err), is: guestSentinel(m.Err)}
+		return nil, executor.FromText(fmt.Sprintf("vm %d: ", in.idx), m.Err)
 	}
 	var o obs.Observation
 	if err := json.Unmarshal(m.Observation, &o); err != nil {
@@ -715,25 +715,4 @@ func oomLines(cons []byte) string {
 		}
 	}
 	return strings.Join(out, " | ")
-}
-
-// guestError is an error the guest reported as text; it unwraps to the
-// executor's sentinel error the text names, if any (errors.Is works
-// across the VM boundary for executor.ErrNoHugetlb and ErrNoFileSystem).
-type guestError struct {
-	msg string
-	is  error
-}
-
-func (e *guestError) Error() string { return e.msg }
-func (e *guestError) Unwrap() error { return e.is }
-
-// guestSentinel is the executor sentinel error named in msg, or nil.
-func guestSentinel(msg string) error {
-	for _, e := range []error{executor.ErrNoHugetlb, executor.ErrNoFileSystem} {
-		if strings.Contains(msg, e.Error()) {
-			return e
-		}
-	}
-	return nil
 }
