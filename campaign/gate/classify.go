@@ -342,6 +342,8 @@ func (g *gate) outcome(flakeNote string) {
 		r.Outcome, r.ExitCode, r.Reason = "error", ExitError, "interrupted before the budget was spent, no new finding so far: not a pass"
 	case r.Programs < int64(r.MinPrograms):
 		r.Outcome, r.ExitCode, r.Reason = "error", ExitError, fmt.Sprintf("only %d programs ran, fewer than --min-programs %d", r.Programs, r.MinPrograms)
+	case r.FuzzPrograms < int64(r.MinFuzzPrograms):
+		r.Outcome, r.ExitCode, r.Reason = "error", ExitError, r.fewFuzzed()
 	default:
 		r.Outcome, r.ExitCode = "pass", ExitPass
 		r.Reason = fmt.Sprintf("no new finding in %d programs", r.Programs)
@@ -355,6 +357,32 @@ func (g *gate) outcome(flakeNote string) {
 			r.Reason += "; " + flakeNote + ", not counted against the kernel"
 		}
 	}
+}
+
+// fewFuzzed says why too few fuzzed programs make r no pass.
+func (r *Result) fewFuzzed() string {
+	return fmt.Sprintf("only %d programs fuzzed, fewer than --min-fuzz-programs %d: the gate tested its %d corpus programs alone (the fuzz phase: %s)",
+		r.FuzzPrograms, r.MinFuzzPrograms, r.CorpusPrograms, r.phaseNote("fuzz"))
+}
+
+// phaseNote is what phase name's record says: skipped, its error or
+// note, "did not run".
+func (r *Result) phaseNote(name string) string {
+	for _, ph := range r.Phases {
+		if ph.Name != name {
+			continue
+		}
+		switch {
+		case ph.Skipped != "":
+			return "skipped, " + ph.Skipped
+		case ph.Error != "":
+			return "error, " + ph.Error
+		case ph.Note != "":
+			return ph.Note
+		}
+		return fmt.Sprintf("ran %.0f s", ph.Seconds)
+	}
+	return "did not run"
 }
 
 // harnessErrorsTooMany: more than a tenth of the runs gave no verdict (a

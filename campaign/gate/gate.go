@@ -107,6 +107,10 @@ type Config struct {
 	ReplayFindings []string
 	Known          *KnownIssues
 	MinPrograms    int
+	// MinFuzzPrograms: fewer programs in the fuzz phase is exit 2 (a
+	// gate whose boot and corpus took its budget tested the corpus
+	// alone); 0 lets a gate pass on its corpus.
+	MinFuzzPrograms int
 	// BaselineReplays is how often a reproducer runs on the baseline (3).
 	BaselineReplays int
 	// Fixes are reproducers of bugs the kernel under test claims to fix
@@ -322,7 +326,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 	g.hard = start.Add(cfg.Budget - reserve)
 	r := &Result{Schema: "forkfuzz-ci", SchemaVersion: SchemaVersion, Version: version.String(), Started: start.UTC(), BudgetS: cfg.Budget.Seconds(),
 		Seed: cfg.Seed, Profile: cfg.Profile, Hostname: host, Kernel: cfg.Kernel, Baseline: cfg.Baseline,
-		Workdir: cfg.Workdir, MinPrograms: cfg.MinPrograms, Fixes: append([]FixCase(nil), cfg.Fixes...)}
+		Workdir: cfg.Workdir, MinPrograms: cfg.MinPrograms, MinFuzzPrograms: cfg.MinFuzzPrograms, Fixes: append([]FixCase(nil), cfg.Fixes...)}
 	g.res = r
 	g.logf("budget %v (reporting reserve %v), seed %d, profile %s, workdir %s", cfg.Budget, reserve, cfg.Seed, cfg.Profile, cfg.Workdir)
 

@@ -164,8 +164,11 @@ func (r *Result) JUnit() *JUnitSuites {
 	}
 	mp := JUnitTestCase{Name: fmt.Sprintf("programs ran >= %d", r.MinPrograms), Classname: "forkfuzz.gate", Time: "0.000",
 		SystemOut: fmt.Sprintf("%d programs (%d corpus, %d fuzzed), %d forks", r.Programs, r.CorpusPrograms, r.FuzzPrograms, r.Forks)}
-	if r.Programs < int64(r.MinPrograms) {
+	switch {
+	case r.Programs < int64(r.MinPrograms):
 		mp.Error = &JUnitProblem{Type: "min-programs", Message: fmt.Sprintf("only %d programs ran, fewer than --min-programs %d", r.Programs, r.MinPrograms), Text: mp.SystemOut}
+	case r.FuzzPrograms < int64(r.MinFuzzPrograms):
+		mp.Error = &JUnitProblem{Type: "min-fuzz-programs", Message: r.fewFuzzed(), Text: mp.SystemOut}
 	}
 	gateS.add(mp)
 	gateS.add(r.harnessCase())

@@ -473,7 +473,7 @@ func (k *kcidbWriter) tests() {
 		LogURL: k.o.LogURL, Duration: r.ElapsedS}
 	root.Misc = kcidbMisc("outcome", r.Outcome, "exit_code", r.ExitCode, "seed", r.Seed, "profile", r.Profile,
 		"programs", r.Programs, "corpus_programs", r.CorpusPrograms, "fuzz_programs", r.FuzzPrograms, "forks", r.Forks,
-		"min_programs", r.MinPrograms, "judged", r.Judged, "budget_seconds", r.BudgetS, "interrupted", r.Interrupted,
+		"min_programs", r.MinPrograms, "min_fuzz_programs", r.MinFuzzPrograms, "judged", r.Judged, "budget_seconds", r.BudgetS, "interrupted", r.Interrupted,
 		"groups", r.Counts.Groups, "new_groups", r.Counts.NewGroups, "known_groups", r.Counts.KnownGroups,
 		"pre_existing_groups", r.Counts.PreexistingGroups, "harness_flake_groups", r.Counts.HarnessFlakeGroups, "workdir", r.Workdir)
 	if len(r.Warnings) > 0 {

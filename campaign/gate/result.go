@@ -242,6 +242,7 @@ type Result struct {
 	HarnessFlakeRuns int64  `json:"harness_flake_runs"`
 	MaxHarnessFlakes int    `json:"max_harness_flakes"`
 	MinPrograms      int    `json:"min_programs"`
+	MinFuzzPrograms  int    `json:"min_fuzz_programs"`
 	Judged           string `json:"judged"`
 	// Tally is what the verdicts rested on, as data: runs, ops, views,
 	// pages, cells, skipped ops by kind, unjudged runs, notes and the

@@ -15,6 +15,7 @@ const (
 	DefaultProfile          = "default"
 	DefaultWorkdir          = "forkfuzz-ci"
 	DefaultMinPrograms      = 1
+	DefaultMinFuzzPrograms  = 1
 	DefaultBaselineReplays  = 3
 	DefaultMinimizeRuns     = 300
 	DefaultMaxHarnessFlakes = 1
@@ -30,7 +31,7 @@ const DefaultFixRuns = 5
 // (the seed is 1: a gate is reproducible); the caller adds the target.
 func DefaultConfig() Config {
 	return Config{Budget: DefaultBudget, Seed: 1, Profile: DefaultProfile, Workdir: DefaultWorkdir,
-		MinPrograms: DefaultMinPrograms, BaselineReplays: DefaultBaselineReplays,
+		MinPrograms: DefaultMinPrograms, MinFuzzPrograms: DefaultMinFuzzPrograms, BaselineReplays: DefaultBaselineReplays,
 		MinimizeRuns: DefaultMinimizeRuns, MaxHarnessFlakes: DefaultMaxHarnessFlakes, FixRuns: DefaultFixRuns}
 }
 
@@ -38,6 +39,7 @@ func DefaultConfig() Config {
 type FieldError = fielderr.FieldError
 
 // Validate checks the value fields of c (Budget, Profile, MinPrograms,
+// MinFuzzPrograms,
 // BaselineReplays, MinimizeRuns, MaxHarnessFlakes), in that order, and
 // returns a *FieldError for the first that is wrong. It does not check
 // the target, the kernels or the files: the gate reports on those.
@@ -52,6 +54,8 @@ func (c *Config) Validate() error {
 		return bad("Budget", " %v is too short for a gate (at least %v)", c.Budget, MinBudget)
 	case c.MinPrograms < 0:
 		return bad("MinPrograms", " must be >= 0, got %d", c.MinPrograms)
+	case c.MinFuzzPrograms < 0:
+		return bad("MinFuzzPrograms", " must be >= 0, got %d", c.MinFuzzPrograms)
 	case c.MaxHarnessFlakes < 0:
 		return bad("MaxHarnessFlakes", " must be >= 0, got %d", c.MaxHarnessFlakes)
 	case c.BaselineReplays < 1:

@@ -54,7 +54,7 @@ type ciOptions struct {
 
 // gateFlag names the flag of each gate.Config field a flag sets.
 var gateFlag = map[string]string{"Budget": "budget", "Seed": "seed", "Profile": "profile", "Workdir": "workdir",
-	"MinPrograms": "min-programs", "BaselineReplays": "baseline-replays", "MaxHarnessFlakes": "max-harness-flakes",
+	"MinPrograms": "min-programs", "MinFuzzPrograms": "min-fuzz-programs", "BaselineReplays": "baseline-replays", "MaxHarnessFlakes": "max-harness-flakes",
 	"MinimizeRuns": "minimize-runs", "Corrupt": "corrupt", "FixRuns": "fix-runs", "CoverEvery": "cover-every"}
 
 func cmdCI(args []string, stdout, stderr io.Writer) int {
@@ -101,6 +101,7 @@ func ciFlags(stderr io.Writer) *ciOptions {
 	fs.StringVar(&o.outs.BaselineTable, "baseline-table", "", "write the baseline diff as a Markdown table (run counts on both kernels) here")
 	fs.StringVar(&o.known, "known-issues", "", "known-issues file: matched findings are reported, not gated (format: docs/ci.md)")
 	fs.IntVar(&c.MinPrograms, "min-programs", c.MinPrograms, "fewer programs than this (corpus + fuzzed) is a harness error (exit 2)")
+	fs.IntVar(&c.MinFuzzPrograms, "min-fuzz-programs", c.MinFuzzPrograms, "fewer fuzzed programs than this is exit 2: the boot and the corpus took the budget and the gate tested its corpus alone (0: a corpus-only gate may pass)")
 	fs.IntVar(&c.MaxHarnessFlakes, "max-harness-flakes", c.MaxHarnessFlakes, "runs with an executor death or hang that did not reproduce (no kernel report) the gate reports but tolerates; more are exit 2")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "campaign seed (fixed default: a gate is reproducible)")
 	fs.StringVar(&c.Workdir, "workdir", c.Workdir, "where findings are saved (must hold no earlier findings)")
