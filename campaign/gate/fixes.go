@@ -13,6 +13,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
 	"github.com/forkfuzz/forkfuzz/corpus"
+	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 	"github.com/forkfuzz/forkfuzz/internal/fsutil"
 )
@@ -179,6 +180,7 @@ func (g *gate) fixes(ph *Phase, stop time.Time) {
 	b := &budgetTarget{Target: bt}
 	b.setStop(stop)
 	g.tut.setStop(stop)
+	g.fixStop = stop
 	total := 0
 	for k := 0; k < n && time.Now().Before(stop) && g.ctx.Err() == nil; k++ {
 		for i := range cases {
@@ -210,7 +212,9 @@ func (g *gate) fixRun(c *FixCase, t agents.Target, baseline bool) int {
 		p = c.aimed
 	}
 	runs := 1
+	t0 := time.Now()
 	o, err := t.Run(p, opt)
+	took := time.Since(t0)
 	v, herr := judge.Judge(p, o, err)
 	if herr != nil {
 		if !errors.Is(herr, errBudget) {
@@ -219,13 +223,16 @@ func (g *gate) fixRun(c *FixCase, t agents.Target, baseline bool) int {
 		return 0 // the phase counts judged runs
 	}
 	sigs, trouble := kernelSigs(v.Signatures())
-	if len(trouble) > 0 {
-		// An executor death or a hang proves nothing either way here
-		// (no confirm replays with a longer timeout): not counted.
-		c.Note = appendNote(c.Note, fmt.Sprintf("harness trouble on the %s (%s): not counted", map[bool]string{false: "patched kernel", true: "baseline"}[baseline], strings.Join(trouble, ", ")))
-		if len(sigs) == 0 {
-			return 0
+	if len(trouble) > 0 && len(sigs) == 0 {
+		// An executor death or a hang alone proves nothing yet: the
+		// run is decided by one more (a hang's with a longer timeout),
+		// as the confirm phase decides the kernel under test's.
+		d := g.fixDecide(c, t, p, opt, trouble, took, baseline)
+		if !d.counted {
+			return runs + d.runs
 		}
+		runs += d.runs
+		o, sigs = d.o, d.sigs
 	}
 	if !baseline && len(sigs) == 0 && len(c.sites) > 0 && !campaign.OnSite(o, c.sites) {
 		c.OffSite++
@@ -260,6 +267,70 @@ func (g *gate) fixRun(c *FixCase, t agents.Target, baseline bool) int {
 		c.passSites = append(c.passSites, campaign.AimSites(o))
 	}
 	return runs
+}
+
+// fixDecision is what a fix run that showed harness trouble alone came
+// to after one more run: counted (with the signatures and observation
+// to count it by: the trouble again, the kernel's report, or a pass) or
+// not, and the target runs it took.
+type fixDecision struct {
+	counted bool
+	o       *obs.Observation
+	sigs    []string
+	runs    int
+}
+
+// fixDecide runs p once more after a run of claim c on t showed harness
+// trouble alone (an executor death or hang, took long): a hang gets
+// twice that time (at least twice the program timeout, a minute),
+// within the fixes phase's stop. The trouble coming back counts the run
+// as failing with it (the kernel's doing, as for the kernel under test:
+// campaign.CameBack); a kernel report counts with that; a pass counts as
+// a pass; anything else (a harness error, other trouble, no time left)
+// is not counted, and the note says so.
+func (g *gate) fixDecide(c *FixCase, t agents.Target, p *prog.Program, opt agents.Options, trouble []string, took time.Duration, baseline bool) fixDecision {
+	side := map[bool]string{false: "patched kernel", true: "baseline"}[baseline]
+	what := fmt.Sprintf("harness trouble on the %s (%s)", side, strings.Join(trouble, ", "))
+	hang := false
+	for _, s := range trouble {
+		_, h := campaign.HarnessTrouble(s)
+		hang = hang || h
+	}
+	if hang {
+		left := time.Until(g.fixStop)
+		if left < took+time.Second {
+			c.Note = appendNote(c.Note, what+": not counted, no time left to run it again with a longer timeout")
+			return fixDecision{}
+		}
+		opt.Timeout = min(max(confirmTimeoutScale*took, confirmTimeoutScale*g.cfg.ProgramTimeout, time.Minute), left-time.Second)
+		what += fmt.Sprintf(", run again with a timeout of %v", opt.Timeout.Round(time.Second))
+	}
+	o, err := t.Run(p, opt)
+	v, herr := judge.Judge(p, o, err)
+	if herr != nil {
+		c.Note = appendNote(c.Note, what+": not counted, the second run gave no verdict ("+herr.Error()+")")
+		return fixDecision{runs: 0}
+	}
+	sigs, again := kernelSigs(v.Signatures())
+	var back []string
+	for _, s := range trouble {
+		if ok, _ := campaign.CameBack(s, v); ok {
+			back = append(back, s)
+		}
+	}
+	switch {
+	case len(sigs) > 0:
+		c.Note = appendNote(c.Note, what+": counted as the second run's "+strings.Join(sigs, ", "))
+		return fixDecision{counted: true, o: o, sigs: sigs, runs: 1}
+	case len(back) > 0:
+		c.Note = appendNote(c.Note, what+": it came back, counted as a failing run")
+		return fixDecision{counted: true, o: o, sigs: back, runs: 1}
+	case len(again) > 0:
+		c.Note = appendNote(c.Note, what+": not counted, the second run showed other trouble ("+strings.Join(again, ", ")+")")
+		return fixDecision{runs: 1}
+	}
+	c.Note = appendNote(c.Note, what+": not again, counted as the second run's pass")
+	return fixDecision{counted: true, o: o, runs: 1}
 }
 
 // kernelSigs splits a run's signatures into the kernel's and harness

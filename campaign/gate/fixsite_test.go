@@ -280,11 +280,18 @@ func TestCorpusAimedAtSite(t *testing.T) {
 // claim.
 func claimRollbackFix(t *testing.T, patched, baseline agents.Target) FixCase {
 	t.Helper()
-	p, err := prog.Parse([]byte(rollbackPartial))
+	return claimFix(t, patched, baseline, rollbackPartial)
+}
+
+// claimFix runs an 8-second gate claiming the program text is fixed on
+// patched, against baseline (3 runs each), and returns the claim.
+func claimFix(t *testing.T, patched, baseline agents.Target, text string) FixCase {
+	t.Helper()
+	p, err := prog.Parse([]byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fixes := []FixCase{{Path: filepath.Join(t.TempDir(), "repro.ffz"), Program: rollbackPartial, prog: p}}
+	fixes := []FixCase{{Path: filepath.Join(t.TempDir(), "repro.ffz"), Program: text, prog: p}}
 	r := Run(context.Background(), Config{
 		Open:         func() (agents.Target, error) { return patched, nil },
 		OpenBaseline: func() (agents.Target, error) { return baseline, nil },
@@ -313,16 +320,75 @@ func (h *hangOnce) Run(p *prog.Program, opt agents.Options) (*obs.Observation, e
 }
 
 // A claimed fix is not called not-fixed because the patched kernel's
-// executor hung once (a loaded host, no confirm replay with a longer
-// timeout): harness trouble counts on neither side.
+// executor hung once (a loaded host): the run is decided by a second one
+// with a longer timeout, which passes.
 func TestFixIgnoresHarnessTrouble(t *testing.T) {
 	patched := &hangOnce{Target: shiftKernel(t, "", 0), want: rollbackPartial}
 	f := claimRollbackFix(t, patched, shiftKernel(t, "async-rollback-partial", 0))
 	if !patched.hung {
 		t.Fatal("the patched kernel never hung")
 	}
-	if f.Status == FixNotFixed || f.PatchedFailed != 0 || !strings.Contains(f.Note, "harness trouble on the patched kernel (executor-hang): not counted") {
-		t.Fatalf("status %s (%s), patched %d/%d failed, note %q: want the hang not counted", f.Status, f.Reason, f.PatchedFailed, f.PatchedRuns, f.Note)
+	if f.Status != FixFixed || f.PatchedFailed != 0 || !strings.Contains(f.Note, "harness trouble on the patched kernel (executor-hang), run again with a timeout of") ||
+		!strings.Contains(f.Note, "not again, counted as the second run's pass") {
+		t.Fatalf("status %s (%s), patched %d/%d failed, note %q: want the hang decided by a pass", f.Status, f.Reason, f.PatchedFailed, f.PatchedRuns, f.Note)
+	}
+}
+
+// hangAlways is a kernel on which program want always hangs, whatever
+// its timeout; timeouts are the Options.Timeout of its runs.
+type hangAlways struct {
+	agents.Target
+	want     string
+	timeouts []time.Duration
+}
+
+func (h *hangAlways) Run(p *prog.Program, opt agents.Options) (*obs.Observation, error) {
+	if string(p.Format()) == h.want {
+		h.timeouts = append(h.timeouts, opt.Timeout)
+		return nil, &executor.CrashError{Hang: true, Status: "no answer", State: "State: D (disk sleep)\n"}
+	}
+	return h.Target.Run(p, opt)
+}
+
+// hangRepro is a reproducer without an injected fault (so no fault site
+// to match): a fork and a store while the child reads.
+const hangRepro = "forkfuzz v1\nregion r0 anon-private pages=64 thp=off\nstore r0 off=0x0 count=4 stride=0x1000\nfork f0\nstore r0 off=0x0 count=1 stride=0x1000\nwait f0\n"
+
+// A fix for a hang bug used to be unconfirmed whatever happened (the
+// fixes phase counted no hang on either side). A hang that comes back
+// with a longer timeout now counts: on the baseline it shows the bug
+// (fixed when the patched kernel passes), on the patched kernel it
+// fails the claim. (A reproducer that injects a fault stays unconfirmed
+// when the baseline hangs: the hang leaves no fault site to compare the
+// patched runs with, TestFixSitesUnknown.)
+func TestFixOfHang(t *testing.T) {
+	p, err := prog.Parse([]byte(hangRepro))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(p.Format())
+	for _, tc := range []struct {
+		name        string
+		patchedHang bool
+		want        string
+	}{{"baseline hangs", false, FixFixed}, {"both hang", true, FixNotFixed}} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := &hangAlways{Target: shiftKernel(t, "", 0), want: want}
+			var patched agents.Target = shiftKernel(t, "", 0)
+			if tc.patchedHang {
+				patched = &hangAlways{Target: patched, want: want}
+			}
+			f := claimFix(t, patched, base, hangRepro)
+			if f.Status != tc.want {
+				t.Fatalf("status %s (%s), note %q: want %s", f.Status, f.Reason, f.Note, tc.want)
+			}
+			if f.Baseline["executor-hang"] == 0 || !strings.Contains(f.Note, "it came back, counted as a failing run") {
+				t.Fatalf("baseline signatures %v, note %q: want the hang counted", f.Baseline, f.Note)
+			}
+			if len(base.timeouts) < 2 || base.timeouts[0] != 0 || base.timeouts[1] == 0 {
+				t.Fatalf("baseline run timeouts %v: want the second run of a hang with a longer timeout", base.timeouts)
+			}
+		})
 	}
 }
 

@@ -215,6 +215,7 @@ type gate struct {
 	baseT       agents.Target // the baseline, once taken (takeBaseline)
 	baseOpen    baselineOpen
 	baseErr     error
+	fixStop     time.Time // the fixes phase's stop
 	weights     gen.Weights
 	// sigRuns counts failing runs per signature (corpus and fuzzing).
 	sigRuns map[string]int64
