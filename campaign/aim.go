@@ -149,7 +149,7 @@ func AimSites(o *obs.Observation) Sites {
 // OnSite says whether every fault of sites hit its site in o.
 func OnSite(o *obs.Observation, sites Sites) bool {
 	for f, want := range sites {
-		if !SiteMatches(siteOf(o, f), want) {
+		if !hits(o, f, want) {
 			return false
 		}
 	}
@@ -158,9 +158,10 @@ func OnSite(o *obs.Observation, sites Sites) bool {
 
 // SiteMatches says whether a fault the kernel reported at site got hit
 // the site want: the same report, or want is its innermost frames (a
-// corpus file's directive may name fewer frames than the kernel prints).
+// corpus file's directive may name fewer frames than the kernel prints),
+// or want is corpus.AnySite (any reported site).
 func SiteMatches(got, want string) bool {
-	return got != "" && (got == want || strings.HasPrefix(got, want+" <- "))
+	return got != "" && (got == want || want == corpus.AnySite || strings.HasPrefix(got, want+" <- "))
 }
 
 // Missed says, for each fault of sites that run o could have injected
@@ -199,6 +200,41 @@ func Missed(o *obs.Observation, sites Sites) []string {
 		}
 	}
 	return out
+}
+
+// hits says whether fault f hit site want in run o: the kernel reported
+// it there, or want is corpus.AnySite and f was injected (a kernel that
+// reports no sites, the simulated one, injects too).
+func hits(o *obs.Observation, f Fault, want string) bool {
+	if want == corpus.AnySite {
+		return injected(o, f)
+	}
+	return SiteMatches(siteOf(o, f), want)
+}
+
+// siteName is how notes name site want.
+func siteName(want string) string {
+	if want == corpus.AnySite {
+		return "any allocation: " + want
+	}
+	return want
+}
+
+// injected says whether fault f was injected in run o.
+func injected(o *obs.Observation, f Fault) bool {
+	if o == nil {
+		return false
+	}
+	for _, rb := range o.Rollbacks {
+		switch {
+		case rb.Op != f.Op:
+		case !f.Child && rb.Cause == obs.CauseFailNth && rb.Injection == obs.InjInjected:
+			return true
+		case f.Child && rb.Child != nil && rb.Child.Injection == obs.InjInjected:
+			return true
+		}
+	}
+	return false
 }
 
 // siteOf returns the site fault f hit in o ("" if it was not injected
@@ -262,6 +298,7 @@ func AimJudged(ctx context.Context, t agents.Target, p *prog.Program, sites Site
 		}
 		k0 := *f.nth(&q.Ops[f.Op])
 		fork, attr := q.Ops[f.Op].Fork, f.Attr()
+		left := 0 // the last run's failure points left over (K not reached)
 		try := func(k int) bool {
 			if r.Runs >= maxRuns || ctx.Err() != nil {
 				return false
@@ -271,7 +308,8 @@ func AimJudged(ctx context.Context, t agents.Target, p *prog.Program, sites Site
 			r.Runs++
 			o, err := t.Run(c, opt)
 			v, herr := judge.Judge(c, o, err)
-			onSite := err == nil && SiteMatches(siteOf(o, f), want)
+			left = notReached(o, f)
+			onSite := err == nil && hits(o, f, want)
 			if herr == nil && !v.OK() && r.Failed == nil {
 				r.Failed = &AimRun{Prog: c, Obs: o, Verdict: v}
 				where := "off the recorded site"
@@ -290,18 +328,43 @@ func AimJudged(ctx context.Context, t agents.Target, p *prog.Program, sites Site
 			notes = append(notes, fmt.Sprintf("fork f%d %s=%d hit the recorded site again", fork, attr, k0))
 			continue
 		}
-		found := false
+		// K not reached: the fork met K-left failure points, and the
+		// search goes down from its last one (no K past it can fail).
+		center, why := k0, "hit another site"
+		if left > 0 && k0-left >= 1 {
+			center, why = k0-left, fmt.Sprintf("was not reached (the fork has %d failure points)", k0-left)
+		}
+		found := center != k0 && try(center)
 		for d := 1; d <= aimWindow && !found && r.Runs < maxRuns; d++ {
-			found = try(k0+d) || k0-d > 0 && try(k0-d)
+			found = center == k0 && try(center+d) || center-d > 0 && try(center-d)
 		}
 		if found {
-			notes = append(notes, fmt.Sprintf("fork f%d %s=%d hit another site; %s=%d hits the recorded one (%s)", fork, attr, k0, attr, *f.nth(&r.Prog.Ops[f.Op]), want))
+			notes = append(notes, fmt.Sprintf("fork f%d %s=%d %s; %s=%d hits the recorded one (%s)", fork, attr, k0, why, attr, *f.nth(&r.Prog.Ops[f.Op]), siteName(want)))
 		} else {
-			notes = append(notes, fmt.Sprintf("fork f%d: no %s within %d of %d hit the recorded site (%s) in %d runs", fork, attr, aimWindow, k0, want, r.Runs))
+			notes = append(notes, fmt.Sprintf("fork f%d: no %s within %d of %d hit the recorded site (%s) in %d runs", fork, attr, aimWindow, center, siteName(want), r.Runs))
 		}
 	}
 	r.Note = strings.Join(notes, "; ")
 	return r
+}
+
+// notReached is how many failure points fault f had left in run o when
+// its fork (or child) met fewer than its K (obs.InjNotReached); 0 if it
+// was reached, or o cannot tell.
+func notReached(o *obs.Observation, f Fault) int {
+	if o == nil {
+		return 0
+	}
+	for _, rb := range o.Rollbacks {
+		switch {
+		case rb.Op != f.Op:
+		case !f.Child && rb.Cause == obs.CauseFailNth && rb.Injection == obs.InjNotReached:
+			return rb.Remaining
+		case f.Child && rb.Child != nil && rb.Child.Injection == obs.InjNotReached:
+			return rb.Child.Remaining
+		}
+	}
+	return 0
 }
 
 // Nearby returns p with fault f's failure point at the i-th K Aim tries
@@ -353,7 +416,7 @@ func aimStep(ctx context.Context, t agents.Target, q *prog.Program, o *obs.Obser
 			f.Op = i
 		}
 	}
-	if f.Op < 0 || SiteMatches(siteOf(o, f), want) {
+	if f.Op < 0 || hits(o, f, want) {
 		return nil, 0
 	}
 	a, _, runs := Aim(ctx, t, q, Sites{f: want}, opt, min(maxRuns, stepAimRuns))

@@ -9,6 +9,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/sim"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
+	"github.com/forkfuzz/forkfuzz/corpus"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -21,6 +22,9 @@ type siteTarget struct {
 	child bool
 	sites map[int]string
 	ks    []int // the K of each run
+	// points: the fork's failure points (0: any K is reached); a K past
+	// them is not reached.
+	points int
 }
 
 func (s *siteTarget) Run(p *prog.Program, _ agents.Options) (*obs.Observation, error) {
@@ -29,6 +33,9 @@ func (s *siteTarget) Run(p *prog.Program, _ agents.Options) (*obs.Observation, e
 		k = p.Ops[s.op].ChildFail
 	}
 	s.ks = append(s.ks, k)
+	if s.points > 0 && k > s.points && !s.child {
+		return &obs.Observation{Rollbacks: []obs.Rollback{{Op: s.op, Cause: obs.CauseFailNth, Injection: obs.InjNotReached, FailNth: k, Remaining: k - s.points}}}, nil
+	}
 	site, ok := s.sites[k]
 	if !ok {
 		site = "failslab: elsewhere"
@@ -79,6 +86,23 @@ func TestAim(t *testing.T) {
 				t.Fatalf("aim changed the program it was given")
 			}
 		})
+	}
+	// A fork with fewer failure points than K: the search starts from
+	// its last point (the run says how many were left), also for a
+	// directive's "*" (any site, but the fork must fail).
+	for _, tc := range []struct {
+		name, want string
+		at, wantK  int
+		wantRuns   int
+	}{
+		{"site near the last point", want, 38, 38, 4},
+		{"any site", corpus.AnySite, 0, 40, 2},
+	} {
+		tg := &siteTarget{op: 1, sites: map[int]string{tc.at: want}, points: 40}
+		q, note, runs := Aim(context.Background(), tg, p, Sites{{Op: 1}: tc.want}, agents.Options{}, 25)
+		if q.Ops[1].FailNth != tc.wantK || runs != tc.wantRuns || !strings.Contains(note, "fail_nth=149 was not reached (the fork has 40 failure points)") {
+			t.Errorf("%s: fail_nth %d after %d runs %v, note %q; want %d after %d", tc.name, q.Ops[1].FailNth, runs, tg.ks, note, tc.wantK, tc.wantRuns)
+		}
 	}
 	// A child's fault (childfail) is aimed the same way.
 	cp, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4\nstore r0 off=0x0 count=1 stride=0x8\nfork f0 childfail=30\nwait f0\n"))
@@ -204,6 +228,26 @@ func TestMissed(t *testing.T) {
 				t.Fatalf("OnSite true while %q", got)
 			}
 		})
+	}
+}
+
+// A directive's "*" (corpus.AnySite) takes any allocation, but a fork
+// that did not fail missed it.
+func TestMissedAnySite(t *testing.T) {
+	sites := Sites{{Op: 2}: corpus.AnySite}
+	for _, tc := range []struct {
+		inj, site string
+		missed    bool
+	}{
+		{obs.InjInjected, "failslab: anon_vma_fork <- dup_mmap", false},
+		{obs.InjInjected, "fail_page_alloc: pte_alloc_one <- __pte_alloc", false},
+		{obs.InjNotReached, "", true},
+	} {
+		o := obs.Observation{Rollbacks: []obs.Rollback{{Fork: 0, Op: 2, Cause: obs.CauseFailNth, FailNth: 121, Injection: tc.inj, Site: tc.site}}}
+		m := Missed(&o, sites)
+		if (len(m) > 0) != tc.missed || OnSite(&o, sites) == tc.missed {
+			t.Errorf("%s %q: missed %q, on site %v; want missed %v", tc.inj, tc.site, m, OnSite(&o, sites), tc.missed)
+		}
 	}
 }
 

@@ -22,6 +22,12 @@ import (
 // (campaign.Aim) instead of passing a run that failed another allocation.
 const SiteDirective = "site"
 
+// AnySite is a directive's site for a fault that may hit any allocation
+// but must hit one: `# site f0 fail_nth: *`. A replay whose fork did not
+// fail (K not reached) tested nothing and is aimed like one that hit
+// another site.
+const AnySite = "*"
+
 // FaultSite is one site directive: the fork operation it names (an index
 // into the program's Ops), whether it is the child's fault (childfail)
 // and the site.
