@@ -345,6 +345,9 @@ func AimJudged(ctx context.Context, t agents.Target, p *prog.Program, sites Site
 		}
 	}
 	r.Note = strings.Join(notes, "; ")
+	if err := ctx.Err(); err != nil {
+		r.Note += fmt.Sprintf(" (aiming stopped after %d runs: %v)", r.Runs, err)
+	}
 	return r
 }
 

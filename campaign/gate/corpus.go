@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -271,7 +272,7 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 			continue
 		}
 		t0 := time.Now()
-		p, o, v, herr, skip := g.corpusRun(c)
+		p, o, v, herr, skip := g.corpusRun(c, stop)
 		c.Duration = time.Since(t0)
 		c.Seconds = c.Duration.Seconds()
 		if skip != "" {
@@ -361,10 +362,10 @@ func (g *gate) replay(ph *Phase, share time.Duration, tally *judge.Tally) {
 // that missed one of c's fault sites (campaign.Missed: the fault hit
 // another allocation, or the fork met fewer failure points than its K)
 // tested something else, and a pass would say the kernel passed a test
-// it never ran: c's program is aimed at the sites (campaign.Aim) and the
-// aimed program p runs instead; if that run misses them too, skip says
-// why and the case is not counted.
-func (g *gate) corpusRun(c *CorpusCase) (p *prog.Program, o *obs.Observation, v *judge.Verdict, herr error, skip string) {
+// it never ran: c's program is aimed at the sites (campaign.Aim, until
+// the replay share's stop) and the aimed program p runs instead; if that
+// run misses them too, skip says why and the case is not counted.
+func (g *gate) corpusRun(c *CorpusCase, stop time.Time) (p *prog.Program, o *obs.Observation, v *judge.Verdict, herr error, skip string) {
 	opt := c.mode().options(g.cfg.Corrupt)
 	p = c.prog
 	o, err := g.tut.Run(p, opt)
@@ -378,7 +379,9 @@ func (g *gate) corpusRun(c *CorpusCase) (p *prog.Program, o *obs.Observation, v 
 		return p, o, v, herr, ""
 	}
 	c.OffSite++
-	a := campaign.AimJudged(g.ctx, g.tut, p, sites, opt, campaign.AimRuns)
+	ctx, cancel := context.WithDeadline(g.ctx, stop)
+	defer cancel()
+	a := campaign.AimJudged(ctx, g.tut, p, sites, opt, campaign.AimRuns)
 	c.Note = fmt.Sprintf("the run missed the fault site (%s); aimed: %s", strings.Join(missed, "; "), a.Note)
 	if f := a.Failed; f != nil {
 		// A run of the kernel under test showed an issue while aiming:

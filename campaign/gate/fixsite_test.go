@@ -415,3 +415,28 @@ func TestFixSitesUnknown(t *testing.T) {
 		t.Fatalf("status %s (%s), baseline %d/%d failed, sites unknown %v: want unconfirmed", f.Status, f.Reason, f.BaselineFailed, f.BaselineRuns, f.SitesUnknown)
 	}
 }
+
+// Aiming a corpus case (up to 25 runs) stops at the end of the replay
+// phase's share: on a slow guest it used to run on past it, into the
+// fuzz phase's time.
+func TestCorpusAimWithinShare(t *testing.T) {
+	dir := t.TempDir()
+	corpusDir := rollbackCorpus(t, dir, "# site f0 fail_nth: sim: copy_page_range\n")
+	r := Run(context.Background(), Config{
+		Open: func() (agents.Target, error) {
+			return &slowRuns{Target: shiftKernel(t, "", -20), d: 400 * time.Millisecond}, nil
+		},
+		Kernel: KernelIdentity{Target: "sim-async"}, Budget: 12 * time.Second, Seed: 1,
+		Workdir: filepath.Join(dir, "w"), MinPrograms: 1, CorpusDirs: []string{corpusDir},
+	})
+	for _, ph := range r.Phases {
+		if ph.Name == "replay" && ph.Seconds > ph.ShareSeconds+1 {
+			t.Fatalf("the replay phase took %.1f s of a %.1f s share", ph.Seconds, ph.ShareSeconds)
+		}
+	}
+	for _, c := range r.Corpus {
+		if c.Name == "corpus/rollback-partial.ffz" && (c.Status != "skipped" || !strings.Contains(c.Note, "aiming stopped after")) {
+			t.Fatalf("status %s, note %q: want skipped, aiming cut at the share's end", c.Status, c.Note)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
-	"github.com/forkfuzz/forkfuzz/agents/sim"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -16,7 +15,7 @@ import (
 // slowRuns is a target whose every run takes d more: a TCG guest on a
 // loaded host.
 type slowRuns struct {
-	*sim.Target
+	agents.Target
 	d time.Duration
 }
 
