@@ -97,9 +97,9 @@ func kmsgLines(fd int) []string {
 	return lines
 }
 
-// plumbing are frames of the fault-injection and allocation machinery, not
+// FaultPlumbing are frames of the fault-injection and allocation machinery, not
 // the site that asked for memory.
-var plumbing = []string{"dump_stack", "should_fail", "fail_dump", "should_failslab", "__should_failslab",
+var FaultPlumbing = []string{"dump_stack", "should_fail", "fail_dump", "should_failslab", "__should_failslab",
 	"should_fail_alloc_page", "__should_fail_alloc_page", "slab_pre_alloc_hook", "kmem_cache_alloc", "__kmem_cache_alloc",
 	"kmalloc", "__kmalloc", "kmalloc_trace", "__alloc_pages", "alloc_pages", "get_page_from_freelist", "prepare_alloc_pages",
 	"__get_free_pages", "get_zeroed_page", "kmem_cache_zalloc", "kzalloc", "slab_alloc", "__slab_alloc", "___slab_alloc",
@@ -144,7 +144,7 @@ func ParseFaultSite(lines []string) string {
 			continue
 		}
 		skip := false
-		for _, p := range plumbing {
+		for _, p := range FaultPlumbing {
 			if strings.HasPrefix(fn, p) {
 				skip = true
 			}

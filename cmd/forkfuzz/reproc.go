@@ -26,7 +26,20 @@ func cmdReproC(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "forkfuzz repro-c:", err)
 		return exitError
 	}
-	c, err := reproc.Translate(p, reproc.Options{Kernel: string(*kernel), ForkImpl: *impl, Mutate: *mutate})
+	sites, err := programSites(fs.Arg(0), p)
+	if err != nil {
+		fmt.Fprintln(stderr, "forkfuzz repro-c:", err)
+		return exitError
+	}
+	opt := reproc.Options{Kernel: string(*kernel), ForkImpl: *impl, Mutate: *mutate}
+	for _, e := range sites.List() {
+		if e.Fault.Child {
+			fmt.Fprintf(stderr, "forkfuzz repro-c: note: %s: the childfail site of op %d is not checked by the C reproducer (fail_nth sites only)\n", fs.Arg(0), e.Fault.Op)
+			continue
+		}
+		opt.Sites = append(opt.Sites, reproc.Site{Op: e.Fault.Op, Site: e.Site})
+	}
+	c, err := reproc.Translate(p, opt)
 	if err != nil {
 		fmt.Fprintf(stderr, "forkfuzz repro-c: %s: %v\n", fs.Arg(0), err)
 		return exitError
