@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
@@ -299,6 +300,7 @@ func AimJudged(ctx context.Context, t agents.Target, p *prog.Program, sites Site
 		k0 := *f.nth(&q.Ops[f.Op])
 		fork, attr := q.Ops[f.Op].Fork, f.Attr()
 		left := 0 // the last run's failure points left over (K not reached)
+		reported := false
 		try := func(k int) bool {
 			if r.Runs >= maxRuns || ctx.Err() != nil {
 				return false
@@ -307,6 +309,14 @@ func AimJudged(ctx context.Context, t agents.Target, p *prog.Program, sites Site
 			*f.nth(&c.Ops[f.Op]) = k
 			r.Runs++
 			o, err := t.Run(c, opt)
+			if err == nil && injected(o, f) && siteOf(o, f) == "" && reported && want != corpus.AnySite && r.Runs < maxRuns && sleepCtx(ctx, reportInterval) {
+				// This kernel reports sites, but not this one: it
+				// rate-limits fault reports (10 in 5 s); the same K
+				// again once the interval has passed.
+				r.Runs++
+				o, err = t.Run(c, opt)
+			}
+			reported = reported || siteOf(o, f) != ""
 			v, herr := judge.Judge(c, o, err)
 			left = notReached(o, f)
 			onSite := err == nil && hits(o, f, want)
@@ -349,6 +359,23 @@ func AimJudged(ctx context.Context, t agents.Target, p *prog.Program, sites Site
 		r.Note += fmt.Sprintf(" (aiming stopped after %d runs: %v)", r.Runs, err)
 	}
 	return r
+}
+
+// reportInterval is the kernel's rate limit interval of fault-injection
+// reports (DEFAULT_RATELIMIT_INTERVAL: 10 reports in 5 s per fault
+// attribute); a variable for tests.
+var reportInterval = 5 * time.Second
+
+// sleepCtx sleeps d unless ctx ends first; it says whether it slept.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // notReached is how many failure points fault f had left in run o when

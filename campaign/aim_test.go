@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/agents/sim"
@@ -25,6 +26,8 @@ type siteTarget struct {
 	// points: the fork's failure points (0: any K is reached); a K past
 	// them is not reached.
 	points int
+	// muted: K -> runs whose report the kernel rate-limited (no site).
+	muted map[int]int
 }
 
 func (s *siteTarget) Run(p *prog.Program, _ agents.Options) (*obs.Observation, error) {
@@ -39,6 +42,10 @@ func (s *siteTarget) Run(p *prog.Program, _ agents.Options) (*obs.Observation, e
 	site, ok := s.sites[k]
 	if !ok {
 		site = "failslab: elsewhere"
+	}
+	if s.muted[k] > 0 {
+		s.muted[k]--
+		site = ""
 	}
 	if s.child {
 		return &obs.Observation{Rollbacks: []obs.Rollback{{Op: s.op, Cause: obs.CauseChildFail,
@@ -104,6 +111,16 @@ func TestAim(t *testing.T) {
 			t.Errorf("%s: fail_nth %d after %d runs %v, note %q; want %d after %d", tc.name, q.Ops[1].FailNth, runs, tg.ks, note, tc.wantK, tc.wantRuns)
 		}
 	}
+	// A report the kernel rate-limited (injected, no site) on a kernel
+	// that reports sites is run again once the interval has passed:
+	// the K it hid is the one.
+	reportInterval = time.Millisecond
+	defer func() { reportInterval = 5 * time.Second }()
+	tg := &siteTarget{op: 1, sites: map[int]string{150: want}, muted: map[int]int{150: 1}}
+	q, note, runs := Aim(context.Background(), tg, p, sites, agents.Options{}, 25)
+	if q.Ops[1].FailNth != 150 || runs != 3 || !strings.Contains(note, "fail_nth=150 hits the recorded one") {
+		t.Errorf("rate-limited report: fail_nth %d after %d runs %v, note %q; want 150 after 3", q.Ops[1].FailNth, runs, tg.ks, note)
+	}
 	// A child's fault (childfail) is aimed the same way.
 	cp, err := prog.Parse([]byte("forkfuzz v1\nregion r0 anon-private pages=4\nstore r0 off=0x0 count=1 stride=0x8\nfork f0 childfail=30\nwait f0\n"))
 	if err != nil {
@@ -116,7 +133,7 @@ func TestAim(t *testing.T) {
 		t.Fatalf("AimSites of a child fault = %v", csites)
 	}
 	ct := &siteTarget{op: 1, child: true, sites: map[int]string{33: copySite}}
-	q, note, runs := Aim(context.Background(), ct, cp, csites, agents.Options{}, AimRuns)
+	q, note, runs = Aim(context.Background(), ct, cp, csites, agents.Options{}, AimRuns)
 	if q.Ops[1].ChildFail != 33 || q.Ops[1].FailNth != 0 || runs != 6 || !strings.Contains(note, "fork f0 childfail=30 hit another site; childfail=33 hits") {
 		t.Errorf("child: childfail %d (fail_nth %d) after %d runs, note %q", q.Ops[1].ChildFail, q.Ops[1].FailNth, runs, note)
 	}
