@@ -129,43 +129,16 @@ func loadRegressEmbedded(files []corpus.RegressionFile) ([]CorpusCase, error) {
 // "====") into cases named SRC/FILE, SRC/FILE#2, ...; errors name the
 // file's line.
 func regressCases(src, f, path string, b []byte) ([]CorpusCase, error) {
+	ps, err := corpus.FilePrograms(f, b)
 	var cs []CorpusCase
-	var errs []error
-	var part strings.Builder
-	first, n := 1, 0
-	flush := func(next int) {
-		text := part.String()
-		part.Reset()
-		if strings.TrimSpace(text) != "" {
-			name := src + "/" + filepath.Base(f)
-			if n > 0 {
-				name += fmt.Sprintf("#%d", n+1)
-			}
-			// Pad with empty lines so errors name the file's line.
-			padded := []byte(strings.Repeat("#\n", first-1) + text)
-			p, err := corpus.ParseFile(f, padded)
-			if err != nil {
-				errs = append(errs, err)
-			} else {
-				sites, err := corpus.ParseSites(f, padded, p)
-				if err != nil {
-					errs = append(errs, err)
-				}
-				cs = append(cs, CorpusCase{Name: name, Source: src, Path: path, prog: p, Sites: campaign.DirectiveSites(sites).List()})
-			}
-			n++
+	for _, fp := range ps {
+		name := src + "/" + filepath.Base(f)
+		if fp.N > 1 {
+			name += fmt.Sprintf("#%d", fp.N)
 		}
-		first = next
+		cs = append(cs, CorpusCase{Name: name, Source: src, Path: path, prog: fp.Prog, Sites: campaign.DirectiveSites(fp.Sites).List()})
 	}
-	for i, l := range strings.SplitAfter(string(b), "\n") {
-		if strings.TrimSpace(l) == "====" {
-			flush(i + 2)
-			continue
-		}
-		part.WriteString(l)
-	}
-	flush(0)
-	return cs, errors.Join(errs...)
+	return cs, err
 }
 
 // findingPrograms finds earlier findings under dir (a workdir, its

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -160,30 +161,51 @@ func readLimited(path string, limit int64, what string) ([]byte, error) {
 	return b, nil
 }
 
-func readProgram(path string) (*prog.Program, error) {
-	b, err := readLimited(path, maxProgramFile, "program")
-	if err != nil {
-		return nil, err
-	}
-	p, err := prog.Parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s:%w", path, withColon(err))
-	}
-	return p, nil
+// readProgram reads the program arg names: a program file, or FILE#N,
+// the N-th program of a file that holds several (corpus.Separator lines).
+func readProgram(arg string) (*prog.Program, error) {
+	fp, _, err := readFileProgram(arg)
+	return fp.Prog, err
 }
 
-// programSites returns the site directives of program file path
-// (corpus.ParseSites) for p, its program.
-func programSites(path string, p *prog.Program) (campaign.Sites, error) {
+// programSites returns the site directives (corpus.ParseSites) of the
+// program arg names (readProgram).
+func programSites(arg string) (campaign.Sites, error) {
+	fp, serr, err := readFileProgram(arg)
+	if err != nil {
+		return nil, err
+	}
+	if serr != nil {
+		return nil, serr
+	}
+	return campaign.DirectiveSites(fp.Sites), nil
+}
+
+// readFileProgram reads the program arg names and its site directives;
+// serr is what is wrong with those.
+func readFileProgram(arg string) (fp corpus.FileProgram, serr, err error) {
+	path, n := corpus.SplitName(arg)
+	if _, err := os.Stat(arg); err == nil {
+		path, n = arg, 0 // a file whose name holds '#'
+	}
 	b, err := readLimited(path, maxProgramFile, "program")
 	if err != nil {
-		return nil, err
+		return fp, nil, err
 	}
-	l, err := corpus.ParseSites(path, b, p)
+	if n == 0 && !bytes.Contains(b, []byte("\n"+corpus.Separator)) && !bytes.HasPrefix(b, []byte(corpus.Separator)) {
+		p, err := prog.Parse(b)
+		if err != nil {
+			return fp, nil, fmt.Errorf("%s:%w", path, withColon(err))
+		}
+		sites, serr := corpus.ParseSites(path, b, p)
+		return corpus.FileProgram{N: 1, Text: b, Prog: p, Sites: sites}, serr, nil
+	}
+	ps, err := corpus.FilePrograms(path, b)
 	if err != nil {
-		return nil, err
+		return fp, nil, err
 	}
-	return campaign.DirectiveSites(l), nil
+	fp, err = corpus.Pick(path, ps, n)
+	return fp, nil, err
 }
 
 // withColon makes "path:" + err read as "path:LINE:COL: msg" or "path: msg".
@@ -415,7 +437,7 @@ func cmdExec(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "forkfuzz exec:", err)
 		return exitError
 	}
-	sites, err := programSites(fs.Arg(0), p)
+	sites, err := programSites(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz exec:", err)
 		return exitError

@@ -211,3 +211,25 @@ func TestExecPendingIsAFinding(t *testing.T) {
 		t.Errorf("no events: %d", n)
 	}
 }
+
+// A regression file may hold several programs (fork-inheritance.ffz): the
+// gate names them FILE#N, and exec and repro-c take that name. Without
+// it such a file was a parse error at its first "====" line.
+func TestExecNamedProgramOfFile(t *testing.T) {
+	const file = "../../corpus/regress/fork-inheritance.ffz"
+	code, _, errs := forkfuzz(t, "exec", "--target", "sim", file)
+	if code != exitError || !strings.Contains(errs, "holds 7 programs") || !strings.Contains(errs, file+"#7") {
+		t.Fatalf("a file of several programs: exit %d, stderr: %s", code, errs)
+	}
+	code, out, errs := forkfuzz(t, "exec", "--target", "sim", file+"#2")
+	if code != exitClean || !strings.Contains(out, "ok") {
+		t.Fatalf("%s#2: exit %d\nstdout: %s\nstderr: %s", file, code, out, errs)
+	}
+	code, out, errs = forkfuzz(t, "repro-c", file+"#3")
+	if code != exitClean || !strings.Contains(out, "forkfuzz C reproducer") {
+		t.Fatalf("repro-c %s#3: exit %d, stderr: %s", file, code, errs)
+	}
+	if code, _, errs = forkfuzz(t, "exec", "--target", "sim", file+"#8"); code != exitError || !strings.Contains(errs, "holds 7 program(s)") {
+		t.Fatalf("%s#8: exit %d, stderr: %s", file, code, errs)
+	}
+}

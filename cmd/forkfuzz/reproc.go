@@ -26,7 +26,7 @@ func cmdReproC(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "forkfuzz repro-c:", err)
 		return exitError
 	}
-	sites, err := programSites(fs.Arg(0), p)
+	sites, err := programSites(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintln(stderr, "forkfuzz repro-c:", err)
 		return exitError
