@@ -26,7 +26,7 @@ import (
 // recorded, trying the K nearby until the kernel reports the same one.
 
 // aimWindow bounds how far from the recorded K aiming looks, either way.
-const aimWindow = 12
+const aimWindow = corpus.AimWindow
 
 // AimRuns is the most runs Aim needs for one fork: K and aimWindow
 // either side.
@@ -178,26 +178,13 @@ func Missed(o *obs.Observation, sites Sites) []string {
 	var out []string
 	for _, f := range slices.SortedFunc(maps.Keys(sites), cmpFault) {
 		want := sites[f]
-		for _, rb := range o.Rollbacks {
-			if rb.Op != f.Op {
-				continue
-			}
-			inj, site, k := rb.Injection, rb.Site, rb.FailNth
-			if f.Child {
-				if rb.Child == nil {
-					continue
-				}
-				inj, site, k = rb.Child.Injection, rb.Child.Site, rb.Child.FailNth
-			} else if rb.Cause != obs.CauseFailNth {
-				continue
-			}
-			attr := f.Attr()
-			switch {
-			case inj == obs.InjNotReached:
-				out = append(out, fmt.Sprintf("fork f%d's %s=%d was not reached (fewer failure points), not %s", rb.Fork, attr, k, want))
-			case inj == obs.InjInjected && site != "" && !SiteMatches(site, want):
-				out = append(out, fmt.Sprintf("fork f%d's %s=%d hit %s, not %s", rb.Fork, attr, k, site, want))
-			}
+		r, ok := faultIn(o, f)
+		switch {
+		case !ok:
+		case r.inj == obs.InjNotReached:
+			out = append(out, fmt.Sprintf("fork f%d's %s=%d was not reached (fewer failure points), not %s", r.fork, f.Attr(), r.k, want))
+		case r.inj == obs.InjInjected && r.site != "" && !SiteMatches(r.site, want):
+			out = append(out, fmt.Sprintf("fork f%d's %s=%d hit %s, not %s", r.fork, f.Attr(), r.k, r.site, want))
 		}
 	}
 	return out
@@ -223,35 +210,41 @@ func siteName(want string) string {
 
 // injected says whether fault f was injected in run o.
 func injected(o *obs.Observation, f Fault) bool {
+	r, _ := faultIn(o, f)
+	return r.inj == obs.InjInjected
+}
+
+// faultRun is what a run recorded of one fault: the fork's number,
+// the injection outcome, the site the kernel reported, K and the failure
+// points left over when K was not reached.
+type faultRun struct {
+	fork      int
+	inj, site string
+	k, left   int
+}
+
+// faultIn is run o's record of fault f (ok false: none, or no o).
+func faultIn(o *obs.Observation, f Fault) (r faultRun, ok bool) {
 	if o == nil {
-		return false
+		return r, false
 	}
 	for _, rb := range o.Rollbacks {
 		switch {
 		case rb.Op != f.Op:
-		case !f.Child && rb.Cause == obs.CauseFailNth && rb.Injection == obs.InjInjected:
-			return true
-		case f.Child && rb.Child != nil && rb.Child.Injection == obs.InjInjected:
-			return true
+		case !f.Child && rb.Cause == obs.CauseFailNth:
+			return faultRun{rb.Fork, rb.Injection, rb.Site, rb.FailNth, rb.Remaining}, true
+		case f.Child && rb.Child != nil:
+			return faultRun{rb.Fork, rb.Child.Injection, rb.Child.Site, rb.Child.FailNth, rb.Child.Remaining}, true
 		}
 	}
-	return false
+	return r, false
 }
 
 // siteOf returns the site fault f hit in o ("" if it was not injected
 // or not reported).
 func siteOf(o *obs.Observation, f Fault) string {
-	if o == nil {
-		return ""
-	}
-	for _, rb := range o.Rollbacks {
-		switch {
-		case rb.Op != f.Op:
-		case !f.Child && rb.Cause == obs.CauseFailNth && rb.Injection == obs.InjInjected:
-			return rb.Site
-		case f.Child && rb.Child != nil && rb.Child.Injection == obs.InjInjected:
-			return rb.Child.Site
-		}
+	if r, _ := faultIn(o, f); r.inj == obs.InjInjected {
+		return r.site
 	}
 	return ""
 }
@@ -382,17 +375,8 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // its fork (or child) met fewer than its K (obs.InjNotReached); 0 if it
 // was reached, or o cannot tell.
 func notReached(o *obs.Observation, f Fault) int {
-	if o == nil {
-		return 0
-	}
-	for _, rb := range o.Rollbacks {
-		switch {
-		case rb.Op != f.Op:
-		case !f.Child && rb.Cause == obs.CauseFailNth && rb.Injection == obs.InjNotReached:
-			return rb.Remaining
-		case f.Child && rb.Child != nil && rb.Child.Injection == obs.InjNotReached:
-			return rb.Child.Remaining
-		}
+	if r, _ := faultIn(o, f); r.inj == obs.InjNotReached {
+		return r.left
 	}
 	return 0
 }

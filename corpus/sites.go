@@ -28,6 +28,11 @@ const SiteDirective = "site"
 // another site.
 const AnySite = "*"
 
+// AimWindow bounds how far from a program's K a replay looks for the K
+// that hits its fault site, either way (campaign.Aim; the C reproducer's
+// AIM_WINDOW).
+const AimWindow = 12
+
 // FaultSite is one site directive: the fork operation it names (an index
 // into the program's Ops), whether it is the child's fault (childfail)
 // and the site.

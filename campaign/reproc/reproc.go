@@ -53,6 +53,7 @@ import (
 	"github.com/forkfuzz/forkfuzz/agents/executor"
 	"github.com/forkfuzz/forkfuzz/agents/forkimpl"
 	"github.com/forkfuzz/forkfuzz/checker"
+	"github.com/forkfuzz/forkfuzz/corpus"
 	"github.com/forkfuzz/forkfuzz/fuzz/obs"
 	"github.com/forkfuzz/forkfuzz/fuzz/prog"
 )
@@ -516,7 +517,7 @@ func (g *gen) emitSites(b *bytes.Buffer) {
 	for _, st := range g.sites {
 		fmt.Fprintf(b, "\t{%d, %s},\n", st.Op, cstr(st.Site))
 	}
-	fmt.Fprintf(b, "\t{-1, 0}};\n#define NSITES %d\n#define FAULT_PLUMBING", len(g.sites))
+	fmt.Fprintf(b, "\t{-1, 0}};\n#define NSITES %d\n#define AIM_WINDOW %d\n#define FAULT_PLUMBING", len(g.sites), corpus.AimWindow)
 	for i, f := range executor.FaultPlumbing {
 		if i > 0 {
 			b.WriteString(",")
