@@ -152,6 +152,9 @@ func injectedWhere(p *prog.Program, rb *obs.Rollback) string {
 		if rb.Site != "" {
 			s += " (" + rb.Site + ")"
 		}
+		if rb.Silent {
+			s += " (an allocation that asks for no warning: the kernel printed no report)"
+		}
 	case rb.Injection == obs.InjNotReached:
 		s += fmt.Sprintf(": fail_nth=%d was not reached (fork passed %d failure points), no fault injected", rb.FailNth, rb.FailNth-rb.Remaining)
 	default:

@@ -237,6 +237,10 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 	if fd >= 0 {
 		unix.Close(fd)
 		readBackFailNth(rb, back, backN, backErr)
+		// fd >= 0: FaultInjection applied verbose=2, so the kernel
+		// reports every injected fault unless the allocation asked it
+		// not to (obs.Rollback.Silent).
+		rb.Silent = kmsg >= 0 && rb.Injection == obs.InjInjected && rb.Site == ""
 	}
 	m.recOp(i, errno, uint64(pid), start, end, 0)
 	if errno != 0 {

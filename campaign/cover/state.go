@@ -64,6 +64,9 @@ func StateFeatures(p *prog.Program, o *obs.Observation) []string {
 	}
 	for _, r := range o.Rollbacks {
 		site, _, _ := strings.Cut(strings.TrimSpace(r.Site), " ")
+		if r.Silent {
+			site = "silent"
+		}
 		add("fork-failed", r.Cause, r.Injection, r.Part, site)
 	}
 	if o.ForkImpl != nil {

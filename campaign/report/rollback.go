@@ -59,6 +59,9 @@ func rollbackFacts(b *html, p *prog.Program, rb *obs.Rollback) {
 	if rb.Site != "" {
 		kv("injection site", rb.Site)
 	}
+	if rb.Silent {
+		kv("injection site", "not reported: an allocation that asks for no warning (__GFP_NOWARN), which the kernel fails silently")
+	}
 	if rb.Memcg != "" {
 		kv("memory cgroup", rb.Memcg)
 	}

@@ -88,7 +88,8 @@ type ForkResult struct {
 	Runs, Failed, Tolerated int
 	Errnos                  map[int]int // errno -> runs
 	// Sites counts the runs by where the kernel said the fault struck
-	// (obs.Rollback.Site; "" when it did not say).
+	// (obs.Rollback.Site; SilentSite for an allocation that asks for no
+	// warning, obs.Rollback.Silent; "" when it did not say otherwise).
 	Sites map[string]int
 	// Child sweeps only: runs whose child died before user space
 	// (ChildKilled; by signal in ChildSignals, 0: it exited), whose child
@@ -307,6 +308,10 @@ func (sw *forkSweep) child(rb *obs.Rollback, attr string, k, issues int) (again,
 
 // parent takes in a run of fail_nth=K on the fork: the errno, the site
 // and the part of memory where it stopped; done says the sweep is over.
+// SilentSite is the Sites key of faults the kernel injected without a
+// report (obs.Rollback.Silent).
+const SilentSite = "(no report: an allocation that asks for no warning, __GFP_NOWARN, fails silently)"
+
 func (sw *forkSweep) parent(rb *obs.Rollback, k, issues int) (done bool, err error) {
 	fr, o := sw.fr, sw.o
 	if rb.Injection == obs.InjUnsupported {
@@ -319,7 +324,11 @@ func (sw *forkSweep) parent(rb *obs.Rollback, k, issues int) (done bool, err err
 		fr.Tolerated++
 	}
 	if rb.Injection == obs.InjInjected {
-		fr.Sites[rb.Site]++
+		site := rb.Site
+		if rb.Silent {
+			site = SilentSite
+		}
+		fr.Sites[site]++
 	}
 	if rb.Errno != 0 && rb.Injection == obs.InjInjected {
 		sw.part(rb, k)

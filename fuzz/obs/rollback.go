@@ -28,6 +28,12 @@ type Rollback struct {
 	// Site is where the kernel says it injected the fault (its log's
 	// stack trace, innermost caller first), "" if it did not say.
 	Site string `json:"site,omitempty"`
+	// Silent: the fault was injected and the kernel, set to report every
+	// injected fault (verbose=2), wrote no report. Linux fails an
+	// allocation that asks for no warning (__GFP_NOWARN) silently
+	// (lib/fault-inject.c, FAULT_NOWARN): such an allocation is never a
+	// reported site, and a fork often survives it (the caller falls back).
+	Silent bool `json:"silent,omitempty"`
 	// Part says on which side of the program's memory a failed fork with
 	// fail_nth stopped (PartProgram, PartRuntime; the executor's arena
 	// sentinel, `arena low` programs only); PartUnknown says why it was
