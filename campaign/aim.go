@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/forkfuzz/forkfuzz/agents"
 	"github.com/forkfuzz/forkfuzz/checker/judge"
@@ -167,10 +166,12 @@ func SiteMatches(got, want string) bool {
 
 // Missed says, for each fault of sites that run o could have injected
 // at its site but did not, what happened instead: the kernel reported
-// the fault at another site, or the fork met fewer failure points than
-// its K (the fork or the child did not fail). A fault the kernel could
-// not inject (no fail-nth) or did not report is not missed: o cannot
-// tell. nil when o exercised every fault of sites.
+// the fault at another site, failed an allocation that asks for no
+// warning (obs.Rollback.Silent: never a reported site), or the fork met
+// fewer failure points than its K (the fork or the child did not fail).
+// A fault the kernel could not inject (no fail-nth) or did not report
+// on a kernel that reports none (the simulated one) is not missed: o
+// cannot tell. nil when o exercised every fault of sites.
 func Missed(o *obs.Observation, sites Sites) []string {
 	if o == nil {
 		return nil
@@ -185,6 +186,8 @@ func Missed(o *obs.Observation, sites Sites) []string {
 			out = append(out, fmt.Sprintf("fork f%d's %s=%d was not reached (fewer failure points), not %s", r.fork, f.Attr(), r.k, want))
 		case r.inj == obs.InjInjected && r.site != "" && !SiteMatches(r.site, want):
 			out = append(out, fmt.Sprintf("fork f%d's %s=%d hit %s, not %s", r.fork, f.Attr(), r.k, r.site, want))
+		case r.inj == obs.InjInjected && r.silent && want != corpus.AnySite:
+			out = append(out, fmt.Sprintf("fork f%d's %s=%d hit %s, not %s", r.fork, f.Attr(), r.k, silentSite, want))
 		}
 	}
 	return out
@@ -215,13 +218,19 @@ func injected(o *obs.Observation, f Fault) bool {
 }
 
 // faultRun is what a run recorded of one fault: the fork's number,
-// the injection outcome, the site the kernel reported, K and the failure
-// points left over when K was not reached.
+// the injection outcome, the site the kernel reported (silent: none, on
+// a kernel that reports them), K and the failure points left over when
+// K was not reached.
 type faultRun struct {
 	fork      int
 	inj, site string
+	silent    bool
 	k, left   int
 }
+
+// silentSite is how notes name an allocation the kernel failed without a
+// report (obs.Rollback.Silent).
+const silentSite = "an allocation that asks for no warning (__GFP_NOWARN: the kernel fails it without a report)"
 
 // faultIn is run o's record of fault f (ok false: none, or no o).
 func faultIn(o *obs.Observation, f Fault) (r faultRun, ok bool) {
@@ -232,9 +241,9 @@ func faultIn(o *obs.Observation, f Fault) (r faultRun, ok bool) {
 		switch {
 		case rb.Op != f.Op:
 		case !f.Child && rb.Cause == obs.CauseFailNth:
-			return faultRun{rb.Fork, rb.Injection, rb.Site, rb.FailNth, rb.Remaining}, true
+			return faultRun{rb.Fork, rb.Injection, rb.Site, rb.Silent, rb.FailNth, rb.Remaining}, true
 		case f.Child && rb.Child != nil:
-			return faultRun{rb.Fork, rb.Child.Injection, rb.Child.Site, rb.Child.FailNth, rb.Child.Remaining}, true
+			return faultRun{rb.Fork, rb.Child.Injection, rb.Child.Site, false, rb.Child.FailNth, rb.Child.Remaining}, true
 		}
 	}
 	return r, false
@@ -292,8 +301,7 @@ func AimJudged(ctx context.Context, t agents.Target, p *prog.Program, sites Site
 		}
 		k0 := *f.nth(&q.Ops[f.Op])
 		fork, attr := q.Ops[f.Op].Fork, f.Attr()
-		left := 0 // the last run's failure points left over (K not reached)
-		reported := false
+		left, silent := 0, false // the last run's failure points left over (K not reached); its fault hit a silent allocation
 		try := func(k int) bool {
 			if r.Runs >= maxRuns || ctx.Err() != nil {
 				return false
@@ -302,16 +310,10 @@ func AimJudged(ctx context.Context, t agents.Target, p *prog.Program, sites Site
 			*f.nth(&c.Ops[f.Op]) = k
 			r.Runs++
 			o, err := t.Run(c, opt)
-			if err == nil && injected(o, f) && siteOf(o, f) == "" && reported && want != corpus.AnySite && r.Runs < maxRuns && sleepCtx(ctx, reportInterval) {
-				// This kernel reports sites, but not this one: it
-				// rate-limits fault reports (10 in 5 s); the same K
-				// again once the interval has passed.
-				r.Runs++
-				o, err = t.Run(c, opt)
-			}
-			reported = reported || siteOf(o, f) != ""
 			v, herr := judge.Judge(c, o, err)
 			left = notReached(o, f)
+			fr, _ := faultIn(o, f)
+			silent = fr.inj == obs.InjInjected && fr.silent
 			onSite := err == nil && hits(o, f, want)
 			if herr == nil && !v.OK() && r.Failed == nil {
 				r.Failed = &AimRun{Prog: c, Obs: o, Verdict: v}
@@ -334,6 +336,9 @@ func AimJudged(ctx context.Context, t agents.Target, p *prog.Program, sites Site
 		// K not reached: the fork met K-left failure points, and the
 		// search goes down from its last one (no K past it can fail).
 		center, why := k0, "hit another site"
+		if silent {
+			why = "hit " + silentSite
+		}
 		if left > 0 && k0-left >= 1 {
 			center, why = k0-left, fmt.Sprintf("was not reached (the fork has %d failure points)", k0-left)
 		}
@@ -352,23 +357,6 @@ func AimJudged(ctx context.Context, t agents.Target, p *prog.Program, sites Site
 		r.Note += fmt.Sprintf(" (aiming stopped after %d runs: %v)", r.Runs, err)
 	}
 	return r
-}
-
-// reportInterval is the kernel's rate limit interval of fault-injection
-// reports (DEFAULT_RATELIMIT_INTERVAL: 10 reports in 5 s per fault
-// attribute); a variable for tests.
-var reportInterval = 5 * time.Second
-
-// sleepCtx sleeps d unless ctx ends first; it says whether it slept.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // notReached is how many failure points fault f had left in run o when
