@@ -186,7 +186,7 @@ func Missed(o *obs.Observation, sites Sites) []string {
 			out = append(out, fmt.Sprintf("fork f%d's %s=%d was not reached (fewer failure points), not %s", r.fork, f.Attr(), r.k, want))
 		case r.inj == obs.InjInjected && r.site != "" && !SiteMatches(r.site, want):
 			out = append(out, fmt.Sprintf("fork f%d's %s=%d hit %s, not %s", r.fork, f.Attr(), r.k, r.site, want))
-		case r.inj == obs.InjInjected && r.silent && want != corpus.AnySite:
+		case r.inj == obs.InjInjected && r.silent:
 			out = append(out, fmt.Sprintf("fork f%d's %s=%d hit %s, not %s", r.fork, f.Attr(), r.k, silentSite, want))
 		}
 	}
@@ -195,10 +195,13 @@ func Missed(o *obs.Observation, sites Sites) []string {
 
 // hits says whether fault f hit site want in run o: the kernel reported
 // it there, or want is corpus.AnySite and f was injected (a kernel that
-// reports no sites, the simulated one, injects too).
+// reports no sites, the simulated one, injects too), but not into an
+// allocation the kernel fails silently: such an allocation has a
+// fallback, and the fork goes on as if nothing failed.
 func hits(o *obs.Observation, f Fault, want string) bool {
 	if want == corpus.AnySite {
-		return injected(o, f)
+		r, _ := faultIn(o, f)
+		return r.inj == obs.InjInjected && !r.silent
 	}
 	return SiteMatches(siteOf(o, f), want)
 }

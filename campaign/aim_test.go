@@ -257,16 +257,21 @@ func TestMissedAnySite(t *testing.T) {
 	sites := Sites{{Op: 2}: corpus.AnySite}
 	for _, tc := range []struct {
 		inj, site string
+		silent    bool
 		missed    bool
 	}{
-		{obs.InjInjected, "failslab: anon_vma_fork <- dup_mmap", false},
-		{obs.InjInjected, "fail_page_alloc: pte_alloc_one <- __pte_alloc", false},
-		{obs.InjNotReached, "", true},
+		{obs.InjInjected, "failslab: anon_vma_fork <- dup_mmap", false, false},
+		{obs.InjInjected, "fail_page_alloc: pte_alloc_one <- __pte_alloc", false, false},
+		{obs.InjInjected, "", false, false}, // a kernel that reports no sites
+		{obs.InjNotReached, "", false, true},
+		// An allocation the kernel fails silently has a fallback: the
+		// fork went on, nothing was tested.
+		{obs.InjInjected, "", true, true},
 	} {
-		o := obs.Observation{Rollbacks: []obs.Rollback{{Fork: 0, Op: 2, Cause: obs.CauseFailNth, FailNth: 121, Injection: tc.inj, Site: tc.site}}}
+		o := obs.Observation{Rollbacks: []obs.Rollback{{Fork: 0, Op: 2, Cause: obs.CauseFailNth, FailNth: 121, Injection: tc.inj, Site: tc.site, Silent: tc.silent}}}
 		m := Missed(&o, sites)
 		if (len(m) > 0) != tc.missed || OnSite(&o, sites) == tc.missed {
-			t.Errorf("%s %q: missed %q, on site %v; want missed %v", tc.inj, tc.site, m, OnSite(&o, sites), tc.missed)
+			t.Errorf("%s %q (silent %v): missed %q, on site %v; want missed %v", tc.inj, tc.site, tc.silent, m, OnSite(&o, sites), tc.missed)
 		}
 	}
 }

@@ -24,7 +24,8 @@ const SiteDirective = "site"
 
 // AnySite is a directive's site for a fault that may hit any allocation
 // but must hit one: `# site f0 fail_nth: *`. A replay whose fork did not
-// fail (K not reached) tested nothing and is aimed like one that hit
+// fail (K not reached, or K hit an allocation the kernel fails silently,
+// obs.Rollback.Silent) tested nothing and is aimed like one that hit
 // another site.
 const AnySite = "*"
 
