@@ -230,24 +230,32 @@ func (m *machine) forkMeasured(i, f int, start int64) {
 		m.pids[f] = int(pid)
 	}
 	rb.Errno = int(errno)
-	if kmsg >= 0 {
-		rb.Site = kmsgSite(kmsg)
-		unix.Close(kmsg)
-	}
-	if fd >= 0 {
-		unix.Close(fd)
-		readBackFailNth(rb, back, backN, backErr)
-		// fd >= 0: FaultInjection applied verbose=2, so the kernel
-		// reports every injected fault unless the allocation asked it
-		// not to (obs.Rollback.Silent).
-		rb.Silent = kmsg >= 0 && rb.Injection == obs.InjInjected && rb.Site == ""
-	}
+	injectionDone(rb, fd, kmsg, back, backN, backErr)
 	m.recOp(i, errno, uint64(pid), start, end, 0)
 	if errno != 0 {
 		m.measureAfter(rb, i)
 		return
 	}
 	m.rb.pending[f] = rb
+}
+
+// injectionDone closes a fork's fail-nth file fd and kernel log kmsg
+// (either -1: not opened) and records in rb what the fault did: the site
+// the kernel reported, and the read-back of fail-nth.
+func injectionDone(rb *obs.Rollback, fd, kmsg int, back []byte, backN, backErr uintptr) {
+	if kmsg >= 0 {
+		rb.Site = kmsgSite(kmsg)
+		unix.Close(kmsg)
+	}
+	if fd < 0 {
+		return
+	}
+	unix.Close(fd)
+	readBackFailNth(rb, back, backN, backErr)
+	// fd >= 0: FaultInjection applied verbose=2, so the kernel reports
+	// every injected fault unless the allocation asked it not to
+	// (obs.Rollback.Silent).
+	rb.Silent = kmsg >= 0 && rb.Injection == obs.InjInjected && rb.Site == ""
 }
 
 // openFailNth opens this thread's fail-nth file for a fork that asks for
