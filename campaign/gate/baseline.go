@@ -172,21 +172,7 @@ func (r *baseRepro) shownBy(v *judge.Verdict) []string {
 // reproducer that shows its finding's signature there once is settled:
 // the finding is pre-existing.
 func (g *gate) baseline(ph *Phase) {
-	var todo []int
-	for i := range g.res.Findings {
-		f := &g.res.Findings[i]
-		if k, _ := g.cfg.Known.Match(f.Signature, g.res.Kernel.Release, g.res.Kernel.Target, g.now()); k != nil {
-			continue
-		}
-		if _, hang := isTrouble(f); trouble(f) {
-			// Harness trouble that did not come back on the kernel
-			// under test is not the kernel's: nothing to compare.
-			if st, _ := troubleStatus(f, hang); st != StatusNew {
-				continue
-			}
-		}
-		todo = append(todo, i)
-	}
+	todo := g.baselineTodo()
 	if len(todo) == 0 {
 		ph.Skipped = "no finding to compare"
 		return
@@ -208,32 +194,7 @@ func (g *gate) baseline(ph *Phase) {
 		case <-stopWatch:
 		}
 	}()
-	// Distinct reproducers, in the order of their findings.
-	var order []string
-	rs := map[string]*baseRepro{}
-	for _, i := range todo {
-		f := &g.res.Findings[i]
-		h := baselineKey(f)
-		r, ok := rs[h]
-		if !ok {
-			r = &baseRepro{p: f.reproProg, mode: f.RunMode, sigs: map[string]bool{}, shown: map[string]int{}, broke: map[string]int{}, other: map[string]bool{}, as: map[string]string{},
-				sites: f.sites}
-			rs[h] = r
-			order = append(order, h)
-		}
-		r.sigs[f.Signature] = true
-		if _, hang := isTrouble(f); hang {
-			// A hang counts against the kernel under test only if it
-			// came back with a longer timeout (confirm): the baseline
-			// gets the same, or a slow run there would make it
-			// pre-existing.
-			to := g.confirmTimeout(f.Signature)
-			if c := f.Confirm; c != nil && c.TimeoutS > 0 {
-				to = time.Duration(c.TimeoutS * float64(time.Second))
-			}
-			r.timeout = max(r.timeout, to)
-		}
-	}
+	order, rs := g.baseRepros(todo)
 	settled := func(r *baseRepro) bool {
 		for s := range r.sigs {
 			if r.shown[s] < baselineNeed(s) {
@@ -295,6 +256,66 @@ rounds:
 			r.runs++
 		}
 	}
+	g.recordBaseline(todo, rs)
+	ph.Note = fmt.Sprintf("baseline %s up in %v (booted in the background from the start); %d distinct reproducers of %d findings, %d runs (up to %d each, stopping at the first reproduction)",
+		bt.Name(), bo.took.Round(time.Millisecond), len(order), len(todo), total, g.cfg.BaselineReplays)
+}
+
+// baselineTodo lists the findings the baseline phase replays: those no
+// known-issue entry matches, and no harness trouble that did not come
+// back on the kernel under test (it is not the kernel's: nothing to
+// compare).
+func (g *gate) baselineTodo() []int {
+	var todo []int
+	for i := range g.res.Findings {
+		f := &g.res.Findings[i]
+		if k, _ := g.cfg.Known.Match(f.Signature, g.res.Kernel.Release, g.res.Kernel.Target, g.now()); k != nil {
+			continue
+		}
+		if _, hang := isTrouble(f); trouble(f) {
+			if st, _ := troubleStatus(f, hang); st != StatusNew {
+				continue
+			}
+		}
+		todo = append(todo, i)
+	}
+	return todo
+}
+
+// baseRepros groups findings todo by reproducer (baselineKey): the
+// distinct reproducers in the order of their findings, and each one's
+// replay state.
+func (g *gate) baseRepros(todo []int) (order []string, rs map[string]*baseRepro) {
+	rs = map[string]*baseRepro{}
+	for _, i := range todo {
+		f := &g.res.Findings[i]
+		h := baselineKey(f)
+		r, ok := rs[h]
+		if !ok {
+			r = &baseRepro{p: f.reproProg, mode: f.RunMode, sigs: map[string]bool{}, shown: map[string]int{}, broke: map[string]int{}, other: map[string]bool{}, as: map[string]string{},
+				sites: f.sites}
+			rs[h] = r
+			order = append(order, h)
+		}
+		r.sigs[f.Signature] = true
+		if _, hang := isTrouble(f); hang {
+			// A hang counts against the kernel under test only if it
+			// came back with a longer timeout (confirm): the baseline
+			// gets the same, or a slow run there would make it
+			// pre-existing.
+			to := g.confirmTimeout(f.Signature)
+			if c := f.Confirm; c != nil && c.TimeoutS > 0 {
+				to = time.Duration(c.TimeoutS * float64(time.Second))
+			}
+			r.timeout = max(r.timeout, to)
+		}
+	}
+	return order, rs
+}
+
+// recordBaseline writes what the baseline's replays of reproducers rs
+// showed into findings todo (Finding.Baseline).
+func (g *gate) recordBaseline(todo []int, rs map[string]*baseRepro) {
 	for _, i := range todo {
 		f := &g.res.Findings[i]
 		r := rs[baselineKey(f)]
@@ -314,8 +335,6 @@ rounds:
 			sort.Strings(f.Baseline.Other)
 		}
 	}
-	ph.Note = fmt.Sprintf("baseline %s up in %v (booted in the background from the start); %d distinct reproducers of %d findings, %d runs (up to %d each, stopping at the first reproduction)",
-		bt.Name(), bo.took.Round(time.Millisecond), len(order), len(todo), total, g.cfg.BaselineReplays)
 }
 
 // baselineNeed is how many baseline runs must show a finding of
