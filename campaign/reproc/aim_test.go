@@ -52,8 +52,8 @@ func TestQEMUReproAimsAtSite(t *testing.T) {
 	t.Logf("recorded site:\n%s", on)
 }
 
-// Sites name main-process forks with fail_nth; anything else is refused
-// with the op it names.
+// Sites name main-process forks with fail_nth, or childfail for a
+// child's site; anything else is refused with the op it names.
 func TestSitesRefused(t *testing.T) {
 	p, err := corpus.ParseFile("t.ffz", []byte("forkfuzz v1\nregion r0 anon-private pages=4 thp=off\nstore r0 off=0x0 count=1 stride=0x8\nfork f0 fail_nth=3\nfork f1\nwait f0\nwait f1\n"))
 	if err != nil {
@@ -64,7 +64,8 @@ func TestSitesRefused(t *testing.T) {
 		want string
 	}{
 		{Site{Op: 0, Site: "*"}, "op 0: not a fork"},
-		{Site{Op: 2, Site: "*"}, "op 2: not a fork of the main process with fail_nth"},
+		{Site{Op: 2, Site: "*"}, "op 2: the fork has no fail_nth"},
+		{Site{Op: 1, Child: true, Site: "*"}, "op 1: the fork has no childfail"},
 		{Site{Op: 1, Site: ""}, "op 1: empty"},
 		{Site{Op: 9, Site: "*"}, "op 9: not a fork"},
 	} {
@@ -73,7 +74,7 @@ func TestSitesRefused(t *testing.T) {
 		}
 	}
 	src, err := Translate(p, Options{Sites: []Site{{Op: 1, Site: "failslab: vm_area_dup <- dup_mmap"}}})
-	if err != nil || !strings.Contains(string(src), `{1, "failslab: vm_area_dup <- dup_mmap"},`) || !strings.Contains(string(src), "#define NSITES 1") {
+	if err != nil || !strings.Contains(string(src), `{1, 0, "failslab: vm_area_dup <- dup_mmap"},`) || !strings.Contains(string(src), "#define NSITES 1") {
 		t.Fatalf("a valid site: %v", err)
 	}
 }

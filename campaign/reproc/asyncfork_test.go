@@ -317,3 +317,80 @@ func TestQEMUAsyncForkSeqRepro(t *testing.T) {
 		}
 	}
 }
+
+// TestQEMUReproAimsAtChildSite: a childfail finding's C reproducer checks
+// where the child's fault hit, as a fail_nth one does. The site and K are
+// taken from the executor's run on the Async-fork kernel (the last
+// childfail K the kernel reported in the child's copy of the page
+// tables), as a finding records them; in the C reproducer, a much smaller
+// process, the child copies fewer page tables and that K is not reached:
+// it aims childfail down from the child's last point to the site (exit 0,
+// the site named), and a made-up site ends UNDECIDED (exit 3) after
+// aiming, never ok.
+func TestQEMUReproAimsAtChildSite(t *testing.T) {
+	needQEMU(t)
+	image := testutil.AsyncForkKernel(t)
+	tg, err := vm.New(vm.Config{Kernel: image, Agent: staticAgent(t), Accel: "auto", Workdir: t.TempDir(),
+		BootTimeout: 3 * time.Minute, ProgramTimeout: 2 * time.Minute, TargetFile: &vm.TargetFile{Cmdline: asyncForkCmdline}})
+	if err != nil {
+		t.Fatalf("boot %s: %v", image, err)
+	}
+	defer tg.Close()
+	accel, release := tg.Accel(), ""
+	// The executor's run: the last childfail K the kernel reported in
+	// the child's copy (its child copies the Go process's page tables:
+	// 35 points on this kernel, all the same site).
+	var p *prog.Program
+	var site string
+	for k := 1; k <= 60; k++ {
+		q, err := prog.Parse([]byte(strings.Replace(childFailC, "childfail=2", fmt.Sprintf("childfail=%d", k), 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := tg.Run(q, agents.Options{ForkImpl: "async-fork"})
+		if err != nil {
+			t.Fatalf("childfail=%d: %v", k, err)
+		}
+		release = o.Kernel
+		reached := false
+		for _, rb := range o.Rollbacks {
+			if c := rb.Child; c != nil && c.Injection == obs.InjInjected && c.Phase == obs.PhaseCopy && c.Site != "" {
+				p, site, reached = q, c.Site, true
+			}
+		}
+		if !reached {
+			break
+		}
+	}
+	if p != nil {
+		t.Logf("executor: childfail=%d hit %s", p.Ops[p.ForkOp(0)].ChildFail, site)
+	}
+	tg.Close()
+	if site == "" {
+		t.Fatal("no childfail K from 1 to 40 was reported in the child's copy of the page tables")
+	}
+	fork := p.ForkOp(0)
+	sites := SitesOf(p, &obs.Observation{Rollbacks: []obs.Rollback{{Op: fork, Cause: obs.CauseKill,
+		Child: &obs.ChildFault{FailNth: p.Ops[fork].ChildFail, Injection: obs.InjInjected, Site: site}}}})
+	if len(sites) != 1 || !sites[0].Child || sites[0].Op != fork {
+		t.Fatalf("SitesOf = %+v, want the child's site of op %d", sites, fork)
+	}
+	var srcs [][]byte
+	for _, s := range []string{site, "failslab: no_such_allocation"} {
+		src, err := Translate(p, Options{Kernel: release, ForkImpl: "async-fork", Sites: []Site{{Op: fork, Child: true, Site: s}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, src)
+	}
+	console := runReproVM(t, image, asyncForkCmdline, accel, srcs)
+	got := reproExits(console)
+	on, off := section(console, 0), section(console, 1)
+	if got[0] != 0 || !strings.Contains(on, "aimed: childfail=") || !strings.Contains(on, "the recorded site ("+site+")") {
+		t.Errorf("recorded site: exit %d; want 0 with the child's fault on the site:\n%s", got[0], on)
+	}
+	if got[1] != exitUndecided || !strings.Contains(off, "result: UNDECIDED") || !strings.Contains(off, "running again with childfail=") {
+		t.Errorf("a site no K hits: exit %d; want %d after aiming:\n%s", got[1], exitUndecided, off)
+	}
+	t.Logf("recorded site:\n%s", on)
+}

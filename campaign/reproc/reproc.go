@@ -94,11 +94,13 @@ type Options struct {
 }
 
 // Site is one fork's recorded fault site: the fork operation (an index
-// into the program's Ops) and the kernel's report of it
-// (obs.Rollback.Site).
+// into the program's Ops), whether the fault is the child's (childfail;
+// obs.ChildFault.Site) or the fork's own (fail_nth; obs.Rollback.Site),
+// and the kernel's report of it.
 type Site struct {
-	Op   int
-	Site string
+	Op    int
+	Child bool
+	Site  string
 }
 
 // Mutations lists the test-only expectation mutations.
@@ -126,8 +128,11 @@ func Translate(p *prog.Program, opt Options) ([]byte, error) {
 		return nil, fmt.Errorf("the model rejects its own expected run of this program (%s): cannot build a reproducer", spec.Findings[0].Signature)
 	}
 	for _, st := range opt.Sites {
-		if st.Op < 0 || st.Op >= len(p.Ops) || p.Ops[st.Op].Kind != prog.OpFork || p.Ops[st.Op].Proc != 0 || p.Ops[st.Op].FailNth <= 0 {
-			return nil, fmt.Errorf("fault site of op %d: not a fork of the main process with fail_nth", st.Op)
+		if st.Op < 0 || st.Op >= len(p.Ops) || p.Ops[st.Op].Kind != prog.OpFork || p.Ops[st.Op].Proc != 0 {
+			return nil, fmt.Errorf("fault site of op %d: not a fork of the main process", st.Op)
+		}
+		if op := p.Ops[st.Op]; !st.Child && op.FailNth <= 0 || st.Child && op.ChildFail <= 0 {
+			return nil, fmt.Errorf("fault site of op %d: the fork has no %s", st.Op, map[bool]string{false: "fail_nth", true: "childfail"}[st.Child])
 		}
 		if st.Site == "" {
 			return nil, fmt.Errorf("fault site of op %d: empty", st.Op)
@@ -513,11 +518,11 @@ func (g *gen) emitForkImpl(b *bytes.Buffer) {
 // emitSites writes SITES (the recorded fault sites) and FAULT_PLUMBING
 // (the frames a site summary skips, executor.FaultPlumbing).
 func (g *gen) emitSites(b *bytes.Buffer) {
-	b.WriteString("\nstruct site { int op; const char *site; };\nstatic const struct site SITES[] = {\n")
+	b.WriteString("\nstruct site { int op, child; const char *site; };\nstatic const struct site SITES[] = {\n")
 	for _, st := range g.sites {
-		fmt.Fprintf(b, "\t{%d, %s},\n", st.Op, cstr(st.Site))
+		fmt.Fprintf(b, "\t{%d, %d, %s},\n", st.Op, b2i(st.Child), cstr(st.Site))
 	}
-	fmt.Fprintf(b, "\t{-1, 0}};\n#define NSITES %d\n#define AIM_WINDOW %d\n#define FAULT_PLUMBING", len(g.sites), corpus.AimWindow)
+	fmt.Fprintf(b, "\t{-1, 0, 0}};\n#define NSITES %d\n#define AIM_WINDOW %d\n#define FAULT_PLUMBING", len(g.sites), corpus.AimWindow)
 	for i, f := range executor.FaultPlumbing {
 		if i > 0 {
 			b.WriteString(",")
@@ -556,19 +561,27 @@ func ForFinding(minimized, program *prog.Program, minObs, o *obs.Observation) ([
 }
 
 // SitesOf is where run o of p injected the faults of p's main-process
-// fail_nth forks, as the kernel reported them (obs.Rollback.Site): the
-// sites a reproducer of the finding aims at.
+// forks, fail_nth and childfail, as the kernel reported them
+// (obs.Rollback.Site, obs.ChildFault.Site): the sites a reproducer of the
+// finding aims at.
 func SitesOf(p *prog.Program, o *obs.Observation) []Site {
 	if o == nil {
 		return nil
 	}
 	var out []Site
 	for _, rb := range o.Rollbacks {
-		if rb.Cause != obs.CauseFailNth || rb.Injection != obs.InjInjected || rb.Site == "" || rb.Op < 0 || rb.Op >= len(p.Ops) {
+		if rb.Op < 0 || rb.Op >= len(p.Ops) {
 			continue
 		}
-		if op := p.Ops[rb.Op]; op.Kind == prog.OpFork && op.Proc == 0 && op.FailNth > 0 {
+		op := p.Ops[rb.Op]
+		if op.Kind != prog.OpFork || op.Proc != 0 {
+			continue
+		}
+		if rb.Cause == obs.CauseFailNth && rb.Injection == obs.InjInjected && rb.Site != "" && op.FailNth > 0 {
 			out = append(out, Site{Op: rb.Op, Site: rb.Site})
+		}
+		if c := rb.Child; c != nil && c.FailNth > 0 && c.Injection == obs.InjInjected && c.Site != "" && op.ChildFail > 0 {
+			out = append(out, Site{Op: rb.Op, Child: true, Site: c.Site})
 		}
 	}
 	return out

@@ -33,11 +33,7 @@ func cmdReproC(args []string, stdout, stderr io.Writer) int {
 	}
 	opt := reproc.Options{Kernel: string(*kernel), ForkImpl: *impl, Mutate: *mutate}
 	for _, e := range sites.List() {
-		if e.Fault.Child {
-			fmt.Fprintf(stderr, "forkfuzz repro-c: note: %s: the childfail site of op %d is not checked by the C reproducer (fail_nth sites only)\n", fs.Arg(0), e.Fault.Op)
-			continue
-		}
-		opt.Sites = append(opt.Sites, reproc.Site{Op: e.Fault.Op, Site: e.Site})
+		opt.Sites = append(opt.Sites, reproc.Site{Op: e.Fault.Op, Child: e.Fault.Child, Site: e.Site})
 	}
 	c, err := reproc.Translate(p, opt)
 	if err != nil {
