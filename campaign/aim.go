@@ -214,12 +214,6 @@ func siteName(want string) string {
 	return want
 }
 
-// injected says whether fault f was injected in run o.
-func injected(o *obs.Observation, f Fault) bool {
-	r, _ := faultIn(o, f)
-	return r.inj == obs.InjInjected
-}
-
 // faultRun is what a run recorded of one fault: the fork's number,
 // the injection outcome, the site the kernel reported (silent: none, on
 // a kernel that reports them), K and the failure points left over when
