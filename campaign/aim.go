@@ -240,7 +240,7 @@ func faultIn(o *obs.Observation, f Fault) (r faultRun, ok bool) {
 		case !f.Child && rb.Cause == obs.CauseFailNth:
 			return faultRun{rb.Fork, rb.Injection, rb.Site, rb.Silent, rb.FailNth, rb.Remaining}, true
 		case f.Child && rb.Child != nil:
-			return faultRun{rb.Fork, rb.Child.Injection, rb.Child.Site, false, rb.Child.FailNth, rb.Child.Remaining}, true
+			return faultRun{rb.Fork, rb.Child.Injection, rb.Child.Site, rb.Child.Silent, rb.Child.FailNth, rb.Child.Remaining}, true
 		}
 	}
 	return r, false

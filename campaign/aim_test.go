@@ -238,6 +238,7 @@ func TestMissed(t *testing.T) {
 		}(), "fork f1's fail_nth=90 hit an allocation that asks for no warning (__GFP_NOWARN"},
 		{"child elsewhere", rb(obs.InjInjected, site, &obs.ChildFault{FailNth: 5, Injection: obs.InjInjected, Site: "failslab: z"}), "fork f1's childfail=5 hit failslab: z"},
 		{"child not reached", rb(obs.InjInjected, site, &obs.ChildFault{FailNth: 5, Injection: obs.InjNotReached}), "fork f1's childfail=5 was not reached"},
+		{"child silent", rb(obs.InjInjected, site, &obs.ChildFault{FailNth: 5, Injection: obs.InjInjected, Silent: true}), "fork f1's childfail=5 hit an allocation that asks for no warning"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := strings.Join(Missed(&tc.o, sites), "; ")

@@ -129,6 +129,9 @@ func injectedWhere(p *prog.Program, rb *obs.Rollback) string {
 			if c.Site != "" {
 				s += " (" + c.Site + ")"
 			}
+			if c.Silent {
+				s += " (an allocation that asks for no warning: the kernel printed no report)"
+			}
 		case c.Injection == obs.InjNotReached:
 			s += fmt.Sprintf(": childfail=%d was not reached (the child passed %d failure points before user space), no fault injected", c.FailNth, c.FailNth-c.Remaining)
 		default:

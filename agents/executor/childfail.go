@@ -327,6 +327,9 @@ func (a *childArm) settle(lim *childLimit) *obs.ChildFault {
 		lines := kmsgReport(a.kmsg)
 		cf.Site = ParseFaultSite(lines)
 		cf.Phase = FaultPhase(lines, a.pid)
+		// Read after the child stopped or died: its report, if any, is
+		// whole (a child_oom limit reports none of its own).
+		cf.Silent = lim == nil && cf.Injection == obs.InjInjected && cf.Site == ""
 	}
 	if cf.Outcome == obs.ChildStopped {
 		sys2(unix.SYS_KILL, uintptr(a.pid), uintptr(unix.SIGCONT))

@@ -74,6 +74,9 @@ func rollbackFacts(b *html, p *prog.Program, rb *obs.Rollback) {
 		if c.Site != "" {
 			kv("child fault site", fmt.Sprintf("%s (phase %s)", c.Site, c.Phase))
 		}
+		if c.Silent {
+			kv("child fault site", "not reported: an allocation that asks for no warning (__GFP_NOWARN), which the kernel fails silently")
+		}
 		out := "reached user space"
 		if c.Outcome == "died" {
 			out = fmt.Sprintf("died before user space: signal %d, exit code %d", c.Signal, c.Status)

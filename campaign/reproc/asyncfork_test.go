@@ -354,6 +354,9 @@ func TestQEMUReproAimsAtChildSite(t *testing.T) {
 		release = o.Kernel
 		reached := false
 		for _, rb := range o.Rollbacks {
+			if c := rb.Child; c != nil && c.Injection == obs.InjInjected && c.Site == "" && !c.Silent {
+				t.Errorf("childfail=%d: injected with no site and not marked silent", k)
+			}
 			if c := rb.Child; c != nil && c.Injection == obs.InjInjected && c.Phase == obs.PhaseCopy && c.Site != "" {
 				p, site, reached = q, c.Site, true
 			}

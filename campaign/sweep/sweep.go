@@ -447,7 +447,11 @@ func childRun(fr *ForkResult, rb *obs.Rollback, attr string, k, issues int, log 
 		fr.ChildSignals[cf.Signal]++
 	}
 	if cf.Injection == obs.InjInjected {
-		fr.Sites[cf.Site]++
+		site := cf.Site
+		if cf.Silent {
+			site = SilentSite
+		}
+		fr.Sites[site]++
 		fr.Phases[cf.Phase]++
 		if cf.Outcome == obs.ChildStopped {
 			fr.ChildSurvived++

@@ -129,6 +129,10 @@ type ChildFault struct {
 	// space), PhaseOther (not the child's stack), "" (no report).
 	Site  string `json:"site,omitempty"`
 	Phase string `json:"phase,omitempty"`
+	// Silent: childfail was injected, reports were on, and the child,
+	// read after it stopped or died, printed none: an allocation that
+	// asks for no warning (as Rollback.Silent).
+	Silent bool `json:"silent,omitempty"`
 	// Outcome: ChildStopped (it reached user space and stopped on
 	// SIGSTOP; it went on with SIGCONT) or ChildDied (it died before user
 	// space: Signal is the signal that killed it, 0 if it exited, Status
