@@ -188,6 +188,8 @@ func Missed(o *obs.Observation, sites Sites) []string {
 			out = append(out, fmt.Sprintf("fork f%d's %s=%d hit %s, not %s", r.fork, f.Attr(), r.k, r.site, want))
 		case r.inj == obs.InjInjected && r.silent:
 			out = append(out, fmt.Sprintf("fork f%d's %s=%d hit %s, not %s", r.fork, f.Attr(), r.k, silentSite, want))
+		case r.inj == obs.InjInjected && want == corpus.AnySite && !r.failed:
+			out = append(out, fmt.Sprintf("fork f%d's %s=%d was injected and the %s went on (the allocation has a fallback), not %s", r.fork, f.Attr(), r.k, map[bool]string{false: "fork", true: "child"}[f.Child], want))
 		}
 	}
 	return out
@@ -195,13 +197,13 @@ func Missed(o *obs.Observation, sites Sites) []string {
 
 // hits says whether fault f hit site want in run o: the kernel reported
 // it there, or want is corpus.AnySite and f was injected (a kernel that
-// reports no sites, the simulated one, injects too), but not into an
-// allocation the kernel fails silently: such an allocation has a
-// fallback, and the fork goes on as if nothing failed.
+// reports no sites, the simulated one, injects too) and made something
+// fail: not an allocation the kernel fails silently, nor one whose
+// fallback let the fork (or the child) go on as if nothing failed.
 func hits(o *obs.Observation, f Fault, want string) bool {
 	if want == corpus.AnySite {
 		r, _ := faultIn(o, f)
-		return r.inj == obs.InjInjected && !r.silent
+		return r.inj == obs.InjInjected && !r.silent && r.failed
 	}
 	return SiteMatches(siteOf(o, f), want)
 }
@@ -216,13 +218,14 @@ func siteName(want string) string {
 
 // faultRun is what a run recorded of one fault: the fork's number,
 // the injection outcome, the site the kernel reported (silent: none, on
-// a kernel that reports them), K and the failure points left over when
-// K was not reached.
+// a kernel that reports them), whether it made something fail (the fork
+// returned an error, a deferred copy failed, the child died before user
+// space), K and the failure points left over when K was not reached.
 type faultRun struct {
-	fork      int
-	inj, site string
-	silent    bool
-	k, left   int
+	fork           int
+	inj, site      string
+	silent, failed bool
+	k, left        int
 }
 
 // silentSite is how notes name an allocation the kernel failed without a
@@ -238,12 +241,25 @@ func faultIn(o *obs.Observation, f Fault) (r faultRun, ok bool) {
 		switch {
 		case rb.Op != f.Op:
 		case !f.Child && rb.Cause == obs.CauseFailNth:
-			return faultRun{rb.Fork, rb.Injection, rb.Site, rb.Silent, rb.FailNth, rb.Remaining}, true
+			return faultRun{rb.Fork, rb.Injection, rb.Site, rb.Silent, rb.Errno != 0 || copyFailed(o, rb.Fork), rb.FailNth, rb.Remaining}, true
 		case f.Child && rb.Child != nil:
-			return faultRun{rb.Fork, rb.Child.Injection, rb.Child.Site, rb.Child.Silent, rb.Child.FailNth, rb.Child.Remaining}, true
+			return faultRun{rb.Fork, rb.Child.Injection, rb.Child.Site, rb.Child.Silent, rb.CopyKilled(), rb.Child.FailNth, rb.Child.Remaining}, true
 		}
 	}
 	return r, false
+}
+
+// copyFailed says whether run o's fork f had its deferred copy fail of
+// an injected fault after fork returned (obs.EvInjectedCopyFail: the
+// simulated Async-fork model, whose fork's fail_nth counts on into the
+// child's background copy).
+func copyFailed(o *obs.Observation, f int) bool {
+	for _, e := range o.Events {
+		if e.Kind == obs.EvInjectedCopyFail && e.Fork == f {
+			return true
+		}
+	}
+	return false
 }
 
 // siteOf returns the site fault f hit in o ("" if it was not injected

@@ -50,7 +50,7 @@ func (s *siteTarget) Run(p *prog.Program, _ agents.Options) (*obs.Observation, e
 	if s.silent[k] {
 		return &obs.Observation{Rollbacks: []obs.Rollback{{Op: s.op, Cause: obs.CauseFailNth, Injection: obs.InjInjected, FailNth: k, Silent: true}}}, nil
 	}
-	return &obs.Observation{Rollbacks: []obs.Rollback{{Op: s.op, Cause: obs.CauseFailNth, Injection: obs.InjInjected, FailNth: k, Site: site}}}, nil
+	return &obs.Observation{Rollbacks: []obs.Rollback{{Op: s.op, Cause: obs.CauseFailNth, Injection: obs.InjInjected, FailNth: k, Site: site, Errno: 12}}}, nil
 }
 
 func (s *siteTarget) Close() error { return nil }
@@ -256,23 +256,31 @@ func TestMissed(t *testing.T) {
 // that did not fail missed it.
 func TestMissedAnySite(t *testing.T) {
 	sites := Sites{{Op: 2}: corpus.AnySite}
+	copyFail := []obs.Event{obs.ForkEvent(obs.EvInjectedCopyFail, 0, "fork f0: allocation 121 failed in the background copy: the child is killed")}
 	for _, tc := range []struct {
 		inj, site string
 		silent    bool
+		errno     int
+		events    []obs.Event
 		missed    bool
 	}{
-		{obs.InjInjected, "failslab: anon_vma_fork <- dup_mmap", false, false},
-		{obs.InjInjected, "fail_page_alloc: pte_alloc_one <- __pte_alloc", false, false},
-		{obs.InjInjected, "", false, false}, // a kernel that reports no sites
-		{obs.InjNotReached, "", false, true},
+		{obs.InjInjected, "failslab: anon_vma_fork <- dup_mmap", false, 12, nil, false},
+		{obs.InjInjected, "fail_page_alloc: pte_alloc_one <- __pte_alloc", false, 12, nil, false},
+		{obs.InjInjected, "", false, 12, nil, false}, // a kernel that reports no sites
+		{obs.InjNotReached, "", false, 0, nil, true},
 		// An allocation the kernel fails silently has a fallback: the
 		// fork went on, nothing was tested.
-		{obs.InjInjected, "", true, true},
+		{obs.InjInjected, "", true, 0, nil, true},
+		// So has a reported one the fork survived.
+		{obs.InjInjected, "failslab: __khugepaged_enter <- dup_mmap", false, 0, nil, true},
+		// The simulated Async-fork model: the fork returned, its
+		// deferred copy failed of the fault.
+		{obs.InjInjected, "", false, 0, copyFail, false},
 	} {
-		o := obs.Observation{Rollbacks: []obs.Rollback{{Fork: 0, Op: 2, Cause: obs.CauseFailNth, FailNth: 121, Injection: tc.inj, Site: tc.site, Silent: tc.silent}}}
+		o := obs.Observation{Events: tc.events, Rollbacks: []obs.Rollback{{Fork: 0, Op: 2, Cause: obs.CauseFailNth, FailNth: 121, Injection: tc.inj, Site: tc.site, Silent: tc.silent, Errno: tc.errno}}}
 		m := Missed(&o, sites)
 		if (len(m) > 0) != tc.missed || OnSite(&o, sites) == tc.missed {
-			t.Errorf("%s %q (silent %v): missed %q, on site %v; want missed %v", tc.inj, tc.site, tc.silent, m, OnSite(&o, sites), tc.missed)
+			t.Errorf("%s %q (silent %v, errno %d, events %v): missed %q, on site %v; want missed %v", tc.inj, tc.site, tc.silent, tc.errno, tc.events, m, OnSite(&o, sites), tc.missed)
 		}
 	}
 }

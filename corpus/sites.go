@@ -24,9 +24,9 @@ const SiteDirective = "site"
 
 // AnySite is a directive's site for a fault that may hit any allocation
 // but must hit one: `# site f0 fail_nth: *`. A replay whose fork did not
-// fail (K not reached, or K hit an allocation the kernel fails silently,
-// obs.Rollback.Silent) tested nothing and is aimed like one that hit
-// another site.
+// fail (K not reached, or K hit an allocation with a fallback, reported
+// or failed silently, obs.Rollback.Silent) tested nothing and is aimed
+// like one that hit another site.
 const AnySite = "*"
 
 // AimWindow bounds how far from a program's K a replay looks for the K
