@@ -306,12 +306,12 @@ func (sw *forkSweep) child(rb *obs.Rollback, attr string, k, issues int) (again,
 	return false, done, err
 }
 
-// parent takes in a run of fail_nth=K on the fork: the errno, the site
-// and the part of memory where it stopped; done says the sweep is over.
 // SilentSite is the Sites key of faults the kernel injected without a
 // report (obs.Rollback.Silent).
 const SilentSite = "(no report: an allocation that asks for no warning, __GFP_NOWARN, fails silently)"
 
+// parent takes in a run of fail_nth=K on the fork: the errno, the site
+// and the part of memory where it stopped; done says the sweep is over.
 func (sw *forkSweep) parent(rb *obs.Rollback, k, issues int) (done bool, err error) {
 	fr, o := sw.fr, sw.o
 	if rb.Injection == obs.InjUnsupported {
