@@ -139,10 +139,9 @@ func failNthReplays(t *testing.T, tg *Target, p0 *prog.Program) {
 		}
 		// Below the Go heap the failure strikes in the program's part
 		// (the executor's sentinel, agents/executor/sentinel.go); at the
-		// top it is not measured. The sentinel reads a minor fault on
-		// its page as "the fork copied it": a rehearsal once read
-		// "runtime" in 1 of 10 replays (the runs back to back, no
-		// pauses), so one miss is logged, two fail.
+		// top it is not measured. The sentinel reads any minor fault
+		// on its page as "the fork copied it" (docs/rollback.md), so
+		// one miss is logged, two fail.
 		if wantPart := map[prog.Arena]string{prog.ArenaLow: obs.PartProgram}[p0.Arena]; rb.Errno != 0 && rb.Part != wantPart {
 			offPart++
 			t.Logf("arena %v: fail_nth=%d failed the fork in part %q (%s), want %q", p0.Arena, k, rb.Part, rb.PartUnknown, wantPart)

@@ -20,9 +20,8 @@ func TestQEMUSnapshot(t *testing.T) {
 	needQEMU(t)
 	image := referenceKernel(t)
 	dir := t.TempDir()
-	// HangTimeout: under a loaded CI host (other packages' VMs) the
-	// sysrq crash once printed nothing within 30 s and the test read a
-	// hang instead of the panic; it passes alone in 34 s.
+	// HangTimeout: generous, so that a guest slowed by other VMs shows
+	// its panic before the hang detector fires (docs/qemu.md).
 	cfg := Config{Kernel: image, Agent: staticAgent(t), Accel: "auto", Workdir: t.TempDir(), SnapshotDir: dir,
 		HangTimeout: 90 * time.Second, BootTimeout: 90 * time.Second, Log: testLog{t}}
 	tg, err := New(cfg)

@@ -24,6 +24,18 @@ import (
 // write_protect_seq accounting trips a VM_BUG_ON).
 const asyncForkCmdline = "async_fork.seq_fix=1"
 
+// bootAsyncFork boots the Async-fork kernel image for the executor's
+// runs (with asyncForkCmdline).
+func bootAsyncFork(t *testing.T, image string) *vm.Target {
+	t.Helper()
+	tg, err := vm.New(vm.Config{Kernel: image, Agent: staticAgent(t), Accel: "auto", Workdir: t.TempDir(),
+		BootTimeout: 3 * time.Minute, ProgramTimeout: 2 * time.Minute, TargetFile: &vm.TargetFile{Cmdline: asyncForkCmdline}})
+	if err != nil {
+		t.Fatalf("boot %s: %v", image, err)
+	}
+	return tg
+}
+
 // TestQEMUAsyncForkRepro: C reproducers made with --fork-impl async-fork
 // switch Async-fork on for themselves (memory.async_fork=1 on a memory
 // cgroup of their own), show per fork that the copy was deferred, and
@@ -57,11 +69,7 @@ func TestQEMUAsyncForkRepro(t *testing.T) {
 	}
 	progs = append(progs, entry{"no injection", plain})
 
-	tg, err := vm.New(vm.Config{Kernel: image, Agent: staticAgent(t), Accel: "auto", Workdir: t.TempDir(),
-		BootTimeout: 3 * time.Minute, ProgramTimeout: 2 * time.Minute, TargetFile: &vm.TargetFile{Cmdline: asyncForkCmdline}})
-	if err != nil {
-		t.Fatalf("boot %s: %v", image, err)
-	}
+	tg := bootAsyncFork(t, image)
 	defer tg.Close()
 	accel, release := tg.Accel(), ""
 	want := make([]int, len(progs))
@@ -330,16 +338,11 @@ func TestQEMUAsyncForkSeqRepro(t *testing.T) {
 func TestQEMUReproAimsAtChildSite(t *testing.T) {
 	needQEMU(t)
 	image := testutil.AsyncForkKernel(t)
-	tg, err := vm.New(vm.Config{Kernel: image, Agent: staticAgent(t), Accel: "auto", Workdir: t.TempDir(),
-		BootTimeout: 3 * time.Minute, ProgramTimeout: 2 * time.Minute, TargetFile: &vm.TargetFile{Cmdline: asyncForkCmdline}})
-	if err != nil {
-		t.Fatalf("boot %s: %v", image, err)
-	}
+	tg := bootAsyncFork(t, image)
 	defer tg.Close()
 	accel, release := tg.Accel(), ""
 	// The executor's run: the last childfail K the kernel reported in
-	// the child's copy (its child copies the Go process's page tables:
-	// 35 points on this kernel, all the same site).
+	// the child's copy (its child copies the Go process's page tables).
 	var p *prog.Program
 	var site string
 	for k := 1; k <= 60; k++ {
