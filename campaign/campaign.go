@@ -408,7 +408,7 @@ func logStart(cfg Config, arenaNote string) {
 	case cover > 1 && cfg.Blind:
 		logf(cfg.Log, "campaign: kernel coverage collected for one program in %d (a blind campaign only reports it; --cover-every 1 for every program)", cover)
 	case cover > 1:
-		logf(cfg.Log, "campaign: kernel coverage collected for one program in %d: guidance sees only those", cover)
+		logf(cfg.Log, "campaign: kernel coverage collected for one fresh program in %d and every corpus mutation: guidance sees only those", cover)
 	}
 	switch {
 	case every < 0:
@@ -495,7 +495,7 @@ func (r *campaignRun) worker() {
 		syms := r.cov.wantSymbols()
 		r.mu.Unlock()
 		ranFrom := time.Now()
-		cover := cfg.CoverAt(i)
+		cover := cfg.CoverFor(i, org)
 		jr := runJudged(cfg.Target, p, agents.Options{Corrupt: cfg.Corrupt, Symbols: syms && cover, NoCover: !cover, NoForkPages: !cfg.CensusAt(i),
 			DigestsFirst: cfg.DigestsFirst})
 		o, v, herr := jr.o, jr.v, jr.herr
@@ -596,10 +596,23 @@ func (c *Config) CoverEach() int {
 	return 1
 }
 
-// CoverAt says whether program i collects kernel coverage.
-func (c *Config) CoverAt(i int64) bool {
-	every := c.CoverEach()
-	return every > 0 && i%int64(every) == 0
+// CoverFor says whether program i, drawn as org, collects kernel
+// coverage: in a blind campaign one program in CoverEach by its index;
+// in a guided one every corpus mutation (the schedule credits a
+// mutation by what it reached) and one fresh program in CoverEach by
+// its fresh index (fresh program k, the same program whatever the
+// corpus share).
+func (c *Config) CoverFor(i int64, org Origin) bool {
+	every := int64(c.CoverEach())
+	switch {
+	case every == 0:
+		return false
+	case c.Blind:
+		return i%every == 0
+	case org.Fresh < 0:
+		return true
+	}
+	return org.Fresh%every == 0
 }
 
 // takePending saves as findings the events the target saw before the
@@ -689,7 +702,7 @@ func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, saved *saved
 		found = append(found, &Finding{
 			Issue: is, Program: p, Observation: o, CampaignSeed: cfg.Seed, Index: i, Judged: v.Summary(),
 			ProgramSeed: org.Seed, Origin: org.Note, Target: cfg.Target.Name(), Corrupt: cfg.Corrupt,
-			TargetArgs: cfg.TargetArgs, Kernel: kid, Version: version.String(), NoCover: !cfg.CoverAt(i), NoCensus: !cfg.CensusAt(i),
+			TargetArgs: cfg.TargetArgs, Kernel: kid, Version: version.String(), NoCover: !cfg.CoverFor(i, org), NoCensus: !cfg.CensusAt(i),
 		})
 	}
 	return found, nil

@@ -249,12 +249,21 @@ func (c *coverState) record(i int64, p *prog.Program, o *obs.Observation, ran ti
 		logf(c.cfg.Log, "program %d: coverage: %v", i, err)
 	}
 	g.NewFindings = findings
-	if drawn && (o.Cover.Available() || g.NewStates > 0) {
+	// The schedule compares its two sources by what programs that
+	// collected found: with sampled coverage a fresh program without
+	// KCOV (or with the census alone) would count for less than the
+	// corpus mutations, which always collect. Where the kernel has no
+	// KCOV at all, memory states are the only signal.
+	if drawn && (o.Cover.Available() || (g.NewStates > 0 && c.t.Counts().PCs == 0)) {
 		c.t.Credit(from, ran, g)
 	}
 	line := c.t.Status()
 	if n := c.cfg.CoverEach(); n > 1 && c.t.Counts().PCs > 0 {
-		line += fmt.Sprintf(" (KCOV on one program in %d)", n)
+		if c.cfg.Blind {
+			line += fmt.Sprintf(" (KCOV on one program in %d)", n)
+		} else {
+			line += fmt.Sprintf(" (KCOV on one fresh program in %d and every corpus mutation)", n)
+		}
 	}
 	c.line.Store(line)
 	n := c.t.Counts()

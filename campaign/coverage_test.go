@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/forkfuzz/forkfuzz/agents"
@@ -93,6 +94,74 @@ func TestGuidedCampaign(t *testing.T) {
 		}
 		if c.Drawn < 140 || c.FromCorpus < 10 || c.FromCorpus > c.Drawn*9/10 || !strings.Contains(st.Cover, "% from corpus)") {
 			t.Errorf("guided campaign: %d of %d drawn from the corpus, status %q", c.FromCorpus, c.Drawn, st.Cover)
+		}
+	}
+}
+
+// countingCover is coverTarget counting the runs that collected.
+type countingCover struct {
+	coverTarget
+	runs, covered atomic.Int64
+}
+
+func (c *countingCover) Run(p *prog.Program, opts agents.Options) (*obs.Observation, error) {
+	c.runs.Add(1)
+	if !opts.NoCover {
+		c.covered.Add(1)
+	}
+	return c.coverTarget.Run(p, opts)
+}
+
+// TestGuidedSampledCover: a guided campaign with CoverEvery 4 collects
+// coverage for every corpus mutation and for fresh programs 0, 4, 8...
+// by their fresh index, still builds a corpus and draws from it, and
+// says so in its status.
+func TestGuidedSampledCover(t *testing.T) {
+	const n = 120
+	tg := &countingCover{}
+	st, err := Run(context.Background(), Config{Target: tg, Seed: 5, Programs: n, Weights: noThreads(gen.DefaultWeights()),
+		Workdir: t.TempDir(), CoverEvery: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := st.CoverCounts
+	t.Logf("%s; %d of %d runs collected", st.Cover, tg.covered.Load(), tg.runs.Load())
+	if c.Corpus == 0 || c.FromCorpus == 0 {
+		t.Fatalf("no corpus or no corpus draws: %+v", c)
+	}
+	fresh := int64(n - c.FromCorpus)
+	if want := int64(c.FromCorpus) + (fresh+3)/4; tg.runs.Load() != n || tg.covered.Load() != want {
+		t.Errorf("%d runs, %d collected; want %d runs, %d collected (%d corpus mutations, %d fresh programs)",
+			tg.runs.Load(), tg.covered.Load(), n, want, c.FromCorpus, fresh)
+	}
+	if !strings.Contains(st.Cover, "KCOV on one fresh program in 4 and every corpus mutation") {
+		t.Errorf("status %q does not say how coverage was sampled", st.Cover)
+	}
+}
+
+// TestCoverFor: which programs collect kernel coverage, by mode and
+// origin.
+func TestCoverFor(t *testing.T) {
+	fresh := func(k int64) Origin { return Origin{Fresh: k} }
+	corpus := Origin{Fresh: -1}
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		i    int64
+		org  Origin
+		want bool
+	}{
+		{"guided, every program", Config{}, 7, corpus, true},
+		{"guided, fresh, sampled, hit", Config{CoverEvery: 4}, 9, fresh(8), true},
+		{"guided, fresh, sampled, miss", Config{CoverEvery: 4}, 8, fresh(7), false},
+		{"guided, corpus, sampled", Config{CoverEvery: 4}, 9, corpus, true},
+		{"blind, by index", Config{Blind: true}, 16, fresh(16), true},
+		{"blind, off index", Config{Blind: true}, 17, fresh(16), false},
+		{"no cover, corpus", Config{NoCover: true}, 0, corpus, false},
+		{"no cover, fresh", Config{NoCover: true}, 0, fresh(0), false},
+	} {
+		if got := c.cfg.CoverFor(c.i, c.org); got != c.want {
+			t.Errorf("%s: CoverFor(%d, fresh %d) = %v, want %v", c.name, c.i, c.org.Fresh, got, c.want)
 		}
 	}
 }

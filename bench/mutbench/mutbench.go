@@ -54,6 +54,8 @@ type Config struct {
 	Blind bool
 	// NoStates: guided by KCOV edges only (campaign.Config.NoStates).
 	NoStates bool
+	// CoverEvery: campaign.Config.CoverEvery (0: the mode's default).
+	CoverEvery int
 	// SeedCorpus: every row's campaign starts from a copy of this kept
 	// coverage corpus (campaign.Config.SeedCorpus), as a campaign that
 	// keeps its corpus would, instead of from an empty one.
@@ -129,7 +131,7 @@ func runOne(ctx context.Context, cfg Config, m kernel.Mutant) Result {
 	defer t.Close()
 	ccfg := campaign.Config{FindingPages: report.Files,
 		Target: t, Seed: cfg.Seed, Duration: cfg.Budget, Programs: cfg.Programs,
-		Workdir: dir, Weights: cfg.Weights, Blind: cfg.Blind, NoStates: cfg.NoStates, SeedCorpus: cfg.SeedCorpus,
+		Workdir: dir, Weights: cfg.Weights, Blind: cfg.Blind, NoStates: cfg.NoStates, CoverEvery: cfg.CoverEvery, SeedCorpus: cfg.SeedCorpus,
 		MinimizeRuns: cfg.MinimizeRuns, MinimizeTime: cfg.MinimizeTime,
 		TargetArgs: args, Kernel: kid, Log: cfg.Log, Progress: cfg.Progress,
 		ProgressLines: true, ProgressEvery: 30 * time.Second,
@@ -228,6 +230,8 @@ func Summary(rs []Result, cfg Config) string {
 		how = "blind"
 	case cfg.NoStates:
 		how = "guided by edges only (no memory states)"
+	case cfg.CoverEvery > 1:
+		how = fmt.Sprintf("coverage-guided, KCOV on one fresh program in %d and every corpus mutation", cfg.CoverEvery)
 	}
 	if cfg.SeedCorpus != "" {
 		how += ", every row from the corpus in " + cfg.SeedCorpus

@@ -21,10 +21,16 @@ const (
 	Guided = "guided" // KCOV edges and memory states
 	Blind  = "blind"  // coverage measured, not used
 	Edges  = "edges"  // guided by KCOV edges only
+	// Sampled: guided, KCOV on one fresh program in SampledCoverEvery
+	// and on every corpus mutation (campaign.Config.CoverFor).
+	Sampled = "sampled"
 )
 
+// SampledCoverEvery is the Sampled mode's campaign.Config.CoverEvery.
+const SampledCoverEvery = 4
+
 // Modes are the modes Record.Mode may name, in table order.
-var Modes = []string{Guided, Blind, Edges}
+var Modes = []string{Guided, Blind, Edges, Sampled}
 
 // ResultsFile is the name of the file in a benchmark's workdir that keeps
 // one Record per row run, a JSON object per line.
@@ -59,12 +65,15 @@ func ModeOf(cfg Config) string {
 		return Blind
 	case cfg.NoStates:
 		return Edges
+	case cfg.CoverEvery > 1:
+		return Sampled
 	}
 	return Guided
 }
 
-// SetMode sets cfg's Blind and NoStates for mode.
+// SetMode sets cfg's Blind, NoStates and CoverEvery for mode.
 func SetMode(cfg *Config, mode string) error {
+	cfg.CoverEvery = 0
 	switch mode {
 	case Guided:
 		cfg.Blind, cfg.NoStates = false, false
@@ -72,6 +81,8 @@ func SetMode(cfg *Config, mode string) error {
 		cfg.Blind, cfg.NoStates = true, false
 	case Edges:
 		cfg.Blind, cfg.NoStates = false, true
+	case Sampled:
+		cfg.Blind, cfg.NoStates, cfg.CoverEvery = false, false, SampledCoverEvery
 	default:
 		return fmt.Errorf("unknown mode %q (want %s)", mode, strings.Join(Modes, ", "))
 	}

@@ -147,3 +147,20 @@ func TestStatRangeWithMisses(t *testing.T) {
 		}
 	}
 }
+
+// Every mode sets a Config that ModeOf names back, and the sampled mode
+// samples coverage while the others take their campaign's default.
+func TestSetModeRoundTrip(t *testing.T) {
+	for _, mode := range Modes {
+		cfg := Config{CoverEvery: 9}
+		if err := SetMode(&cfg, mode); err != nil {
+			t.Fatal(err)
+		}
+		if got := ModeOf(cfg); got != mode {
+			t.Errorf("SetMode(%q) then ModeOf: %q", mode, got)
+		}
+		if want := map[bool]int{true: SampledCoverEvery, false: 0}[mode == Sampled]; cfg.CoverEvery != want {
+			t.Errorf("mode %q: CoverEvery %d, want %d", mode, cfg.CoverEvery, want)
+		}
+	}
+}

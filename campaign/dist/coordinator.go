@@ -151,7 +151,7 @@ type coord struct {
 	firstOf    map[string]findingOwner // findings (by key) known to be stored, and by whom
 	wake       chan struct{}
 	guide      *campaign.Guide
-	every      *campaign.Config // the sampling rules of coverage and census (CoverAt, CensusAt)
+	every      *campaign.Config // the sampling rules of coverage and census (CoverFor, CensusAt)
 }
 
 // RunCoordinator runs (or resumes) a campaign: it publishes work, stores
@@ -465,7 +465,7 @@ func (c *coord) produce(ctx context.Context, start time.Time) error {
 		for !c.limitReached(deadline) && c.state.Next+int64(len(batch))-c.st.Done < int64(c.cfg.Queue) && len(batch) < 512 {
 			i := c.state.Next + int64(len(batch))
 			p, _, org := c.guide.NewProgram(i, c.pool)
-			cover := c.every.CoverAt(i)
+			cover := c.every.CoverFor(i, org)
 			batch = append(batch, &Work{V: WireVersion, Campaign: c.cfg.Campaign, CampaignSeed: c.state.Seed, Index: i,
 				Seed: org.Seed, Drawn: org.Note, Program: string(p.Format()), Target: c.state.Target,
 				Kernel: c.state.Kernel, Corrupt: c.state.Corrupt,

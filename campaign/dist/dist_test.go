@@ -527,7 +527,7 @@ func TestDistCoverageGuided(t *testing.T) {
 			}
 			// Sampled as a local campaign does: coverage for every
 			// program when guided, one in 8 when blind; the census one
-			// in 4 (campaign.Config.CoverAt, CensusAt).
+			// in 4 (campaign.Config.CoverFor, CensusAt).
 			want := int32(120)
 			if tc.blind {
 				want = 120 / campaign.DefaultBlindCoverEvery
