@@ -64,12 +64,22 @@ func (m *machine) sentinelTouch() {
 // which side of the program's memory the failure struck.
 func (m *machine) sentinelProbe() string {
 	var before, after unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_THREAD, &before) != nil {
+	return m.sentinelProbeWith(&before, &after)
+}
+
+// sentinelProbeWith is sentinelProbe reading the counts into before and
+// after. The count before the store is read twice: the kernel takes a
+// thread's counts and then copies them out, and a fault of that copy
+// (a stack page not touched yet at this depth) is counted after the
+// counts it returned; the second read includes it, and the copy out of
+// after can only fault after after's counts were taken.
+func (m *machine) sentinelProbeWith(before, after *unix.Rusage) string {
+	if unix.Getrusage(unix.RUSAGE_THREAD, before) != nil || unix.Getrusage(unix.RUSAGE_THREAD, before) != nil {
 		return ""
 	}
 	m.sentinelGen++
 	store64(sentinelAddr, m.sentinelGen)
-	if unix.Getrusage(unix.RUSAGE_THREAD, &after) != nil {
+	if unix.Getrusage(unix.RUSAGE_THREAD, after) != nil {
 		return ""
 	}
 	if after.Minflt > before.Minflt {

@@ -139,9 +139,10 @@ func failNthReplays(t *testing.T, tg *Target, p0 *prog.Program) {
 		}
 		// Below the Go heap the failure strikes in the program's part
 		// (the executor's sentinel, agents/executor/sentinel.go); at the
-		// top it is not measured. The sentinel reads any minor fault
-		// on its page as "the fork copied it" (docs/rollback.md), so
-		// one miss is logged, two fail.
+		// top it is not measured. The sentinel reads a minor fault of
+		// its thread as "the fork copied it"; the one misread seen had
+		// a known cause, now fixed (docs/rollback.md), but a page
+		// migration could still fault, so one miss is logged, two fail.
 		if wantPart := map[prog.Arena]string{prog.ArenaLow: obs.PartProgram}[p0.Arena]; rb.Errno != 0 && rb.Part != wantPart {
 			offPart++
 			t.Logf("arena %v: fail_nth=%d failed the fork in part %q (%s), want %q", p0.Arena, k, rb.Part, rb.PartUnknown, wantPart)
