@@ -82,7 +82,8 @@ type Config struct {
 	// what collecting costs).
 	NoCover bool
 	// CoverEvery: the targets collect kernel coverage (KCOV) for one
-	// program in CoverEvery (0: every program of a guided campaign,
+	// program in CoverEvery (0: DefaultGuidedCoverEvery of a guided
+	// campaign's fresh programs, and every corpus mutation (CoverFor);
 	// DefaultBlindCoverEvery of a blind one, which only reports it; 1:
 	// every program). Collecting costs 1.3-1.5x a program's time on the
 	// reference kernel under TCG (docs/throughput.md). NoCover: none.
@@ -573,6 +574,11 @@ const DefaultCensusEvery = 4
 // campaign: kernel coverage is collected for one program in 8.
 const DefaultBlindCoverEvery = 8
 
+// DefaultGuidedCoverEvery is Config.CoverEvery's default in a guided
+// campaign: kernel coverage is collected for one fresh program in 4 and
+// for every corpus mutation (docs/coverage.md has the measurements).
+const DefaultGuidedCoverEvery = 4
+
 // CensusAt says whether program i takes the page census at its forks.
 func (c *Config) CensusAt(i int64) bool {
 	every := c.CensusEvery
@@ -593,7 +599,7 @@ func (c *Config) CoverEach() int {
 	case c.Blind:
 		return DefaultBlindCoverEvery
 	}
-	return 1
+	return DefaultGuidedCoverEvery
 }
 
 // CoverFor says whether program i, drawn as org, collects kernel

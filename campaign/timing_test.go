@@ -110,9 +110,11 @@ func (o *optsTarget) Run(p *prog.Program, opt agents.Options) (*obs.Observation,
 	return checker.Expected(p), nil
 }
 
-// Kernel coverage is collected for every program of a guided campaign and
-// one program in CoverEvery (default 8) of a blind one; kernel symbols
-// are asked for only where coverage is collected.
+// Kernel coverage is collected for one fresh program in CoverEvery
+// (default 4) of a guided campaign (here no program comes from the
+// corpus: the target reports no coverage) and one program in CoverEvery
+// (default 8) of a blind one; kernel symbols are asked for only where
+// coverage is collected.
 func TestCoverEvery(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -120,7 +122,8 @@ func TestCoverEvery(t *testing.T) {
 		covered []int
 		every   int // the stats samples' cover_every
 	}{
-		{"guided", Config{}, nil, 0},
+		{"guided", Config{}, []int{0, 4, 8, 12, 16}, 4},
+		{"guided, every 1", Config{CoverEvery: 1}, nil, 0},
 		{"blind", Config{Blind: true}, []int{0, 8, 16}, 8},
 		{"blind, every 5", Config{Blind: true, CoverEvery: 5}, []int{0, 5, 10, 15}, 5},
 		{"guided, every 10", Config{CoverEvery: 10}, []int{0, 10}, 10},

@@ -224,14 +224,15 @@ func Summary(rs []Result, cfg Config) string {
 			found++
 		}
 	}
-	how := "coverage-guided"
+	how := "coverage-guided, KCOV on every program"
 	switch {
 	case cfg.Blind:
 		how = "blind"
 	case cfg.NoStates:
 		how = "guided by edges only (no memory states)"
-	case cfg.CoverEvery > 1:
-		how = fmt.Sprintf("coverage-guided, KCOV on one fresh program in %d and every corpus mutation", cfg.CoverEvery)
+	case cfg.CoverEvery != 1:
+		how = fmt.Sprintf("coverage-guided, KCOV on one fresh program in %d and every corpus mutation",
+			(&campaign.Config{CoverEvery: cfg.CoverEvery}).CoverEach())
 	}
 	if cfg.SeedCorpus != "" {
 		how += ", every row from the corpus in " + cfg.SeedCorpus

@@ -13,21 +13,26 @@ import (
 	"strings"
 	"time"
 
+	"github.com/forkfuzz/forkfuzz/campaign"
 	"github.com/forkfuzz/forkfuzz/kernel"
 )
 
-// The modes a row can run in (Config.Blind, Config.NoStates).
+// The modes a row can run in (Config.Blind, Config.NoStates, Config.CoverEvery).
 const (
-	Guided = "guided" // KCOV edges and memory states
-	Blind  = "blind"  // coverage measured, not used
-	Edges  = "edges"  // guided by KCOV edges only
+	// Guided: KCOV edges and memory states, KCOV on every program (the
+	// guided default until the thirty-third session; every earlier
+	// record's guided).
+	Guided = "guided"
+	Blind  = "blind" // coverage measured, not used
+	Edges  = "edges" // guided by KCOV edges only
 	// Sampled: guided, KCOV on one fresh program in SampledCoverEvery
-	// and on every corpus mutation (campaign.Config.CoverFor).
+	// and on every corpus mutation (campaign.Config.CoverFor): a guided
+	// campaign's default.
 	Sampled = "sampled"
 )
 
 // SampledCoverEvery is the Sampled mode's campaign.Config.CoverEvery.
-const SampledCoverEvery = 4
+const SampledCoverEvery = campaign.DefaultGuidedCoverEvery
 
 // Modes are the modes Record.Mode may name, in table order.
 var Modes = []string{Guided, Blind, Edges, Sampled}
@@ -65,10 +70,10 @@ func ModeOf(cfg Config) string {
 		return Blind
 	case cfg.NoStates:
 		return Edges
-	case cfg.CoverEvery > 1:
-		return Sampled
+	case cfg.CoverEvery == 1:
+		return Guided
 	}
-	return Guided
+	return Sampled // the guided default
 }
 
 // SetMode sets cfg's Blind, NoStates and CoverEvery for mode.
@@ -76,11 +81,11 @@ func SetMode(cfg *Config, mode string) error {
 	cfg.CoverEvery = 0
 	switch mode {
 	case Guided:
-		cfg.Blind, cfg.NoStates = false, false
+		cfg.Blind, cfg.NoStates, cfg.CoverEvery = false, false, 1
 	case Blind:
 		cfg.Blind, cfg.NoStates = true, false
 	case Edges:
-		cfg.Blind, cfg.NoStates = false, true
+		cfg.Blind, cfg.NoStates, cfg.CoverEvery = false, true, 1
 	case Sampled:
 		cfg.Blind, cfg.NoStates, cfg.CoverEvery = false, false, SampledCoverEvery
 	default:

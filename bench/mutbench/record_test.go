@@ -148,8 +148,9 @@ func TestStatRangeWithMisses(t *testing.T) {
 	}
 }
 
-// Every mode sets a Config that ModeOf names back, and the sampled mode
-// samples coverage while the others take their campaign's default.
+// Every mode sets a Config that ModeOf names back: guided and edges
+// collect on every program (as every earlier record of them did), sampled
+// on one fresh program in 4, blind takes its campaign's default.
 func TestSetModeRoundTrip(t *testing.T) {
 	for _, mode := range Modes {
 		cfg := Config{CoverEvery: 9}
@@ -159,8 +160,12 @@ func TestSetModeRoundTrip(t *testing.T) {
 		if got := ModeOf(cfg); got != mode {
 			t.Errorf("SetMode(%q) then ModeOf: %q", mode, got)
 		}
-		if want := map[bool]int{true: SampledCoverEvery, false: 0}[mode == Sampled]; cfg.CoverEvery != want {
+		if want := map[string]int{Guided: 1, Edges: 1, Blind: 0, Sampled: SampledCoverEvery}[mode]; cfg.CoverEvery != want {
 			t.Errorf("mode %q: CoverEvery %d, want %d", mode, cfg.CoverEvery, want)
 		}
+	}
+	// A guided run with no mode asked for is the campaign's default.
+	if got := ModeOf(Config{}); got != Sampled {
+		t.Errorf("ModeOf(Config{}) = %q, want %q (a guided campaign's default)", got, Sampled)
 	}
 }

@@ -116,7 +116,7 @@ func ciFlags(stderr io.Writer) *ciOptions {
 	fs.StringVar(&c.Profile, "profile", c.Profile, "generator weights: "+strings.Join(gen.ProfileNames(), ", "))
 	fs.IntVar(&c.MinimizeRuns, "minimize-runs", c.MinimizeRuns, "target runs to spend minimizing each new finding")
 	fs.BoolVar(&c.Guided, "guided", false, "let what runs reached (KCOV edges, memory states) guide the fuzz phase's mutation (blind by default: docs/coverage.md)")
-	fs.IntVar(&c.CoverEvery, "cover-every", 0, fmt.Sprintf("collect kernel coverage (KCOV, 1.3-1.5x a program's time) in the fuzz phase for one program in N (default: every program when --guided, one in %d when blind; a finding is replayed the way its run was)", campaign.DefaultBlindCoverEvery))
+	fs.IntVar(&c.CoverEvery, "cover-every", 0, fmt.Sprintf("collect kernel coverage (KCOV, 1.3-1.5x a program's time) in the fuzz phase for one program in N (default: one fresh program in %d and every corpus mutation when --guided, one in %d when blind; a finding is replayed the way its run was)", campaign.DefaultGuidedCoverEvery, campaign.DefaultBlindCoverEvery))
 	fs.StringVar(&c.Corrupt, "corrupt", "", "TEST ONLY: make the executor falsify observations ("+strings.Join(executor.CorruptionNames(), ", ")+")")
 	fs.BoolVar(&o.noCheck, "no-kernel-check", false, "skip `kernel check` of the images (for kernels without a findable configuration)")
 	fs.BoolVar(&o.quiet, "q", false, "no progress line")

@@ -54,7 +54,7 @@ func (co *coverOpts) apply(c *campaign.Config) {
 
 // coverEveryFlag is run's --cover-every (ci and coordinator have their own).
 func coverEveryFlag(fs *flag.FlagSet) *int {
-	return fs.Int("cover-every", 0, fmt.Sprintf("collect kernel coverage (KCOV, 1.3-1.5x a program's time) for one program in N (default: every program when --guided, one in %d when blind, which only reports it)", campaign.DefaultBlindCoverEvery))
+	return fs.Int("cover-every", 0, fmt.Sprintf("collect kernel coverage (KCOV, 1.3-1.5x a program's time) for one program in N (default: one fresh program in %d and every corpus mutation when --guided, one in %d when blind, which only reports it; 1: every program)", campaign.DefaultGuidedCoverEvery, campaign.DefaultBlindCoverEvery))
 }
 
 // noStatesFlag is --no-states, for run and bench mutants.

@@ -219,7 +219,7 @@ func coordinatorFlags(stderr io.Writer) *coordinatorOptions {
 	fs.StringVar(&o.workdir, "workdir", "workdir", "finding directories are written here too")
 	fs.BoolVar(&o.blind, "blind", false, "the default: keep the coverage corpus (WORKDIR/corpus/KERNEL-ID: KCOV edges, memory states) but do not let it guide the programs")
 	fs.BoolVar(&o.guided, "guided", false, "let the coverage corpus guide the programs (blind by default: docs/coverage.md)")
-	fs.IntVar(&o.coverEvery, "cover-every", 0, fmt.Sprintf("collect kernel coverage (KCOV) for one program in N (default: every program when --guided, one in %d when blind)", campaign.DefaultBlindCoverEvery))
+	fs.IntVar(&o.coverEvery, "cover-every", 0, fmt.Sprintf("collect kernel coverage (KCOV) for one program in N (default: one fresh program in %d and every corpus mutation when --guided, one in %d when blind)", campaign.DefaultGuidedCoverEvery, campaign.DefaultBlindCoverEvery))
 	fs.StringVar(&o.forkImpl, "fork-impl", "", "the fork implementation the agents run (their --fork-impl): a deferring one keeps generated programs' regions at the top of the address space, as forkfuzz run does")
 	fs.StringVar(&o.corrupt, "corrupt", "", "TEST ONLY: make the executors falsify observations")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug (every program's seed), info, warn, error")
