@@ -407,9 +407,9 @@ func logStart(cfg Config, arenaNote string) {
 	}
 	switch cover := cfg.CoverEach(); {
 	case cover > 1 && cfg.Blind:
-		logf(cfg.Log, "campaign: kernel coverage collected for one program in %d (a blind campaign only reports it; --cover-every 1 for every program)", cover)
+		logf(cfg.Log, "campaign: %s (a blind campaign only reports it; --cover-every 1 for every program)", cfg.CoverRule())
 	case cover > 1:
-		logf(cfg.Log, "campaign: kernel coverage collected for one fresh program in %d and every corpus mutation: guidance sees only those", cover)
+		logf(cfg.Log, "campaign: %s: guidance sees only those", cfg.CoverRule())
 	}
 	switch {
 	case every < 0:
@@ -600,6 +600,23 @@ func (c *Config) CoverEach() int {
 		return DefaultBlindCoverEvery
 	}
 	return DefaultGuidedCoverEvery
+}
+
+// CoverRule says in words which programs collect kernel coverage
+// ("KCOV on one fresh program in 4 and every corpus mutation"): the
+// campaign's start line, its coverage status, its stats samples and the
+// benchmarks say it the same way.
+func (c *Config) CoverRule() string {
+	switch every := c.CoverEach(); {
+	case every == 0:
+		return "no KCOV"
+	case every == 1:
+		return "KCOV on every program"
+	case c.Blind:
+		return fmt.Sprintf("KCOV on one program in %d", every)
+	default:
+		return fmt.Sprintf("KCOV on one fresh program in %d and every corpus mutation", every)
+	}
 }
 
 // CoverFor says whether program i, drawn as org, collects kernel

@@ -258,12 +258,8 @@ func (c *coverState) record(i int64, p *prog.Program, o *obs.Observation, ran ti
 		c.t.Credit(from, ran, g)
 	}
 	line := c.t.Status()
-	if n := c.cfg.CoverEach(); n > 1 && c.t.Counts().PCs > 0 {
-		if c.cfg.Blind {
-			line += fmt.Sprintf(" (KCOV on one program in %d)", n)
-		} else {
-			line += fmt.Sprintf(" (KCOV on one fresh program in %d and every corpus mutation)", n)
-		}
+	if c.cfg.CoverEach() > 1 && c.t.Counts().PCs > 0 {
+		line += " (" + c.cfg.CoverRule() + ")"
 	}
 	c.line.Store(line)
 	n := c.t.Counts()

@@ -166,6 +166,25 @@ func TestCoverFor(t *testing.T) {
 	}
 }
 
+// TestCoverRule: the words for which programs collect kernel coverage.
+func TestCoverRule(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "KCOV on one fresh program in 4 and every corpus mutation"},
+		{Config{CoverEvery: 10}, "KCOV on one fresh program in 10 and every corpus mutation"},
+		{Config{CoverEvery: 1}, "KCOV on every program"},
+		{Config{Blind: true}, "KCOV on one program in 8"},
+		{Config{Blind: true, CoverEvery: 1}, "KCOV on every program"},
+		{Config{NoCover: true, CoverEvery: 4}, "no KCOV"},
+	} {
+		if got := c.cfg.CoverRule(); got != c.want {
+			t.Errorf("%+v: CoverRule() = %q, want %q", c.cfg, got, c.want)
+		}
+	}
+}
+
 // imageTarget is coverTarget booting a kernel image (the corpus is named
 // after the image's hash).
 type imageTarget struct {

@@ -55,6 +55,9 @@ type Sample struct {
 	// CoverEvery is how many programs share one that collects coverage
 	// (Config.CoverEach) when more than one: the coverage is a sample's.
 	CoverEvery int `json:"cover_every,omitempty"`
+	// CoverRule says which programs those are (Config.CoverRule), when
+	// CoverEvery is set.
+	CoverRule string `json:"cover_rule,omitempty"`
 	// Signatures counts, per signature, the failing runs of this run that
 	// showed it, with the first and last time.
 	Signatures map[string]*SigCount `json:"signatures,omitempty"`
@@ -92,7 +95,7 @@ func newStatsLog(cfg Config, start time.Time) *statsLog {
 		Run: start.UTC().Format(time.RFC3339Nano), Target: cfg.Target.Name(), ForkImpl: agents.ForkImplOf(cfg.Target), Seed: cfg.Seed,
 		Signatures: map[string]*SigCount{}}}
 	if n := cfg.CoverEach(); n > 1 {
-		l.sample.CoverEvery = n
+		l.sample.CoverEvery, l.sample.CoverRule = n, cfg.CoverRule()
 	}
 	return l
 }

@@ -139,8 +139,12 @@ func TestCoverEvery(t *testing.T) {
 		if err != nil || len(sr.Samples) == 0 {
 			t.Fatalf("%s: stats: %v", c.name, err)
 		}
-		if got := sr.Samples[len(sr.Samples)-1].CoverEvery; got != c.every {
+		last := sr.Samples[len(sr.Samples)-1]
+		if got := last.CoverEvery; got != c.every {
 			t.Errorf("%s: samples say coverage from one program in %d, want %d", c.name, got, c.every)
+		}
+		if want := map[bool]string{true: cfg.CoverRule(), false: ""}[c.every > 1]; last.CoverRule != want {
+			t.Errorf("%s: samples say the rule %q, want %q", c.name, last.CoverRule, want)
 		}
 		if len(tg.opts) != 20 {
 			t.Fatalf("%s: %d runs, want 20", c.name, len(tg.opts))

@@ -231,8 +231,7 @@ func Summary(rs []Result, cfg Config) string {
 	case cfg.NoStates:
 		how = "guided by edges only (no memory states)"
 	case cfg.CoverEvery != 1:
-		how = fmt.Sprintf("coverage-guided, KCOV on one fresh program in %d and every corpus mutation",
-			(&campaign.Config{CoverEvery: cfg.CoverEvery}).CoverEach())
+		how = "coverage-guided, " + (&campaign.Config{CoverEvery: cfg.CoverEvery}).CoverRule()
 	}
 	if cfg.SeedCorpus != "" {
 		how += ", every row from the corpus in " + cfg.SeedCorpus

@@ -306,7 +306,7 @@ func campaignPlots(b *html, c *Campaign, rs [][]campaign.Sample) {
 	failS := series{name: "failing runs", color: "#e67e22"}
 	edgeS := series{name: "kernel edges", color: "#8e44ad"}
 	mmS := series{name: "fork/mm PCs", color: "#16a085"}
-	covered, every := false, 0
+	covered, every, rule := false, 0, ""
 	var base int64
 	for _, r := range rs {
 		var ps, fs, ns, es, cs, ms []pt
@@ -324,6 +324,9 @@ func campaignPlots(b *html, c *Campaign, rs [][]campaign.Sample) {
 			ns = append(ns, pt{s.Time, float64(base + s.Findings)})
 			if s.Edges > 0 {
 				covered, every = true, max(every, s.CoverEvery)
+				if s.CoverRule != "" {
+					rule = s.CoverRule
+				}
 				cs = append(cs, pt{s.Time, float64(s.Edges)})
 				ms = append(ms, pt{s.Time, float64(s.ForkMMPCs)})
 			}
@@ -350,7 +353,10 @@ func campaignPlots(b *html, c *Campaign, rs [][]campaign.Sample) {
 	case !covered:
 		b.f(`<p class="note">%d samples from %s; no coverage plot: this campaign collected no kernel coverage (no KCOV on its target).</p>`, len(c.Samples), campaign.StatsFile)
 	case every > 1:
-		b.f(`<p class="note">%d samples from %s; kernel coverage from one program in %d (a blind campaign samples it: --cover-every).</p>`, len(c.Samples), campaign.StatsFile, every)
+		if rule == "" { // samples written before they said the rule
+			rule = fmt.Sprintf("one program in %d", every)
+		}
+		b.f(`<p class="note">%d samples from %s; kernel coverage sampled: %s (--cover-every).</p>`, len(c.Samples), campaign.StatsFile, esc(rule))
 	default:
 		b.f(`<p class="note">%d samples from %s.</p>`, len(c.Samples), campaign.StatsFile)
 	}

@@ -21,15 +21,23 @@ func TestCampaignPageCoverage(t *testing.T) {
 	if !strings.Contains(page, "kernel coverage (KCOV)") || !strings.Contains(page, "kernel edges") {
 		t.Fatal("samples with coverage drew no coverage plot")
 	}
-	if strings.Contains(page, "from one program in") {
+	if strings.Contains(page, "coverage sampled") {
 		t.Fatal("a campaign that collected on every program is said to sample")
 	}
 	for i := range samples {
 		samples[i].CoverEvery = 8
 	}
 	page = string(CampaignPage(&Campaign{Title: "t", Samples: samples}))
-	if !strings.Contains(page, "kernel coverage from one program in 8") {
-		t.Fatal("sampled coverage is not said to be sampled")
+	if !strings.Contains(page, "kernel coverage sampled: one program in 8") {
+		t.Fatal("sampled coverage (samples without a rule) is not said to be sampled")
+	}
+	guided := campaign.Config{CoverEvery: 4}
+	for i := range samples {
+		samples[i].CoverEvery, samples[i].CoverRule = 4, guided.CoverRule()
+	}
+	page = string(CampaignPage(&Campaign{Title: "t", Samples: samples}))
+	if !strings.Contains(page, "kernel coverage sampled: KCOV on one fresh program in 4 and every corpus mutation") {
+		t.Fatal("a guided campaign's sampling rule is not on the page")
 	}
 	for i := range samples {
 		samples[i].Edges, samples[i].ForkMMPCs = 0, 0
