@@ -62,7 +62,9 @@ type Config struct {
 	BootTimeout, ProgramTimeout, HangTimeout time.Duration
 	// CrashGrace is how long a program may still take to answer after
 	// the console showed a report that killed a task (an Oops) before
-	// the run ends with that report and the VM restarts (default 15s).
+	// the run ends with that report and the VM restarts (default 5s: a
+	// program that still answers does so within a few seconds of the
+	// report, docs/qemu.md).
 	CrashGrace time.Duration
 	// QEMU is the emulator binary (default qemu-system-x86_64).
 	QEMU string

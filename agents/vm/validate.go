@@ -20,7 +20,7 @@ const (
 	DefaultBootTimeout    = 5 * time.Minute
 	DefaultProgramTimeout = 60 * time.Second
 	DefaultHangTimeout    = 60 * time.Second
-	DefaultCrashGrace     = 15 * time.Second
+	DefaultCrashGrace     = 5 * time.Second
 	DefaultQEMU           = "qemu-system-x86_64"
 )
 
