@@ -91,8 +91,10 @@ type Config struct {
 	// CensusEvery: the targets take their page census around forks (what
 	// the kernel held at each fork: evidence, never judged) for one
 	// program in CensusEvery (0: DefaultCensusEvery; 1: every program;
-	// negative: never). It costs about a tenth of a program's time on
-	// the reference kernel under TCG (docs/throughput.md).
+	// negative: never), and for every corpus mutation of a guided
+	// campaign with memory states (CensusFor). It costs about a tenth of
+	// a program's time on the reference kernel under TCG
+	// (docs/throughput.md).
 	CensusEvery int
 	// DigestsFirst: views carry words only where threads race and page
 	// digests elsewhere (agents.Options.DigestsFirst); a run whose
@@ -414,6 +416,8 @@ func logStart(cfg Config, arenaNote string) {
 	switch {
 	case every < 0:
 		logf(cfg.Log, "campaign: no page census at forks")
+	case every > 1 && !cfg.Blind && !cfg.NoStates:
+		logf(cfg.Log, "campaign: page census at forks for one fresh program in %d and every corpus mutation (the 'at fork' page counts are of those programs; memory states come from them)", every)
 	case every > 1:
 		logf(cfg.Log, "campaign: page census at forks for one program in %d (the 'at fork' page counts are of those programs)", every)
 	}
@@ -497,7 +501,7 @@ func (r *campaignRun) worker() {
 		r.mu.Unlock()
 		ranFrom := time.Now()
 		cover := cfg.CoverFor(i, org)
-		jr := runJudged(cfg.Target, p, agents.Options{Corrupt: cfg.Corrupt, Symbols: syms && cover, NoCover: !cover, NoForkPages: !cfg.CensusAt(i),
+		jr := runJudged(cfg.Target, p, agents.Options{Corrupt: cfg.Corrupt, Symbols: syms && cover, NoCover: !cover, NoForkPages: !cfg.CensusFor(i, org),
 			DigestsFirst: cfg.DigestsFirst})
 		o, v, herr := jr.o, jr.v, jr.herr
 		found, recorded := r.record(i, org, p, o, v, herr, jr.kept)
@@ -579,13 +583,26 @@ const DefaultBlindCoverEvery = 8
 // for every corpus mutation (docs/coverage.md has the measurements).
 const DefaultGuidedCoverEvery = 4
 
-// CensusAt says whether program i takes the page census at its forks.
-func (c *Config) CensusAt(i int64) bool {
-	every := c.CensusEvery
+// CensusFor says whether program i, drawn as org, takes the page
+// census at its forks: one program in CensusEvery by its index; in a
+// guided campaign with memory states, every corpus mutation (the
+// schedule credits a mutation by the states it reached, as by its
+// edges: CoverFor) and one fresh program in CensusEvery by its fresh
+// index.
+func (c *Config) CensusFor(i int64, org Origin) bool {
+	every := int64(c.CensusEvery)
 	if every == 0 {
 		every = DefaultCensusEvery
 	}
-	return every > 0 && i%int64(every) == 0
+	switch {
+	case every < 0:
+		return false
+	case c.Blind || c.NoStates:
+		return i%every == 0
+	case org.Fresh < 0:
+		return true
+	}
+	return org.Fresh%every == 0
 }
 
 // CoverEach is how many programs share one that collects kernel
@@ -725,7 +742,7 @@ func record(cfg Config, st *Stats, store *FindingStore, pool *Pool, saved *saved
 		found = append(found, &Finding{
 			Issue: is, Program: p, Observation: o, CampaignSeed: cfg.Seed, Index: i, Judged: v.Summary(),
 			ProgramSeed: org.Seed, Origin: org.Note, Target: cfg.Target.Name(), Corrupt: cfg.Corrupt,
-			TargetArgs: cfg.TargetArgs, Kernel: kid, Version: version.String(), NoCover: !cfg.CoverFor(i, org), NoCensus: !cfg.CensusAt(i),
+			TargetArgs: cfg.TargetArgs, Kernel: kid, Version: version.String(), NoCover: !cfg.CoverFor(i, org), NoCensus: !cfg.CensusFor(i, org),
 		})
 	}
 	return found, nil

@@ -101,13 +101,16 @@ func TestGuidedCampaign(t *testing.T) {
 // countingCover is coverTarget counting the runs that collected.
 type countingCover struct {
 	coverTarget
-	runs, covered atomic.Int64
+	runs, covered, censused atomic.Int64
 }
 
 func (c *countingCover) Run(p *prog.Program, opts agents.Options) (*obs.Observation, error) {
 	c.runs.Add(1)
 	if !opts.NoCover {
 		c.covered.Add(1)
+	}
+	if !opts.NoForkPages {
+		c.censused.Add(1)
 	}
 	return c.coverTarget.Run(p, opts)
 }
@@ -136,6 +139,40 @@ func TestGuidedSampledCover(t *testing.T) {
 	}
 	if !strings.Contains(st.Cover, "KCOV on one fresh program in 4 and every corpus mutation") {
 		t.Errorf("status %q does not say how coverage was sampled", st.Cover)
+	}
+	// The census (memory states) follows the same rule at its default
+	// of one in 4.
+	if want := int64(c.FromCorpus) + (fresh+3)/4; tg.censused.Load() != want {
+		t.Errorf("%d runs took the census, want %d (%d corpus mutations, %d fresh programs)", tg.censused.Load(), want, c.FromCorpus, fresh)
+	}
+}
+
+// TestCensusFor: which programs take the page census, by mode and
+// origin.
+func TestCensusFor(t *testing.T) {
+	fresh := func(k int64) Origin { return Origin{Fresh: k} }
+	corpus := Origin{Fresh: -1}
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		i    int64
+		org  Origin
+		want bool
+	}{
+		{"guided, fresh, hit", Config{}, 9, fresh(8), true},
+		{"guided, fresh, miss", Config{}, 8, fresh(7), false},
+		{"guided, corpus", Config{}, 9, corpus, true},
+		{"guided, every 1", Config{CensusEvery: 1}, 9, fresh(7), true},
+		{"guided, no census, corpus", Config{CensusEvery: -1}, 8, corpus, false},
+		{"guided, edges only, corpus, by index", Config{NoStates: true}, 9, corpus, false},
+		{"guided, edges only, by index", Config{NoStates: true}, 8, fresh(7), true},
+		{"blind, by index", Config{Blind: true}, 16, fresh(15), true},
+		{"blind, off index", Config{Blind: true}, 17, fresh(16), false},
+		{"blind, every 10", Config{Blind: true, CensusEvery: 10}, 20, fresh(20), true},
+	} {
+		if got := c.cfg.CensusFor(c.i, c.org); got != c.want {
+			t.Errorf("%s: CensusFor(%d, fresh %d) = %v, want %v", c.name, c.i, c.org.Fresh, got, c.want)
+		}
 	}
 }
 

@@ -151,7 +151,7 @@ type coord struct {
 	firstOf    map[string]findingOwner // findings (by key) known to be stored, and by whom
 	wake       chan struct{}
 	guide      *campaign.Guide
-	every      *campaign.Config // the sampling rules of coverage and census (CoverFor, CensusAt)
+	every      *campaign.Config // the sampling rules of coverage and census (CoverFor, CensusFor)
 }
 
 // RunCoordinator runs (or resumes) a campaign: it publishes work, stores
@@ -472,7 +472,7 @@ func (c *coord) produce(ctx context.Context, start time.Time) error {
 				// kallsyms (about 1 MB) until the corpus has them: every
 				// 64th program asks, not every one in flight.
 				Symbols: cover && i%64 == 0 && c.guide.WantSymbols(),
-				NoCover: !cover, NoForkPages: !c.every.CensusAt(i)})
+				NoCover: !cover, NoForkPages: !c.every.CensusFor(i, org)})
 			if c.state.Programs > 0 && i+1 >= int64(c.state.Programs) {
 				break
 			}

@@ -527,19 +527,22 @@ func TestDistCoverageGuided(t *testing.T) {
 			}
 			// Sampled as a local campaign does: coverage for every
 			// corpus mutation and one fresh program in 4 when guided,
-			// one program in 8 when blind; the census one in 4
-			// (campaign.Config.CoverFor, CensusAt).
+			// one program in 8 when blind; the census the same way
+			// with one in 4 (campaign.Config.CoverFor, CensusFor).
 			c := cs.CoverCounts
 			if c == nil || c.Corpus == 0 {
 				t.Fatalf("no coverage corpus: %+v", c)
 			}
 			want := int32(120 / campaign.DefaultBlindCoverEvery)
+			wantCensus := int32(120 / campaign.DefaultCensusEvery)
 			if !tc.blind {
 				every := int32(campaign.DefaultGuidedCoverEvery)
 				want = int32(c.FromCorpus) + (120-int32(c.FromCorpus)+every-1)/every
+				every = int32(campaign.DefaultCensusEvery)
+				wantCensus = int32(c.FromCorpus) + (120-int32(c.FromCorpus)+every-1)/every
 			}
-			if covered.Load() != want || censused.Load() != 120/campaign.DefaultCensusEvery {
-				t.Errorf("%d runs collected coverage, %d took the census; want %d and %d", covered.Load(), censused.Load(), want, 120/campaign.DefaultCensusEvery)
+			if covered.Load() != want || censused.Load() != wantCensus {
+				t.Errorf("%d runs collected coverage, %d took the census; want %d and %d", covered.Load(), censused.Load(), want, wantCensus)
 			}
 			files, _ := filepath.Glob(filepath.Join(workdir, "corpus", "*", "*.ffz"))
 			if len(files) != c.Corpus {

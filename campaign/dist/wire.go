@@ -51,7 +51,7 @@ type Work struct {
 	Symbols bool `json:"symbols,omitempty"`
 	// NoCover and NoForkPages switch kernel coverage and the page census
 	// off for this program (agents.Options): the coordinator samples
-	// both as a local campaign does (campaign.Config.CoverFor, CensusAt).
+	// both as a local campaign does (campaign.Config.CoverFor, CensusFor).
 	// A minimization request's NoCover and NoForkPages are the
 	// finding's program's.
 	NoCover     bool `json:"no_cover,omitempty"`
