@@ -512,6 +512,10 @@ func (r *campaignRun) worker() {
 			t.Judge += secs(jr.judged)
 			t.WordReruns += int64(jr.reruns)
 			t.Record += secs(recorded)
+			if o == nil {
+				t.Unanswered += secs(jr.ran)
+				t.UnansweredRuns++
+			}
 			if o != nil && o.Phases != nil {
 				if t.Guest == nil {
 					t.Guest = map[string]float64{}

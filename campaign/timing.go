@@ -28,6 +28,12 @@ type TimeSpent struct {
 	WordReruns int64 `json:"word_reruns,omitempty"`
 	// Guest sums the guest's phases (obs.Observation.Phases) by name.
 	Guest map[string]float64 `json:"guest,omitempty"`
+	// Unanswered sums the run time of programs whose run returned no
+	// observation (a kernel report that ended it, a hang, an executor
+	// crash, a VM that went down), UnansweredRuns counts them: their
+	// time is in Run and in no guest phase.
+	Unanswered     float64 `json:"run_unanswered,omitempty"`
+	UnansweredRuns int64   `json:"runs_unanswered,omitempty"`
 	// Work sums what the program's processes did inside the guest's
 	// "program" phase (obs.Observation.Work): each operation kind, views,
 	// census, evidence, KCOV drains; summed over processes.
@@ -83,6 +89,9 @@ func (t *TimeSpent) String() string {
 			parts = append(parts, fmt.Sprintf("%s %.1f%%", k, 100*t.Guest[k]/t.Run))
 		}
 		s += "; of the run: " + strings.Join(parts, ", ")
+	}
+	if t.UnansweredRuns > 0 && t.Run > 0 {
+		s += fmt.Sprintf("; runs without a result (kernel reports, hangs, crashes): %d, %.1f%% of the run", t.UnansweredRuns, 100*t.Unanswered/t.Run)
 	}
 	if w := topShares(t.Work, 5); w != "" {
 		s += "; in the program (summed over its processes): " + w

@@ -61,6 +61,25 @@ func TestTimeSpent(t *testing.T) {
 	}
 }
 
+// Runs that return no observation (here an executor crash on every
+// program without the census: programs 1 to 3 of 4) are counted apart,
+// in Stats and in the line; minimization runs are not the campaign's.
+func TestTimeSpentUnanswered(t *testing.T) {
+	tg := &modeCrashTarget{crash: func(o agents.Options) bool { return o.NoForkPages }}
+	st, err := Run(context.Background(), Config{Target: tg, Seed: 4, Programs: 4, Weights: noThreads(gen.DefaultWeights()),
+		MinimizeRuns: 5, Workdir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := st.Spent
+	if sp == nil || sp.Programs != 4 || sp.UnansweredRuns != 3 || sp.Unanswered <= 0 || sp.Unanswered > sp.Run {
+		t.Fatalf("spent %+v, want 3 of 4 runs unanswered, within the run's time", sp)
+	}
+	if line := sp.String(); !strings.Contains(line, "runs without a result (kernel reports, hangs, crashes): 3, ") {
+		t.Fatalf("line %q", line)
+	}
+}
+
 // censusTarget records which programs asked for no page census.
 type censusTarget struct {
 	modelTarget

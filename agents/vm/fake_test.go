@@ -119,6 +119,12 @@ func fakeQEMU(mode, sock string) {
 		case "panic":
 			fmt.Print(fakePanic)
 			os.Exit(0)
+		case "panicmarked":
+			// Only the program with a 7-page region crashes the kernel.
+			if strings.Contains(m.Program, "pages=7 ") {
+				fmt.Print(fakePanic)
+				os.Exit(0)
+			}
 		case "vanish":
 			os.Exit(0)
 		case "warn":
@@ -283,6 +289,39 @@ func TestFakeOopsEndsRunEarly(t *testing.T) {
 	}
 	if !strings.Contains(lw.String(), "the kernel killed a task") {
 		t.Errorf("log does not say why the run ended:\n%s", lw.String())
+	}
+}
+
+// A run that first restarts the VM the previous program left down says
+// so in its phases (RestartPhase); runs on a VM that stayed up do not.
+func TestFakeRestartPhase(t *testing.T) {
+	tg, err := New(fakeConfig(t, "panicmarked"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	ok, crash := mustParse(t, testProg), mustParse(t, strings.Replace(testProg, "pages=4 ", "pages=7 ", 1))
+	o, err := tg.Run(ok, agents.Options{})
+	if err != nil || o == nil {
+		t.Fatalf("first run: %v", err)
+	}
+	if _, in := o.Phases[RestartPhase]; in {
+		t.Errorf("a run on the first boot has a %s phase: %v", RestartPhase, o.Phases)
+	}
+	if _, err := tg.Run(crash, agents.Options{}); err == nil {
+		t.Fatal("the crashing program did not fail")
+	}
+	for i, want := range []bool{true, false} {
+		o, err := tg.Run(ok, agents.Options{})
+		if err != nil || o == nil {
+			t.Fatalf("run %d after the crash: %v", i, err)
+		}
+		if us, in := o.Phases[RestartPhase]; in != want || in && us <= 0 {
+			t.Errorf("run %d after the crash: %s phase %d (present %v), want present %v", i, RestartPhase, us, in, want)
+		}
+	}
+	if len(tg.Boots) != 2 {
+		t.Errorf("boots %v, want 2", tg.Boots)
 	}
 }
 

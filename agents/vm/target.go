@@ -349,13 +349,31 @@ func (t *Target) run(p *prog.Program, opt agents.Options, tt testHooks) (*obs.Ob
 	}
 	in := <-t.idle
 	defer func() { t.idle <- in }()
+	var restart time.Duration
 	if !in.running() {
+		t0 := time.Now()
 		if err := in.boot(); err != nil {
 			return nil, err
 		}
+		restart = time.Since(t0)
 	}
-	return in.run(p, opt, tt)
+	o, err := in.run(p, opt, tt)
+	if o != nil && restart > 0 {
+		// The VM went down with the previous program (a kernel report,
+		// a hang): its restart is this run's, said apart from the
+		// guest's phases (RestartPhase).
+		if o.Phases == nil {
+			o.Phases = map[string]int64{}
+		}
+		o.Phases[RestartPhase] += restart.Microseconds()
+	}
+	return o, err
 }
+
+// RestartPhase is the phase (obs.Observation.Phases, measured on the
+// host) of a run that first had to boot its VM again, or load its saved
+// state, because the previous program on it left it down.
+const RestartPhase = "vm-restart"
 
 // Close stops every VM.
 func (t *Target) Close() error {

@@ -667,7 +667,10 @@ func timeBar(t *campaign.TimeSpent) template.HTML {
 			guest = append(guest, part{k, t.Guest[k], colors[i%len(colors)]})
 			inGuest += t.Guest[k]
 		}
-		if rest := t.Run - inGuest; rest > 0 {
+		if t.Unanswered > 0 {
+			guest = append(guest, part{fmt.Sprintf("runs without a result (%d)", t.UnansweredRuns), t.Unanswered, "#555"})
+		}
+		if rest := t.Run - inGuest - t.Unanswered; rest > 0 {
 			guest = append(guest, part{"dispatch, transfer, other", rest, "#ccc"})
 		}
 		out += `<p class="sub">the target's run, by phase:</p>` + bar(guest, t.Run)

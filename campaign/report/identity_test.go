@@ -120,6 +120,15 @@ func TestCampaignPageTime(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
+	// Runs without a result (a kernel report, a hang) are shown apart
+	// from dispatch and transfer.
+	s.Spent.Unanswered, s.Spent.UnansweredRuns = 2, 1
+	page = string(CampaignPage(&Campaign{Samples: []campaign.Sample{s}}))
+	for _, want := range []string{"runs without a result (1) 11.1% (2.0 s)", "dispatch, transfer, other 5.6% (1.0 s)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
 }
 
 // What every replay run showed and how long it took is in report.txt,
